@@ -1,0 +1,385 @@
+//! Delegation links and chain verification (v1.1 §13; v1.0 §12).
+//!
+//! A link is signed by its delegator over `LOOM-DELEGATION-SIG-v1 ‖ 0x00 ‖ JCS(link − signature)`
+//! (§13.3.1); legacy unprefixed signatures are accepted when `signature_context` is absent,
+//! as for envelopes (§7.3). The signing key is named by the link's `key_id` (the existing
+//! v1.1 node also reads `signature_key_id`); without one the delegator must have exactly
+//! one signing key. Chains are verified in the order of §13.3 and every failure is
+//! `DELEGATION_INVALID` naming the link and member.
+
+use crate::address::Address;
+use crate::clock::Clock;
+use crate::envelope::SenderType;
+use crate::envelope::validate::is_versioned_intent;
+use crate::error::{ErrorCode, ProtocolError};
+use crate::id::KeyId;
+use crate::jcs::to_canonical_bytes;
+use crate::keys::{SigContext, sign_b64url, signature_from_b64url, verify};
+use crate::scope::{check_scope_syntax, is_scope_subset, scopes_allow};
+use crate::time::Timestamp;
+use ed25519_dalek::{SigningKey, VerifyingKey};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// Chain verification limits (v1.1 §13.3 steps 3–5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChainPolicy {
+    /// `maxChainLength`: most links a chain may have (default 10).
+    pub max_chain_length: usize,
+    /// `enforceRootDelegatorType`: the root delegator must not be an agent (default on).
+    pub enforce_root_delegator_type: bool,
+    /// `maxCreatedAtFutureSkewMs`: how far in the future `created_at` may be (default 5 min).
+    pub max_created_at_future_skew_ms: i64,
+    /// Accept unprefixed (legacy) link signatures during the migration window (§13.3.1).
+    pub accept_legacy_signatures: bool,
+}
+
+impl Default for ChainPolicy {
+    fn default() -> Self {
+        ChainPolicy {
+            max_chain_length: 10,
+            enforce_root_delegator_type: true,
+            max_created_at_future_skew_ms: 5 * 60 * 1000,
+            accept_legacy_signatures: true,
+        }
+    }
+}
+
+/// What chain verification needs to know about the world.
+pub trait DelegationResolver {
+    /// The active signing keys of `identity` as `(key_id, key)`; `None` if it is unknown.
+    fn signing_keys(&self, identity: &Address) -> Option<Vec<(String, VerifyingKey)>>;
+    /// The registered type of `identity`; `None` if it is unknown.
+    fn identity_type(&self, identity: &Address) -> Option<SenderType>;
+    /// Whether this link has been revoked (§13.4).
+    fn is_revoked(&self, link: &LinkRef<'_>) -> bool;
+}
+
+/// The parts of a link a revocation check looks at.
+#[derive(Debug, Clone, Copy)]
+pub struct LinkRef<'a> {
+    /// Link `id`, if it has one.
+    pub id: Option<&'a str>,
+    /// Delegator.
+    pub delegator: &'a Address,
+    /// Delegate.
+    pub delegate: &'a Address,
+    /// When the link was made.
+    pub created_at: Timestamp,
+}
+
+/// A revocation list (v1.1 §13.4): by link id, and by (delegator, delegate) pair as the
+/// `delegation.revoked@v1` notice carries them (v1.0 §12.5). A pair revocation voids links
+/// created at or before `revoked_at`, so a fresh delegation made afterwards is valid again.
+#[derive(Debug, Clone, Default)]
+pub struct RevocationList {
+    by_id: BTreeMap<String, Timestamp>,
+    by_pair: BTreeMap<(Address, Address), Timestamp>,
+}
+
+impl RevocationList {
+    /// Records the revocation of one link by id.
+    pub fn revoke_id(&mut self, id: &str, at: Timestamp) {
+        self.by_id.insert(id.to_owned(), at);
+    }
+
+    /// Records a `delegation.revoked@v1` for a delegator/delegate pair.
+    pub fn revoke_pair(&mut self, delegator: Address, delegate: Address, revoked_at: Timestamp) {
+        let e = self.by_pair.entry((delegator, delegate)).or_insert(revoked_at);
+        *e = (*e).max(revoked_at);
+    }
+
+    /// Whether `link` is revoked.
+    pub fn contains(&self, link: &LinkRef<'_>) -> bool {
+        link.id.is_some_and(|id| self.by_id.contains_key(id))
+            || self
+                .by_pair
+                .get(&(link.delegator.clone(), link.delegate.clone()))
+                .is_some_and(|at| link.created_at <= *at)
+    }
+}
+
+/// Canonical bytes of a link for signing: JCS of the link without `signature` (§13.3.1).
+pub fn delegation_signing_payload(link: &Value) -> Option<Vec<u8>> {
+    let mut obj = link.as_object()?.clone();
+    obj.remove("signature");
+    Some(to_canonical_bytes(&Value::Object(obj)))
+}
+
+/// Signs a delegation link in place: sets `key_id`, `signature_context` and `signature`.
+pub fn sign_delegation_link(link: &mut Value, key: &SigningKey, key_id: &KeyId) -> Result<(), ProtocolError> {
+    let obj = link.as_object_mut().ok_or_else(|| {
+        ProtocolError::new(ErrorCode::DelegationInvalid, "$", "a delegation link is a JSON object", "v1.1 §13.1")
+    })?;
+    obj.remove("signature");
+    obj.insert("key_id".into(), Value::String(key_id.to_string()));
+    obj.insert("signature_context".into(), Value::String(SigContext::DELEGATION.0.into()));
+    let payload = delegation_signing_payload(link).unwrap_or_default();
+    link["signature"] = Value::String(sign_b64url(key, Some(SigContext::DELEGATION), &payload));
+    Ok(())
+}
+
+/// Signs a link in the legacy form (no prefix, no `signature_context`), for migration tests.
+pub fn sign_delegation_link_legacy(link: &mut Value, key: &SigningKey, key_id: &KeyId) -> Result<(), ProtocolError> {
+    sign_delegation_link(link, key, key_id)?;
+    if let Some(obj) = link.as_object_mut() {
+        obj.remove("signature_context");
+        obj.remove("signature");
+    }
+    let payload = delegation_signing_payload(link).unwrap_or_default();
+    link["signature"] = Value::String(sign_b64url(key, None, &payload));
+    Ok(())
+}
+
+/// The actions an envelope performs, for the leaf-scope check of §13.3 step 6: its
+/// structured intent when it has one in cleartext (`task.create@v1`), and `{type}.send@v1`.
+pub fn envelope_actions(envelope: &Value) -> Vec<String> {
+    let mut actions = Vec::new();
+    if let Some(intent) = envelope
+        .pointer("/content/structured/intent")
+        .and_then(Value::as_str)
+        .filter(|i| is_versioned_intent(i))
+    {
+        actions.push(intent.to_owned());
+    }
+    if let Some(t) = envelope.get("type").and_then(Value::as_str) {
+        actions.push(format!("{t}.send@v1"));
+    }
+    actions
+}
+
+fn deny(field: impl Into<String>, rule: impl Into<String>, section: &'static str) -> ProtocolError {
+    ProtocolError::new(ErrorCode::DelegationInvalid, field, rule, section)
+}
+
+/// A link after its own checks, for the cross-link checks.
+struct CheckedLink {
+    delegator: Address,
+    delegate: Address,
+    scope: Vec<String>,
+    allow_sub_delegation: bool,
+    max_sub_delegation_depth: Option<u64>,
+}
+
+/// Verifies `from.delegation_chain` of an agent envelope (v1.1 §13.3 steps 2–7).
+/// The envelope's own signature (step 1) is checked by the caller beforehand.
+pub fn verify_delegation_chain(
+    envelope: &Value,
+    resolver: &dyn DelegationResolver,
+    policy: &ChainPolicy,
+    clock: &dyn Clock,
+) -> Result<(), ProtocolError> {
+    let sender = envelope
+        .pointer("/from/identity")
+        .and_then(Value::as_str)
+        .and_then(|s| Address::parse_wire(s).ok())
+        .ok_or_else(|| deny("from.identity", "sender identity is required to verify a delegation chain", "v1.1 §13.3"))?;
+    let chain = envelope
+        .pointer("/from/delegation_chain")
+        .and_then(Value::as_array)
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| deny("from.delegation_chain", "agent envelopes must include the full delegation chain", "v1.1 §13.5"))?;
+    if chain.len() > policy.max_chain_length {
+        return Err(deny(
+            "from.delegation_chain",
+            format!("chain has {} links; at most {} are allowed (maxChainLength)", chain.len(), policy.max_chain_length),
+            "v1.1 §13.3",
+        ));
+    }
+    let now = clock.now();
+    let mut links: Vec<CheckedLink> = Vec::with_capacity(chain.len());
+    for (i, raw) in chain.iter().enumerate() {
+        let link = verify_link(raw, i, resolver, policy, now)?;
+        let path = format!("from.delegation_chain[{i}]");
+        if i == 0 && policy.enforce_root_delegator_type {
+            match resolver.identity_type(&link.delegator) {
+                Some(SenderType::Agent) => {
+                    return Err(deny(format!("{path}.delegator"), "the root delegator must not be an agent identity", "v1.1 §13.3"));
+                }
+                None => {
+                    return Err(deny(format!("{path}.delegator"), "the root delegator identity cannot be resolved", "v1.1 §13.3"));
+                }
+                Some(_) => {}
+            }
+        }
+        if let Some(prev) = links.last() {
+            if prev.delegate != link.delegator {
+                return Err(deny(
+                    format!("{path}.delegator"),
+                    "each link's delegator must be the previous link's delegate",
+                    "v1.1 §13.3",
+                ));
+            }
+            if !prev.allow_sub_delegation {
+                return Err(deny(path.to_string(), "the previous link forbids sub-delegation (allow_sub_delegation: false)", "v1.1 §13.1"));
+            }
+            if !is_scope_subset(&link.scope, &prev.scope) {
+                return Err(deny(format!("{path}.scope"), "sub-delegation scope must be a subset of the parent scope", "v1.1 §13.2"));
+            }
+        }
+        // Every earlier link bounds how many links may follow it.
+        for (j, earlier) in links.iter().enumerate() {
+            if let Some(max) = earlier.max_sub_delegation_depth
+                && (i - j) as u64 > max
+            {
+                return Err(deny(
+                    format!("from.delegation_chain[{j}].max_sub_delegation_depth"),
+                    format!("link {j} allows {max} sub-delegation level(s); the chain has more"),
+                    "v1.1 §13.1",
+                ));
+            }
+        }
+        links.push(link);
+    }
+    let Some(leaf) = links.last() else {
+        return Err(deny("from.delegation_chain", "the delegation chain is empty", "v1.1 §13.5"));
+    };
+    if leaf.delegate != sender {
+        return Err(deny(
+            format!("from.delegation_chain[{}].delegate", links.len() - 1),
+            "the leaf delegate must be the envelope sender (from.identity)",
+            "v1.1 §13.3",
+        ));
+    }
+    let actions = envelope_actions(envelope);
+    if !actions.iter().any(|a| scopes_allow(&leaf.scope, a)) {
+        return Err(deny(
+            format!("from.delegation_chain[{}].scope", links.len() - 1),
+            format!("the leaf scope does not permit the envelope action ({})", actions.join(" or ")),
+            "v1.1 §13.3",
+        ));
+    }
+    Ok(())
+}
+
+fn address_member(obj: &Map<String, Value>, key: &str, path: &str) -> Result<Address, ProtocolError> {
+    obj.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| deny(format!("{path}.{key}"), format!("{key} is required"), "v1.1 §13.1"))
+        .and_then(|s| Address::parse_wire(s).map_err(|e| deny(format!("{path}.{key}"), e.reason, "v1.1 §6.1")))
+}
+
+fn timestamp_member(obj: &Map<String, Value>, key: &str, path: &str) -> Result<Option<Timestamp>, ProtocolError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Timestamp::parse(s)
+            .map(Some)
+            .map_err(|e| deny(format!("{path}.{key}"), e.to_string(), "v1.1 §13.3")),
+        Some(_) => Err(deny(format!("{path}.{key}"), format!("{key} must be an ISO 8601 string"), "v1.1 §13.3")),
+    }
+}
+
+/// The per-link checks of v1.1 §13.3 step 5 (and the shape of §13.1).
+fn verify_link(
+    raw: &Value,
+    i: usize,
+    resolver: &dyn DelegationResolver,
+    policy: &ChainPolicy,
+    now: Timestamp,
+) -> Result<CheckedLink, ProtocolError> {
+    let path = format!("from.delegation_chain[{i}]");
+    let obj = raw
+        .as_object()
+        .ok_or_else(|| deny(path.clone(), "a delegation link is a JSON object", "v1.1 §13.1"))?;
+    let delegator = address_member(obj, "delegator", &path)?;
+    let delegate = address_member(obj, "delegate", &path)?;
+    let scope: Vec<String> = match obj.get("scope") {
+        Some(Value::Array(items)) if !items.is_empty() => items
+            .iter()
+            .map(|s| s.as_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| deny(format!("{path}.scope"), "scope entries must be strings", "v1.1 §13.2"))?,
+        _ => return Err(deny(format!("{path}.scope"), "scope must be a non-empty array of scope strings", "v1.1 §13.1")),
+    };
+    for (k, s) in scope.iter().enumerate() {
+        check_scope_syntax(s).map_err(|e| deny(format!("{path}.scope[{k}]"), e.to_string(), "v1.1 §13.2"))?;
+        if s == "*" && i > 0 {
+            return Err(deny(format!("{path}.scope[{k}]"), "'*' is only valid on the root human→agent delegation", "v1.1 §13.2"));
+        }
+    }
+    let created_at = timestamp_member(obj, "created_at", &path)?
+        .ok_or_else(|| deny(format!("{path}.created_at"), "created_at is required", "v1.1 §13.3"))?;
+    if created_at.unix_ms() > now.unix_ms() + policy.max_created_at_future_skew_ms {
+        return Err(deny(
+            format!("{path}.created_at"),
+            format!("created_at is more than {} ms in the future", policy.max_created_at_future_skew_ms),
+            "v1.1 §13.3",
+        ));
+    }
+    let expires_at = timestamp_member(obj, "expires_at", &path)?;
+    if expires_at.is_some_and(|e| e <= now) {
+        return Err(deny(format!("{path}.expires_at"), "the delegation has expired", "v1.1 §13.3"));
+    }
+    verify_link_signature(raw, obj, &delegator, &path, resolver, policy)?;
+    let id = obj.get("id").and_then(Value::as_str);
+    if resolver.is_revoked(&LinkRef { id, delegator: &delegator, delegate: &delegate, created_at }) {
+        return Err(deny(path, "the delegation has been revoked", "v1.1 §13.4"));
+    }
+    let allow_sub_delegation = match obj.get("allow_sub_delegation") {
+        None | Some(Value::Null) => true,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(deny(format!("{path}.allow_sub_delegation"), "allow_sub_delegation must be a boolean", "v1.1 §13.1")),
+    };
+    let max_sub_delegation_depth = match obj.get("max_sub_delegation_depth") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_u64().ok_or_else(|| {
+            deny(format!("{path}.max_sub_delegation_depth"), "max_sub_delegation_depth must be a non-negative integer", "v1.1 §13.1")
+        })?),
+    };
+    Ok(CheckedLink { delegator, delegate, scope, allow_sub_delegation, max_sub_delegation_depth })
+}
+
+/// Signature check of one link (v1.1 §13.3 step 5, §13.3.1).
+fn verify_link_signature(
+    raw: &Value,
+    obj: &Map<String, Value>,
+    delegator: &Address,
+    path: &str,
+    resolver: &dyn DelegationResolver,
+    policy: &ChainPolicy,
+) -> Result<(), ProtocolError> {
+    let sig = obj
+        .get("signature")
+        .and_then(Value::as_str)
+        .ok_or_else(|| deny(format!("{path}.signature"), "signature (base64url) is required", "v1.1 §13.1"))?;
+    let sig = signature_from_b64url(sig).map_err(|e| deny(format!("{path}.signature"), e.reason, "v1.1 §13.3.1"))?;
+    let keys = resolver
+        .signing_keys(delegator)
+        .ok_or_else(|| deny(format!("{path}.delegator"), "delegator identity not found", "v1.1 §13.3"))?;
+    let key_id = obj.get("key_id").or_else(|| obj.get("signature_key_id")).and_then(Value::as_str);
+    let key = match key_id {
+        Some(id) => keys
+            .iter()
+            .find(|(k, _)| k == id)
+            .map(|(_, key)| *key)
+            .ok_or_else(|| deny(format!("{path}.key_id"), "key_id is not an active signing key of the delegator", "v1.1 §13.3"))?,
+        None if keys.len() == 1 => keys[0].1,
+        None => {
+            return Err(deny(
+                format!("{path}.key_id"),
+                "key_id is required when the delegator has several signing keys",
+                "v1.1 §13.3",
+            ));
+        }
+    };
+    let payload = delegation_signing_payload(raw).unwrap_or_default();
+    let ok = match obj.get("signature_context") {
+        Some(Value::String(c)) if c == SigContext::DELEGATION.0 => verify(&key, Some(SigContext::DELEGATION), &payload, &sig),
+        Some(_) => {
+            return Err(deny(
+                format!("{path}.signature_context"),
+                "unknown signature context; only LOOM-DELEGATION-SIG-v1 is defined",
+                "v1.1 §13.3.1",
+            ));
+        }
+        None => {
+            verify(&key, Some(SigContext::DELEGATION), &payload, &sig)
+                || (policy.accept_legacy_signatures && verify(&key, None, &payload, &sig))
+        }
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(deny(format!("{path}.signature"), "Ed25519 signature of the delegator does not verify", "v1.1 §13.3.1"))
+    }
+}

@@ -1,0 +1,560 @@
+//! Canonical JSON per RFC 8785 (JCS), as v1.1 §7.2 requires for everything that is signed.
+//!
+//! Two halves:
+//! * [`parse_strict`] reads JSON text the way a signature verifier must: RFC 8259 grammar,
+//!   I-JSON restrictions (RFC 7493: no duplicate member names, no lone surrogates, numbers
+//!   that fit an IEEE 754 double), and a nesting limit so hostile input cannot exhaust the stack.
+//! * [`to_canonical_string`] writes a value in canonical form: members sorted by UTF-16 code
+//!   units (RFC 8785 §3.2.3), no insignificant whitespace, minimal string escaping
+//!   (§3.2.2.2) and ECMAScript number formatting (§3.2.2.3).
+//!
+//! Values are `serde_json::Value`s; because a Rust string cannot hold a lone surrogate and a
+//! `serde_json::Number` cannot hold NaN or infinity, canonicalizing a `Value` cannot fail —
+//! every rejection happens while parsing.
+
+use serde_json::{Map, Number, Value};
+use std::fmt;
+
+/// Deepest nesting of arrays and objects [`parse_strict`] accepts.
+pub const MAX_DEPTH: usize = 128;
+
+/// What made JSON text unacceptable for canonicalization.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JsonErrorKind {
+    /// The bytes are not UTF-8.
+    InvalidUtf8,
+    /// The text breaks the RFC 8259 grammar; says what was expected.
+    Syntax(&'static str),
+    /// An object repeats a member name (RFC 8785 §3.1, RFC 7493 §2.3).
+    DuplicateKey(String),
+    /// A `\uD800`-`\uDFFF` escape without its partner (v1.1 §7.2, RFC 8785 §3.2.2.2).
+    LoneSurrogate,
+    /// A number that is not a finite IEEE 754 double (RFC 8785 §3.2.2.3).
+    NonFiniteNumber,
+    /// Nesting deeper than [`MAX_DEPTH`].
+    TooDeep,
+}
+
+/// A rejection with the byte offset where it was detected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonError {
+    /// Byte offset into the input.
+    pub offset: usize,
+    /// What went wrong.
+    pub kind: JsonErrorKind,
+}
+
+impl fmt::Display for JsonError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            JsonErrorKind::InvalidUtf8 => write!(f, "byte {}: input is not valid UTF-8", self.offset),
+            JsonErrorKind::Syntax(what) => write!(f, "byte {}: expected {what}", self.offset),
+            JsonErrorKind::DuplicateKey(k) => {
+                write!(f, "byte {}: duplicate member name {k:?} (RFC 8785 §3.1)", self.offset)
+            }
+            JsonErrorKind::LoneSurrogate => write!(
+                f,
+                "byte {}: lone surrogate code point (v1.1 §7.2, RFC 8785 §3.2.2.2)",
+                self.offset
+            ),
+            JsonErrorKind::NonFiniteNumber => write!(
+                f,
+                "byte {}: number is not a finite IEEE 754 double (RFC 8785 §3.2.2.3)",
+                self.offset
+            ),
+            JsonErrorKind::TooDeep => {
+                write!(f, "byte {}: nesting deeper than {MAX_DEPTH} levels", self.offset)
+            }
+        }
+    }
+}
+
+impl std::error::Error for JsonError {}
+
+/// Parses JSON text strictly (see the module docs).
+pub fn parse_strict(text: &str) -> Result<Value, JsonError> {
+    let mut p = Parser { b: text.as_bytes(), s: text, i: 0 };
+    p.ws();
+    let v = p.value(0)?;
+    p.ws();
+    if p.i != p.b.len() {
+        return Err(p.err(JsonErrorKind::Syntax("end of input after the top-level value")));
+    }
+    Ok(v)
+}
+
+/// Parses JSON bytes strictly, rejecting invalid UTF-8 with the offset of the first bad byte.
+pub fn parse_strict_bytes(bytes: &[u8]) -> Result<Value, JsonError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| JsonError {
+        offset: e.valid_up_to(),
+        kind: JsonErrorKind::InvalidUtf8,
+    })?;
+    parse_strict(text)
+}
+
+/// Parses JSON text strictly and returns its canonical form.
+pub fn canonicalize_str(text: &str) -> Result<String, JsonError> {
+    parse_strict(text).map(|v| to_canonical_string(&v))
+}
+
+struct Parser<'a> {
+    b: &'a [u8],
+    s: &'a str,
+    i: usize,
+}
+
+impl Parser<'_> {
+    fn err(&self, kind: JsonErrorKind) -> JsonError {
+        JsonError { offset: self.i, kind }
+    }
+
+    fn syntax<T>(&self, what: &'static str) -> Result<T, JsonError> {
+        Err(self.err(JsonErrorKind::Syntax(what)))
+    }
+
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
+            self.i += 1;
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Value, JsonError> {
+        match self.b.get(self.i) {
+            Some(b'{') => self.object(depth + 1),
+            Some(b'[') => self.array(depth + 1),
+            Some(b'"') => self.string().map(Value::String),
+            Some(b't') => self.literal("true", Value::Bool(true)),
+            Some(b'f') => self.literal("false", Value::Bool(false)),
+            Some(b'n') => self.literal("null", Value::Null),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            _ => self.syntax("a JSON value"),
+        }
+    }
+
+    fn literal(&mut self, word: &'static str, v: Value) -> Result<Value, JsonError> {
+        if self.b[self.i..].starts_with(word.as_bytes()) {
+            self.i += word.len();
+            Ok(v)
+        } else {
+            self.syntax("true, false or null")
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> Result<Value, JsonError> {
+        if depth > MAX_DEPTH {
+            return Err(self.err(JsonErrorKind::TooDeep));
+        }
+        self.i += 1;
+        let mut map = Map::new();
+        self.ws();
+        if self.b.get(self.i) == Some(&b'}') {
+            self.i += 1;
+            return Ok(Value::Object(map));
+        }
+        loop {
+            self.ws();
+            if self.b.get(self.i) != Some(&b'"') {
+                return self.syntax("a member name string");
+            }
+            let key_at = self.i;
+            let key = self.string()?;
+            self.ws();
+            if self.b.get(self.i) != Some(&b':') {
+                return self.syntax("':' after a member name");
+            }
+            self.i += 1;
+            self.ws();
+            let v = self.value(depth)?;
+            if map.contains_key(&key) {
+                return Err(JsonError { offset: key_at, kind: JsonErrorKind::DuplicateKey(key) });
+            }
+            map.insert(key, v);
+            self.ws();
+            match self.b.get(self.i) {
+                Some(b',') => self.i += 1,
+                Some(b'}') => {
+                    self.i += 1;
+                    return Ok(Value::Object(map));
+                }
+                _ => return self.syntax("',' or '}' in an object"),
+            }
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Result<Value, JsonError> {
+        if depth > MAX_DEPTH {
+            return Err(self.err(JsonErrorKind::TooDeep));
+        }
+        self.i += 1;
+        let mut items = Vec::new();
+        self.ws();
+        if self.b.get(self.i) == Some(&b']') {
+            self.i += 1;
+            return Ok(Value::Array(items));
+        }
+        loop {
+            self.ws();
+            items.push(self.value(depth)?);
+            self.ws();
+            match self.b.get(self.i) {
+                Some(b',') => self.i += 1,
+                Some(b']') => {
+                    self.i += 1;
+                    return Ok(Value::Array(items));
+                }
+                _ => return self.syntax("',' or ']' in an array"),
+            }
+        }
+    }
+
+    fn hex4(&mut self) -> Result<u16, JsonError> {
+        let Some(h) = self.b.get(self.i..self.i + 4) else {
+            return self.syntax("four hex digits after \\u");
+        };
+        let mut v = 0u16;
+        for &c in h {
+            let d = match c {
+                b'0'..=b'9' => c - b'0',
+                b'a'..=b'f' => c - b'a' + 10,
+                b'A'..=b'F' => c - b'A' + 10,
+                _ => return self.syntax("four hex digits after \\u"),
+            };
+            v = v * 16 + u16::from(d);
+        }
+        self.i += 4;
+        Ok(v)
+    }
+
+    fn string(&mut self) -> Result<String, JsonError> {
+        self.i += 1; // opening quote
+        let mut out = String::new();
+        loop {
+            let start = self.i;
+            while let Some(&c) = self.b.get(self.i) {
+                if c == b'"' || c == b'\\' || c < 0x20 {
+                    break;
+                }
+                self.i += 1;
+            }
+            // The input is a &str and we stopped on ASCII bytes, so this slice is valid UTF-8.
+            out.push_str(&self.s[start..self.i]);
+            match self.b.get(self.i) {
+                Some(b'"') => {
+                    self.i += 1;
+                    return Ok(out);
+                }
+                Some(b'\\') => {
+                    let esc_at = self.i;
+                    self.i += 1;
+                    let Some(&e) = self.b.get(self.i) else {
+                        return self.syntax("an escape character after '\\'");
+                    };
+                    self.i += 1;
+                    match e {
+                        b'"' => out.push('"'),
+                        b'\\' => out.push('\\'),
+                        b'/' => out.push('/'),
+                        b'b' => out.push('\u{8}'),
+                        b'f' => out.push('\u{c}'),
+                        b'n' => out.push('\n'),
+                        b'r' => out.push('\r'),
+                        b't' => out.push('\t'),
+                        b'u' => {
+                            let hi = self.hex4()?;
+                            let cp = match hi {
+                                0xD800..=0xDBFF => {
+                                    if self.b.get(self.i..self.i + 2) != Some(b"\\u") {
+                                        return Err(JsonError { offset: esc_at, kind: JsonErrorKind::LoneSurrogate });
+                                    }
+                                    self.i += 2;
+                                    let lo = self.hex4()?;
+                                    if !(0xDC00..=0xDFFF).contains(&lo) {
+                                        return Err(JsonError { offset: esc_at, kind: JsonErrorKind::LoneSurrogate });
+                                    }
+                                    0x10000 + ((u32::from(hi) - 0xD800) << 10) + (u32::from(lo) - 0xDC00)
+                                }
+                                0xDC00..=0xDFFF => {
+                                    return Err(JsonError { offset: esc_at, kind: JsonErrorKind::LoneSurrogate });
+                                }
+                                _ => u32::from(hi),
+                            };
+                            // Surrogates were excluded above, so this is a scalar value.
+                            out.push(char::from_u32(cp).unwrap_or('\u{FFFD}'));
+                        }
+                        _ => {
+                            self.i = esc_at;
+                            return self.syntax("a valid escape (\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)");
+                        }
+                    }
+                }
+                Some(_) => return self.syntax("control characters in strings to be escaped"),
+                None => return self.syntax("a closing '\"'"),
+            }
+        }
+    }
+
+    fn number(&mut self) -> Result<Value, JsonError> {
+        let start = self.i;
+        if self.b[self.i] == b'-' {
+            self.i += 1;
+        }
+        match self.b.get(self.i) {
+            Some(b'0') => self.i += 1,
+            Some(b'1'..=b'9') => {
+                while let Some(b'0'..=b'9') = self.b.get(self.i) {
+                    self.i += 1;
+                }
+            }
+            _ => return self.syntax("a digit"),
+        }
+        let mut integral = true;
+        if self.b.get(self.i) == Some(&b'.') {
+            integral = false;
+            self.i += 1;
+            if !matches!(self.b.get(self.i), Some(b'0'..=b'9')) {
+                return self.syntax("a digit after '.'");
+            }
+            while let Some(b'0'..=b'9') = self.b.get(self.i) {
+                self.i += 1;
+            }
+        }
+        if let Some(b'e' | b'E') = self.b.get(self.i) {
+            integral = false;
+            self.i += 1;
+            if let Some(b'+' | b'-') = self.b.get(self.i) {
+                self.i += 1;
+            }
+            if !matches!(self.b.get(self.i), Some(b'0'..=b'9')) {
+                return self.syntax("a digit in the exponent");
+            }
+            while let Some(b'0'..=b'9') = self.b.get(self.i) {
+                self.i += 1;
+            }
+        }
+        let text = &self.s[start..self.i];
+        if integral {
+            if let Ok(u) = text.parse::<u64>() {
+                return Ok(Value::Number(u.into()));
+            }
+            if let Ok(i) = text.parse::<i64>() {
+                return Ok(Value::Number(i.into()));
+            }
+        }
+        let f: f64 = text
+            .parse()
+            .map_err(|_| JsonError { offset: start, kind: JsonErrorKind::Syntax("a number") })?;
+        Number::from_f64(f)
+            .filter(|_| f.is_finite())
+            .map(Value::Number)
+            .ok_or(JsonError { offset: start, kind: JsonErrorKind::NonFiniteNumber })
+    }
+}
+
+/// Writes `v` in RFC 8785 canonical form.
+pub fn to_canonical_string(v: &Value) -> String {
+    let mut out = String::new();
+    write_value(&mut out, v);
+    out
+}
+
+/// Writes `v` in RFC 8785 canonical form, as UTF-8 bytes.
+pub fn to_canonical_bytes(v: &Value) -> Vec<u8> {
+    to_canonical_string(v).into_bytes()
+}
+
+fn write_value(out: &mut String, v: &Value) {
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Number(n) => out.push_str(&format_number(number_as_f64(n))),
+        Value::String(s) => write_string(out, s),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_value(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut members: Vec<(&String, &Value)> = map.iter().collect();
+            members.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+            out.push('{');
+            for (i, (k, val)) in members.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(out, k);
+                out.push(':');
+                write_value(out, val);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// JSON numbers are IEEE 754 doubles under JCS; integers beyond 2^53 round as JavaScript does.
+fn number_as_f64(n: &Number) -> f64 {
+    if let Some(u) = n.as_u64() {
+        u as f64
+    } else if let Some(i) = n.as_i64() {
+        i as f64
+    } else {
+        n.as_f64().unwrap_or(0.0)
+    }
+}
+
+/// RFC 8785 §3.2.2.2: escape only `"`, `\` and C0 controls, with the short forms where JSON
+/// has them and lowercase `\u00xx` otherwise; everything else is written as UTF-8.
+fn write_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Formats a finite double as ECMAScript's `Number.prototype.toString` does
+/// (ECMA-262 Number::toString, which RFC 8785 §3.2.2.3 adopts): shortest round-trip digits,
+/// plain notation for decimal exponents in [-6, 21), exponent notation outside.
+pub fn format_number(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        // -0 serializes as 0; non-finite values never reach here (see module docs).
+        return "0".to_owned();
+    }
+    if v < 0.0 {
+        return format!("-{}", format_number(-v));
+    }
+    // Rust's `{:e}` gives the shortest digits that round-trip, as ECMA-262 requires.
+    let sci = format!("{v:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let e: i32 = exp.parse().unwrap_or(0);
+    let k = digits.len() as i32;
+    let n = e + 1;
+    if k <= n && n <= 21 {
+        format!("{digits}{}", "0".repeat((n - k) as usize))
+    } else if 0 < n && n <= 21 {
+        let (int, frac) = digits.split_at(n as usize);
+        format!("{int}.{frac}")
+    } else if -6 < n && n <= 0 {
+        format!("0.{}{digits}", "0".repeat((-n) as usize))
+    } else {
+        let (first, rest) = digits.split_at(1);
+        let sign = if n > 0 { '+' } else { '-' };
+        let frac = if rest.is_empty() { String::new() } else { format!(".{rest}") };
+        format!("{first}{frac}e{sign}{}", (n - 1).abs())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn canon(s: &str) -> String {
+        canonicalize_str(s).unwrap()
+    }
+
+    #[test]
+    fn numbers_follow_ecmascript() {
+        let cases: &[(f64, &str)] = &[
+            (0.0, "0"),
+            (-0.0, "0"),
+            (1.0, "1"),
+            (-1.5, "-1.5"),
+            (1e21, "1e+21"),
+            (1e20, "100000000000000000000"),
+            (123456789012345680000.0, "123456789012345680000"),
+            (1e-6, "0.000001"),
+            (1e-7, "1e-7"),
+            (1.5e-7, "1.5e-7"),
+            (0.1, "0.1"),
+            (5e-324, "5e-324"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+            (9007199254740992.0, "9007199254740992"),
+            (333333333.3333333, "333333333.3333333"),
+            (4.35, "4.35"),
+            (0.000001234, "0.000001234"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(format_number(*v), *want, "{v:e}");
+        }
+    }
+
+    #[test]
+    fn integers_beyond_2_pow_53_round_like_a_double() {
+        assert_eq!(canon("9007199254740993"), "9007199254740992");
+        assert_eq!(canon("9007199254740991"), "9007199254740991");
+        assert_eq!(canon("-9007199254740993"), "-9007199254740992");
+        assert_eq!(canon("18446744073709551616"), "18446744073709552000");
+        assert_eq!(canon("-0"), "0");
+        assert_eq!(canon("-0.0"), "0");
+        assert_eq!(canon("1E2"), "100");
+        assert_eq!(canon("10.50"), "10.5");
+    }
+
+    #[test]
+    fn keys_sort_by_utf16_code_units_not_code_points() {
+        // U+1F600 is encoded as D83D DE00 in UTF-16, which sorts before U+FB01 (FB01).
+        let got = canon("{\"\u{fb01}\":1,\"\u{1f600}\":2,\"a\":3}");
+        assert_eq!(got, "{\"a\":3,\"\u{1f600}\":2,\"\u{fb01}\":1}");
+    }
+
+    #[test]
+    fn string_escaping_is_minimal() {
+        assert_eq!(canon(r#""\u0041\/\u00e9\u2028\u001f\u007f""#), "\"A/\u{e9}\u{2028}\\u001f\u{7f}\"");
+        assert_eq!(canon(r#""\b\f\n\r\t\"\\""#), r#""\b\f\n\r\t\"\\""#);
+        assert_eq!(canon(r#""\ud83d\ude00""#), "\"\u{1f600}\"");
+    }
+
+    #[test]
+    fn strictness_rejections_name_their_rule() {
+        let kind = |s: &str| parse_strict(s).unwrap_err().kind;
+        assert_eq!(kind(r#"{"a":1,"a":2}"#), JsonErrorKind::DuplicateKey("a".into()));
+        assert_eq!(kind(r#"{"a":{"b":1,"b":1}}"#), JsonErrorKind::DuplicateKey("b".into()));
+        assert_eq!(kind(r#""\ud800""#), JsonErrorKind::LoneSurrogate);
+        assert_eq!(kind(r#""\udc00\ud800""#), JsonErrorKind::LoneSurrogate);
+        assert_eq!(kind(r#""\ud800\u0041""#), JsonErrorKind::LoneSurrogate);
+        assert_eq!(kind(r#""x\ude00""#), JsonErrorKind::LoneSurrogate);
+        assert_eq!(kind("1e400"), JsonErrorKind::NonFiniteNumber);
+        assert_eq!(kind("-1e309"), JsonErrorKind::NonFiniteNumber);
+        assert!(matches!(kind("NaN"), JsonErrorKind::Syntax(_)));
+        assert!(matches!(kind("Infinity"), JsonErrorKind::Syntax(_)));
+        assert!(matches!(kind("01"), JsonErrorKind::Syntax(_)));
+        assert!(matches!(kind("1."), JsonErrorKind::Syntax(_)));
+        assert!(matches!(kind("+1"), JsonErrorKind::Syntax(_)));
+        assert!(matches!(kind("[1,]"), JsonErrorKind::Syntax(_)));
+        assert!(matches!(kind("{\"a\":1,}"), JsonErrorKind::Syntax(_)));
+        assert!(matches!(kind("\"a\nb\""), JsonErrorKind::Syntax(_)));
+        assert!(matches!(kind("\"\\x\""), JsonErrorKind::Syntax(_)));
+        assert!(matches!(kind("[1] 2"), JsonErrorKind::Syntax(_)));
+        assert!(matches!(kind(""), JsonErrorKind::Syntax(_)));
+        assert!(matches!(kind("tru"), JsonErrorKind::Syntax(_)));
+        let deep = "[".repeat(MAX_DEPTH + 1) + &"]".repeat(MAX_DEPTH + 1);
+        assert_eq!(kind(&deep), JsonErrorKind::TooDeep);
+        let ok = "[".repeat(MAX_DEPTH) + &"]".repeat(MAX_DEPTH);
+        assert!(parse_strict(&ok).is_ok());
+        let err = parse_strict_bytes(b"[\"\xff\"]").unwrap_err();
+        assert_eq!((err.offset, err.kind), (2, JsonErrorKind::InvalidUtf8));
+        assert!(parse_strict(r#"{"a":1,"a":2}"#).unwrap_err().to_string().contains("duplicate member name \"a\""));
+    }
+
+    #[test]
+    fn whitespace_and_literals() {
+        assert_eq!(canon(" { \"b\" : [ true , false , null ] , \"a\" : { } } "), r#"{"a":{},"b":[true,false,null]}"#);
+        assert_eq!(canon("[]"), "[]");
+    }
+}
