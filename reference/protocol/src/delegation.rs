@@ -1,7 +1,10 @@
 //! Delegation links and chain verification (v1.1 §13; v1.0 §12).
 //!
-//! A link is signed by its delegator over `LOOM-DELEGATION-SIG-v1 ‖ 0x00 ‖ JCS(link − signature)`
-//! (§13.3.1); legacy unprefixed signatures are accepted when `signature_context` is absent,
+//! A link is signed by its delegator over
+//! `LOOM-DELEGATION-SIG-v1 ‖ 0x00 ‖ JCS(link − signature − signature_context)` (§13.3.1; the
+//! existing v1.1 node's published delegation vector verifies only with `signature_context`
+//! left out, which matches how `signature.context` sits outside an envelope's signed form,
+//! §7.2); legacy unprefixed signatures are accepted when `signature_context` is absent,
 //! as for envelopes (§7.3). The signing key is named by the link's `key_id` (the existing
 //! v1.1 node also reads `signature_key_id`); without one the delegator must have exactly
 //! one signing key. Chains are verified in the order of §13.3 and every failure is
@@ -99,10 +102,16 @@ impl RevocationList {
     }
 }
 
-/// Canonical bytes of a link for signing: JCS of the link without `signature` (§13.3.1).
+/// Members of a link outside its signed form (§13.3.1).
+pub const UNSIGNED_LINK_MEMBERS: [&str; 2] = ["signature", "signature_context"];
+
+/// Canonical bytes of a link for signing: JCS of the link without `signature` and
+/// `signature_context` (§13.3.1).
 pub fn delegation_signing_payload(link: &Value) -> Option<Vec<u8>> {
     let mut obj = link.as_object()?.clone();
-    obj.remove("signature");
+    for k in UNSIGNED_LINK_MEMBERS {
+        obj.remove(k);
+    }
     Some(to_canonical_bytes(&Value::Object(obj)))
 }
 
