@@ -57,7 +57,9 @@ impl Address {
     /// Parses an address without a fragment, normalizing case.
     pub fn parse(s: &str) -> Result<Self, AddressError> {
         if s.contains('#') {
-            return fail("fragment identifiers are client-side only and must not be transmitted (v1.1 §6.1)");
+            return fail(
+                "fragment identifiers are client-side only and must not be transmitted (v1.1 §6.1)",
+            );
         }
         Self::parse_body(s)
     }
@@ -95,14 +97,20 @@ impl Address {
             })?;
             check_loom_local(local)?;
             check_domain(domain)?;
-            Ok(Address::Loom { local: local.to_owned(), domain: domain.to_owned() })
+            Ok(Address::Loom {
+                local: local.to_owned(),
+                domain: domain.to_owned(),
+            })
         } else if let Some(rest) = lower.strip_prefix(BRIDGE_SCHEME) {
             let (local, domain) = rest.rsplit_once('@').ok_or(AddressError {
                 reason: "bridge address must be bridge://{mailbox}@{domain}",
             })?;
             check_email_local(local)?;
             check_domain(domain)?;
-            Ok(Address::Bridge { local: local.to_owned(), domain: domain.to_owned() })
+            Ok(Address::Bridge {
+                local: local.to_owned(),
+                domain: domain.to_owned(),
+            })
         } else {
             fail("address must use the loom:// or bridge:// scheme")
         }
@@ -163,7 +171,10 @@ fn check_loom_local(local: &str) -> Result<(), AddressError> {
     if !(b[0].is_ascii_lowercase() || b[0].is_ascii_digit()) {
         return fail("local part must start with [a-z0-9]");
     }
-    if !b.iter().all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, b'.' | b'_' | b'-')) {
+    if !b
+        .iter()
+        .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, b'.' | b'_' | b'-'))
+    {
         return fail("local part may contain only [a-z0-9._-]");
     }
     Ok(())
@@ -197,7 +208,10 @@ fn check_domain(domain: &str) -> Result<(), AddressError> {
         if b[0] == b'-' || b[b.len() - 1] == b'-' {
             return fail("domain labels must not start or end with '-'");
         }
-        if !b.iter().all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-') {
+        if !b
+            .iter()
+            .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+        {
             return fail("domain labels may contain only [a-z0-9-]");
         }
     }
@@ -243,7 +257,10 @@ mod tests {
         assert_eq!(a.local(), "almarion");
         assert_eq!(a.domain(), "cowork-os.com");
         let agent = Address::parse("loom://research.assistant.almarion@cowork-os.com").unwrap();
-        assert_eq!(agent.scope_segments(), vec!["research", "assistant", "almarion"]);
+        assert_eq!(
+            agent.scope_segments(),
+            vec!["research", "assistant", "almarion"]
+        );
         assert_eq!(
             agent.scoped_parent().unwrap().to_string(),
             "loom://assistant.almarion@cowork-os.com"

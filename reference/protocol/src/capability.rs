@@ -12,7 +12,7 @@ use crate::clock::Clock;
 use crate::envelope::Priority;
 use crate::error::{ErrorCode, ProtocolError};
 use crate::id::{CapabilityId, EnvelopeId, KeyId, KeyKind, ThreadId};
-use crate::jcs::to_canonical_bytes;
+use crate::jcs::{to_canonical_bytes, to_canonical_bytes_without};
 use crate::keys::{SigContext, sign_b64url, signature_from_b64url, verify};
 use crate::time::Timestamp;
 use ed25519_dalek::{SigningKey, VerifyingKey};
@@ -129,15 +129,21 @@ pub const POP_REQUIRED_INTENTS: [&str; 4] = [
 
 /// Canonical bytes of a token for signing: JCS of the token without `signature`.
 pub fn capability_signing_payload(token: &Value) -> Option<Vec<u8>> {
-    let mut obj = token.as_object()?.clone();
-    obj.remove("signature");
-    Some(to_canonical_bytes(&Value::Object(obj)))
+    to_canonical_bytes_without(token, &["signature"])
 }
 
 /// Signs a token in place with the issuer's key, setting `signature {algorithm, key_id, value}`.
-pub fn sign_capability_token(token: &mut Value, key: &SigningKey, key_id: &KeyId) -> Result<(), ProtocolError> {
+pub fn sign_capability_token(
+    token: &mut Value,
+    key: &SigningKey,
+    key_id: &KeyId,
+) -> Result<(), ProtocolError> {
     if !token.is_object() {
-        return Err(deny("$", "a capability token is a JSON object", "v1.1 §12.1"));
+        return Err(deny(
+            "$",
+            "a capability token is a JSON object",
+            "v1.1 §12.1",
+        ));
     }
     token.as_object_mut().map(|o| o.remove("signature"));
     let payload = capability_signing_payload(token).unwrap_or_default();
@@ -159,14 +165,34 @@ pub fn pop_payload(capability_id: &str, envelope_id: &str, timestamp: &str) -> V
 }
 
 /// Makes a PoP signature (base64url) with the key named by the token's `cnf.key_id`.
-pub fn sign_pop(key: &SigningKey, capability_id: &str, envelope_id: &str, timestamp: &str) -> String {
-    sign_b64url(key, Some(SigContext::CAPABILITY_POP), &pop_payload(capability_id, envelope_id, timestamp))
+pub fn sign_pop(
+    key: &SigningKey,
+    capability_id: &str,
+    envelope_id: &str,
+    timestamp: &str,
+) -> String {
+    sign_b64url(
+        key,
+        Some(SigContext::CAPABILITY_POP),
+        &pop_payload(capability_id, envelope_id, timestamp),
+    )
 }
 
 /// Verifies a PoP signature (v1.1 §12.6 "PoP verification").
-pub fn verify_pop(key: &VerifyingKey, capability_id: &str, envelope_id: &str, timestamp: &str, signature: &str) -> bool {
+pub fn verify_pop(
+    key: &VerifyingKey,
+    capability_id: &str,
+    envelope_id: &str,
+    timestamp: &str,
+    signature: &str,
+) -> bool {
     signature_from_b64url(signature).is_ok_and(|sig| {
-        verify(key, Some(SigContext::CAPABILITY_POP), &pop_payload(capability_id, envelope_id, timestamp), &sig)
+        verify(
+            key,
+            Some(SigContext::CAPABILITY_POP),
+            &pop_payload(capability_id, envelope_id, timestamp),
+            &sig,
+        )
     })
 }
 
@@ -236,13 +262,18 @@ fn bad_sig(field: impl Into<String>, rule: impl Into<String>) -> ProtocolError {
 }
 
 fn str_member<'a>(obj: &'a Map<String, Value>, key: &str) -> Result<&'a str, ProtocolError> {
-    obj.get(key)
-        .and_then(Value::as_str)
-        .ok_or_else(|| deny(format!("capability_token.{key}"), format!("{key} is required (a string)"), "v1.1 §12.1"))
+    obj.get(key).and_then(Value::as_str).ok_or_else(|| {
+        deny(
+            format!("capability_token.{key}"),
+            format!("{key} is required (a string)"),
+            "v1.1 §12.1",
+        )
+    })
 }
 
 fn address_member(obj: &Map<String, Value>, key: &str) -> Result<Address, ProtocolError> {
-    Address::parse_wire(str_member(obj, key)?).map_err(|e| deny(format!("capability_token.{key}"), e.reason, "v1.1 §6.1"))
+    Address::parse_wire(str_member(obj, key)?)
+        .map_err(|e| deny(format!("capability_token.{key}"), e.reason, "v1.1 §6.1"))
 }
 
 /// Checks a presented token against an action (v1.1 §12.1–§12.6).
@@ -252,155 +283,291 @@ pub fn authorize_capability(
     resolver: &dyn CapabilityResolver,
     clock: &dyn Clock,
 ) -> Result<AuthorizedCapability, ProtocolError> {
-    let obj = token
-        .as_object()
-        .ok_or_else(|| deny("capability_token", "the capability token is a JSON object", "v1.1 §12.4"))?;
-    let id = CapabilityId::parse(str_member(obj, "id")?).map_err(|e| deny("capability_token.id", e.to_string(), "v1.1 §8.4"))?;
+    let obj = token.as_object().ok_or_else(|| {
+        deny(
+            "capability_token",
+            "the capability token is a JSON object",
+            "v1.1 §12.4",
+        )
+    })?;
+    let id = CapabilityId::parse(str_member(obj, "id")?)
+        .map_err(|e| deny("capability_token.id", e.to_string(), "v1.1 §8.4"))?;
     let issued_by = address_member(obj, "issued_by")?;
     let issued_to = address_member(obj, "issued_to")?;
-    let epoch = obj
-        .get("epoch")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| deny("capability_token.epoch", "tokens must carry a non-negative integer epoch", "v1.1 §12.3"))?;
+    let epoch = obj.get("epoch").and_then(Value::as_u64).ok_or_else(|| {
+        deny(
+            "capability_token.epoch",
+            "tokens must carry a non-negative integer epoch",
+            "v1.1 §12.3",
+        )
+    })?;
     let grants = obj
         .get("grants")
         .and_then(Value::as_array)
         .filter(|g| !g.is_empty())
-        .ok_or_else(|| deny("capability_token.grants", "grants must be a non-empty array", "v1.1 §12.1"))?;
+        .ok_or_else(|| {
+            deny(
+                "capability_token.grants",
+                "grants must be a non-empty array",
+                "v1.1 §12.1",
+            )
+        })?;
     let grants: Vec<Grant> = grants
         .iter()
         .enumerate()
         .map(|(i, g)| {
-            g.as_str()
-                .and_then(Grant::parse)
-                .ok_or_else(|| deny(format!("capability_token.grants[{i}]"), "unknown grant", "v1.1 §12.2"))
+            g.as_str().and_then(Grant::parse).ok_or_else(|| {
+                deny(
+                    format!("capability_token.grants[{i}]"),
+                    "unknown grant",
+                    "v1.1 §12.2",
+                )
+            })
         })
         .collect::<Result<_, _>>()?;
-    let scope = obj
-        .get("scope")
-        .and_then(Value::as_object)
-        .ok_or_else(|| deny("capability_token.scope", "scope must be an object naming the thread", "v1.1 §12.1"))?;
+    let scope = obj.get("scope").and_then(Value::as_object).ok_or_else(|| {
+        deny(
+            "capability_token.scope",
+            "scope must be an object naming the thread",
+            "v1.1 §12.1",
+        )
+    })?;
     let scope_thread = scope
         .get("thread_id")
         .and_then(Value::as_str)
         .and_then(|s| ThreadId::parse(s).ok())
-        .ok_or_else(|| deny("capability_token.scope.thread_id", "scope.thread_id must be a thr_ ID", "v1.1 §12.1"))?;
+        .ok_or_else(|| {
+            deny(
+                "capability_token.scope.thread_id",
+                "scope.thread_id must be a thr_ ID",
+                "v1.1 §12.1",
+            )
+        })?;
 
     // Signature by the issuer.
     let sig = obj
         .get("signature")
         .and_then(Value::as_object)
-        .ok_or_else(|| bad_sig("capability_token.signature", "tokens are signed: signature object required"))?;
+        .ok_or_else(|| {
+            bad_sig(
+                "capability_token.signature",
+                "tokens are signed: signature object required",
+            )
+        })?;
     if sig.get("algorithm").and_then(Value::as_str) != Some("Ed25519") {
-        return Err(bad_sig("capability_token.signature.algorithm", "algorithm must be \"Ed25519\""));
+        return Err(bad_sig(
+            "capability_token.signature.algorithm",
+            "algorithm must be \"Ed25519\"",
+        ));
     }
     let key_id = sig
         .get("key_id")
         .and_then(Value::as_str)
         .filter(|k| KeyId::parse_any(k).is_ok_and(|k| k.kind() != KeyKind::Encryption))
-        .ok_or_else(|| bad_sig("capability_token.signature.key_id", "key_id must name a signing key"))?;
+        .ok_or_else(|| {
+            bad_sig(
+                "capability_token.signature.key_id",
+                "key_id must name a signing key",
+            )
+        })?;
     let value = sig
         .get("value")
         .and_then(Value::as_str)
         .ok_or_else(|| bad_sig("capability_token.signature.value", "value is required"))?;
-    let signature = signature_from_b64url(value).map_err(|e| bad_sig("capability_token.signature.value", e.reason))?;
-    let key = resolver
-        .signing_key(&issued_by, key_id)
-        .ok_or_else(|| bad_sig("capability_token.signature.key_id", "key_id is not a signing key of the issuer"))?;
+    let signature = signature_from_b64url(value)
+        .map_err(|e| bad_sig("capability_token.signature.value", e.reason))?;
+    let key = resolver.signing_key(&issued_by, key_id).ok_or_else(|| {
+        bad_sig(
+            "capability_token.signature.key_id",
+            "key_id is not a signing key of the issuer",
+        )
+    })?;
     let payload = capability_signing_payload(token).unwrap_or_default();
     if !verify(&key, None, &payload, &signature) {
-        return Err(bad_sig("capability_token.signature.value", "Ed25519 signature of the issuer does not verify"));
+        return Err(bad_sig(
+            "capability_token.signature.value",
+            "Ed25519 signature of the issuer does not verify",
+        ));
     }
 
     if scope_thread != *req.thread_id {
-        return Err(deny("capability_token.scope.thread_id", "the token is scoped to another thread", "v1.1 §12.1"));
+        return Err(deny(
+            "capability_token.scope.thread_id",
+            "the token is scoped to another thread",
+            "v1.1 §12.1",
+        ));
     }
     if issued_to != *req.actor {
-        return Err(deny("capability_token.issued_to", "the token was issued to another identity", "v1.1 §12.1"));
+        return Err(deny(
+            "capability_token.issued_to",
+            "the token was issued to another identity",
+            "v1.1 §12.1",
+        ));
     }
     let now = clock.now();
     match obj.get("expires_at") {
         None | Some(Value::Null) => {}
         Some(Value::String(s)) => {
-            let exp = Timestamp::parse(s).map_err(|e| deny("capability_token.expires_at", e.to_string(), "v1.1 §12.1"))?;
+            let exp = Timestamp::parse(s)
+                .map_err(|e| deny("capability_token.expires_at", e.to_string(), "v1.1 §12.1"))?;
             if exp <= now {
-                return Err(deny("capability_token.expires_at", "the token has expired", "v1.1 §12.1"));
+                return Err(deny(
+                    "capability_token.expires_at",
+                    "the token has expired",
+                    "v1.1 §12.1",
+                ));
             }
         }
-        Some(_) => return Err(deny("capability_token.expires_at", "expires_at must be an ISO 8601 string or null", "v1.1 §12.1")),
+        Some(_) => {
+            return Err(deny(
+                "capability_token.expires_at",
+                "expires_at must be an ISO 8601 string or null",
+                "v1.1 §12.1",
+            ));
+        }
     }
     if epoch != req.thread_cap_epoch {
         return Err(deny(
             "capability_token.epoch",
-            format!("token epoch {epoch} does not equal the thread's cap_epoch {}", req.thread_cap_epoch),
+            format!(
+                "token epoch {epoch} does not equal the thread's cap_epoch {}",
+                req.thread_cap_epoch
+            ),
             "v1.1 §12.3",
         ));
     }
     if resolver.is_revoked(&id) {
-        return Err(deny("capability_token.id", "the token has been revoked", "v1.1 §12.3"));
+        return Err(deny(
+            "capability_token.id",
+            "the token has been revoked",
+            "v1.1 §12.3",
+        ));
     }
     let single_use = match obj.get("single_use") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
-        Some(_) => return Err(deny("capability_token.single_use", "single_use must be a boolean", "v1.1 §12.1")),
+        Some(_) => {
+            return Err(deny(
+                "capability_token.single_use",
+                "single_use must be a boolean",
+                "v1.1 §12.1",
+            ));
+        }
     };
     if single_use && resolver.is_spent(&id) {
-        return Err(deny("capability_token.single_use", "the single-use token was already spent", "v1.1 §12.5"));
+        return Err(deny(
+            "capability_token.single_use",
+            "the single-use token was already spent",
+            "v1.1 §12.5",
+        ));
     }
     if !grants.iter().any(|g| g.covers(req.required)) {
         return Err(deny(
             "capability_token.grants",
-            format!("the action needs the {} grant (or admin)", req.required.as_str()),
+            format!(
+                "the action needs the {} grant (or admin)",
+                req.required.as_str()
+            ),
             "v1.1 §12.2",
         ));
     }
     check_scope_limits(scope, req)?;
     if let Some(intent) = req.intent
         && POP_REQUIRED_INTENTS.contains(&intent)
-        && let Some(cnf_key_id) = obj.get("cnf").and_then(|c| c.get("key_id")).and_then(Value::as_str)
+        && let Some(cnf_key_id) = obj
+            .get("cnf")
+            .and_then(|c| c.get("key_id"))
+            .and_then(Value::as_str)
     {
-        let proof = req
-            .pop
-            .ok_or_else(|| deny("content.structured.parameters.pop_signature", "this intent needs a PoP proof for a key-bound token", "v1.1 §12.6"))?;
-        let key = resolver
-            .pop_key(cnf_key_id)
-            .ok_or_else(|| deny("capability_token.cnf.key_id", "the PoP key is unknown", "v1.1 §12.6"))?;
-        if !verify_pop(&key, &id.to_string(), &req.envelope_id.to_string(), proof.timestamp, proof.signature) {
-            return Err(deny("content.structured.parameters.pop_signature", "PoP signature does not verify", "v1.1 §12.6"));
+        let proof = req.pop.ok_or_else(|| {
+            deny(
+                "content.structured.parameters.pop_signature",
+                "this intent needs a PoP proof for a key-bound token",
+                "v1.1 §12.6",
+            )
+        })?;
+        let key = resolver.pop_key(cnf_key_id).ok_or_else(|| {
+            deny(
+                "capability_token.cnf.key_id",
+                "the PoP key is unknown",
+                "v1.1 §12.6",
+            )
+        })?;
+        if !verify_pop(
+            &key,
+            &id.to_string(),
+            &req.envelope_id.to_string(),
+            proof.timestamp,
+            proof.signature,
+        ) {
+            return Err(deny(
+                "content.structured.parameters.pop_signature",
+                "PoP signature does not verify",
+                "v1.1 §12.6",
+            ));
         }
     }
-    Ok(AuthorizedCapability { id, issued_by, single_use })
+    Ok(AuthorizedCapability {
+        id,
+        issued_by,
+        single_use,
+    })
 }
 
 /// The optional limits in `scope` (v1.1 §12.1): envelope types, DAG depth, priority.
-fn check_scope_limits(scope: &Map<String, Value>, req: &CapabilityRequest<'_>) -> Result<(), ProtocolError> {
+fn check_scope_limits(
+    scope: &Map<String, Value>,
+    req: &CapabilityRequest<'_>,
+) -> Result<(), ProtocolError> {
     if let Some(types) = scope.get("envelope_types").filter(|v| !v.is_null()) {
-        let types = types
-            .as_array()
-            .ok_or_else(|| deny("capability_token.scope.envelope_types", "envelope_types must be an array", "v1.1 §12.1"))?;
+        let types = types.as_array().ok_or_else(|| {
+            deny(
+                "capability_token.scope.envelope_types",
+                "envelope_types must be an array",
+                "v1.1 §12.1",
+            )
+        })?;
         if !types.iter().any(|t| t.as_str() == Some(req.envelope_type)) {
             return Err(deny(
                 "capability_token.scope.envelope_types",
-                format!("envelope type {:?} is outside the token's scope", req.envelope_type),
+                format!(
+                    "envelope type {:?} is outside the token's scope",
+                    req.envelope_type
+                ),
                 "v1.1 §12.1",
             ));
         }
     }
     if let Some(max) = scope.get("max_depth").filter(|v| !v.is_null()) {
-        let max = max
-            .as_u64()
-            .ok_or_else(|| deny("capability_token.scope.max_depth", "max_depth must be a non-negative integer", "v1.1 §12.1"))?;
+        let max = max.as_u64().ok_or_else(|| {
+            deny(
+                "capability_token.scope.max_depth",
+                "max_depth must be a non-negative integer",
+                "v1.1 §12.1",
+            )
+        })?;
         if req.depth.is_some_and(|d| d > max) {
-            return Err(deny("capability_token.scope.max_depth", format!("the envelope is deeper than max_depth {max}"), "v1.1 §12.1"));
+            return Err(deny(
+                "capability_token.scope.max_depth",
+                format!("the envelope is deeper than max_depth {max}"),
+                "v1.1 §12.1",
+            ));
         }
     }
     if let Some(max) = scope.get("max_priority").filter(|v| !v.is_null()) {
-        let max = max
-            .as_str()
-            .and_then(Priority::parse)
-            .ok_or_else(|| deny("capability_token.scope.max_priority", "max_priority must be low, normal, high or urgent", "v1.1 §12.1"))?;
+        let max = max.as_str().and_then(Priority::parse).ok_or_else(|| {
+            deny(
+                "capability_token.scope.max_priority",
+                "max_priority must be low, normal, high or urgent",
+                "v1.1 §12.1",
+            )
+        })?;
         if req.priority > max {
-            return Err(deny("capability_token.scope.max_priority", "the envelope priority exceeds max_priority", "v1.1 §12.1"));
+            return Err(deny(
+                "capability_token.scope.max_priority",
+                "the envelope priority exceeds max_priority",
+                "v1.1 §12.1",
+            ));
         }
     }
     Ok(())

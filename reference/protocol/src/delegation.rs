@@ -16,7 +16,7 @@ use crate::envelope::SenderType;
 use crate::envelope::validate::is_versioned_intent;
 use crate::error::{ErrorCode, ProtocolError};
 use crate::id::KeyId;
-use crate::jcs::to_canonical_bytes;
+use crate::jcs::to_canonical_bytes_without;
 use crate::keys::{SigContext, sign_b64url, signature_from_b64url, verify};
 use crate::scope::{check_scope_syntax, is_scope_subset, scopes_allow};
 use crate::time::Timestamp;
@@ -88,7 +88,10 @@ impl RevocationList {
 
     /// Records a `delegation.revoked@v1` for a delegator/delegate pair.
     pub fn revoke_pair(&mut self, delegator: Address, delegate: Address, revoked_at: Timestamp) {
-        let e = self.by_pair.entry((delegator, delegate)).or_insert(revoked_at);
+        let e = self
+            .by_pair
+            .entry((delegator, delegate))
+            .or_insert(revoked_at);
         *e = (*e).max(revoked_at);
     }
 
@@ -108,28 +111,40 @@ pub const UNSIGNED_LINK_MEMBERS: [&str; 2] = ["signature", "signature_context"];
 /// Canonical bytes of a link for signing: JCS of the link without `signature` and
 /// `signature_context` (§13.3.1).
 pub fn delegation_signing_payload(link: &Value) -> Option<Vec<u8>> {
-    let mut obj = link.as_object()?.clone();
-    for k in UNSIGNED_LINK_MEMBERS {
-        obj.remove(k);
-    }
-    Some(to_canonical_bytes(&Value::Object(obj)))
+    to_canonical_bytes_without(link, &UNSIGNED_LINK_MEMBERS)
 }
 
 /// Signs a delegation link in place: sets `key_id`, `signature_context` and `signature`.
-pub fn sign_delegation_link(link: &mut Value, key: &SigningKey, key_id: &KeyId) -> Result<(), ProtocolError> {
+pub fn sign_delegation_link(
+    link: &mut Value,
+    key: &SigningKey,
+    key_id: &KeyId,
+) -> Result<(), ProtocolError> {
     let obj = link.as_object_mut().ok_or_else(|| {
-        ProtocolError::new(ErrorCode::DelegationInvalid, "$", "a delegation link is a JSON object", "v1.1 §13.1")
+        ProtocolError::new(
+            ErrorCode::DelegationInvalid,
+            "$",
+            "a delegation link is a JSON object",
+            "v1.1 §13.1",
+        )
     })?;
     obj.remove("signature");
     obj.insert("key_id".into(), Value::String(key_id.to_string()));
-    obj.insert("signature_context".into(), Value::String(SigContext::DELEGATION.0.into()));
+    obj.insert(
+        "signature_context".into(),
+        Value::String(SigContext::DELEGATION.0.into()),
+    );
     let payload = delegation_signing_payload(link).unwrap_or_default();
     link["signature"] = Value::String(sign_b64url(key, Some(SigContext::DELEGATION), &payload));
     Ok(())
 }
 
 /// Signs a link in the legacy form (no prefix, no `signature_context`), for migration tests.
-pub fn sign_delegation_link_legacy(link: &mut Value, key: &SigningKey, key_id: &KeyId) -> Result<(), ProtocolError> {
+pub fn sign_delegation_link_legacy(
+    link: &mut Value,
+    key: &SigningKey,
+    key_id: &KeyId,
+) -> Result<(), ProtocolError> {
     sign_delegation_link(link, key, key_id)?;
     if let Some(obj) = link.as_object_mut() {
         obj.remove("signature_context");
@@ -182,16 +197,32 @@ pub fn verify_delegation_chain(
         .pointer("/from/identity")
         .and_then(Value::as_str)
         .and_then(|s| Address::parse_wire(s).ok())
-        .ok_or_else(|| deny("from.identity", "sender identity is required to verify a delegation chain", "v1.1 §13.3"))?;
+        .ok_or_else(|| {
+            deny(
+                "from.identity",
+                "sender identity is required to verify a delegation chain",
+                "v1.1 §13.3",
+            )
+        })?;
     let chain = envelope
         .pointer("/from/delegation_chain")
         .and_then(Value::as_array)
         .filter(|c| !c.is_empty())
-        .ok_or_else(|| deny("from.delegation_chain", "agent envelopes must include the full delegation chain", "v1.1 §13.5"))?;
+        .ok_or_else(|| {
+            deny(
+                "from.delegation_chain",
+                "agent envelopes must include the full delegation chain",
+                "v1.1 §13.5",
+            )
+        })?;
     if chain.len() > policy.max_chain_length {
         return Err(deny(
             "from.delegation_chain",
-            format!("chain has {} links; at most {} are allowed (maxChainLength)", chain.len(), policy.max_chain_length),
+            format!(
+                "chain has {} links; at most {} are allowed (maxChainLength)",
+                chain.len(),
+                policy.max_chain_length
+            ),
             "v1.1 §13.3",
         ));
     }
@@ -203,10 +234,18 @@ pub fn verify_delegation_chain(
         if i == 0 && policy.enforce_root_delegator_type {
             match resolver.identity_type(&link.delegator) {
                 Some(SenderType::Agent) => {
-                    return Err(deny(format!("{path}.delegator"), "the root delegator must not be an agent identity", "v1.1 §13.3"));
+                    return Err(deny(
+                        format!("{path}.delegator"),
+                        "the root delegator must not be an agent identity",
+                        "v1.1 §13.3",
+                    ));
                 }
                 None => {
-                    return Err(deny(format!("{path}.delegator"), "the root delegator identity cannot be resolved", "v1.1 §13.3"));
+                    return Err(deny(
+                        format!("{path}.delegator"),
+                        "the root delegator identity cannot be resolved",
+                        "v1.1 §13.3",
+                    ));
                 }
                 Some(_) => {}
             }
@@ -220,10 +259,18 @@ pub fn verify_delegation_chain(
                 ));
             }
             if !prev.allow_sub_delegation {
-                return Err(deny(path.to_string(), "the previous link forbids sub-delegation (allow_sub_delegation: false)", "v1.1 §13.1"));
+                return Err(deny(
+                    path.to_string(),
+                    "the previous link forbids sub-delegation (allow_sub_delegation: false)",
+                    "v1.1 §13.1",
+                ));
             }
             if !is_scope_subset(&link.scope, &prev.scope) {
-                return Err(deny(format!("{path}.scope"), "sub-delegation scope must be a subset of the parent scope", "v1.1 §13.2"));
+                return Err(deny(
+                    format!("{path}.scope"),
+                    "sub-delegation scope must be a subset of the parent scope",
+                    "v1.1 §13.2",
+                ));
             }
         }
         // Every earlier link bounds how many links may follow it.
@@ -241,7 +288,11 @@ pub fn verify_delegation_chain(
         links.push(link);
     }
     let Some(leaf) = links.last() else {
-        return Err(deny("from.delegation_chain", "the delegation chain is empty", "v1.1 §13.5"));
+        return Err(deny(
+            "from.delegation_chain",
+            "the delegation chain is empty",
+            "v1.1 §13.5",
+        ));
     };
     if leaf.delegate != sender {
         return Err(deny(
@@ -254,27 +305,50 @@ pub fn verify_delegation_chain(
     if !actions.iter().any(|a| scopes_allow(&leaf.scope, a)) {
         return Err(deny(
             format!("from.delegation_chain[{}].scope", links.len() - 1),
-            format!("the leaf scope does not permit the envelope action ({})", actions.join(" or ")),
+            format!(
+                "the leaf scope does not permit the envelope action ({})",
+                actions.join(" or ")
+            ),
             "v1.1 §13.3",
         ));
     }
     Ok(())
 }
 
-fn address_member(obj: &Map<String, Value>, key: &str, path: &str) -> Result<Address, ProtocolError> {
+fn address_member(
+    obj: &Map<String, Value>,
+    key: &str,
+    path: &str,
+) -> Result<Address, ProtocolError> {
     obj.get(key)
         .and_then(Value::as_str)
-        .ok_or_else(|| deny(format!("{path}.{key}"), format!("{key} is required"), "v1.1 §13.1"))
-        .and_then(|s| Address::parse_wire(s).map_err(|e| deny(format!("{path}.{key}"), e.reason, "v1.1 §6.1")))
+        .ok_or_else(|| {
+            deny(
+                format!("{path}.{key}"),
+                format!("{key} is required"),
+                "v1.1 §13.1",
+            )
+        })
+        .and_then(|s| {
+            Address::parse_wire(s).map_err(|e| deny(format!("{path}.{key}"), e.reason, "v1.1 §6.1"))
+        })
 }
 
-fn timestamp_member(obj: &Map<String, Value>, key: &str, path: &str) -> Result<Option<Timestamp>, ProtocolError> {
+fn timestamp_member(
+    obj: &Map<String, Value>,
+    key: &str,
+    path: &str,
+) -> Result<Option<Timestamp>, ProtocolError> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Timestamp::parse(s)
             .map(Some)
             .map_err(|e| deny(format!("{path}.{key}"), e.to_string(), "v1.1 §13.3")),
-        Some(_) => Err(deny(format!("{path}.{key}"), format!("{key} must be an ISO 8601 string"), "v1.1 §13.3")),
+        Some(_) => Err(deny(
+            format!("{path}.{key}"),
+            format!("{key} must be an ISO 8601 string"),
+            "v1.1 §13.3",
+        )),
     }
 }
 
@@ -287,9 +361,13 @@ fn verify_link(
     now: Timestamp,
 ) -> Result<CheckedLink, ProtocolError> {
     let path = format!("from.delegation_chain[{i}]");
-    let obj = raw
-        .as_object()
-        .ok_or_else(|| deny(path.clone(), "a delegation link is a JSON object", "v1.1 §13.1"))?;
+    let obj = raw.as_object().ok_or_else(|| {
+        deny(
+            path.clone(),
+            "a delegation link is a JSON object",
+            "v1.1 §13.1",
+        )
+    })?;
     let delegator = address_member(obj, "delegator", &path)?;
     let delegate = address_member(obj, "delegate", &path)?;
     let scope: Vec<String> = match obj.get("scope") {
@@ -297,45 +375,95 @@ fn verify_link(
             .iter()
             .map(|s| s.as_str().map(str::to_owned))
             .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| deny(format!("{path}.scope"), "scope entries must be strings", "v1.1 §13.2"))?,
-        _ => return Err(deny(format!("{path}.scope"), "scope must be a non-empty array of scope strings", "v1.1 §13.1")),
+            .ok_or_else(|| {
+                deny(
+                    format!("{path}.scope"),
+                    "scope entries must be strings",
+                    "v1.1 §13.2",
+                )
+            })?,
+        _ => {
+            return Err(deny(
+                format!("{path}.scope"),
+                "scope must be a non-empty array of scope strings",
+                "v1.1 §13.1",
+            ));
+        }
     };
     for (k, s) in scope.iter().enumerate() {
-        check_scope_syntax(s).map_err(|e| deny(format!("{path}.scope[{k}]"), e.to_string(), "v1.1 §13.2"))?;
+        check_scope_syntax(s)
+            .map_err(|e| deny(format!("{path}.scope[{k}]"), e.to_string(), "v1.1 §13.2"))?;
         if s == "*" && i > 0 {
-            return Err(deny(format!("{path}.scope[{k}]"), "'*' is only valid on the root human→agent delegation", "v1.1 §13.2"));
+            return Err(deny(
+                format!("{path}.scope[{k}]"),
+                "'*' is only valid on the root human→agent delegation",
+                "v1.1 §13.2",
+            ));
         }
     }
-    let created_at = timestamp_member(obj, "created_at", &path)?
-        .ok_or_else(|| deny(format!("{path}.created_at"), "created_at is required", "v1.1 §13.3"))?;
+    let created_at = timestamp_member(obj, "created_at", &path)?.ok_or_else(|| {
+        deny(
+            format!("{path}.created_at"),
+            "created_at is required",
+            "v1.1 §13.3",
+        )
+    })?;
     if created_at.unix_ms() > now.unix_ms() + policy.max_created_at_future_skew_ms {
         return Err(deny(
             format!("{path}.created_at"),
-            format!("created_at is more than {} ms in the future", policy.max_created_at_future_skew_ms),
+            format!(
+                "created_at is more than {} ms in the future",
+                policy.max_created_at_future_skew_ms
+            ),
             "v1.1 §13.3",
         ));
     }
     let expires_at = timestamp_member(obj, "expires_at", &path)?;
     if expires_at.is_some_and(|e| e <= now) {
-        return Err(deny(format!("{path}.expires_at"), "the delegation has expired", "v1.1 §13.3"));
+        return Err(deny(
+            format!("{path}.expires_at"),
+            "the delegation has expired",
+            "v1.1 §13.3",
+        ));
     }
     verify_link_signature(raw, obj, &delegator, &path, resolver, policy)?;
     let id = obj.get("id").and_then(Value::as_str);
-    if resolver.is_revoked(&LinkRef { id, delegator: &delegator, delegate: &delegate, created_at }) {
+    if resolver.is_revoked(&LinkRef {
+        id,
+        delegator: &delegator,
+        delegate: &delegate,
+        created_at,
+    }) {
         return Err(deny(path, "the delegation has been revoked", "v1.1 §13.4"));
     }
     let allow_sub_delegation = match obj.get("allow_sub_delegation") {
         None | Some(Value::Null) => true,
         Some(Value::Bool(b)) => *b,
-        Some(_) => return Err(deny(format!("{path}.allow_sub_delegation"), "allow_sub_delegation must be a boolean", "v1.1 §13.1")),
+        Some(_) => {
+            return Err(deny(
+                format!("{path}.allow_sub_delegation"),
+                "allow_sub_delegation must be a boolean",
+                "v1.1 §13.1",
+            ));
+        }
     };
     let max_sub_delegation_depth = match obj.get("max_sub_delegation_depth") {
         None | Some(Value::Null) => None,
         Some(v) => Some(v.as_u64().ok_or_else(|| {
-            deny(format!("{path}.max_sub_delegation_depth"), "max_sub_delegation_depth must be a non-negative integer", "v1.1 §13.1")
+            deny(
+                format!("{path}.max_sub_delegation_depth"),
+                "max_sub_delegation_depth must be a non-negative integer",
+                "v1.1 §13.1",
+            )
         })?),
     };
-    Ok(CheckedLink { delegator, delegate, scope, allow_sub_delegation, max_sub_delegation_depth })
+    Ok(CheckedLink {
+        delegator,
+        delegate,
+        scope,
+        allow_sub_delegation,
+        max_sub_delegation_depth,
+    })
 }
 
 /// Signature check of one link (v1.1 §13.3 step 5, §13.3.1).
@@ -350,18 +478,38 @@ fn verify_link_signature(
     let sig = obj
         .get("signature")
         .and_then(Value::as_str)
-        .ok_or_else(|| deny(format!("{path}.signature"), "signature (base64url) is required", "v1.1 §13.1"))?;
-    let sig = signature_from_b64url(sig).map_err(|e| deny(format!("{path}.signature"), e.reason, "v1.1 §13.3.1"))?;
-    let keys = resolver
-        .signing_keys(delegator)
-        .ok_or_else(|| deny(format!("{path}.delegator"), "delegator identity not found", "v1.1 §13.3"))?;
-    let key_id = obj.get("key_id").or_else(|| obj.get("signature_key_id")).and_then(Value::as_str);
+        .ok_or_else(|| {
+            deny(
+                format!("{path}.signature"),
+                "signature (base64url) is required",
+                "v1.1 §13.1",
+            )
+        })?;
+    let sig = signature_from_b64url(sig)
+        .map_err(|e| deny(format!("{path}.signature"), e.reason, "v1.1 §13.3.1"))?;
+    let keys = resolver.signing_keys(delegator).ok_or_else(|| {
+        deny(
+            format!("{path}.delegator"),
+            "delegator identity not found",
+            "v1.1 §13.3",
+        )
+    })?;
+    let key_id = obj
+        .get("key_id")
+        .or_else(|| obj.get("signature_key_id"))
+        .and_then(Value::as_str);
     let key = match key_id {
         Some(id) => keys
             .iter()
             .find(|(k, _)| k == id)
             .map(|(_, key)| *key)
-            .ok_or_else(|| deny(format!("{path}.key_id"), "key_id is not an active signing key of the delegator", "v1.1 §13.3"))?,
+            .ok_or_else(|| {
+                deny(
+                    format!("{path}.key_id"),
+                    "key_id is not an active signing key of the delegator",
+                    "v1.1 §13.3",
+                )
+            })?,
         None if keys.len() == 1 => keys[0].1,
         None => {
             return Err(deny(
@@ -373,7 +521,9 @@ fn verify_link_signature(
     };
     let payload = delegation_signing_payload(raw).unwrap_or_default();
     let ok = match obj.get("signature_context") {
-        Some(Value::String(c)) if c == SigContext::DELEGATION.0 => verify(&key, Some(SigContext::DELEGATION), &payload, &sig),
+        Some(Value::String(c)) if c == SigContext::DELEGATION.0 => {
+            verify(&key, Some(SigContext::DELEGATION), &payload, &sig)
+        }
         Some(_) => {
             return Err(deny(
                 format!("{path}.signature_context"),
@@ -389,6 +539,10 @@ fn verify_link_signature(
     if ok {
         Ok(())
     } else {
-        Err(deny(format!("{path}.signature"), "Ed25519 signature of the delegator does not verify", "v1.1 §13.3.1"))
+        Err(deny(
+            format!("{path}.signature"),
+            "Ed25519 signature of the delegator does not verify",
+            "v1.1 §13.3.1",
+        ))
     }
 }

@@ -172,7 +172,11 @@ impl ProtocolError {
     }
 
     /// Shorthand for the most common code, `ENVELOPE_INVALID`.
-    pub fn invalid(field: impl Into<String>, rule: impl Into<String>, section: &'static str) -> Self {
+    pub fn invalid(
+        field: impl Into<String>,
+        rule: impl Into<String>,
+        section: &'static str,
+    ) -> Self {
         ProtocolError::new(ErrorCode::EnvelopeInvalid, field, rule, section)
     }
 
@@ -183,7 +187,11 @@ impl ProtocolError {
 
     /// Renders the §24.1 error body; `request_id` and `timestamp` come from the caller's
     /// environment so the body stays deterministic under an injected clock.
-    pub fn to_body(&self, request_id: impl Into<String>, timestamp: impl Into<String>) -> ErrorBody {
+    pub fn to_body(
+        &self,
+        request_id: impl Into<String>,
+        timestamp: impl Into<String>,
+    ) -> ErrorBody {
         ErrorBody {
             error: ErrorObject {
                 code: self.code,
@@ -202,7 +210,11 @@ impl ProtocolError {
 
 impl fmt::Display for ProtocolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}: {} ({})", self.code, self.field, self.rule, self.section)
+        write!(
+            f,
+            "{}: {}: {} ({})",
+            self.code, self.field, self.rule, self.section
+        )
     }
 }
 
@@ -284,11 +296,19 @@ mod tests {
         let body = serde_json::to_value(err.to_body("req_1", "2026-02-16T18:40:00.000Z")).unwrap();
         assert_eq!(body["error"]["code"], "SIGNATURE_INVALID");
         assert_eq!(body["error"]["details"]["field"], "signature.value");
-        assert_eq!(body["error"]["details"]["reason"], "Ed25519 signature mismatch");
+        assert_eq!(
+            body["error"]["details"]["reason"],
+            "Ed25519 signature mismatch"
+        );
         assert_eq!(body["error"]["details"]["section"], "v1.1 §7.3");
         assert_eq!(body["error"]["request_id"], "req_1");
         assert_eq!(body["error"]["timestamp"], "2026-02-16T18:40:00.000Z");
-        assert!(body["error"]["message"].as_str().unwrap().contains("signature.value"));
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("signature.value")
+        );
         let back: ErrorBody = serde_json::from_value(body).unwrap();
         assert_eq!(back.error.code, ErrorCode::SignatureInvalid);
     }

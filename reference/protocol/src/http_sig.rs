@@ -73,7 +73,14 @@ pub struct RequestParts<'a> {
 pub fn canonical_string(req: &RequestParts<'_>, timestamp: &str, nonce: &str) -> String {
     let path = req.path.split('?').next().unwrap_or("");
     let body_hash = hex::encode(Sha256::digest(req.body));
-    format!("{}\n{}\n{}\n{}\n{}", req.method.to_ascii_uppercase(), path, body_hash, timestamp, nonce)
+    format!(
+        "{}\n{}\n{}\n{}\n{}",
+        req.method.to_ascii_uppercase(),
+        path,
+        body_hash,
+        timestamp,
+        nonce
+    )
 }
 
 /// Signs a federation request. `nonce` comes from the caller's seeded RNG.
@@ -87,8 +94,18 @@ pub fn sign_request(
 ) -> SignedHeaders {
     let timestamp = now.to_rfc3339();
     let nonce = b64url_encode(nonce_bytes);
-    let signature = sign_b64url(key, None, canonical_string(req, &timestamp, &nonce).as_bytes());
-    SignedHeaders { node: node.to_owned(), timestamp, nonce, key_id: key_id.to_owned(), signature }
+    let signature = sign_b64url(
+        key,
+        None,
+        canonical_string(req, &timestamp, &nonce).as_bytes(),
+    );
+    SignedHeaders {
+        node: node.to_owned(),
+        timestamp,
+        nonce,
+        key_id: key_id.to_owned(),
+        signature,
+    }
 }
 
 /// A replay cache for nonces (§15.3): remembers `(node, nonce)` pairs until they expire.
@@ -106,7 +123,8 @@ pub struct MemoryNonceCache {
 
 impl NonceCache for MemoryNonceCache {
     fn check_and_insert(&mut self, node: &str, nonce: &str, now: Timestamp) -> bool {
-        self.seen.retain(|_, at| now.unix_ms() - at.unix_ms() < NONCE_TTL_MS);
+        self.seen
+            .retain(|_, at| now.unix_ms() - at.unix_ms() < NONCE_TTL_MS);
         let key = (node.to_owned(), nonce.to_owned());
         if self.seen.contains_key(&key) {
             return false;
@@ -137,23 +155,33 @@ pub fn verify_request(
         }
     }
     let now = clock.now();
-    let ts = Timestamp::parse(&headers.timestamp).map_err(|e| reject(HEADER_TIMESTAMP, e.to_string()))?;
+    let ts = Timestamp::parse(&headers.timestamp)
+        .map_err(|e| reject(HEADER_TIMESTAMP, e.to_string()))?;
     let skew = ts.unix_ms() - now.unix_ms();
     if skew.abs() > FRESHNESS_MS {
         return Err(ProtocolError::new(
             ErrorCode::SignatureInvalid,
             HEADER_TIMESTAMP,
-            format!("request timestamp is {skew} ms from now; at most ±{FRESHNESS_MS} ms is accepted"),
+            format!(
+                "request timestamp is {skew} ms from now; at most ±{FRESHNESS_MS} ms is accepted"
+            ),
             "v1.1 §15.5",
         ));
     }
-    let sig = signature_from_b64url(&headers.signature).map_err(|e| reject(HEADER_SIGNATURE, e.reason))?;
+    let sig = signature_from_b64url(&headers.signature)
+        .map_err(|e| reject(HEADER_SIGNATURE, e.reason))?;
     let text = canonical_string(req, &headers.timestamp, &headers.nonce);
     if !verify(node_key, None, text.as_bytes(), &sig) {
-        return Err(reject(HEADER_SIGNATURE, "Ed25519 signature over the canonical request string does not verify"));
+        return Err(reject(
+            HEADER_SIGNATURE,
+            "Ed25519 signature over the canonical request string does not verify",
+        ));
     }
     if !nonces.check_and_insert(&headers.node, &headers.nonce, now) {
-        return Err(reject(HEADER_NONCE, "nonce already used by this node within 15 minutes (replay)"));
+        return Err(reject(
+            HEADER_NONCE,
+            "nonce already used by this node within 15 minutes (replay)",
+        ));
     }
     Ok(())
 }

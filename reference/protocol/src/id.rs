@@ -56,7 +56,11 @@ pub struct IdError {
 
 impl fmt::Display for IdError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "expected {}<ULID>: {}", self.expected_prefix, self.reason)
+        write!(
+            f,
+            "expected {}<ULID>: {}",
+            self.expected_prefix, self.reason
+        )
     }
 }
 
@@ -65,7 +69,10 @@ impl std::error::Error for IdError {}
 /// Checks that `s` is a ULID in canonical form: 26 uppercase Crockford base32 characters,
 /// first character at most `7` (a larger one overflows 128 bits).
 fn parse_canonical_ulid(s: &str, prefix: &'static str) -> Result<Ulid, IdError> {
-    let err = |reason| IdError { expected_prefix: prefix, reason };
+    let err = |reason| IdError {
+        expected_prefix: prefix,
+        reason,
+    };
     if s.len() != 26 {
         return Err(err("a ULID is exactly 26 characters"));
     }
@@ -202,14 +209,25 @@ impl KeyId {
             expected_prefix: prefix,
             reason: "wrong or missing key prefix",
         })?;
-        let err = |reason| IdError { expected_prefix: prefix, reason };
+        let err = |reason| IdError {
+            expected_prefix: prefix,
+            reason,
+        };
         if rest.is_empty() || rest.len() > MAX_KEY_ID_SUFFIX {
             return Err(err("key ID suffix must be 1 to 128 characters"));
         }
-        if !rest.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-') {
-            return Err(err("key ID suffix may contain only A-Z, a-z, 0-9, '_' and '-'"));
+        if !rest
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
+        {
+            return Err(err(
+                "key ID suffix may contain only A-Z, a-z, 0-9, '_' and '-'",
+            ));
         }
-        Ok(KeyId { kind, text: s.to_owned() })
+        Ok(KeyId {
+            kind,
+            text: s.to_owned(),
+        })
     }
 
     /// Parses a key ID of any kind, choosing the kind by its prefix.
@@ -270,7 +288,10 @@ pub struct IdGenerator<C: Clock> {
 impl<C: Clock> IdGenerator<C> {
     /// A generator reading time from `clock` and randomness from a ChaCha20 RNG seeded with `seed`.
     pub fn new(clock: C, seed: u64) -> Self {
-        IdGenerator { clock, rng: seeded_rng(seed) }
+        IdGenerator {
+            clock,
+            rng: seeded_rng(seed),
+        }
     }
 
     /// The next ULID: current clock milliseconds and 80 random bits.
@@ -313,7 +334,10 @@ impl<C: Clock> IdGenerator<C> {
 
     /// A new key ID of the given kind (prefix + ULID).
     pub fn key(&mut self, kind: KeyKind) -> KeyId {
-        KeyId { kind, text: format!("{}{}", kind.prefix(), self.ulid()) }
+        KeyId {
+            kind,
+            text: format!("{}{}", kind.prefix(), self.ulid()),
+        }
     }
 
     /// 32 random bytes, e.g. an Ed25519 seed.
@@ -361,8 +385,14 @@ mod tests {
     fn key_ids_accept_labelled_suffixes_and_reject_wrong_kinds() {
         let k = KeyId::parse("k_sign_root_01J", KeyKind::Signing).unwrap();
         assert_eq!(k.kind(), KeyKind::Signing);
-        assert_eq!(KeyId::parse_any("k_node_sign_abc").unwrap().kind(), KeyKind::NodeSigning);
-        assert_eq!(KeyId::parse_any("k_enc_dev-1").unwrap().kind(), KeyKind::Encryption);
+        assert_eq!(
+            KeyId::parse_any("k_node_sign_abc").unwrap().kind(),
+            KeyKind::NodeSigning
+        );
+        assert_eq!(
+            KeyId::parse_any("k_enc_dev-1").unwrap().kind(),
+            KeyKind::Encryption
+        );
         assert!(KeyId::parse("k_enc_x", KeyKind::Signing).is_err());
         assert!(KeyId::parse("k_sign_", KeyKind::Signing).is_err());
         assert!(KeyId::parse("k_sign_a b", KeyKind::Signing).is_err());

@@ -47,10 +47,16 @@ pub struct JsonError {
 impl fmt::Display for JsonError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
-            JsonErrorKind::InvalidUtf8 => write!(f, "byte {}: input is not valid UTF-8", self.offset),
+            JsonErrorKind::InvalidUtf8 => {
+                write!(f, "byte {}: input is not valid UTF-8", self.offset)
+            }
             JsonErrorKind::Syntax(what) => write!(f, "byte {}: expected {what}", self.offset),
             JsonErrorKind::DuplicateKey(k) => {
-                write!(f, "byte {}: duplicate member name {k:?} (RFC 8785 §3.1)", self.offset)
+                write!(
+                    f,
+                    "byte {}: duplicate member name {k:?} (RFC 8785 §3.1)",
+                    self.offset
+                )
             }
             JsonErrorKind::LoneSurrogate => write!(
                 f,
@@ -63,7 +69,11 @@ impl fmt::Display for JsonError {
                 self.offset
             ),
             JsonErrorKind::TooDeep => {
-                write!(f, "byte {}: nesting deeper than {MAX_DEPTH} levels", self.offset)
+                write!(
+                    f,
+                    "byte {}: nesting deeper than {MAX_DEPTH} levels",
+                    self.offset
+                )
             }
         }
     }
@@ -73,12 +83,18 @@ impl std::error::Error for JsonError {}
 
 /// Parses JSON text strictly (see the module docs).
 pub fn parse_strict(text: &str) -> Result<Value, JsonError> {
-    let mut p = Parser { b: text.as_bytes(), s: text, i: 0 };
+    let mut p = Parser {
+        b: text.as_bytes(),
+        s: text,
+        i: 0,
+    };
     p.ws();
     let v = p.value(0)?;
     p.ws();
     if p.i != p.b.len() {
-        return Err(p.err(JsonErrorKind::Syntax("end of input after the top-level value")));
+        return Err(p.err(JsonErrorKind::Syntax(
+            "end of input after the top-level value",
+        )));
     }
     Ok(v)
 }
@@ -105,7 +121,10 @@ struct Parser<'a> {
 
 impl Parser<'_> {
     fn err(&self, kind: JsonErrorKind) -> JsonError {
-        JsonError { offset: self.i, kind }
+        JsonError {
+            offset: self.i,
+            kind,
+        }
     }
 
     fn syntax<T>(&self, what: &'static str) -> Result<T, JsonError> {
@@ -165,10 +184,18 @@ impl Parser<'_> {
             self.i += 1;
             self.ws();
             let v = self.value(depth)?;
-            if map.contains_key(&key) {
-                return Err(JsonError { offset: key_at, kind: JsonErrorKind::DuplicateKey(key) });
+            match map.entry(key) {
+                serde_json::map::Entry::Vacant(slot) => {
+                    slot.insert(v);
+                }
+                serde_json::map::Entry::Occupied(dup) => {
+                    let kind = JsonErrorKind::DuplicateKey(dup.key().clone());
+                    return Err(JsonError {
+                        offset: key_at,
+                        kind,
+                    });
+                }
             }
-            map.insert(key, v);
             self.ws();
             match self.b.get(self.i) {
                 Some(b',') => self.i += 1,
@@ -264,17 +291,28 @@ impl Parser<'_> {
                             let cp = match hi {
                                 0xD800..=0xDBFF => {
                                     if self.b.get(self.i..self.i + 2) != Some(b"\\u") {
-                                        return Err(JsonError { offset: esc_at, kind: JsonErrorKind::LoneSurrogate });
+                                        return Err(JsonError {
+                                            offset: esc_at,
+                                            kind: JsonErrorKind::LoneSurrogate,
+                                        });
                                     }
                                     self.i += 2;
                                     let lo = self.hex4()?;
                                     if !(0xDC00..=0xDFFF).contains(&lo) {
-                                        return Err(JsonError { offset: esc_at, kind: JsonErrorKind::LoneSurrogate });
+                                        return Err(JsonError {
+                                            offset: esc_at,
+                                            kind: JsonErrorKind::LoneSurrogate,
+                                        });
                                     }
-                                    0x10000 + ((u32::from(hi) - 0xD800) << 10) + (u32::from(lo) - 0xDC00)
+                                    0x10000
+                                        + ((u32::from(hi) - 0xD800) << 10)
+                                        + (u32::from(lo) - 0xDC00)
                                 }
                                 0xDC00..=0xDFFF => {
-                                    return Err(JsonError { offset: esc_at, kind: JsonErrorKind::LoneSurrogate });
+                                    return Err(JsonError {
+                                        offset: esc_at,
+                                        kind: JsonErrorKind::LoneSurrogate,
+                                    });
                                 }
                                 _ => u32::from(hi),
                             };
@@ -283,7 +321,9 @@ impl Parser<'_> {
                         }
                         _ => {
                             self.i = esc_at;
-                            return self.syntax("a valid escape (\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)");
+                            return self.syntax(
+                                "a valid escape (\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)",
+                            );
                         }
                     }
                 }
@@ -340,20 +380,24 @@ impl Parser<'_> {
                 return Ok(Value::Number(i.into()));
             }
         }
-        let f: f64 = text
-            .parse()
-            .map_err(|_| JsonError { offset: start, kind: JsonErrorKind::Syntax("a number") })?;
+        let f: f64 = text.parse().map_err(|_| JsonError {
+            offset: start,
+            kind: JsonErrorKind::Syntax("a number"),
+        })?;
         Number::from_f64(f)
             .filter(|_| f.is_finite())
             .map(Value::Number)
-            .ok_or(JsonError { offset: start, kind: JsonErrorKind::NonFiniteNumber })
+            .ok_or(JsonError {
+                offset: start,
+                kind: JsonErrorKind::NonFiniteNumber,
+            })
     }
 }
 
 /// Writes `v` in RFC 8785 canonical form.
 pub fn to_canonical_string(v: &Value) -> String {
     let mut out = String::new();
-    write_value(&mut out, v);
+    write_value(&mut out, v, &[]);
     out
 }
 
@@ -362,12 +406,24 @@ pub fn to_canonical_bytes(v: &Value) -> Vec<u8> {
     to_canonical_string(v).into_bytes()
 }
 
-fn write_value(out: &mut String, v: &Value) {
+/// The canonical form of an object without some of its top-level members (the signed form
+/// of an envelope, link or token), written without copying the object. `None` if `v` is
+/// not an object.
+pub fn to_canonical_bytes_without(v: &Value, excluded: &[&str]) -> Option<Vec<u8>> {
+    v.is_object().then(|| {
+        let mut out = String::with_capacity(1024);
+        write_value(&mut out, v, excluded);
+        out.into_bytes()
+    })
+}
+
+/// `excluded` applies to the members of `v` itself, not to nested objects.
+fn write_value(out: &mut String, v: &Value, excluded: &[&str]) {
     match v {
         Value::Null => out.push_str("null"),
         Value::Bool(true) => out.push_str("true"),
         Value::Bool(false) => out.push_str("false"),
-        Value::Number(n) => out.push_str(&format_number(number_as_f64(n))),
+        Value::Number(n) => write_number(out, n),
         Value::String(s) => write_string(out, s),
         Value::Array(items) => {
             out.push('[');
@@ -375,13 +431,24 @@ fn write_value(out: &mut String, v: &Value) {
                 if i > 0 {
                     out.push(',');
                 }
-                write_value(out, item);
+                write_value(out, item, &[]);
             }
             out.push(']');
         }
         Value::Object(map) => {
-            let mut members: Vec<(&String, &Value)> = map.iter().collect();
-            members.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+            let mut members: Vec<(&String, &Value)> = map
+                .iter()
+                .filter(|(k, _)| !excluded.contains(&k.as_str()))
+                .collect();
+            // The map iterates in code-point order. UTF-16 order differs only between a
+            // supplementary character and one in U+E000..=U+FFFF, so sort again only when
+            // a key holds a character at or above U+E000.
+            if members
+                .iter()
+                .any(|(k, _)| k.chars().any(|c| c >= '\u{e000}'))
+            {
+                members.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+            }
             out.push('{');
             for (i, (k, val)) in members.into_iter().enumerate() {
                 if i > 0 {
@@ -389,21 +456,31 @@ fn write_value(out: &mut String, v: &Value) {
                 }
                 write_string(out, k);
                 out.push(':');
-                write_value(out, val);
+                write_value(out, val, &[]);
             }
             out.push('}');
         }
     }
 }
 
-/// JSON numbers are IEEE 754 doubles under JCS; integers beyond 2^53 round as JavaScript does.
-fn number_as_f64(n: &Number) -> f64 {
-    if let Some(u) = n.as_u64() {
-        u as f64
-    } else if let Some(i) = n.as_i64() {
-        i as f64
+/// Largest magnitude below which every integer is exactly a double (2^53).
+const EXACT_INT: u64 = 1 << 53;
+
+/// JSON numbers are IEEE 754 doubles under JCS; integers beyond 2^53 round as JavaScript
+/// does. Exact integers print as themselves, which is what ECMAScript produces for them.
+fn write_number(out: &mut String, n: &Number) {
+    use std::fmt::Write as _;
+    if let Some(u) = n.as_u64().filter(|u| *u <= EXACT_INT) {
+        let _ = write!(out, "{u}");
+    } else if let Some(i) = n.as_i64().filter(|i| i.unsigned_abs() <= EXACT_INT) {
+        let _ = write!(out, "{i}");
     } else {
-        n.as_f64().unwrap_or(0.0)
+        let f = n
+            .as_u64()
+            .map(|u| u as f64)
+            .or_else(|| n.as_i64().map(|i| i as f64))
+            .or_else(|| n.as_f64());
+        out.push_str(&format_number(f.unwrap_or(0.0)));
     }
 }
 
@@ -411,19 +488,31 @@ fn number_as_f64(n: &Number) -> f64 {
 /// has them and lowercase `\u00xx` otherwise; everything else is written as UTF-8.
 fn write_string(out: &mut String, s: &str) {
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
+    let mut run = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let esc = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        // Escaped bytes are ASCII, so `run..i` and `i + 1..` fall on character boundaries.
+        out.push_str(&s[run..i]);
+        if esc.is_empty() {
+            out.push_str("\\u00");
+            out.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+            out.push(char::from(b"0123456789abcdef"[usize::from(b & 0xf)]));
+        } else {
+            out.push_str(esc);
         }
+        run = i + 1;
     }
+    out.push_str(&s[run..]);
     out.push('"');
 }
 
@@ -455,7 +544,11 @@ pub fn format_number(v: f64) -> String {
     } else {
         let (first, rest) = digits.split_at(1);
         let sign = if n > 0 { '+' } else { '-' };
-        let frac = if rest.is_empty() { String::new() } else { format!(".{rest}") };
+        let frac = if rest.is_empty() {
+            String::new()
+        } else {
+            format!(".{rest}")
+        };
         format!("{first}{frac}e{sign}{}", (n - 1).abs())
     }
 }
@@ -514,8 +607,19 @@ mod tests {
     }
 
     #[test]
+    fn exclusion_applies_to_top_level_members_only() {
+        let v = parse_strict(r#"{"meta":1,"a":{"meta":2,"signature":3},"signature":4}"#).unwrap();
+        let got = to_canonical_bytes_without(&v, &["signature", "meta"]).unwrap();
+        assert_eq!(got, br#"{"a":{"meta":2,"signature":3}}"#.to_vec());
+        assert_eq!(to_canonical_bytes_without(&Value::Null, &[]), None);
+    }
+
+    #[test]
     fn string_escaping_is_minimal() {
-        assert_eq!(canon(r#""\u0041\/\u00e9\u2028\u001f\u007f""#), "\"A/\u{e9}\u{2028}\\u001f\u{7f}\"");
+        assert_eq!(
+            canon(r#""\u0041\/\u00e9\u2028\u001f\u007f""#),
+            "\"A/\u{e9}\u{2028}\\u001f\u{7f}\""
+        );
         assert_eq!(canon(r#""\b\f\n\r\t\"\\""#), r#""\b\f\n\r\t\"\\""#);
         assert_eq!(canon(r#""\ud83d\ude00""#), "\"\u{1f600}\"");
     }
@@ -523,8 +627,14 @@ mod tests {
     #[test]
     fn strictness_rejections_name_their_rule() {
         let kind = |s: &str| parse_strict(s).unwrap_err().kind;
-        assert_eq!(kind(r#"{"a":1,"a":2}"#), JsonErrorKind::DuplicateKey("a".into()));
-        assert_eq!(kind(r#"{"a":{"b":1,"b":1}}"#), JsonErrorKind::DuplicateKey("b".into()));
+        assert_eq!(
+            kind(r#"{"a":1,"a":2}"#),
+            JsonErrorKind::DuplicateKey("a".into())
+        );
+        assert_eq!(
+            kind(r#"{"a":{"b":1,"b":1}}"#),
+            JsonErrorKind::DuplicateKey("b".into())
+        );
         assert_eq!(kind(r#""\ud800""#), JsonErrorKind::LoneSurrogate);
         assert_eq!(kind(r#""\udc00\ud800""#), JsonErrorKind::LoneSurrogate);
         assert_eq!(kind(r#""\ud800\u0041""#), JsonErrorKind::LoneSurrogate);
@@ -549,12 +659,20 @@ mod tests {
         assert!(parse_strict(&ok).is_ok());
         let err = parse_strict_bytes(b"[\"\xff\"]").unwrap_err();
         assert_eq!((err.offset, err.kind), (2, JsonErrorKind::InvalidUtf8));
-        assert!(parse_strict(r#"{"a":1,"a":2}"#).unwrap_err().to_string().contains("duplicate member name \"a\""));
+        assert!(
+            parse_strict(r#"{"a":1,"a":2}"#)
+                .unwrap_err()
+                .to_string()
+                .contains("duplicate member name \"a\"")
+        );
     }
 
     #[test]
     fn whitespace_and_literals() {
-        assert_eq!(canon(" { \"b\" : [ true , false , null ] , \"a\" : { } } "), r#"{"a":{},"b":[true,false,null]}"#);
+        assert_eq!(
+            canon(" { \"b\" : [ true , false , null ] , \"a\" : { } } "),
+            r#"{"a":{},"b":[true,false,null]}"#
+        );
         assert_eq!(canon("[]"), "[]");
     }
 }

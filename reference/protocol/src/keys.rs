@@ -40,8 +40,9 @@ pub fn b64url_decode(s: &str) -> Result<Vec<u8>, KeyError> {
 
 /// The fixed DER prefix of an Ed25519 SubjectPublicKeyInfo (RFC 8410 §4):
 /// SEQUENCE { SEQUENCE { OID 1.3.101.112 }, BIT STRING (0 unused bits) }.
-const ED25519_SPKI_PREFIX: [u8; 12] =
-    [0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00];
+const ED25519_SPKI_PREFIX: [u8; 12] = [
+    0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
+];
 
 /// A public key as base64url of its 32 raw bytes.
 pub fn public_key_to_b64url(key: &VerifyingKey) -> String {
@@ -61,7 +62,10 @@ pub fn public_key_from_b64url(s: &str) -> Result<VerifyingKey, KeyError> {
 pub fn public_key_to_spki_pem(key: &VerifyingKey) -> String {
     let mut der = ED25519_SPKI_PREFIX.to_vec();
     der.extend_from_slice(key.as_bytes());
-    format!("-----BEGIN PUBLIC KEY-----\n{}\n-----END PUBLIC KEY-----\n", STANDARD.encode(der))
+    format!(
+        "-----BEGIN PUBLIC KEY-----\n{}\n-----END PUBLIC KEY-----\n",
+        STANDARD.encode(der)
+    )
 }
 
 /// Parses an SPKI PEM Ed25519 public key; line breaks and surrounding whitespace are tolerated.
@@ -70,14 +74,16 @@ pub fn public_key_from_spki_pem(pem: &str) -> Result<VerifyingKey, KeyError> {
         .trim()
         .strip_prefix("-----BEGIN PUBLIC KEY-----")
         .and_then(|s| s.strip_suffix("-----END PUBLIC KEY-----"))
-        .ok_or(KeyError { reason: "PEM must be a single BEGIN/END PUBLIC KEY block" })?;
+        .ok_or(KeyError {
+            reason: "PEM must be a single BEGIN/END PUBLIC KEY block",
+        })?;
     let b64: String = body.chars().filter(|c| !c.is_ascii_whitespace()).collect();
     let der = STANDARD
         .decode(b64)
         .or_else(|_| fail("PEM body is not valid base64"))?;
-    let raw = der
-        .strip_prefix(&ED25519_SPKI_PREFIX[..])
-        .ok_or(KeyError { reason: "not an Ed25519 SubjectPublicKeyInfo (OID 1.3.101.112)" })?;
+    let raw = der.strip_prefix(&ED25519_SPKI_PREFIX[..]).ok_or(KeyError {
+        reason: "not an Ed25519 SubjectPublicKeyInfo (OID 1.3.101.112)",
+    })?;
     let arr: [u8; 32] = raw
         .try_into()
         .or_else(|_| fail("Ed25519 SPKI must hold exactly 32 key bytes"))?;
@@ -135,7 +141,12 @@ pub fn sign_b64url(key: &SigningKey, context: Option<SigContext>, payload: &[u8]
 }
 
 /// Verifies a signature strictly (RFC 8032 §5.1.7 with canonical `S` and no small-order keys).
-pub fn verify(key: &VerifyingKey, context: Option<SigContext>, payload: &[u8], sig: &Signature) -> bool {
+pub fn verify(
+    key: &VerifyingKey,
+    context: Option<SigContext>,
+    payload: &[u8],
+    sig: &Signature,
+) -> bool {
     match context {
         Some(ctx) => key.verify_strict(&ctx.message(payload), sig).is_ok(),
         None => key.verify_strict(payload, sig).is_ok(),
@@ -177,17 +188,21 @@ mod tests {
         assert!(b64url_decode("a+b/").is_err());
         let x25519_spki = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VuAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=\n-----END PUBLIC KEY-----";
         assert!(public_key_from_spki_pem(x25519_spki).is_err());
-        assert!(public_key_from_spki_pem("-----BEGIN PUBLIC KEY-----\n!!\n-----END PUBLIC KEY-----").is_err());
+        assert!(
+            public_key_from_spki_pem("-----BEGIN PUBLIC KEY-----\n!!\n-----END PUBLIC KEY-----")
+                .is_err()
+        );
         assert!(signature_from_b64url(&b64url_encode(&[0u8; 63])).is_err());
     }
 
     /// RFC 8032 §7.1 TEST 1: the empty message.
     #[test]
     fn rfc8032_test_1_signature() {
-        let seed: [u8; 32] = hex::decode("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
-            .unwrap()
-            .try_into()
-            .unwrap();
+        let seed: [u8; 32] =
+            hex::decode("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
+                .unwrap()
+                .try_into()
+                .unwrap();
         let key = signing_key_from_seed(&seed);
         let sig = sign_b64url(&key, None, b"");
         let bytes = b64url_decode(&sig).unwrap();
@@ -197,11 +212,19 @@ mod tests {
         );
         let s = signature_from_b64url(&sig).unwrap();
         assert!(verify(&key.verifying_key(), None, b"", &s));
-        assert!(!verify(&key.verifying_key(), Some(SigContext::ENVELOPE), b"", &s));
+        assert!(!verify(
+            &key.verifying_key(),
+            Some(SigContext::ENVELOPE),
+            b"",
+            &s
+        ));
     }
 
     #[test]
     fn context_message_is_name_nul_payload() {
-        assert_eq!(SigContext::ENVELOPE.message(b"{}"), b"LOOM-ENVELOPE-SIG-v1\0{}".to_vec());
+        assert_eq!(
+            SigContext::ENVELOPE.message(b"{}"),
+            b"LOOM-ENVELOPE-SIG-v1\0{}".to_vec()
+        );
     }
 }

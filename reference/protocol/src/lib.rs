@@ -30,11 +30,11 @@ pub mod time;
 
 pub use address::Address;
 pub use clock::{Clock, FixedClock, ManualClock, SystemClock};
+pub use envelope::{Envelope, validate_envelope, verify_envelope_signature};
 pub use error::{ErrorBody, ErrorCode, ProtocolError};
 pub use id::{
     AttachmentId, BlobId, CapabilityId, EnvelopeId, EventId, IdGenerator, KeyId, KeyKind, ThreadId,
 };
-pub use envelope::{Envelope, validate_envelope, verify_envelope_signature};
 pub use time::Timestamp;
 
 /// The protocol version this crate speaks on the wire (v1.1 §8.2).

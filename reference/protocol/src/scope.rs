@@ -29,7 +29,12 @@ impl std::error::Error for ScopeError {}
 /// Checks scope syntax: `*`, or segments of `[a-z0-9_-]` separated by `.`, the last of which
 /// may be `*`.
 pub fn check_scope_syntax(scope: &str) -> Result<(), ScopeError> {
-    let err = |reason| Err(ScopeError { scope: scope.to_owned(), reason });
+    let err = |reason| {
+        Err(ScopeError {
+            scope: scope.to_owned(),
+            reason,
+        })
+    };
     if scope == "*" {
         return Ok(());
     }
@@ -44,7 +49,10 @@ pub fn check_scope_syntax(scope: &str) -> Result<(), ScopeError> {
             }
             continue;
         }
-        if !seg.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_' || c == b'-') {
+        if !seg
+            .bytes()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_' || c == b'-')
+        {
             return err("segments may contain only [a-z0-9_-] or be a final '*'");
         }
     }
@@ -93,7 +101,9 @@ pub fn scope_covers(parent: &str, child: &str) -> bool {
 /// subsets of parent scope")? "Strict" is read as v1.0 §12.3 illustrates it — no name outside
 /// the parent's scope — so a link may pass on its parent's scope unchanged.
 pub fn is_scope_subset(child: &[String], parent: &[String]) -> bool {
-    child.iter().all(|c| parent.iter().any(|p| scope_covers(p, c)))
+    child
+        .iter()
+        .all(|c| parent.iter().any(|p| scope_covers(p, c)))
 }
 
 #[cfg(test)]
@@ -107,10 +117,20 @@ mod tests {
 
     #[test]
     fn syntax() {
-        for ok in ["*", "read.*", "reply.routine", "task.create", "calendar.*", "a.b.c", "x_y-z.*"] {
+        for ok in [
+            "*",
+            "read.*",
+            "reply.routine",
+            "task.create",
+            "calendar.*",
+            "a.b.c",
+            "x_y-z.*",
+        ] {
             assert!(check_scope_syntax(ok).is_ok(), "{ok}");
         }
-        for bad in ["", ".", "a.", ".a", "a..b", "*.a", "a.*.b", "Read.*", "a b", "a.b*", "a.**"] {
+        for bad in [
+            "", ".", "a.", ".a", "a..b", "*.a", "a.*.b", "Read.*", "a b", "a.b*", "a.**",
+        ] {
             assert!(check_scope_syntax(bad).is_err(), "{bad}");
         }
     }
@@ -132,11 +152,20 @@ mod tests {
     #[test]
     fn subset_rules_from_v1_0_section_12_3() {
         // "if an agent has calendar.*, it can sub-delegate calendar.schedule but NOT task.create"
-        assert!(is_scope_subset(&v(&["calendar.schedule"]), &v(&["calendar.*"])));
+        assert!(is_scope_subset(
+            &v(&["calendar.schedule"]),
+            &v(&["calendar.*"])
+        ));
         assert!(!is_scope_subset(&v(&["task.create"]), &v(&["calendar.*"])));
         assert!(is_scope_subset(&v(&["calendar.*"]), &v(&["calendar.*"])));
-        assert!(is_scope_subset(&v(&["calendar.sub.*"]), &v(&["calendar.*"])));
-        assert!(!is_scope_subset(&v(&["calendar.*"]), &v(&["calendar.schedule"])));
+        assert!(is_scope_subset(
+            &v(&["calendar.sub.*"]),
+            &v(&["calendar.*"])
+        ));
+        assert!(!is_scope_subset(
+            &v(&["calendar.*"]),
+            &v(&["calendar.schedule"])
+        ));
         assert!(!is_scope_subset(&v(&["*"]), &v(&["calendar.*"])));
         assert!(is_scope_subset(&v(&["*"]), &v(&["*"])));
         assert!(!is_scope_subset(&v(&["calendar"]), &v(&["calendar.*"])));
@@ -145,20 +174,26 @@ mod tests {
 
     fn scope_strategy() -> impl Strategy<Value = String> {
         let seg = prop::sample::select(vec!["a", "b", "c"]);
-        (prop::collection::vec(seg, 1..4), any::<bool>(), any::<bool>()).prop_map(|(segs, wild, star)| {
-            if star {
-                return "*".to_owned();
-            }
-            let mut s = segs.join(".");
-            if wild {
-                s.push_str(".*");
-            }
-            s
-        })
+        (
+            prop::collection::vec(seg, 1..4),
+            any::<bool>(),
+            any::<bool>(),
+        )
+            .prop_map(|(segs, wild, star)| {
+                if star {
+                    return "*".to_owned();
+                }
+                let mut s = segs.join(".");
+                if wild {
+                    s.push_str(".*");
+                }
+                s
+            })
     }
 
     fn action_strategy() -> impl Strategy<Value = String> {
-        prop::collection::vec(prop::sample::select(vec!["a", "b", "c"]), 1..5).prop_map(|s| s.join("."))
+        prop::collection::vec(prop::sample::select(vec!["a", "b", "c"]), 1..5)
+            .prop_map(|s| s.join("."))
     }
 
     proptest! {

@@ -65,7 +65,10 @@ impl TaskState {
 
     /// True for states no transition leaves.
     pub fn is_terminal(self) -> bool {
-        matches!(self, TaskState::Completed | TaskState::Failed | TaskState::Declined | TaskState::Cancelled)
+        matches!(
+            self,
+            TaskState::Completed | TaskState::Failed | TaskState::Declined | TaskState::Cancelled
+        )
     }
 }
 
@@ -98,12 +101,20 @@ pub fn transition_triggers(from: TaskState, to: TaskState) -> Option<&'static [T
 /// Checks a `task.state_update@v1` transition and the actor's right to make it.
 /// An impossible transition is `STATE_TRANSITION_INVALID`; an actor without one of the
 /// required roles is `CAPABILITY_DENIED`.
-pub fn check_task_transition(from: TaskState, to: TaskState, actor_roles: &[TaskRole]) -> Result<(), ProtocolError> {
+pub fn check_task_transition(
+    from: TaskState,
+    to: TaskState,
+    actor_roles: &[TaskRole],
+) -> Result<(), ProtocolError> {
     let Some(allowed) = transition_triggers(from, to) else {
         return Err(ProtocolError::new(
             ErrorCode::StateTransitionInvalid,
             "content.structured.parameters.state",
-            format!("a task cannot move from {} to {}", from.as_str(), to.as_str()),
+            format!(
+                "a task cannot move from {} to {}",
+                from.as_str(),
+                to.as_str()
+            ),
             "v1.1 §18.3",
         ));
     };
@@ -115,7 +126,11 @@ pub fn check_task_transition(from: TaskState, to: TaskState, actor_roles: &[Task
                 "{} → {} may be triggered only by {}",
                 from.as_str(),
                 to.as_str(),
-                allowed.iter().map(|r| format!("{r:?}")).collect::<Vec<_>>().join(" or ")
+                allowed
+                    .iter()
+                    .map(|r| format!("{r:?}"))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
             ),
             "v1.0 §17.3",
         ));
@@ -156,7 +171,11 @@ mod tests {
         }
         assert_eq!(allowed, 9);
         for t in TaskState::ALL.into_iter().filter(|t| t.is_terminal()) {
-            assert!(TaskState::ALL.iter().all(|to| transition_triggers(t, *to).is_none()));
+            assert!(
+                TaskState::ALL
+                    .iter()
+                    .all(|to| transition_triggers(t, *to).is_none())
+            );
         }
     }
 

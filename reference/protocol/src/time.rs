@@ -58,21 +58,33 @@ impl Timestamp {
         if b.len() < 20 {
             return err("too short; expected YYYY-MM-DDTHH:MM:SS followed by Z or an offset");
         }
-        let year = digits(b, 0, 4).ok_or(TimestampError { reason: "year must be 4 digits" })?;
+        let year = digits(b, 0, 4).ok_or(TimestampError {
+            reason: "year must be 4 digits",
+        })?;
         if b[4] != b'-' || b[7] != b'-' {
             return err("date parts must be separated by '-'");
         }
-        let month = digits(b, 5, 2).ok_or(TimestampError { reason: "month must be 2 digits" })?;
-        let day = digits(b, 8, 2).ok_or(TimestampError { reason: "day must be 2 digits" })?;
+        let month = digits(b, 5, 2).ok_or(TimestampError {
+            reason: "month must be 2 digits",
+        })?;
+        let day = digits(b, 8, 2).ok_or(TimestampError {
+            reason: "day must be 2 digits",
+        })?;
         if b[10] != b'T' {
             return err("date and time must be separated by an uppercase 'T'");
         }
-        let hour = digits(b, 11, 2).ok_or(TimestampError { reason: "hour must be 2 digits" })?;
+        let hour = digits(b, 11, 2).ok_or(TimestampError {
+            reason: "hour must be 2 digits",
+        })?;
         if b[13] != b':' || b[16] != b':' {
             return err("time parts must be separated by ':'");
         }
-        let minute = digits(b, 14, 2).ok_or(TimestampError { reason: "minute must be 2 digits" })?;
-        let second = digits(b, 17, 2).ok_or(TimestampError { reason: "second must be 2 digits" })?;
+        let minute = digits(b, 14, 2).ok_or(TimestampError {
+            reason: "minute must be 2 digits",
+        })?;
+        let second = digits(b, 17, 2).ok_or(TimestampError {
+            reason: "second must be 2 digits",
+        })?;
         if !(1..=12).contains(&month) {
             return err("month out of range 01-12");
         }
@@ -110,8 +122,12 @@ impl Timestamp {
         let offset_minutes: i64 = match &b[i..] {
             [b'Z'] => 0,
             [sign @ (b'+' | b'-'), rest @ ..] if rest.len() == 5 && rest[2] == b':' => {
-                let oh = digits(rest, 0, 2).ok_or(TimestampError { reason: "offset hour must be 2 digits" })?;
-                let om = digits(rest, 3, 2).ok_or(TimestampError { reason: "offset minute must be 2 digits" })?;
+                let oh = digits(rest, 0, 2).ok_or(TimestampError {
+                    reason: "offset hour must be 2 digits",
+                })?;
+                let om = digits(rest, 3, 2).ok_or(TimestampError {
+                    reason: "offset minute must be 2 digits",
+                })?;
                 if oh > 23 || om > 59 {
                     return err("offset out of range");
                 }
@@ -219,25 +235,36 @@ mod tests {
 
     #[test]
     fn parses_zulu_offsets_and_fractions() {
-        assert_eq!(Timestamp::parse("1970-01-01T00:00:00Z").unwrap().unix_ms(), 0);
+        assert_eq!(
+            Timestamp::parse("1970-01-01T00:00:00Z").unwrap().unix_ms(),
+            0
+        );
         assert_eq!(
             Timestamp::parse("2026-02-16T18:40:00Z").unwrap().unix_ms(),
             1_771_267_200_000
         );
         assert_eq!(
-            Timestamp::parse("2026-02-16T20:40:00.5+02:00").unwrap().unix_ms(),
+            Timestamp::parse("2026-02-16T20:40:00.5+02:00")
+                .unwrap()
+                .unix_ms(),
             1_771_267_200_500
         );
         assert_eq!(
-            Timestamp::parse("2026-02-16T18:40:00.123456789Z").unwrap().unix_ms(),
+            Timestamp::parse("2026-02-16T18:40:00.123456789Z")
+                .unwrap()
+                .unix_ms(),
             1_771_267_200_123
         );
         assert_eq!(
-            Timestamp::parse("1969-12-31T23:59:59.999Z").unwrap().unix_ms(),
+            Timestamp::parse("1969-12-31T23:59:59.999Z")
+                .unwrap()
+                .unix_ms(),
             -1
         );
         assert_eq!(
-            Timestamp::parse("2024-02-29T00:00:00-00:30").unwrap().to_rfc3339(),
+            Timestamp::parse("2024-02-29T00:00:00-00:30")
+                .unwrap()
+                .to_rfc3339(),
             "2024-02-29T00:30:00.000Z"
         );
     }

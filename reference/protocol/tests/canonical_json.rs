@@ -9,13 +9,29 @@ use std::path::Path;
 #[test]
 fn rfc8785_sample_pairs_are_reproduced_byte_for_byte() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/rfc8785");
-    for name in ["arrays", "french", "structures", "unicode", "values", "weird"] {
-        let input = std::fs::read_to_string(dir.join("input").join(format!("{name}.json"))).unwrap();
+    for name in [
+        "arrays",
+        "french",
+        "structures",
+        "unicode",
+        "values",
+        "weird",
+    ] {
+        let input =
+            std::fs::read_to_string(dir.join("input").join(format!("{name}.json"))).unwrap();
         let expected = std::fs::read(dir.join("output").join(format!("{name}.json"))).unwrap();
         let got = canonicalize_str(&input).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(got.as_bytes(), &expected[..], "{name}: canonical bytes differ");
+        assert_eq!(
+            got.as_bytes(),
+            &expected[..],
+            "{name}: canonical bytes differ"
+        );
         // Canonical output is a fixed point.
-        assert_eq!(canonicalize_str(&got).unwrap(), got, "{name}: not idempotent");
+        assert_eq!(
+            canonicalize_str(&got).unwrap(),
+            got,
+            "{name}: not idempotent"
+        );
     }
 }
 
@@ -26,7 +42,9 @@ fn json_value() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(Value::from),
         any::<u64>().prop_map(Value::from),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
         (-1e25f64..1e25).prop_map(Value::from),
         "\\PC{0,12}".prop_map(Value::String),
         "[\\u{0}-\\u{7f}\\u{fb01}\\u{1f600}\\u{e9}]{0,6}".prop_map(Value::String),
@@ -80,7 +98,10 @@ proptest! {
 /// without `preserve_order` would always write them sorted).
 fn reversed_text(v: &Value) -> String {
     match v {
-        Value::Array(a) => format!("[{}]", a.iter().map(reversed_text).collect::<Vec<_>>().join(",")),
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(reversed_text).collect::<Vec<_>>().join(",")
+        ),
         Value::Object(m) => {
             let members: Vec<String> = m
                 .iter()

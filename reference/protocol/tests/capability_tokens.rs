@@ -5,12 +5,14 @@ mod common;
 use common::*;
 use ed25519_dalek::VerifyingKey;
 use loom_protocol::capability::{
-    CapabilityRequest, CapabilityResolver, Grant, PopProof, authorize_capability, grant_for_intent, sign_capability_token,
-    sign_pop, verify_pop,
+    CapabilityRequest, CapabilityResolver, Grant, PopProof, authorize_capability, grant_for_intent,
+    sign_capability_token, sign_pop, verify_pop,
 };
 use loom_protocol::envelope::Priority;
 use loom_protocol::keys::public_key_from_spki_pem;
-use loom_protocol::{Address, CapabilityId, EnvelopeId, ErrorCode, FixedClock, ProtocolError, ThreadId, Timestamp};
+use loom_protocol::{
+    Address, CapabilityId, EnvelopeId, ErrorCode, FixedClock, ProtocolError, ThreadId, Timestamp,
+};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
@@ -25,7 +27,8 @@ struct World {
 
 impl CapabilityResolver for World {
     fn signing_key(&self, identity: &Address, key_id: &str) -> Option<VerifyingKey> {
-        (identity.to_string() == ALICE && key_id == "k_sign_alice_1").then(|| key(1).verifying_key())
+        (identity.to_string() == ALICE && key_id == "k_sign_alice_1")
+            .then(|| key(1).verifying_key())
     }
     fn pop_key(&self, key_id: &str) -> Option<VerifyingKey> {
         (key_id == "k_sign_bob_1").then(|| key(2).verifying_key())
@@ -93,7 +96,10 @@ fn req() -> Req {
 }
 
 fn authorize(t: &Value, r: &Req, w: &World) -> Result<(), ProtocolError> {
-    let pop = r.pop.as_ref().map(|(s, ts)| PopProof { signature: s, timestamp: ts });
+    let pop = r.pop.as_ref().map(|(s, ts)| PopProof {
+        signature: s,
+        timestamp: ts,
+    });
     let request = CapabilityRequest {
         actor: &r.actor,
         thread_id: &r.thread,
@@ -116,7 +122,10 @@ fn denied(t: &Value, r: &Req, w: &World, code: ErrorCode, field: &str) {
 
 #[test]
 fn a_valid_token_authorizes_its_grant() {
-    assert_eq!(authorize(&signed(token()), &req(), &World::default()), Ok(()));
+    assert_eq!(
+        authorize(&signed(token()), &req(), &World::default()),
+        Ok(())
+    );
     let mut r = req();
     r.required = Grant::Reply;
     r.kind = "message";
@@ -132,7 +141,12 @@ fn admin_is_a_superset_of_every_grant() {
     for g in Grant::ALL {
         let mut r = req();
         r.required = g;
-        assert_eq!(authorize(&t, &r, &World::default()), Ok(()), "admin should cover {}", g.as_str());
+        assert_eq!(
+            authorize(&t, &r, &World::default()),
+            Ok(()),
+            "admin should cover {}",
+            g.as_str()
+        );
     }
     assert!(Grant::Admin.covers(Grant::Lock));
     assert!(!Grant::Lock.covers(Grant::Admin));
@@ -144,13 +158,31 @@ fn missing_grant_other_thread_other_holder() {
     let w = World::default();
     let mut r = req();
     r.required = Grant::Resolve;
-    denied(&signed(token()), &r, &w, ErrorCode::CapabilityDenied, "capability_token.grants");
+    denied(
+        &signed(token()),
+        &r,
+        &w,
+        ErrorCode::CapabilityDenied,
+        "capability_token.grants",
+    );
     let mut r = req();
     r.thread = ThreadId::parse("thr_01JMKB7W8P1QSGF2JM3SXYZR99").unwrap();
-    denied(&signed(token()), &r, &w, ErrorCode::CapabilityDenied, "capability_token.scope.thread_id");
+    denied(
+        &signed(token()),
+        &r,
+        &w,
+        ErrorCode::CapabilityDenied,
+        "capability_token.scope.thread_id",
+    );
     let mut r = req();
     r.actor = Address::parse(CAROL).unwrap();
-    denied(&signed(token()), &r, &w, ErrorCode::CapabilityDenied, "capability_token.issued_to");
+    denied(
+        &signed(token()),
+        &r,
+        &w,
+        ErrorCode::CapabilityDenied,
+        "capability_token.issued_to",
+    );
 }
 
 #[test]
@@ -159,7 +191,13 @@ fn epoch_must_equal_cap_epoch() {
     for epoch in [2, 4] {
         let mut r = req();
         r.epoch = epoch;
-        denied(&signed(token()), &r, &w, ErrorCode::CapabilityDenied, "capability_token.epoch");
+        denied(
+            &signed(token()),
+            &r,
+            &w,
+            ErrorCode::CapabilityDenied,
+            "capability_token.epoch",
+        );
     }
 }
 
@@ -167,18 +205,42 @@ fn epoch_must_equal_cap_epoch() {
 fn expiry_revocation_and_single_use() {
     let mut t = token();
     t["expires_at"] = json!(NOW);
-    denied(&signed(t), &req(), &World::default(), ErrorCode::CapabilityDenied, "capability_token.expires_at");
+    denied(
+        &signed(t),
+        &req(),
+        &World::default(),
+        ErrorCode::CapabilityDenied,
+        "capability_token.expires_at",
+    );
     let mut t = token();
     t["expires_at"] = json!(null);
     assert_eq!(authorize(&signed(t), &req(), &World::default()), Ok(()));
-    let w = World { revoked: [CAP.to_owned()].into(), ..World::default() };
-    denied(&signed(token()), &req(), &w, ErrorCode::CapabilityDenied, "capability_token.id");
+    let w = World {
+        revoked: [CAP.to_owned()].into(),
+        ..World::default()
+    };
+    denied(
+        &signed(token()),
+        &req(),
+        &w,
+        ErrorCode::CapabilityDenied,
+        "capability_token.id",
+    );
     let mut t = token();
     t["single_use"] = json!(true);
     let t = signed(t);
     assert_eq!(authorize(&t, &req(), &World::default()), Ok(()));
-    let w = World { spent: [CAP.to_owned()].into(), ..World::default() };
-    denied(&t, &req(), &w, ErrorCode::CapabilityDenied, "capability_token.single_use");
+    let w = World {
+        spent: [CAP.to_owned()].into(),
+        ..World::default()
+    };
+    denied(
+        &t,
+        &req(),
+        &w,
+        ErrorCode::CapabilityDenied,
+        "capability_token.single_use",
+    );
 }
 
 #[test]
@@ -186,16 +248,34 @@ fn scope_limits() {
     let w = World::default();
     let mut r = req();
     r.kind = "task";
-    denied(&signed(token()), &r, &w, ErrorCode::CapabilityDenied, "capability_token.scope.envelope_types");
+    denied(
+        &signed(token()),
+        &r,
+        &w,
+        ErrorCode::CapabilityDenied,
+        "capability_token.scope.envelope_types",
+    );
     let mut r = req();
     r.depth = Some(51);
-    denied(&signed(token()), &r, &w, ErrorCode::CapabilityDenied, "capability_token.scope.max_depth");
+    denied(
+        &signed(token()),
+        &r,
+        &w,
+        ErrorCode::CapabilityDenied,
+        "capability_token.scope.max_depth",
+    );
     let mut r = req();
     r.depth = Some(50);
     assert_eq!(authorize(&signed(token()), &r, &w), Ok(()));
     let mut r = req();
     r.priority = Priority::High;
-    denied(&signed(token()), &r, &w, ErrorCode::CapabilityDenied, "capability_token.scope.max_priority");
+    denied(
+        &signed(token()),
+        &r,
+        &w,
+        ErrorCode::CapabilityDenied,
+        "capability_token.scope.max_priority",
+    );
     let mut r = req();
     r.priority = Priority::Low;
     assert_eq!(authorize(&signed(token()), &r, &w), Ok(()));
@@ -206,16 +286,40 @@ fn signature_problems_are_signature_invalid() {
     let w = World::default();
     let mut t = signed(token());
     t["grants"] = json!(["admin"]);
-    denied(&t, &req(), &w, ErrorCode::SignatureInvalid, "capability_token.signature.value");
+    denied(
+        &t,
+        &req(),
+        &w,
+        ErrorCode::SignatureInvalid,
+        "capability_token.signature.value",
+    );
     let mut t = token();
     sign_capability_token(&mut t, &key(9), &key_id("alice_1")).unwrap();
-    denied(&t, &req(), &w, ErrorCode::SignatureInvalid, "capability_token.signature.value");
+    denied(
+        &t,
+        &req(),
+        &w,
+        ErrorCode::SignatureInvalid,
+        "capability_token.signature.value",
+    );
     let mut t = token();
     sign_capability_token(&mut t, &key(1), &key_id("alice_2")).unwrap();
-    denied(&t, &req(), &w, ErrorCode::SignatureInvalid, "capability_token.signature.key_id");
+    denied(
+        &t,
+        &req(),
+        &w,
+        ErrorCode::SignatureInvalid,
+        "capability_token.signature.key_id",
+    );
     let mut t = token();
     t.as_object_mut().unwrap().remove("signature");
-    denied(&t, &req(), &w, ErrorCode::SignatureInvalid, "capability_token.signature");
+    denied(
+        &t,
+        &req(),
+        &w,
+        ErrorCode::SignatureInvalid,
+        "capability_token.signature",
+    );
 }
 
 #[test]
@@ -234,7 +338,13 @@ fn malformed_tokens_are_denied_with_their_field() {
         t[k] = v;
         denied(&signed(t), &req(), &w, ErrorCode::CapabilityDenied, field);
     }
-    denied(&json!("cap_x"), &req(), &w, ErrorCode::CapabilityDenied, "capability_token");
+    denied(
+        &json!("cap_x"),
+        &req(),
+        &w,
+        ErrorCode::CapabilityDenied,
+        "capability_token",
+    );
 }
 
 #[test]
@@ -247,15 +357,33 @@ fn pop_is_required_for_sensitive_intents_of_key_bound_tokens() {
     let mut r = req();
     r.required = grant_for_intent("capability.revoked@v1");
     r.intent = Some("capability.revoked@v1");
-    denied(&t, &r, &w, ErrorCode::CapabilityDenied, "content.structured.parameters.pop_signature");
+    denied(
+        &t,
+        &r,
+        &w,
+        ErrorCode::CapabilityDenied,
+        "content.structured.parameters.pop_signature",
+    );
     let ts = "2026-02-16T11:59:00Z";
     r.pop = Some((sign_pop(&key(2), CAP, ENV_ID, ts), ts.to_owned()));
     assert_eq!(authorize(&t, &r, &w), Ok(()));
     // Bound to another envelope, or signed by another key: refused.
     r.pop = Some((sign_pop(&key(2), CAP, ENV_ID_2, ts), ts.to_owned()));
-    denied(&t, &r, &w, ErrorCode::CapabilityDenied, "content.structured.parameters.pop_signature");
+    denied(
+        &t,
+        &r,
+        &w,
+        ErrorCode::CapabilityDenied,
+        "content.structured.parameters.pop_signature",
+    );
     r.pop = Some((sign_pop(&key(3), CAP, ENV_ID, ts), ts.to_owned()));
-    denied(&t, &r, &w, ErrorCode::CapabilityDenied, "content.structured.parameters.pop_signature");
+    denied(
+        &t,
+        &r,
+        &w,
+        ErrorCode::CapabilityDenied,
+        "content.structured.parameters.pop_signature",
+    );
     // A non-sensitive intent needs no proof.
     let mut r = req();
     r.intent = Some("thread.add_participant@v1");
@@ -264,7 +392,10 @@ fn pop_is_required_for_sensitive_intents_of_key_bound_tokens() {
 
 #[test]
 fn thread_ops_map_to_their_grants() {
-    assert_eq!(grant_for_intent("thread.add_participant@v1"), Grant::AddParticipant);
+    assert_eq!(
+        grant_for_intent("thread.add_participant@v1"),
+        Grant::AddParticipant
+    );
     assert_eq!(grant_for_intent("thread.resolve@v1"), Grant::Resolve);
     assert_eq!(grant_for_intent("thread.lock@v1"), Grant::Lock);
     assert_eq!(grant_for_intent("thread.update@v1"), Grant::Label);
@@ -282,10 +413,21 @@ fn existing_node_pop_vector_interoperates() {
         "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAomL6Ycyx2K4gvuTeMh2e2DezAJcUuv0ViHnfZq0hF08=\n-----END PUBLIC KEY-----",
     )
     .unwrap();
-    let sig = "Y3Z_HarftGOnHgzQaibxyDsD7PjYhazTitke8L5cC0HAKqigmXfFlpljOmbdatsYl2yQh8peVrS-qUq3GUS2Ag";
-    let (cap, env, ts) = ("cap_01ARZ3NDEKTSV4RRFFQ69G5FG1", "env_01ARZ3NDEKTSV4RRFFQ69G5FG2", "2025-01-15T12:00:00.000Z");
+    let sig =
+        "Y3Z_HarftGOnHgzQaibxyDsD7PjYhazTitke8L5cC0HAKqigmXfFlpljOmbdatsYl2yQh8peVrS-qUq3GUS2Ag";
+    let (cap, env, ts) = (
+        "cap_01ARZ3NDEKTSV4RRFFQ69G5FG1",
+        "env_01ARZ3NDEKTSV4RRFFQ69G5FG2",
+        "2025-01-15T12:00:00.000Z",
+    );
     assert!(verify_pop(&pk, cap, env, ts, sig));
-    assert!(!verify_pop(&pk, "cap_01ARZ3NDEKTSV4RRFFQ69WRONG", env, ts, sig));
+    assert!(!verify_pop(
+        &pk,
+        "cap_01ARZ3NDEKTSV4RRFFQ69WRONG",
+        env,
+        ts,
+        sig
+    ));
     assert!(!verify_pop(&pk, cap, "env_WRONG", ts, sig));
     assert!(!verify_pop(&pk, cap, env, "2025-01-15T13:00:00.000Z", sig));
 }

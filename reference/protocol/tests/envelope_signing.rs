@@ -6,7 +6,8 @@ mod common;
 use common::*;
 use ed25519_dalek::{Signature, Verifier as _, VerifyingKey};
 use loom_protocol::envelope::{
-    SignatureMode, envelope_signing_payload, sign_envelope, sign_envelope_legacy, verify_envelope_signature,
+    SignatureMode, envelope_signing_payload, sign_envelope, sign_envelope_legacy,
+    verify_envelope_signature,
 };
 use loom_protocol::keys::{b64url_decode, public_key_from_spki_pem};
 use loom_protocol::{ErrorCode, jcs};
@@ -31,11 +32,22 @@ fn signature_verifies_with_raw_ed25519_over_prefix_and_canonical_bytes() {
     assert_eq!(env["signature"]["key_id"], "k_sign_alice_1");
     let mut message = b"LOOM-ENVELOPE-SIG-v1\x00".to_vec();
     message.extend_from_slice(MESSAGE_CANONICAL.as_bytes());
-    let sig_bytes: [u8; 64] = b64url_decode(env["signature"]["value"].as_str().unwrap()).unwrap().try_into().unwrap();
+    let sig_bytes: [u8; 64] = b64url_decode(env["signature"]["value"].as_str().unwrap())
+        .unwrap()
+        .try_into()
+        .unwrap();
     let public: VerifyingKey = key(1).verifying_key();
-    public.verify(&message, &Signature::from_bytes(&sig_bytes)).expect("raw ed25519-dalek verify");
-    assert_eq!(envelope_signing_payload(&env).unwrap(), MESSAGE_CANONICAL.as_bytes());
-    assert_eq!(verify_envelope_signature(&env, &public), Ok(SignatureMode::ContextPrefixed));
+    public
+        .verify(&message, &Signature::from_bytes(&sig_bytes))
+        .expect("raw ed25519-dalek verify");
+    assert_eq!(
+        envelope_signing_payload(&env).unwrap(),
+        MESSAGE_CANONICAL.as_bytes()
+    );
+    assert_eq!(
+        verify_envelope_signature(&env, &public),
+        Ok(SignatureMode::ContextPrefixed)
+    );
 }
 
 #[test]
@@ -53,7 +65,10 @@ fn legacy_signatures_verify_only_through_the_fallback() {
     sign_envelope_legacy(&mut env, &key(1), &key_id("alice_1")).unwrap();
     assert!(env["signature"].get("context").is_none());
     let pk = key(1).verifying_key();
-    assert_eq!(verify_envelope_signature(&env, &pk), Ok(SignatureMode::Legacy));
+    assert_eq!(
+        verify_envelope_signature(&env, &pk),
+        Ok(SignatureMode::Legacy)
+    );
     // Declaring the context on a legacy signature removes the fallback: it must fail.
     env["signature"]["context"] = json!("LOOM-ENVELOPE-SIG-v1");
     let err = verify_envelope_signature(&env, &pk).unwrap_err();
@@ -64,7 +79,10 @@ fn legacy_signatures_verify_only_through_the_fallback() {
 fn a_prefixed_signature_without_its_context_member_still_verifies_prefixed_first() {
     let mut env = signed_message();
     env["signature"].as_object_mut().unwrap().remove("context");
-    assert_eq!(verify_envelope_signature(&env, &key(1).verifying_key()), Ok(SignatureMode::ContextPrefixed));
+    assert_eq!(
+        verify_envelope_signature(&env, &key(1).verifying_key()),
+        Ok(SignatureMode::ContextPrefixed)
+    );
 }
 
 #[test]
@@ -73,11 +91,17 @@ fn unknown_context_wrong_key_and_malformed_values_are_rejected() {
     let mut env = signed_message();
     env["signature"]["context"] = json!("LOOM-ENVELOPE-SIG-v2");
     let e = verify_envelope_signature(&env, &pk).unwrap_err();
-    assert_eq!((e.code, e.field.as_str()), (ErrorCode::SignatureInvalid, "signature.context"));
+    assert_eq!(
+        (e.code, e.field.as_str()),
+        (ErrorCode::SignatureInvalid, "signature.context")
+    );
 
     let env = signed_message();
     let e = verify_envelope_signature(&env, &key(2).verifying_key()).unwrap_err();
-    assert_eq!((e.code, e.field.as_str()), (ErrorCode::SignatureInvalid, "signature.value"));
+    assert_eq!(
+        (e.code, e.field.as_str()),
+        (ErrorCode::SignatureInvalid, "signature.value")
+    );
 
     for bad in ["", "not base64!", "AAAA", "QUJD=="] {
         let mut env = signed_message();
@@ -87,10 +111,16 @@ fn unknown_context_wrong_key_and_malformed_values_are_rejected() {
     }
     let mut env = signed_message();
     env["signature"]["algorithm"] = json!("RSA");
-    assert_eq!(verify_envelope_signature(&env, &pk).unwrap_err().field, "signature.algorithm");
+    assert_eq!(
+        verify_envelope_signature(&env, &pk).unwrap_err().field,
+        "signature.algorithm"
+    );
     let mut env = signed_message();
     env.as_object_mut().unwrap().remove("signature");
-    assert_eq!(verify_envelope_signature(&env, &pk).unwrap_err().code, ErrorCode::SignatureInvalid);
+    assert_eq!(
+        verify_envelope_signature(&env, &pk).unwrap_err().code,
+        ErrorCode::SignatureInvalid
+    );
 }
 
 /// Every leaf of the signed form, as a JSON pointer.
@@ -130,7 +160,10 @@ fn tampering_with_any_signed_field_breaks_the_signature() {
             Value::Null => json!("x"),
             _ => json!(null),
         };
-        assert!(verify_envelope_signature(&t, &pk).is_err(), "tampering {p} went unnoticed");
+        assert!(
+            verify_envelope_signature(&t, &pk).is_err(),
+            "tampering {p} went unnoticed"
+        );
     }
     // Adding a member is tampering too.
     let mut t = env.clone();
@@ -164,15 +197,24 @@ fn existing_node_signature_context_vector_interoperates() {
     let pk = public_key_from_spki_pem(pem).unwrap();
     let canonical = r#"{"attachments":[],"content":{"encrypted":false,"human":{"format":"markdown","text":"Test vector"},"structured":{"intent":"message.general@v1","parameters":{}}},"created_at":"2026-01-01T00:00:00.000Z","from":{"display":"Alice","identity":"loom://alice@node.test","key_id":"k_sign_test_1","type":"human"},"id":"env_01JTEST00000000000000000A","loom":"1.1","parent_id":null,"priority":"normal","thread_id":"thr_01JTEST00000000000000000A","to":[{"identity":"loom://bob@node.test","role":"primary"}],"type":"message"}"#;
     let mut env = jcs::parse_strict(canonical).unwrap();
-    assert_eq!(envelope_signing_payload(&env).unwrap(), canonical.as_bytes());
+    assert_eq!(
+        envelope_signing_payload(&env).unwrap(),
+        canonical.as_bytes()
+    );
     env["signature"] = json!({
         "algorithm": "Ed25519", "key_id": "k_sign_test_1", "context": "LOOM-ENVELOPE-SIG-v1",
         "value": "GeH89Y2xIyce_v_rAF5FwWnFg5JiO90WrSGTPui5eStIHcQiy2LF0rH0WqvUSWVblrMzAbnP7yVzcMdhTHYIDw"
     });
-    assert_eq!(verify_envelope_signature(&env, &pk), Ok(SignatureMode::ContextPrefixed));
+    assert_eq!(
+        verify_envelope_signature(&env, &pk),
+        Ok(SignatureMode::ContextPrefixed)
+    );
     env["signature"] = json!({
         "algorithm": "Ed25519", "key_id": "k_sign_test_1",
         "value": "GwAtDNFu8-7DqXNIdMbosEQBQn3AzJFoaqbi6cu0mSnZg9j8IjpLCGVzthTOu08yycSiZb0gcbKXf0i2X7G5CA"
     });
-    assert_eq!(verify_envelope_signature(&env, &pk), Ok(SignatureMode::Legacy));
+    assert_eq!(
+        verify_envelope_signature(&env, &pk),
+        Ok(SignatureMode::Legacy)
+    );
 }

@@ -4,7 +4,9 @@ mod common;
 
 use common::key;
 use ed25519_dalek::{Signature, Verifier as _};
-use loom_protocol::http_sig::{MemoryNonceCache, RequestParts, SignedHeaders, canonical_string, sign_request, verify_request};
+use loom_protocol::http_sig::{
+    MemoryNonceCache, RequestParts, SignedHeaders, canonical_string, sign_request, verify_request,
+};
 use loom_protocol::keys::b64url_decode;
 use loom_protocol::{ErrorCode, ManualClock, ProtocolError, Timestamp};
 use sha2::{Digest, Sha256};
@@ -16,14 +18,30 @@ fn now() -> Timestamp {
 }
 
 fn req(body: &[u8]) -> RequestParts<'_> {
-    RequestParts { method: "POST", path: "/v1/federation/deliver", body }
+    RequestParts {
+        method: "POST",
+        path: "/v1/federation/deliver",
+        body,
+    }
 }
 
 fn signed() -> SignedHeaders {
-    sign_request(&req(BODY), "a.test", "k_node_sign_a_1", &key(40), now(), &[7u8; 16])
+    sign_request(
+        &req(BODY),
+        "a.test",
+        "k_node_sign_a_1",
+        &key(40),
+        now(),
+        &[7u8; 16],
+    )
 }
 
-fn check(r: &RequestParts<'_>, h: &SignedHeaders, cache: &mut MemoryNonceCache, clock: &ManualClock) -> Result<(), ProtocolError> {
+fn check(
+    r: &RequestParts<'_>,
+    h: &SignedHeaders,
+    cache: &mut MemoryNonceCache,
+    clock: &ManualClock,
+) -> Result<(), ProtocolError> {
     verify_request(r, h, &key(40).verifying_key(), cache, clock)
 }
 
@@ -31,11 +49,29 @@ fn check(r: &RequestParts<'_>, h: &SignedHeaders, cache: &mut MemoryNonceCache, 
 fn canonical_string_and_raw_signature() {
     let h = signed();
     let text = canonical_string(&req(BODY), &h.timestamp, &h.nonce);
-    let expected = format!("POST\n/v1/federation/deliver\n{}\n2026-02-16T18:30:00.000Z\n{}", hex::encode(Sha256::digest(BODY)), h.nonce);
+    let expected = format!(
+        "POST\n/v1/federation/deliver\n{}\n2026-02-16T18:30:00.000Z\n{}",
+        hex::encode(Sha256::digest(BODY)),
+        h.nonce
+    );
     assert_eq!(text, expected);
     let sig: [u8; 64] = b64url_decode(&h.signature).unwrap().try_into().unwrap();
-    key(40).verifying_key().verify(expected.as_bytes(), &Signature::from_bytes(&sig)).unwrap();
-    assert_eq!(canonical_string(&RequestParts { method: "post", path: "/v1/federation/deliver?x=1", body: BODY }, &h.timestamp, &h.nonce), expected);
+    key(40)
+        .verifying_key()
+        .verify(expected.as_bytes(), &Signature::from_bytes(&sig))
+        .unwrap();
+    assert_eq!(
+        canonical_string(
+            &RequestParts {
+                method: "post",
+                path: "/v1/federation/deliver?x=1",
+                body: BODY
+            },
+            &h.timestamp,
+            &h.nonce
+        ),
+        expected
+    );
 }
 
 #[test]
@@ -45,22 +81,36 @@ fn valid_requests_pass_once() {
     let h = signed();
     assert_eq!(check(&req(BODY), &h, &mut cache, &clock), Ok(()));
     let e = check(&req(BODY), &h, &mut cache, &clock).unwrap_err();
-    assert_eq!((e.code, e.field.as_str()), (ErrorCode::SignatureInvalid, "X-LOOM-Nonce"));
+    assert_eq!(
+        (e.code, e.field.as_str()),
+        (ErrorCode::SignatureInvalid, "X-LOOM-Nonce")
+    );
     // After 15 minutes the nonce has aged out of the cache; the timestamp is stale by then.
     clock.advance_ms(15 * 60 * 1000 + 1);
-    assert_eq!(check(&req(BODY), &h, &mut cache, &clock).unwrap_err().field, "X-LOOM-Timestamp");
+    assert_eq!(
+        check(&req(BODY), &h, &mut cache, &clock).unwrap_err().field,
+        "X-LOOM-Timestamp"
+    );
 }
 
 #[test]
 fn freshness_window_is_plus_minus_five_minutes() {
     let h = signed();
-    for (offset, ok) in [(300_000, true), (300_001, false), (-300_000, true), (-300_001, false)] {
+    for (offset, ok) in [
+        (300_000, true),
+        (300_001, false),
+        (-300_000, true),
+        (-300_001, false),
+    ] {
         let clock = ManualClock::new(now());
         clock.advance_ms(offset);
         let r = check(&req(BODY), &h, &mut MemoryNonceCache::default(), &clock);
         assert_eq!(r.is_ok(), ok, "offset {offset}: {r:?}");
         if let Err(e) = r {
-            assert_eq!((e.field.as_str(), e.section), ("X-LOOM-Timestamp", "v1.1 §15.5"));
+            assert_eq!(
+                (e.field.as_str(), e.section),
+                ("X-LOOM-Timestamp", "v1.1 §15.5")
+            );
         }
     }
 }
@@ -69,10 +119,32 @@ fn freshness_window_is_plus_minus_five_minutes() {
 fn any_change_breaks_the_signature() {
     let clock = ManualClock::new(now());
     let h = signed();
-    let fails = |r: RequestParts<'_>, h: &SignedHeaders| check(&r, h, &mut MemoryNonceCache::default(), &clock).unwrap_err();
+    let fails = |r: RequestParts<'_>, h: &SignedHeaders| {
+        check(&r, h, &mut MemoryNonceCache::default(), &clock).unwrap_err()
+    };
     assert_eq!(fails(req(b"{}"), &h).field, "X-LOOM-Signature");
-    assert_eq!(fails(RequestParts { path: "/v1/federation/deliver2", ..req(BODY) }, &h).field, "X-LOOM-Signature");
-    assert_eq!(fails(RequestParts { method: "PUT", ..req(BODY) }, &h).field, "X-LOOM-Signature");
+    assert_eq!(
+        fails(
+            RequestParts {
+                path: "/v1/federation/deliver2",
+                ..req(BODY)
+            },
+            &h
+        )
+        .field,
+        "X-LOOM-Signature"
+    );
+    assert_eq!(
+        fails(
+            RequestParts {
+                method: "PUT",
+                ..req(BODY)
+            },
+            &h
+        )
+        .field,
+        "X-LOOM-Signature"
+    );
     let mut h2 = h.clone();
     h2.nonce = "other".into();
     assert_eq!(fails(req(BODY), &h2).field, "X-LOOM-Signature");
@@ -89,7 +161,14 @@ fn any_change_breaks_the_signature() {
     h2.timestamp = "yesterday".into();
     assert_eq!(fails(req(BODY), &h2).field, "X-LOOM-Timestamp");
     // Another node's key does not verify.
-    let e = verify_request(&req(BODY), &h, &key(41).verifying_key(), &mut MemoryNonceCache::default(), &clock).unwrap_err();
+    let e = verify_request(
+        &req(BODY),
+        &h,
+        &key(41).verifying_key(),
+        &mut MemoryNonceCache::default(),
+        &clock,
+    )
+    .unwrap_err();
     assert_eq!(e.field, "X-LOOM-Signature");
 }
 
@@ -108,8 +187,22 @@ fn forged_requests_do_not_burn_nonces() {
 fn nonces_are_per_node() {
     let clock = ManualClock::new(now());
     let mut cache = MemoryNonceCache::default();
-    let a = sign_request(&req(BODY), "a.test", "k_node_sign_1", &key(40), now(), &[1; 16]);
-    let b = sign_request(&req(BODY), "b.test", "k_node_sign_1", &key(40), now(), &[1; 16]);
+    let a = sign_request(
+        &req(BODY),
+        "a.test",
+        "k_node_sign_1",
+        &key(40),
+        now(),
+        &[1; 16],
+    );
+    let b = sign_request(
+        &req(BODY),
+        "b.test",
+        "k_node_sign_1",
+        &key(40),
+        now(),
+        &[1; 16],
+    );
     assert_eq!(a.nonce, b.nonce);
     assert!(check(&req(BODY), &a, &mut cache, &clock).is_ok());
     assert!(check(&req(BODY), &b, &mut cache, &clock).is_ok());

@@ -53,7 +53,13 @@ fn examples() -> Vec<(&'static str, Value)> {
             "key_id": "k_sign_alice_1", "signature_context": "LOOM-DELEGATION-SIG-v1", "signature": "c2ln"
         }]
     });
-    vec![("message", base), ("task", task), ("approval", approval), ("thread_op", op), ("agent_message", agent)]
+    vec![
+        ("message", base),
+        ("task", task),
+        ("approval", approval),
+        ("thread_op", op),
+        ("agent_message", agent),
+    ]
 }
 
 #[test]

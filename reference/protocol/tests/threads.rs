@@ -5,7 +5,9 @@ mod common;
 
 use common::*;
 use loom_protocol::id::{EnvelopeId, ThreadId};
-use loom_protocol::thread::{ThreadDag, ThreadLimits, ThreadOp, ThreadState, ThreadStatus, rendering_order, state_transition};
+use loom_protocol::thread::{
+    ThreadDag, ThreadLimits, ThreadOp, ThreadState, ThreadStatus, rendering_order, state_transition,
+};
 use loom_protocol::{Address, ErrorCode, Timestamp};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -19,15 +21,22 @@ fn t(ms: i64) -> Timestamp {
     Timestamp::from_unix_ms(1_771_000_000_000 + ms)
 }
 
-const NO_LIMITS: ThreadLimits = ThreadLimits { max_envelopes_per_thread: 0, max_pending_parents: 0 };
+const NO_LIMITS: ThreadLimits = ThreadLimits {
+    max_envelopes_per_thread: 0,
+    max_pending_parents: 0,
+};
 
 #[test]
 fn out_of_order_parents_are_pending_then_resolved() {
     let mut dag = ThreadDag::new();
-    let child = dag.insert(eid(2), Some(eid(1)), t(2), &ThreadLimits::default()).unwrap();
+    let child = dag
+        .insert(eid(2), Some(eid(1)), t(2), &ThreadLimits::default())
+        .unwrap();
     assert!(child.pending_parent);
     assert_eq!(dag.pending_parent_count(), 1);
-    let root = dag.insert(eid(1), None, t(1), &ThreadLimits::default()).unwrap();
+    let root = dag
+        .insert(eid(1), None, t(1), &ThreadLimits::default())
+        .unwrap();
     assert!(!root.pending_parent);
     assert_eq!(root.resolved_children, vec![eid(2)]);
     assert_eq!(dag.pending_parent_count(), 0);
@@ -40,13 +49,23 @@ fn duplicates_self_parents_and_cycles_are_rejected_without_change() {
     dag.insert(eid(1), None, t(1), &NO_LIMITS).unwrap();
     let e = dag.insert(eid(1), None, t(1), &NO_LIMITS).unwrap_err();
     assert_eq!(e.code, ErrorCode::EnvelopeDuplicate);
-    let e = dag.insert(eid(5), Some(eid(5)), t(1), &NO_LIMITS).unwrap_err();
-    assert_eq!((e.code, e.field.as_str()), (ErrorCode::EnvelopeInvalid, "parent_id"));
+    let e = dag
+        .insert(eid(5), Some(eid(5)), t(1), &NO_LIMITS)
+        .unwrap_err();
+    assert_eq!(
+        (e.code, e.field.as_str()),
+        (ErrorCode::EnvelopeInvalid, "parent_id")
+    );
     // 3 arrives pointing at missing 4; then 4 arrives pointing at 3: a cycle.
     dag.insert(eid(3), Some(eid(4)), t(3), &NO_LIMITS).unwrap();
     let before = dag.len();
-    let e = dag.insert(eid(4), Some(eid(3)), t(4), &NO_LIMITS).unwrap_err();
-    assert_eq!((e.code, e.rule.contains("cycle")), (ErrorCode::EnvelopeInvalid, true));
+    let e = dag
+        .insert(eid(4), Some(eid(3)), t(4), &NO_LIMITS)
+        .unwrap_err();
+    assert_eq!(
+        (e.code, e.rule.contains("cycle")),
+        (ErrorCode::EnvelopeInvalid, true)
+    );
     assert_eq!(dag.len(), before);
     assert!(!dag.contains(&eid(4)));
     // A longer cycle: 6 → missing 8, 7 → 6, then 8 → 7.
@@ -57,21 +76,39 @@ fn duplicates_self_parents_and_cycles_are_rejected_without_change() {
 
 #[test]
 fn size_limits_reject_and_zero_disables() {
-    let limits = ThreadLimits { max_envelopes_per_thread: 3, max_pending_parents: 1 };
+    let limits = ThreadLimits {
+        max_envelopes_per_thread: 3,
+        max_pending_parents: 1,
+    };
     let mut dag = ThreadDag::new();
     dag.insert(eid(1), None, t(1), &limits).unwrap();
     dag.insert(eid(2), Some(eid(100)), t(2), &limits).unwrap();
-    let e = dag.insert(eid(3), Some(eid(101)), t(3), &limits).unwrap_err();
-    assert_eq!((e.code, e.section), (ErrorCode::EnvelopeInvalid, "v1.1 §10.7"));
+    let e = dag
+        .insert(eid(3), Some(eid(101)), t(3), &limits)
+        .unwrap_err();
+    assert_eq!(
+        (e.code, e.section),
+        (ErrorCode::EnvelopeInvalid, "v1.1 §10.7")
+    );
     dag.insert(eid(3), Some(eid(1)), t(3), &limits).unwrap();
     let e = dag.insert(eid(4), Some(eid(1)), t(4), &limits).unwrap_err();
-    assert_eq!((e.code, e.section), (ErrorCode::EnvelopeInvalid, "v1.1 §10.7"));
+    assert_eq!(
+        (e.code, e.section),
+        (ErrorCode::EnvelopeInvalid, "v1.1 §10.7")
+    );
     let mut big = ThreadDag::new();
     for i in 0..50 {
-        big.insert(eid(1000 + i), Some(eid(5000 + i)), t(i as i64), &NO_LIMITS).unwrap();
+        big.insert(eid(1000 + i), Some(eid(5000 + i)), t(i as i64), &NO_LIMITS)
+            .unwrap();
     }
     assert_eq!(big.pending_parent_count(), 50);
-    assert_eq!(ThreadLimits::default(), ThreadLimits { max_envelopes_per_thread: 10_000, max_pending_parents: 500 });
+    assert_eq!(
+        ThreadLimits::default(),
+        ThreadLimits {
+            max_envelopes_per_thread: 10_000,
+            max_pending_parents: 500
+        }
+    );
 }
 
 #[test]
@@ -86,7 +123,10 @@ fn rendering_order_is_topological_then_created_at_then_id() {
     dag.insert(eid(5), Some(eid(4)), t(2), &NO_LIMITS).unwrap();
     dag.insert(eid(6), Some(eid(99)), t(3), &NO_LIMITS).unwrap();
     dag.insert(eid(7), Some(eid(3)), t(-1), &NO_LIMITS).unwrap();
-    assert_eq!(rendering_order(&dag), vec![eid(1), eid(4), eid(5), eid(6), eid(2), eid(3), eid(7)]);
+    assert_eq!(
+        rendering_order(&dag),
+        vec![eid(1), eid(4), eid(5), eid(6), eid(2), eid(3), eid(7)]
+    );
 }
 
 proptest! {
@@ -142,14 +182,23 @@ fn every_state_and_operation_pair_follows_section_10_4() {
     ];
     let mut count = 0;
     for from in ThreadStatus::ALL {
-        for op in ["thread.resolve@v1", "thread.archive@v1", "thread.lock@v1", "thread.reopen@v1"] {
+        for op in [
+            "thread.resolve@v1",
+            "thread.archive@v1",
+            "thread.lock@v1",
+            "thread.reopen@v1",
+        ] {
             let got = state_transition(from, op).expect("state op");
             match allowed.iter().find(|(f, o, _)| *f == from && *o == op) {
                 Some((_, _, to)) => {
                     assert_eq!(got.unwrap(), *to);
                     count += 1;
                 }
-                None => assert_eq!(got.unwrap_err().code, ErrorCode::StateTransitionInvalid, "{from:?} {op}"),
+                None => assert_eq!(
+                    got.unwrap_err().code,
+                    ErrorCode::StateTransitionInvalid,
+                    "{from:?} {op}"
+                ),
             }
         }
     }
@@ -162,45 +211,125 @@ fn addr(s: &str) -> Address {
 }
 
 fn thread() -> ThreadState {
-    ThreadState::new(ThreadId::parse(THR_ID).unwrap(), addr(ALICE), &[addr(BOB)], t(0))
+    ThreadState::new(
+        ThreadId::parse(THR_ID).unwrap(),
+        addr(ALICE),
+        &[addr(BOB)],
+        t(0),
+    )
 }
 
 fn op(intent: &str, params: Value) -> ThreadOp {
     let parameters: Map<String, Value> = params.as_object().cloned().unwrap_or_default();
     let preconditions = parameters.get("preconditions").cloned();
-    ThreadOp { envelope_id: eid(1), actor: addr(ALICE), intent: intent.into(), parameters, preconditions, created_at: t(10) }
+    ThreadOp {
+        envelope_id: eid(1),
+        actor: addr(ALICE),
+        intent: intent.into(),
+        parameters,
+        preconditions,
+        created_at: t(10),
+    }
 }
 
 #[test]
 fn operations_change_membership_metadata_and_links() {
     let mut th = thread();
     assert!(th.is_owner(&addr(ALICE)));
-    th.apply(1, &op("thread.add_participant@v1", json!({"identity": CAROL, "role": "observer"}))).unwrap();
+    th.apply(
+        1,
+        &op(
+            "thread.add_participant@v1",
+            json!({"identity": CAROL, "role": "observer"}),
+        ),
+    )
+    .unwrap();
     assert!(th.is_active_participant(&addr(CAROL)));
-    th.apply(2, &op("thread.remove_participant@v1", json!({"identity": CAROL}))).unwrap();
+    th.apply(
+        2,
+        &op("thread.remove_participant@v1", json!({"identity": CAROL})),
+    )
+    .unwrap();
     assert!(!th.is_active_participant(&addr(CAROL)));
-    let e = th.apply(3, &op("thread.remove_participant@v1", json!({"identity": CAROL}))).unwrap_err();
+    let e = th
+        .apply(
+            3,
+            &op("thread.remove_participant@v1", json!({"identity": CAROL})),
+        )
+        .unwrap_err();
     assert_eq!(e.field, "content.structured.parameters.identity");
-    let e = th.apply(3, &op("thread.remove_participant@v1", json!({"identity": ALICE}))).unwrap_err();
+    let e = th
+        .apply(
+            3,
+            &op("thread.remove_participant@v1", json!({"identity": ALICE})),
+        )
+        .unwrap_err();
     assert_eq!(e.code, ErrorCode::StateTransitionInvalid);
-    th.apply(3, &op("thread.update@v1", json!({"subject": "Q1 Invoice", "labels": ["finance", "q1"]}))).unwrap();
+    th.apply(
+        3,
+        &op(
+            "thread.update@v1",
+            json!({"subject": "Q1 Invoice", "labels": ["finance", "q1"]}),
+        ),
+    )
+    .unwrap();
     assert_eq!(th.subject.as_deref(), Some("Q1 Invoice"));
     assert_eq!(th.labels.len(), 2);
-    th.apply(4, &op("thread.delegate@v1", json!({"identity": BOB}))).unwrap();
+    th.apply(4, &op("thread.delegate@v1", json!({"identity": BOB})))
+        .unwrap();
     assert!(th.is_owner(&addr(BOB)) && !th.is_owner(&addr(ALICE)));
     let fork = "thr_01JMKB7W8P1QSGF2JM3SXYZR01";
-    th.apply(5, &op("thread.fork@v1", json!({"fork_thread_id": fork, "forked_from": ENV_ID}))).unwrap();
+    th.apply(
+        5,
+        &op(
+            "thread.fork@v1",
+            json!({"fork_thread_id": fork, "forked_from": ENV_ID}),
+        ),
+    )
+    .unwrap();
     assert_eq!(th.forks.len(), 1);
-    th.apply(6, &op("thread.merge@v1", json!({"fork_thread_id": fork}))).unwrap();
+    th.apply(6, &op("thread.merge@v1", json!({"fork_thread_id": fork})))
+        .unwrap();
     assert_eq!(th.forks[0].state, ThreadStatus::Merged);
-    assert!(th.linked_threads.iter().any(|l| l.relation == "merged_from"));
-    assert_eq!(th.apply(7, &op("thread.merge@v1", json!({"fork_thread_id": fork}))).unwrap_err().code, ErrorCode::StateTransitionInvalid);
-    th.apply(7, &op("thread.link@v1", json!({"thread_id": fork, "relation": "blocks"}))).unwrap();
-    assert!(th.apply(8, &op("thread.link@v1", json!({"thread_id": fork, "relation": "friends"}))).is_err());
-    th.apply(8, &op("capability.revoked@v1", json!({}))).unwrap();
+    assert!(
+        th.linked_threads
+            .iter()
+            .any(|l| l.relation == "merged_from")
+    );
+    assert_eq!(
+        th.apply(7, &op("thread.merge@v1", json!({"fork_thread_id": fork})))
+            .unwrap_err()
+            .code,
+        ErrorCode::StateTransitionInvalid
+    );
+    th.apply(
+        7,
+        &op(
+            "thread.link@v1",
+            json!({"thread_id": fork, "relation": "blocks"}),
+        ),
+    )
+    .unwrap();
+    assert!(
+        th.apply(
+            8,
+            &op(
+                "thread.link@v1",
+                json!({"thread_id": fork, "relation": "friends"})
+            )
+        )
+        .is_err()
+    );
+    th.apply(8, &op("capability.revoked@v1", json!({})))
+        .unwrap();
     assert_eq!(th.cap_epoch, 1);
-    let e = th.apply(9, &op("thread.teleport@v1", json!({}))).unwrap_err();
-    assert_eq!((e.code, e.section), (ErrorCode::EnvelopeInvalid, "v1.1 §11.2"));
+    let e = th
+        .apply(9, &op("thread.teleport@v1", json!({})))
+        .unwrap_err();
+    assert_eq!(
+        (e.code, e.section),
+        (ErrorCode::EnvelopeInvalid, "v1.1 §11.2")
+    );
     assert_eq!(th.last_event_seq, 8, "rejected operations change nothing");
 }
 
@@ -208,9 +337,17 @@ fn operations_change_membership_metadata_and_links() {
 fn locked_threads_accept_only_operations_and_only_reopen_changes_them() {
     let mut th = thread();
     th.apply(1, &op("thread.lock@v1", json!({}))).unwrap();
-    assert_eq!(th.check_accepts_envelope("message").unwrap_err().code, ErrorCode::ThreadLocked);
+    assert_eq!(
+        th.check_accepts_envelope("message").unwrap_err().code,
+        ErrorCode::ThreadLocked
+    );
     assert!(th.check_accepts_envelope("thread_op").is_ok());
-    let e = th.apply(2, &op("thread.add_participant@v1", json!({"identity": CAROL}))).unwrap_err();
+    let e = th
+        .apply(
+            2,
+            &op("thread.add_participant@v1", json!({"identity": CAROL})),
+        )
+        .unwrap_err();
     assert_eq!(e.code, ErrorCode::ThreadLocked);
     th.apply(2, &op("thread.reopen@v1", json!({}))).unwrap();
     assert_eq!(th.state, ThreadStatus::Active);
@@ -219,23 +356,40 @@ fn locked_threads_accept_only_operations_and_only_reopen_changes_them() {
 #[test]
 fn encrypted_threads_rekey_on_membership_change() {
     let mut th = thread();
-    th.apply(1, &op("encryption.epoch@v1", json!({"epoch": 1}))).unwrap();
-    th.apply(2, &op("thread.add_participant@v1", json!({"identity": CAROL}))).unwrap();
+    th.apply(1, &op("encryption.epoch@v1", json!({"epoch": 1})))
+        .unwrap();
+    th.apply(
+        2,
+        &op("thread.add_participant@v1", json!({"identity": CAROL})),
+    )
+    .unwrap();
     assert_eq!(th.key_epoch, 2);
-    assert!(th.apply(3, &op("encryption.epoch@v1", json!({"epoch": 2}))).is_err());
+    assert!(
+        th.apply(3, &op("encryption.epoch@v1", json!({"epoch": 2})))
+            .is_err()
+    );
 }
 
 #[test]
 fn preconditions_and_conflict_resolution_by_event_order() {
     let mut th = thread();
-    let resolve_if_active = op("thread.resolve@v1", json!({"preconditions": {"thread_state_in": ["active"]}}));
-    let lock_if_active = op("thread.lock@v1", json!({"preconditions": {"thread_state_in": ["active"], "cap_epoch": 0}}));
+    let resolve_if_active = op(
+        "thread.resolve@v1",
+        json!({"preconditions": {"thread_state_in": ["active"]}}),
+    );
+    let lock_if_active = op(
+        "thread.lock@v1",
+        json!({"preconditions": {"thread_state_in": ["active"], "cap_epoch": 0}}),
+    );
     // Two concurrent operations, both conditioned on `active`: event order decides, the
     // second one's precondition is unmet and it is rejected.
     let outcomes = th.replay([(2, &lock_if_active), (1, &resolve_if_active)]);
     assert!(outcomes[0].1.is_ok());
     let e = outcomes[1].1.as_ref().unwrap_err();
-    assert_eq!((e.code, e.section), (ErrorCode::StateTransitionInvalid, "v1.1 §11.3"));
+    assert_eq!(
+        (e.code, e.section),
+        (ErrorCode::StateTransitionInvalid, "v1.1 §11.3")
+    );
     assert_eq!(th.state, ThreadStatus::Resolved);
     // Without preconditions, the last valid operation wins by event order, not by clock.
     let mut th = thread();
@@ -247,7 +401,15 @@ fn preconditions_and_conflict_resolution_by_event_order() {
     assert_eq!(th.subject.as_deref(), Some("early clock"));
     // cap_epoch precondition.
     let mut th = thread();
-    let e = th.apply(1, &op("thread.resolve@v1", json!({"preconditions": {"cap_epoch": 3}}))).unwrap_err();
+    let e = th
+        .apply(
+            1,
+            &op(
+                "thread.resolve@v1",
+                json!({"preconditions": {"cap_epoch": 3}}),
+            ),
+        )
+        .unwrap_err();
     assert_eq!(e.field, "content.structured.preconditions.cap_epoch");
     // Event sequence must increase.
     th.apply(5, &op("thread.resolve@v1", json!({}))).unwrap();
@@ -263,5 +425,8 @@ fn thread_op_is_read_from_an_envelope() {
     assert_eq!(op.intent, "thread.resolve@v1");
     assert!(op.preconditions.is_some());
     env["content"] = json!({"human": {"text": "x"}});
-    assert_eq!(ThreadOp::from_envelope(&env).unwrap_err().field, "content.structured");
+    assert_eq!(
+        ThreadOp::from_envelope(&env).unwrap_err().field,
+        "content.structured"
+    );
 }

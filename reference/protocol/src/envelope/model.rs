@@ -95,9 +95,15 @@ impl SenderType {
 
     /// Parses the wire spelling.
     pub fn parse(s: &str) -> Option<Self> {
-        [Self::Human, Self::Agent, Self::Team, Self::Service, Self::Bridge]
-            .into_iter()
-            .find(|t| t.as_str() == s)
+        [
+            Self::Human,
+            Self::Agent,
+            Self::Team,
+            Self::Service,
+            Self::Bridge,
+        ]
+        .into_iter()
+        .find(|t| t.as_str() == s)
     }
 }
 

@@ -6,7 +6,7 @@
 
 use crate::error::{ErrorCode, ProtocolError};
 use crate::id::KeyId;
-use crate::jcs::to_canonical_bytes;
+use crate::jcs::to_canonical_bytes_without;
 use crate::keys::{SigContext, sign_b64url, signature_from_b64url, verify};
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use serde_json::{Value, json};
@@ -26,17 +26,17 @@ pub enum SignatureMode {
 /// The canonical bytes of an envelope for signing: JCS of the object without `signature`
 /// and `meta` (v1.1 §7.2). `None` if `envelope` is not an object.
 pub fn envelope_signing_payload(envelope: &Value) -> Option<Vec<u8>> {
-    let mut obj = envelope.as_object()?.clone();
-    for k in UNSIGNED_MEMBERS {
-        obj.remove(k);
-    }
-    Some(to_canonical_bytes(&Value::Object(obj)))
+    to_canonical_bytes_without(envelope, &UNSIGNED_MEMBERS)
 }
 
 /// Signs an envelope in place with the context prefix, setting `signature`
 /// `{algorithm, key_id, value, context}` (v1.1 §7.3 steps 1–5). `from.key_id` is set to the
 /// same key so the sender's key reference and the signature agree.
-pub fn sign_envelope(envelope: &mut Value, key: &SigningKey, key_id: &KeyId) -> Result<(), ProtocolError> {
+pub fn sign_envelope(
+    envelope: &mut Value,
+    key: &SigningKey,
+    key_id: &KeyId,
+) -> Result<(), ProtocolError> {
     let obj = envelope
         .as_object_mut()
         .ok_or_else(|| ProtocolError::invalid("$", "an envelope is a JSON object", "v1.1 §8.1"))?;
@@ -57,7 +57,11 @@ pub fn sign_envelope(envelope: &mut Value, key: &SigningKey, key_id: &KeyId) -> 
 
 /// Signs without a context prefix and without a `context` member: the legacy (v1.0 §7.2)
 /// form, which only tests and vectors of the migration window should produce.
-pub fn sign_envelope_legacy(envelope: &mut Value, key: &SigningKey, key_id: &KeyId) -> Result<(), ProtocolError> {
+pub fn sign_envelope_legacy(
+    envelope: &mut Value,
+    key: &SigningKey,
+    key_id: &KeyId,
+) -> Result<(), ProtocolError> {
     sign_envelope(envelope, key, key_id)?;
     let payload = envelope_signing_payload(envelope).unwrap_or_default();
     envelope["signature"] = json!({
@@ -77,26 +81,36 @@ fn sig_err(field: &str, rule: &str) -> ProtocolError {
 /// The caller resolves `key` from `signature.key_id` in the sender's identity document.
 /// A `context` other than `LOOM-ENVELOPE-SIG-v1` names a prefix this implementation does not
 /// know, so the envelope cannot be verified and is rejected.
-pub fn verify_envelope_signature(envelope: &Value, key: &VerifyingKey) -> Result<SignatureMode, ProtocolError> {
+pub fn verify_envelope_signature(
+    envelope: &Value,
+    key: &VerifyingKey,
+) -> Result<SignatureMode, ProtocolError> {
     let sig = envelope
         .get("signature")
         .and_then(Value::as_object)
         .ok_or_else(|| sig_err("signature", "all envelopes must carry a signature object"))?;
     if sig.get("algorithm").and_then(Value::as_str) != Some("Ed25519") {
-        return Err(sig_err("signature.algorithm", "signature.algorithm must be \"Ed25519\""));
+        return Err(sig_err(
+            "signature.algorithm",
+            "signature.algorithm must be \"Ed25519\"",
+        ));
     }
     let value = sig
         .get("value")
         .and_then(Value::as_str)
         .ok_or_else(|| sig_err("signature.value", "signature.value is required"))?;
-    let signature = signature_from_b64url(value).map_err(|e| sig_err("signature.value", e.reason))?;
+    let signature =
+        signature_from_b64url(value).map_err(|e| sig_err("signature.value", e.reason))?;
     let payload = envelope_signing_payload(envelope).unwrap_or_default();
     match sig.get("context") {
         Some(Value::String(ctx)) if ctx == SigContext::ENVELOPE.0 => {
             if verify(key, Some(SigContext::ENVELOPE), &payload, &signature) {
                 Ok(SignatureMode::ContextPrefixed)
             } else {
-                Err(sig_err("signature.value", "Ed25519 signature mismatch over the context-prefixed canonical envelope"))
+                Err(sig_err(
+                    "signature.value",
+                    "Ed25519 signature mismatch over the context-prefixed canonical envelope",
+                ))
             }
         }
         Some(Value::String(_)) | Some(_) => Err(sig_err(
@@ -109,7 +123,10 @@ pub fn verify_envelope_signature(envelope: &Value, key: &VerifyingKey) -> Result
             } else if verify(key, None, &payload, &signature) {
                 Ok(SignatureMode::Legacy)
             } else {
-                Err(sig_err("signature.value", "Ed25519 signature mismatch (prefixed and legacy forms both tried)"))
+                Err(sig_err(
+                    "signature.value",
+                    "Ed25519 signature mismatch (prefixed and legacy forms both tried)",
+                ))
             }
         }
     }

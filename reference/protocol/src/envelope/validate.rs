@@ -13,8 +13,16 @@ use serde_json::{Map, Value};
 
 /// Core envelope types of the v1.1 §9.1 registry. Other types are valid and relayed.
 pub const CORE_TYPES: [&str; 10] = [
-    "message", "task", "approval", "event", "notification", "handoff", "data", "receipt",
-    "workflow", "thread_op",
+    "message",
+    "task",
+    "approval",
+    "event",
+    "notification",
+    "handoff",
+    "data",
+    "receipt",
+    "workflow",
+    "thread_op",
 ];
 
 /// E2EE wire profiles (v1.1 §7.4.1 and the aliases of DESIGN.md §9).
@@ -27,7 +35,8 @@ pub const E2EE_PROFILES: [&str; 5] = [
 ];
 
 /// Intent namespaces a `thread_op` may carry (v1.1 §9.2, §11.8, §12.3, §13.4).
-pub const THREAD_OP_NAMESPACES: [&str; 4] = ["thread.", "capability.", "encryption.", "delegation."];
+pub const THREAD_OP_NAMESPACES: [&str; 4] =
+    ["thread.", "capability.", "encryption.", "delegation."];
 
 /// Longest `type` string accepted.
 pub const MAX_TYPE_LEN: usize = 128;
@@ -40,7 +49,11 @@ pub fn validate_envelope(v: &Value) -> Result<Envelope, ProtocolError> {
     }
     serde_json::from_value(v.clone()).map_err(|e| {
         // Unreachable when the rules above are complete; kept as a clear error, never a panic.
-        ProtocolError::invalid("$", format!("envelope does not match the v1.1 §8.1 model: {e}"), "v1.1 §8.1")
+        ProtocolError::invalid(
+            "$",
+            format!("envelope does not match the v1.1 §8.1 model: {e}"),
+            "v1.1 §8.1",
+        )
     })
 }
 
@@ -57,7 +70,11 @@ pub fn validate_envelope_all(v: &Value) -> Vec<ProtocolError> {
     if let Some(parent) = c.id::<EnvelopeId>(obj, "parent_id", false, EnvelopeId::parse)
         && Some(parent) == id
     {
-        c.bad("parent_id", "an envelope cannot be its own parent (cycle)", "v1.1 §10.2");
+        c.bad(
+            "parent_id",
+            "an envelope cannot be its own parent (cycle)",
+            "v1.1 §10.2",
+        );
     }
     let kind = c.envelope_type(obj);
     c.from(obj);
@@ -93,11 +110,19 @@ fn present<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
 
 impl Checker {
     fn bad(&mut self, field: impl Into<String>, rule: impl Into<String>, section: &'static str) {
-        self.errors.push(ProtocolError::invalid(field, rule, section));
+        self.errors
+            .push(ProtocolError::invalid(field, rule, section));
     }
 
-    fn coded(&mut self, code: ErrorCode, field: impl Into<String>, rule: impl Into<String>, section: &'static str) {
-        self.errors.push(ProtocolError::new(code, field, rule, section));
+    fn coded(
+        &mut self,
+        code: ErrorCode,
+        field: impl Into<String>,
+        rule: impl Into<String>,
+        section: &'static str,
+    ) {
+        self.errors
+            .push(ProtocolError::new(code, field, rule, section));
     }
 
     /// `loom` MUST be `"1.1"` (v1.1 §8.2).
@@ -150,11 +175,17 @@ impl Checker {
     /// `type` MUST be present; unknown values are accepted (v1.1 §9.1).
     fn envelope_type(&mut self, obj: &Map<String, Value>) -> Option<String> {
         match obj.get("type") {
-            Some(Value::String(s)) if !s.is_empty() && s.len() <= MAX_TYPE_LEN && !s.chars().any(char::is_control) => {
+            Some(Value::String(s))
+                if !s.is_empty() && s.len() <= MAX_TYPE_LEN && !s.chars().any(char::is_control) =>
+            {
                 Some(s.clone())
             }
             Some(Value::String(_)) => {
-                self.bad("type", "type must be 1 to 128 characters without control characters", "v1.1 §9.1");
+                self.bad(
+                    "type",
+                    "type must be 1 to 128 characters without control characters",
+                    "v1.1 §9.1",
+                );
                 None
             }
             Some(_) => {
@@ -212,13 +243,21 @@ impl Checker {
                 }
             }
             Some(_) => self.bad("from.key_id", "from.key_id must be a string", "v1.1 §8.1"),
-            None => self.bad("from.key_id", "from.key_id (the signing key reference) is required", "v1.1 §8.2"),
+            None => self.bad(
+                "from.key_id",
+                "from.key_id (the signing key reference) is required",
+                "v1.1 §8.2",
+            ),
         }
         let kind = match from.get("type") {
             Some(Value::String(s)) => match SenderType::parse(s) {
                 Some(k) => Some(k),
                 None => {
-                    self.bad("from.type", "from.type must be human, agent, team, service or bridge", "v1.1 §8.1");
+                    self.bad(
+                        "from.type",
+                        "from.type must be human, agent, team, service or bridge",
+                        "v1.1 §8.1",
+                    );
                     None
                 }
             },
@@ -235,12 +274,20 @@ impl Checker {
             && identity.is_bridge()
             && kind != SenderType::Bridge
         {
-            self.bad("from.type", "bridge:// identities are reserved for bridged senders (from.type \"bridge\")", "v1.1 §6.1");
+            self.bad(
+                "from.type",
+                "bridge:// identities are reserved for bridged senders (from.type \"bridge\")",
+                "v1.1 §6.1",
+            );
         }
         if let Some(d) = present(from, "device_id") {
             match d.as_str() {
                 Some(s) if (1..=128).contains(&s.chars().count()) => {}
-                _ => self.bad("from.device_id", "from.device_id must be a string of 1 to 128 characters", "v1.1 §8.2"),
+                _ => self.bad(
+                    "from.device_id",
+                    "from.device_id must be a string of 1 to 128 characters",
+                    "v1.1 §8.2",
+                ),
             }
         }
         match (kind, present(from, "delegation_chain")) {
@@ -262,9 +309,11 @@ impl Checker {
                 "agent envelopes must include the full, non-empty delegation chain",
                 "v1.1 §13.5",
             ),
-            (_, Some(chain)) if !chain.is_array() => {
-                self.bad("from.delegation_chain", "from.delegation_chain must be an array", "v1.1 §8.1")
-            }
+            (_, Some(chain)) if !chain.is_array() => self.bad(
+                "from.delegation_chain",
+                "from.delegation_chain must be an array",
+                "v1.1 §8.1",
+            ),
             _ => {}
         }
     }
@@ -290,24 +339,38 @@ impl Checker {
             match r.get("role").and_then(Value::as_str) {
                 Some("primary") => primary = true,
                 Some("cc" | "observer" | "bcc") => {}
-                _ => self.bad(format!("{path}.role"), "role must be primary, cc, observer or bcc", "v1.1 §8.1"),
+                _ => self.bad(
+                    format!("{path}.role"),
+                    "role must be primary, cc, observer or bcc",
+                    "v1.1 §8.1",
+                ),
             }
         }
         if !primary {
-            self.bad("to", "to must contain at least one primary recipient", "v1.1 §8.2");
+            self.bad(
+                "to",
+                "to must contain at least one primary recipient",
+                "v1.1 §8.2",
+            );
         }
     }
 
     /// `audience` (v1.1 §8.3).
     fn audience(&mut self, obj: &Map<String, Value>) {
-        let Some(a) = present(obj, "audience") else { return };
+        let Some(a) = present(obj, "audience") else {
+            return;
+        };
         let Some(a) = a.as_object() else {
             self.bad("audience", "audience must be an object", "v1.1 §8.3");
             return;
         };
         let mode = a.get("mode").and_then(Value::as_str);
         if !matches!(mode, Some("thread" | "recipients" | "custom")) {
-            self.bad("audience.mode", "audience.mode must be thread, recipients or custom", "v1.1 §8.3");
+            self.bad(
+                "audience.mode",
+                "audience.mode must be thread, recipients or custom",
+                "v1.1 §8.3",
+            );
         }
         match present(a, "identities") {
             Some(Value::Array(ids)) => {
@@ -315,13 +378,23 @@ impl Checker {
                     self.address(Some(id), &format!("audience.identities[{i}]"));
                 }
                 if mode == Some("custom") && ids.is_empty() {
-                    self.bad("audience.identities", "custom audience must list at least one identity", "v1.1 §8.3");
+                    self.bad(
+                        "audience.identities",
+                        "custom audience must list at least one identity",
+                        "v1.1 §8.3",
+                    );
                 }
             }
-            Some(_) => self.bad("audience.identities", "audience.identities must be an array", "v1.1 §8.3"),
-            None if mode == Some("custom") => {
-                self.bad("audience.identities", "custom audience must list its identities", "v1.1 §8.3")
-            }
+            Some(_) => self.bad(
+                "audience.identities",
+                "audience.identities must be an array",
+                "v1.1 §8.3",
+            ),
+            None if mode == Some("custom") => self.bad(
+                "audience.identities",
+                "custom audience must list its identities",
+                "v1.1 §8.3",
+            ),
             None => {}
         }
     }
@@ -336,7 +409,11 @@ impl Checker {
                     self.bad(key, e.to_string(), "v1.1 Appendix D");
                 }
             }
-            Some(_) => self.bad(key, format!("{key} must be an ISO 8601 string"), "v1.1 §8.2"),
+            Some(_) => self.bad(
+                key,
+                format!("{key} must be an ISO 8601 string"),
+                "v1.1 §8.2",
+            ),
         }
     }
 
@@ -344,7 +421,11 @@ impl Checker {
         if let Some(p) = present(obj, "priority")
             && !matches!(p.as_str(), Some("low" | "normal" | "high" | "urgent"))
         {
-            self.bad("priority", "priority must be low, normal, high or urgent", "v1.1 §8.1");
+            self.bad(
+                "priority",
+                "priority must be low, normal, high or urgent",
+                "v1.1 §8.1",
+            );
         }
     }
 
@@ -362,7 +443,11 @@ impl Checker {
             None | Some(Value::Null) | Some(Value::Bool(false)) => false,
             Some(Value::Bool(true)) => true,
             Some(_) => {
-                self.bad("content.encrypted", "content.encrypted must be a boolean", "v1.1 §8.1");
+                self.bad(
+                    "content.encrypted",
+                    "content.encrypted must be a boolean",
+                    "v1.1 §8.1",
+                );
                 return;
             }
         };
@@ -373,26 +458,46 @@ impl Checker {
         let human = present(content, "human");
         let structured = present(content, "structured");
         if human.is_none() && structured.is_none() {
-            self.bad("content", "content must carry human or structured content in cleartext", "v1.1 §8.2");
+            self.bad(
+                "content",
+                "content must carry human or structured content in cleartext",
+                "v1.1 §8.2",
+            );
         }
         if let Some(h) = human {
             match h.as_object() {
                 Some(h) => {
                     if !h.get("text").is_some_and(Value::is_string) {
-                        self.bad("content.human.text", "content.human.text must be a string", "v1.1 §8.1");
+                        self.bad(
+                            "content.human.text",
+                            "content.human.text must be a string",
+                            "v1.1 §8.1",
+                        );
                     }
                     if let Some(f) = present(h, "format")
                         && !matches!(f.as_str(), Some("markdown" | "plaintext" | "html"))
                     {
-                        self.bad("content.human.format", "format must be markdown, plaintext or html", "v1.1 §8.1");
+                        self.bad(
+                            "content.human.format",
+                            "format must be markdown, plaintext or html",
+                            "v1.1 §8.1",
+                        );
                     }
                     if let Some(l) = present(h, "locale")
                         && !l.is_string()
                     {
-                        self.bad("content.human.locale", "locale must be a BCP 47 string", "v1.1 §8.1");
+                        self.bad(
+                            "content.human.locale",
+                            "locale must be a BCP 47 string",
+                            "v1.1 §8.1",
+                        );
                     }
                 }
-                None => self.bad("content.human", "content.human must be an object", "v1.1 §8.1"),
+                None => self.bad(
+                    "content.human",
+                    "content.human must be an object",
+                    "v1.1 §8.1",
+                ),
             }
         }
         let mut intent = None;
@@ -400,26 +505,44 @@ impl Checker {
             match s.as_object() {
                 Some(s) => {
                     match s.get("intent") {
-                        Some(Value::String(i)) if is_versioned_intent(i) => intent = Some(i.as_str()),
+                        Some(Value::String(i)) if is_versioned_intent(i) => {
+                            intent = Some(i.as_str())
+                        }
                         Some(Value::String(_)) => self.bad(
                             "content.structured.intent",
                             "intent must be namespaced and versioned: namespace.action@vN",
                             "v1.1 §18.1",
                         ),
-                        _ => self.bad("content.structured.intent", "content.structured.intent is required (a string)", "v1.1 §8.1"),
+                        _ => self.bad(
+                            "content.structured.intent",
+                            "content.structured.intent is required (a string)",
+                            "v1.1 §8.1",
+                        ),
                     }
                     if let Some(p) = present(s, "parameters")
                         && !p.is_object()
                     {
-                        self.bad("content.structured.parameters", "parameters must be an object", "v1.1 §8.1");
+                        self.bad(
+                            "content.structured.parameters",
+                            "parameters must be an object",
+                            "v1.1 §8.1",
+                        );
                     }
                     if let Some(r) = present(s, "response_schema")
                         && !r.is_string()
                     {
-                        self.bad("content.structured.response_schema", "response_schema must be a URI string or null", "v1.1 §18.1");
+                        self.bad(
+                            "content.structured.response_schema",
+                            "response_schema must be a URI string or null",
+                            "v1.1 §18.1",
+                        );
                     }
                 }
-                None => self.bad("content.structured", "content.structured must be an object", "v1.1 §8.1"),
+                None => self.bad(
+                    "content.structured",
+                    "content.structured must be an object",
+                    "v1.1 §8.1",
+                ),
             }
         }
         match kind {
@@ -452,27 +575,56 @@ impl Checker {
     /// Encrypted content (v1.1 §7.4; package shape per DESIGN.md §9).
     fn encrypted_content(&mut self, content: &Map<String, Value>, kind: Option<&str>) {
         if kind == Some("thread_op") {
-            self.bad("content.encrypted", "thread_op content must be cleartext so nodes can authorize it", "v1.1 §12.4");
+            self.bad(
+                "content.encrypted",
+                "thread_op content must be cleartext so nodes can authorize it",
+                "v1.1 §12.4",
+            );
         }
         for key in ["human", "structured"] {
             if present(content, key).is_some() {
-                self.bad(format!("content.{key}"), "encrypted content must not also carry cleartext", "v1.1 §7.4");
+                self.bad(
+                    format!("content.{key}"),
+                    "encrypted content must not also carry cleartext",
+                    "v1.1 §7.4",
+                );
             }
         }
         match content.get("profile").and_then(Value::as_str) {
             Some(p) if E2EE_PROFILES.contains(&p) => {}
-            Some(_) => self.bad("content.profile", "unknown E2EE profile (fail closed)", "v1.1 §7.4.2"),
-            None => self.bad("content.profile", "encrypted content must name its E2EE profile", "v1.1 §7.4"),
+            Some(_) => self.bad(
+                "content.profile",
+                "unknown E2EE profile (fail closed)",
+                "v1.1 §7.4.2",
+            ),
+            None => self.bad(
+                "content.profile",
+                "encrypted content must name its E2EE profile",
+                "v1.1 §7.4",
+            ),
         }
         if content.get("epoch").is_none_or(|e| e.as_u64().is_none()) {
-            self.bad("content.epoch", "encrypted content must carry a non-negative integer epoch", "v1.1 §10.6");
+            self.bad(
+                "content.epoch",
+                "encrypted content must carry a non-negative integer epoch",
+                "v1.1 §10.6",
+            );
         }
         if let Some(rc) = present(content, "replay_counter")
             && rc.as_u64().is_none()
         {
-            self.bad("content.replay_counter", "replay_counter must be a non-negative integer", "v1.1 §23.1");
+            self.bad(
+                "content.replay_counter",
+                "replay_counter must be a non-negative integer",
+                "v1.1 §23.1",
+            );
         }
-        self.b64url_member(content, "profile_commitment", false, "content.profile_commitment");
+        self.b64url_member(
+            content,
+            "profile_commitment",
+            false,
+            "content.profile_commitment",
+        );
         self.b64url_member(content, "ciphertext", true, "content.ciphertext");
         if let Some(w) = present(content, "wrapped_keys") {
             match w.as_array() {
@@ -482,13 +634,22 @@ impl Checker {
                         match k.as_object() {
                             Some(k) => {
                                 self.address(k.get("to"), &format!("{path}.to"));
-                                self.b64url_member(k, "ciphertext", true, &format!("{path}.ciphertext"));
+                                self.b64url_member(
+                                    k,
+                                    "ciphertext",
+                                    true,
+                                    &format!("{path}.ciphertext"),
+                                );
                             }
                             None => self.bad(path, "each wrapped key is an object", "v1.1 §7.4"),
                         }
                     }
                 }
-                None => self.bad("content.wrapped_keys", "wrapped_keys must be an array", "v1.1 §7.4"),
+                None => self.bad(
+                    "content.wrapped_keys",
+                    "wrapped_keys must be an array",
+                    "v1.1 §7.4",
+                ),
             }
         }
     }
@@ -498,13 +659,19 @@ impl Checker {
             None if required => self.bad(path, format!("{path} is required"), "v1.1 §7.4"),
             None => {}
             Some(Value::String(s)) if !s.is_empty() && b64url_decode(s).is_ok() => {}
-            Some(_) => self.bad(path, format!("{path} must be non-empty base64url"), "v1.1 Appendix D"),
+            Some(_) => self.bad(
+                path,
+                format!("{path} must be non-empty base64url"),
+                "v1.1 Appendix D",
+            ),
         }
     }
 
     /// `attachments` (v1.1 §8.1).
     fn attachments(&mut self, obj: &Map<String, Value>) {
-        let Some(a) = present(obj, "attachments") else { return };
+        let Some(a) = present(obj, "attachments") else {
+            return;
+        };
         let Some(list) = a.as_array() else {
             self.bad("attachments", "attachments must be an array", "v1.1 §8.1");
             return;
@@ -515,57 +682,105 @@ impl Checker {
                 self.bad(path, "each attachment is an object", "v1.1 §8.1");
                 continue;
             };
-            self.id_at(att.get("id"), &format!("{path}.id"), true, AttachmentId::parse);
-            self.id_at(att.get("blob_id"), &format!("{path}.blob_id"), true, BlobId::parse);
+            self.id_at(
+                att.get("id"),
+                &format!("{path}.id"),
+                true,
+                AttachmentId::parse,
+            );
+            self.id_at(
+                att.get("blob_id"),
+                &format!("{path}.blob_id"),
+                true,
+                BlobId::parse,
+            );
             match att.get("hash").and_then(Value::as_str) {
                 Some(h) if is_sha256_ref(h) => {}
-                _ => self.bad(format!("{path}.hash"), "hash must be sha256: followed by 64 lowercase hex digits", "v1.1 §8.1"),
+                _ => self.bad(
+                    format!("{path}.hash"),
+                    "hash must be sha256: followed by 64 lowercase hex digits",
+                    "v1.1 §8.1",
+                ),
             }
             if let Some(s) = present(att, "size_bytes")
                 && s.as_u64().is_none()
             {
-                self.bad(format!("{path}.size_bytes"), "size_bytes must be a non-negative integer", "v1.1 §8.1");
+                self.bad(
+                    format!("{path}.size_bytes"),
+                    "size_bytes must be a non-negative integer",
+                    "v1.1 §8.1",
+                );
             }
             for key in ["filename", "mime_type"] {
                 if let Some(s) = present(att, key)
                     && !s.is_string()
                 {
-                    self.bad(format!("{path}.{key}"), format!("{key} must be a string"), "v1.1 §8.1");
+                    self.bad(
+                        format!("{path}.{key}"),
+                        format!("{key} must be a string"),
+                        "v1.1 §8.1",
+                    );
                 }
             }
             if let Some(m) = present(att, "mime_type").and_then(Value::as_str)
                 && !is_mime_type(m)
             {
-                self.bad(format!("{path}.mime_type"), "mime_type must be type/subtype", "v1.1 §8.1");
+                self.bad(
+                    format!("{path}.mime_type"),
+                    "mime_type must be type/subtype",
+                    "v1.1 §8.1",
+                );
             }
             if let Some(b) = present(att, "inline")
                 && !b.is_boolean()
             {
-                self.bad(format!("{path}.inline"), "inline must be a boolean", "v1.1 §8.1");
+                self.bad(
+                    format!("{path}.inline"),
+                    "inline must be a boolean",
+                    "v1.1 §8.1",
+                );
             }
         }
     }
 
     /// `references` (v1.1 §8.1).
     fn references(&mut self, obj: &Map<String, Value>) {
-        let Some(r) = present(obj, "references") else { return };
+        let Some(r) = present(obj, "references") else {
+            return;
+        };
         let Some(r) = r.as_object() else {
             self.bad("references", "references must be an object", "v1.1 §8.1");
             return;
         };
-        self.id_at(present(r, "in_reply_to"), "references.in_reply_to", false, EnvelopeId::parse);
+        self.id_at(
+            present(r, "in_reply_to"),
+            "references.in_reply_to",
+            false,
+            EnvelopeId::parse,
+        );
         self.id_list(r, "linked_envelopes", EnvelopeId::parse);
         self.id_list(r, "linked_threads", ThreadId::parse);
         if let Some(ext) = present(r, "external") {
             let Some(list) = ext.as_array() else {
-                self.bad("references.external", "external must be an array", "v1.1 §8.1");
+                self.bad(
+                    "references.external",
+                    "external must be an array",
+                    "v1.1 §8.1",
+                );
                 return;
             };
             for (i, e) in list.iter().enumerate() {
                 let path = format!("references.external[{i}]");
                 let kind = e.get("type").and_then(Value::as_str);
-                if !matches!(kind, Some("url" | "email_message_id" | "issue" | "document")) {
-                    self.bad(format!("{path}.type"), "type must be url, email_message_id, issue or document", "v1.1 §8.1");
+                if !matches!(
+                    kind,
+                    Some("url" | "email_message_id" | "issue" | "document")
+                ) {
+                    self.bad(
+                        format!("{path}.type"),
+                        "type must be url, email_message_id, issue or document",
+                        "v1.1 §8.1",
+                    );
                 }
                 if !e.get("ref").is_some_and(Value::is_string) {
                     self.bad(format!("{path}.ref"), "ref must be a string", "v1.1 §8.1");
@@ -574,7 +789,12 @@ impl Checker {
         }
     }
 
-    fn id_list<T>(&mut self, obj: &Map<String, Value>, key: &str, parse: fn(&str) -> Result<T, crate::id::IdError>) {
+    fn id_list<T>(
+        &mut self,
+        obj: &Map<String, Value>,
+        key: &str,
+        parse: fn(&str) -> Result<T, crate::id::IdError>,
+    ) {
         let path = format!("references.{key}");
         match present(obj, key) {
             None => {}
@@ -593,7 +813,11 @@ impl Checker {
             Some(Value::Array(items)) => {
                 for (i, item) in items.iter().enumerate() {
                     if item.as_str().is_none_or(|s| s.is_empty()) {
-                        self.bad(format!("{key}[{i}]"), format!("{key} entries must be non-empty strings"), section);
+                        self.bad(
+                            format!("{key}[{i}]"),
+                            format!("{key} entries must be non-empty strings"),
+                            section,
+                        );
                     }
                 }
             }
@@ -605,21 +829,46 @@ impl Checker {
     /// a base64url value, an optional context.
     fn signature(&mut self, obj: &Map<String, Value>) {
         let Some(sig) = obj.get("signature") else {
-            self.coded(ErrorCode::SignatureInvalid, "signature", "all envelopes must be signed", "v1.1 §7.1");
+            self.coded(
+                ErrorCode::SignatureInvalid,
+                "signature",
+                "all envelopes must be signed",
+                "v1.1 §7.1",
+            );
             return;
         };
         let Some(sig) = sig.as_object() else {
-            self.coded(ErrorCode::SignatureInvalid, "signature", "signature must be an object", "v1.1 §8.1");
+            self.coded(
+                ErrorCode::SignatureInvalid,
+                "signature",
+                "signature must be an object",
+                "v1.1 §8.1",
+            );
             return;
         };
         if sig.get("algorithm").and_then(Value::as_str) != Some("Ed25519") {
-            self.coded(ErrorCode::SignatureInvalid, "signature.algorithm", "signature.algorithm must be \"Ed25519\"", "v1.1 §7.1");
+            self.coded(
+                ErrorCode::SignatureInvalid,
+                "signature.algorithm",
+                "signature.algorithm must be \"Ed25519\"",
+                "v1.1 §7.1",
+            );
         }
         match sig.get("key_id").and_then(Value::as_str) {
             Some(k) => {
                 if KeyId::parse(k, KeyKind::Signing).is_err() {
-                    self.coded(ErrorCode::SignatureInvalid, "signature.key_id", "signature.key_id must be a k_sign_ key ID", "v1.1 §8.4");
-                } else if obj.get("from").and_then(|f| f.get("key_id")).and_then(Value::as_str).is_some_and(|f| f != k) {
+                    self.coded(
+                        ErrorCode::SignatureInvalid,
+                        "signature.key_id",
+                        "signature.key_id must be a k_sign_ key ID",
+                        "v1.1 §8.4",
+                    );
+                } else if obj
+                    .get("from")
+                    .and_then(|f| f.get("key_id"))
+                    .and_then(Value::as_str)
+                    .is_some_and(|f| f != k)
+                {
                     self.coded(
                         ErrorCode::SignatureInvalid,
                         "signature.key_id",
@@ -628,7 +877,12 @@ impl Checker {
                     );
                 }
             }
-            None => self.coded(ErrorCode::SignatureInvalid, "signature.key_id", "signature.key_id is required", "v1.1 §7.3"),
+            None => self.coded(
+                ErrorCode::SignatureInvalid,
+                "signature.key_id",
+                "signature.key_id is required",
+                "v1.1 §7.3",
+            ),
         }
         match sig.get("value").and_then(Value::as_str).map(b64url_decode) {
             Some(Ok(b)) if b.len() == 64 => {}
@@ -642,7 +896,12 @@ impl Checker {
         if let Some(ctx) = sig.get("context")
             && !ctx.is_string()
         {
-            self.coded(ErrorCode::SignatureInvalid, "signature.context", "signature.context must be a string", "v1.1 §7.3");
+            self.coded(
+                ErrorCode::SignatureInvalid,
+                "signature.context",
+                "signature.context must be a string",
+                "v1.1 §7.3",
+            );
         }
     }
 }
@@ -650,7 +909,9 @@ impl Checker {
 /// `namespace.action@vN`: lowercase dot-separated segments (at least two) and a major
 /// version suffix (v1.1 §18.1; EXTENSION-REGISTRY "Identifier Rules" 3).
 pub fn is_versioned_intent(s: &str) -> bool {
-    let Some((name, version)) = s.rsplit_once("@v") else { return false };
+    let Some((name, version)) = s.rsplit_once("@v") else {
+        return false;
+    };
     let version_ok = !version.is_empty()
         && version.bytes().all(|c| c.is_ascii_digit())
         && !version.starts_with('0');
@@ -659,7 +920,9 @@ pub fn is_versioned_intent(s: &str) -> bool {
         && segments.len() >= 2
         && segments.iter().all(|seg| {
             !seg.is_empty()
-                && seg.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_' || c == b'-')
+                && seg
+                    .bytes()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_' || c == b'-')
         })
 }
 
@@ -669,14 +932,23 @@ pub fn intent_action(intent: &str) -> &str {
 }
 
 fn is_sha256_ref(h: &str) -> bool {
-    h.strip_prefix("sha256:")
-        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)))
+    h.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+    })
 }
 
 fn is_mime_type(m: &str) -> bool {
-    let token = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&c));
+    let token = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&c))
+    };
     let base = m.split(';').next().unwrap_or("").trim();
-    base.split_once('/').is_some_and(|(t, st)| token(t) && token(st))
+    base.split_once('/')
+        .is_some_and(|(t, st)| token(t) && token(st))
 }
 
 /// Rejects an envelope body larger than the node's configured limit (v1.1 §24.2 `PAYLOAD_TOO_LARGE`).
@@ -694,5 +966,8 @@ pub fn check_envelope_size(len: usize, limit: usize) -> Result<(), ProtocolError
 
 /// Accessor used by rules that need the sender type without a full typed parse.
 pub fn sender_type(v: &Value) -> Option<SenderType> {
-    v.get("from")?.get("type")?.as_str().and_then(SenderType::parse)
+    v.get("from")?
+        .get("type")?
+        .as_str()
+        .and_then(SenderType::parse)
 }

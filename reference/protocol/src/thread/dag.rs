@@ -22,7 +22,10 @@ pub struct ThreadLimits {
 
 impl Default for ThreadLimits {
     fn default() -> Self {
-        ThreadLimits { max_envelopes_per_thread: 10_000, max_pending_parents: 500 }
+        ThreadLimits {
+            max_envelopes_per_thread: 10_000,
+            max_pending_parents: 500,
+        }
     }
 }
 
@@ -100,7 +103,12 @@ impl ThreadDag {
     }
 
     /// Checks whether `id` could be inserted, without changing anything.
-    pub fn check(&self, id: &EnvelopeId, parent: Option<&EnvelopeId>, limits: &ThreadLimits) -> Result<(), ProtocolError> {
+    pub fn check(
+        &self,
+        id: &EnvelopeId,
+        parent: Option<&EnvelopeId>,
+        limits: &ThreadLimits,
+    ) -> Result<(), ProtocolError> {
         if self.entries.contains_key(id) {
             return Err(ProtocolError::new(
                 ErrorCode::EnvelopeDuplicate,
@@ -109,16 +117,25 @@ impl ThreadDag {
                 "v1.1 §24.2",
             ));
         }
-        if limits.max_envelopes_per_thread != 0 && self.entries.len() >= limits.max_envelopes_per_thread {
+        if limits.max_envelopes_per_thread != 0
+            && self.entries.len() >= limits.max_envelopes_per_thread
+        {
             return Err(ProtocolError::invalid(
                 "thread_id",
-                format!("the thread holds max_envelopes_per_thread = {} envelopes", limits.max_envelopes_per_thread),
+                format!(
+                    "the thread holds max_envelopes_per_thread = {} envelopes",
+                    limits.max_envelopes_per_thread
+                ),
                 "v1.1 §10.7",
             ));
         }
         if let Some(p) = parent {
             if p == id {
-                return Err(ProtocolError::invalid("parent_id", "an envelope cannot be its own parent (cycle)", "v1.1 §10.2"));
+                return Err(ProtocolError::invalid(
+                    "parent_id",
+                    "an envelope cannot be its own parent (cycle)",
+                    "v1.1 §10.2",
+                ));
             }
             // Walking up from the parent reaches `id` only if some known envelope descends
             // from `id` already (it arrived first with `id` as its missing parent).
@@ -126,7 +143,11 @@ impl ThreadDag {
             let mut steps = 0usize;
             while let Some(c) = cur {
                 if c == *id {
-                    return Err(ProtocolError::invalid("parent_id", "this parent would create a cycle in the thread DAG", "v1.1 §10.2"));
+                    return Err(ProtocolError::invalid(
+                        "parent_id",
+                        "this parent would create a cycle in the thread DAG",
+                        "v1.1 §10.2",
+                    ));
                 }
                 steps += 1;
                 if steps > self.entries.len() {
@@ -140,7 +161,10 @@ impl ThreadDag {
             {
                 return Err(ProtocolError::invalid(
                     "parent_id",
-                    format!("the thread already has max_pending_parents = {} unresolved parents", limits.max_pending_parents),
+                    format!(
+                        "the thread already has max_pending_parents = {} unresolved parents",
+                        limits.max_pending_parents
+                    ),
                     "v1.1 §10.7",
                 ));
             }
@@ -161,9 +185,16 @@ impl ThreadDag {
         if let Some(p) = parent.filter(|_| pending_parent) {
             self.waiting.entry(p).or_default().insert(id);
         }
-        let resolved_children = self.waiting.remove(&id).map(|s| s.into_iter().collect()).unwrap_or_default();
+        let resolved_children = self
+            .waiting
+            .remove(&id)
+            .map(|s| s.into_iter().collect())
+            .unwrap_or_default();
         self.entries.insert(id, DagEntry { parent, created_at });
-        Ok(Inserted { pending_parent, resolved_children })
+        Ok(Inserted {
+            pending_parent,
+            resolved_children,
+        })
     }
 
     /// Iterates envelopes by id.

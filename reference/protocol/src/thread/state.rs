@@ -32,8 +32,13 @@ pub enum ThreadStatus {
 
 impl ThreadStatus {
     /// Every status.
-    pub const ALL: [ThreadStatus; 5] =
-        [ThreadStatus::Active, ThreadStatus::Resolved, ThreadStatus::Archived, ThreadStatus::Locked, ThreadStatus::Merged];
+    pub const ALL: [ThreadStatus; 5] = [
+        ThreadStatus::Active,
+        ThreadStatus::Resolved,
+        ThreadStatus::Archived,
+        ThreadStatus::Locked,
+        ThreadStatus::Merged,
+    ];
 
     /// Wire spelling.
     pub const fn as_str(self) -> &'static str {
@@ -53,11 +58,19 @@ impl ThreadStatus {
 }
 
 /// The state-changing operations of the §10.4 state machine.
-pub const STATE_OPS: [&str; 4] = ["thread.resolve@v1", "thread.archive@v1", "thread.lock@v1", "thread.reopen@v1"];
+pub const STATE_OPS: [&str; 4] = [
+    "thread.resolve@v1",
+    "thread.archive@v1",
+    "thread.lock@v1",
+    "thread.reopen@v1",
+];
 
 /// The state a state-changing operation leads to from `from` (v1.1 §10.4), or
 /// `STATE_TRANSITION_INVALID`. `None` for intents that do not change the state.
-pub fn state_transition(from: ThreadStatus, intent: &str) -> Option<Result<ThreadStatus, ProtocolError>> {
+pub fn state_transition(
+    from: ThreadStatus,
+    intent: &str,
+) -> Option<Result<ThreadStatus, ProtocolError>> {
     use ThreadStatus::*;
     let to = match intent {
         "thread.resolve@v1" => (from == Active).then_some(Resolved),
@@ -120,7 +133,14 @@ pub struct LinkedThread {
 }
 
 /// Relations a `thread.link@v1` may record (v1.1 §10.1).
-pub const LINK_RELATIONS: [&str; 6] = ["related", "blocks", "blocked_by", "parent", "child", "merged_from"];
+pub const LINK_RELATIONS: [&str; 6] = [
+    "related",
+    "blocks",
+    "blocked_by",
+    "parent",
+    "child",
+    "merged_from",
+];
 
 /// A thread operation as the reducer needs it.
 #[derive(Debug, Clone, PartialEq)]
@@ -143,7 +163,13 @@ pub struct ThreadOp {
 impl ThreadOp {
     /// Reads a `thread_op` envelope. Call after envelope validation.
     pub fn from_envelope(envelope: &Value) -> Result<ThreadOp, ProtocolError> {
-        let field = |f: &str| ProtocolError::invalid(f.to_owned(), format!("{f} is required for a thread_op"), "v1.1 §11.1");
+        let field = |f: &str| {
+            ProtocolError::invalid(
+                f.to_owned(),
+                format!("{f} is required for a thread_op"),
+                "v1.1 §11.1",
+            )
+        };
         let envelope_id = envelope
             .get("id")
             .and_then(Value::as_str)
@@ -154,9 +180,18 @@ impl ThreadOp {
             .and_then(Value::as_str)
             .and_then(|s| Address::parse_wire(s).ok())
             .ok_or_else(|| field("from.identity"))?;
-        let structured = envelope.pointer("/content/structured").ok_or_else(|| field("content.structured"))?;
-        let intent = structured.get("intent").and_then(Value::as_str).ok_or_else(|| field("content.structured.intent"))?;
-        let parameters = structured.get("parameters").and_then(Value::as_object).cloned().unwrap_or_default();
+        let structured = envelope
+            .pointer("/content/structured")
+            .ok_or_else(|| field("content.structured"))?;
+        let intent = structured
+            .get("intent")
+            .and_then(Value::as_str)
+            .ok_or_else(|| field("content.structured.intent"))?;
+        let parameters = structured
+            .get("parameters")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
         let preconditions = structured
             .get("preconditions")
             .or_else(|| parameters.get("preconditions"))
@@ -167,7 +202,14 @@ impl ThreadOp {
             .and_then(Value::as_str)
             .and_then(|s| Timestamp::parse(s).ok())
             .ok_or_else(|| field("created_at"))?;
-        Ok(ThreadOp { envelope_id, actor, intent: intent.to_owned(), parameters, preconditions, created_at })
+        Ok(ThreadOp {
+            envelope_id,
+            actor,
+            intent: intent.to_owned(),
+            parameters,
+            preconditions,
+            created_at,
+        })
     }
 }
 
@@ -199,7 +241,11 @@ pub struct ThreadState {
 }
 
 fn bad_param(name: &str, rule: &str) -> ProtocolError {
-    ProtocolError::invalid(format!("content.structured.parameters.{name}"), rule.to_owned(), "v1.1 §11.2")
+    ProtocolError::invalid(
+        format!("content.structured.parameters.{name}"),
+        rule.to_owned(),
+        "v1.1 §11.2",
+    )
 }
 
 fn param_address(op: &ThreadOp, name: &str) -> Result<Address, ProtocolError> {
@@ -224,9 +270,23 @@ impl ThreadState {
     pub fn new(id: ThreadId, owner: Address, recipients: &[Address], at: Timestamp) -> Self {
         let mut participants = BTreeMap::new();
         for r in recipients {
-            participants.insert(r.clone(), Participant { role: ParticipantRole::Participant, joined_at: at, left_at: None });
+            participants.insert(
+                r.clone(),
+                Participant {
+                    role: ParticipantRole::Participant,
+                    joined_at: at,
+                    left_at: None,
+                },
+            );
         }
-        participants.insert(owner, Participant { role: ParticipantRole::Owner, joined_at: at, left_at: None });
+        participants.insert(
+            owner,
+            Participant {
+                role: ParticipantRole::Owner,
+                joined_at: at,
+                left_at: None,
+            },
+        );
         ThreadState {
             id,
             state: ThreadStatus::Active,
@@ -244,12 +304,16 @@ impl ThreadState {
 
     /// Whether `who` is a current (not departed) participant.
     pub fn is_active_participant(&self, who: &Address) -> bool {
-        self.participants.get(who).is_some_and(|p| p.left_at.is_none())
+        self.participants
+            .get(who)
+            .is_some_and(|p| p.left_at.is_none())
     }
 
     /// Whether `who` is a current owner.
     pub fn is_owner(&self, who: &Address) -> bool {
-        self.participants.get(who).is_some_and(|p| p.left_at.is_none() && p.role == ParticipantRole::Owner)
+        self.participants
+            .get(who)
+            .is_some_and(|p| p.left_at.is_none() && p.role == ParticipantRole::Owner)
     }
 
     /// Whether a non-operation envelope may be posted (v1.1 §24.2 `THREAD_LOCKED`).
@@ -267,23 +331,49 @@ impl ThreadState {
 
     /// Checks the preconditions of §11.3 against the current state.
     pub fn check_preconditions(&self, op: &ThreadOp) -> Result<(), ProtocolError> {
-        let Some(pre) = &op.preconditions else { return Ok(()) };
-        let unmet = |field: &str, rule: String| {
-            ProtocolError::new(ErrorCode::StateTransitionInvalid, format!("content.structured.preconditions.{field}"), rule, "v1.1 §11.3")
+        let Some(pre) = &op.preconditions else {
+            return Ok(());
         };
-        let pre = pre.as_object().ok_or_else(|| unmet("", "preconditions must be an object".into()))?;
+        let unmet = |field: &str, rule: String| {
+            ProtocolError::new(
+                ErrorCode::StateTransitionInvalid,
+                format!("content.structured.preconditions.{field}"),
+                rule,
+                "v1.1 §11.3",
+            )
+        };
+        let pre = pre
+            .as_object()
+            .ok_or_else(|| unmet("", "preconditions must be an object".into()))?;
         if let Some(states) = pre.get("thread_state_in") {
-            let states = states
-                .as_array()
-                .ok_or_else(|| unmet("thread_state_in", "thread_state_in must be an array of states".into()))?;
-            if !states.iter().any(|s| s.as_str() == Some(self.state.as_str())) {
-                return Err(unmet("thread_state_in", format!("thread state is {}", self.state.as_str())));
+            let states = states.as_array().ok_or_else(|| {
+                unmet(
+                    "thread_state_in",
+                    "thread_state_in must be an array of states".into(),
+                )
+            })?;
+            if !states
+                .iter()
+                .any(|s| s.as_str() == Some(self.state.as_str()))
+            {
+                return Err(unmet(
+                    "thread_state_in",
+                    format!("thread state is {}", self.state.as_str()),
+                ));
             }
         }
         if let Some(epoch) = pre.get("cap_epoch") {
-            let epoch = epoch.as_u64().ok_or_else(|| unmet("cap_epoch", "cap_epoch must be a non-negative integer".into()))?;
+            let epoch = epoch.as_u64().ok_or_else(|| {
+                unmet(
+                    "cap_epoch",
+                    "cap_epoch must be a non-negative integer".into(),
+                )
+            })?;
             if epoch != self.cap_epoch {
-                return Err(unmet("cap_epoch", format!("thread cap_epoch is {}", self.cap_epoch)));
+                return Err(unmet(
+                    "cap_epoch",
+                    format!("thread cap_epoch is {}", self.cap_epoch),
+                ));
             }
         }
         Ok(())
@@ -296,7 +386,10 @@ impl ThreadState {
             return Err(ProtocolError::new(
                 ErrorCode::InternalError,
                 "meta.event_seq",
-                format!("event_seq {event_seq} is not after {} (operations apply in event order)", self.last_event_seq),
+                format!(
+                    "event_seq {event_seq} is not after {} (operations apply in event order)",
+                    self.last_event_seq
+                ),
                 "v1.1 §11.6",
             ));
         }
@@ -309,10 +402,15 @@ impl ThreadState {
     }
 
     /// Applies a batch in `event_seq` order; returns each operation's outcome (§11.7).
-    pub fn replay<'a>(&mut self, ops: impl IntoIterator<Item = (u64, &'a ThreadOp)>) -> Vec<(u64, Result<(), ProtocolError>)> {
+    pub fn replay<'a>(
+        &mut self,
+        ops: impl IntoIterator<Item = (u64, &'a ThreadOp)>,
+    ) -> Vec<(u64, Result<(), ProtocolError>)> {
         let mut ops: Vec<_> = ops.into_iter().collect();
         ops.sort_by_key(|(seq, _)| *seq);
-        ops.into_iter().map(|(seq, op)| (seq, self.apply(seq, op))).collect()
+        ops.into_iter()
+            .map(|(seq, op)| (seq, self.apply(seq, op)))
+            .collect()
     }
 
     fn apply_intent(&mut self, op: &ThreadOp) -> Result<(), ProtocolError> {
@@ -320,7 +418,12 @@ impl ThreadState {
             self.state = t?;
             return Ok(());
         }
-        if self.state == ThreadStatus::Locked && !matches!(op.intent.as_str(), "capability.revoked@v1" | "capability.spent@v1") {
+        if self.state == ThreadStatus::Locked
+            && !matches!(
+                op.intent.as_str(),
+                "capability.revoked@v1" | "capability.spent@v1"
+            )
+        {
             return Err(ProtocolError::new(
                 ErrorCode::ThreadLocked,
                 "content.structured.intent",
@@ -334,14 +437,30 @@ impl ThreadState {
                 let role = match op.parameters.get("role").and_then(Value::as_str) {
                     None | Some("participant") => ParticipantRole::Participant,
                     Some("observer") => ParticipantRole::Observer,
-                    Some(_) => return Err(bad_param("role", "role must be participant or observer")),
+                    Some(_) => {
+                        return Err(bad_param("role", "role must be participant or observer"));
+                    }
                 };
-                self.participants.insert(who, Participant { role, joined_at: op.created_at, left_at: None });
+                self.participants.insert(
+                    who,
+                    Participant {
+                        role,
+                        joined_at: op.created_at,
+                        left_at: None,
+                    },
+                );
                 self.membership_changed();
             }
             "thread.remove_participant@v1" => {
                 let who = param_address(op, "identity")?;
-                if self.is_owner(&who) && self.participants.values().filter(|p| p.role == ParticipantRole::Owner && p.left_at.is_none()).count() == 1 {
+                if self.is_owner(&who)
+                    && self
+                        .participants
+                        .values()
+                        .filter(|p| p.role == ParticipantRole::Owner && p.left_at.is_none())
+                        .count()
+                        == 1
+                {
                     return Err(ProtocolError::new(
                         ErrorCode::StateTransitionInvalid,
                         "content.structured.parameters.identity",
@@ -366,14 +485,22 @@ impl ThreadState {
                 if let Some(l) = op.parameters.get("labels") {
                     let labels = l
                         .as_array()
-                        .and_then(|a| a.iter().map(|x| x.as_str().map(str::to_owned)).collect::<Option<BTreeSet<_>>>())
+                        .and_then(|a| {
+                            a.iter()
+                                .map(|x| x.as_str().map(str::to_owned))
+                                .collect::<Option<BTreeSet<_>>>()
+                        })
                         .ok_or_else(|| bad_param("labels", "labels must be an array of strings"))?;
                     self.labels = labels;
                 }
             }
             "thread.delegate@v1" => {
                 let to = param_address(op, "identity").or_else(|_| param_address(op, "to"))?;
-                for p in self.participants.values_mut().filter(|p| p.role == ParticipantRole::Owner) {
+                for p in self
+                    .participants
+                    .values_mut()
+                    .filter(|p| p.role == ParticipantRole::Owner)
+                {
                     p.role = ParticipantRole::Participant;
                 }
                 let entry = self.participants.entry(to).or_insert(Participant {
@@ -386,12 +513,23 @@ impl ThreadState {
             }
             "thread.fork@v1" => {
                 let fork_id = param_thread(op, "fork_thread_id")?;
-                let forked_from = op.parameters.get("forked_from").and_then(Value::as_str).and_then(|s| EnvelopeId::parse(s).ok());
+                let forked_from = op
+                    .parameters
+                    .get("forked_from")
+                    .and_then(Value::as_str)
+                    .and_then(|s| EnvelopeId::parse(s).ok());
                 if forked_from.is_none() {
-                    return Err(bad_param("forked_from", "required: the env_ ID the fork starts from (§11.4)"));
+                    return Err(bad_param(
+                        "forked_from",
+                        "required: the env_ ID the fork starts from (§11.4)",
+                    ));
                 }
                 if !self.forks.iter().any(|f| f.fork_id == fork_id) {
-                    self.forks.push(Fork { fork_id, forked_from, state: ThreadStatus::Active });
+                    self.forks.push(Fork {
+                        fork_id,
+                        forked_from,
+                        state: ThreadStatus::Active,
+                    });
                 }
             }
             "thread.merge@v1" => {
@@ -410,15 +548,28 @@ impl ThreadState {
                     ));
                 }
                 fork.state = ThreadStatus::Merged;
-                self.linked_threads.insert(LinkedThread { thread_id: fork_id, relation: "merged_from".into() });
+                self.linked_threads.insert(LinkedThread {
+                    thread_id: fork_id,
+                    relation: "merged_from".into(),
+                });
             }
             "thread.link@v1" => {
                 let thread_id = param_thread(op, "thread_id")?;
-                let relation = op.parameters.get("relation").and_then(Value::as_str).unwrap_or("related");
+                let relation = op
+                    .parameters
+                    .get("relation")
+                    .and_then(Value::as_str)
+                    .unwrap_or("related");
                 if !LINK_RELATIONS.contains(&relation) {
-                    return Err(bad_param("relation", "relation must be related, blocks, blocked_by, parent, child or merged_from"));
+                    return Err(bad_param(
+                        "relation",
+                        "relation must be related, blocks, blocked_by, parent, child or merged_from",
+                    ));
                 }
-                self.linked_threads.insert(LinkedThread { thread_id, relation: relation.to_owned() });
+                self.linked_threads.insert(LinkedThread {
+                    thread_id,
+                    relation: relation.to_owned(),
+                });
             }
             "capability.revoked@v1" => self.cap_epoch += 1,
             "capability.spent@v1" | "delegation.revoked@v1" => {}
