@@ -99,6 +99,8 @@ proptest! {
 
     #[test]
     fn arbitrary_bytes_never_panic_the_parser(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
+        loom_protocol::fuzzing::canonical_json(&bytes);
+        loom_protocol::fuzzing::envelope(&bytes);
         if let Ok(v) = parse_strict_bytes(&bytes) {
             exercise(&v);
         }

@@ -963,11 +963,3 @@ pub fn check_envelope_size(len: usize, limit: usize) -> Result<(), ProtocolError
     }
     Ok(())
 }
-
-/// Accessor used by rules that need the sender type without a full typed parse.
-pub fn sender_type(v: &Value) -> Option<SenderType> {
-    v.get("from")?
-        .get("type")?
-        .as_str()
-        .and_then(SenderType::parse)
-}
