@@ -200,8 +200,12 @@ pub fn verify_pop(
 pub trait CapabilityResolver {
     /// The active signing key `key_id` of `identity`, if there is one.
     fn signing_key(&self, identity: &Address, key_id: &str) -> Option<VerifyingKey>;
-    /// The key a `cnf.key_id` names (v1.1 §12.6), if known.
-    fn pop_key(&self, key_id: &str) -> Option<VerifyingKey>;
+    /// The holder's key that a `cnf.key_id` names (v1.1 §12.6), if known. Key IDs are only
+    /// unique per identity, so the lookup is scoped to `issued_to`.
+    fn pop_key(&self, holder: &Address, key_id: &str) -> Option<VerifyingKey>;
+    /// Whether `issuer` may grant capabilities on `thread` (a current owner, or a holder of
+    /// `admin`; v1.0 §11.3 "Creation"). A self-signed token from anyone else is worthless.
+    fn may_issue(&self, issuer: &Address, thread: &ThreadId) -> bool;
     /// Whether the token was revoked.
     fn is_revoked(&self, id: &CapabilityId) -> bool;
     /// Whether a single-use token was already spent (§12.5).
@@ -410,7 +414,8 @@ pub fn authorize_capability(
         Some(Value::String(s)) => {
             let exp = Timestamp::parse(s)
                 .map_err(|e| deny("capability_token.expires_at", e.to_string(), "v1.1 §12.1"))?;
-            if exp <= now {
+            // Valid up to and including `expires_at`, as for delegations (§13.3).
+            if exp < now {
                 return Err(deny(
                     "capability_token.expires_at",
                     "the token has expired",
@@ -472,12 +477,26 @@ pub fn authorize_capability(
         ));
     }
     check_scope_limits(scope, req)?;
+    if !resolver.may_issue(&issued_by, &scope_thread) {
+        return Err(deny(
+            "capability_token.issued_by",
+            "the issuer has no authority to grant capabilities on this thread",
+            "v1.1 §12.4",
+        ));
+    }
+    let cnf_key_id = match obj.get("cnf") {
+        None | Some(Value::Null) => None,
+        Some(cnf) => Some(cnf.get("key_id").and_then(Value::as_str).ok_or_else(|| {
+            deny(
+                "capability_token.cnf.key_id",
+                "cnf must be an object naming the holder's key_id",
+                "v1.1 §12.6",
+            )
+        })?),
+    };
     if let Some(intent) = req.intent
         && POP_REQUIRED_INTENTS.contains(&intent)
-        && let Some(cnf_key_id) = obj
-            .get("cnf")
-            .and_then(|c| c.get("key_id"))
-            .and_then(Value::as_str)
+        && let Some(cnf_key_id) = cnf_key_id
     {
         let proof = req.pop.ok_or_else(|| {
             deny(
@@ -486,7 +505,7 @@ pub fn authorize_capability(
                 "v1.1 §12.6",
             )
         })?;
-        let key = resolver.pop_key(cnf_key_id).ok_or_else(|| {
+        let key = resolver.pop_key(&issued_to, cnf_key_id).ok_or_else(|| {
             deny(
                 "capability_token.cnf.key_id",
                 "the PoP key is unknown",

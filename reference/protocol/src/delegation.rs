@@ -155,21 +155,24 @@ pub fn sign_delegation_link_legacy(
     Ok(())
 }
 
-/// The actions an envelope performs, for the leaf-scope check of §13.3 step 6: its
-/// structured intent when it has one in cleartext (`task.create@v1`), and `{type}.send@v1`.
-pub fn envelope_actions(envelope: &Value) -> Vec<String> {
-    let mut actions = Vec::new();
-    if let Some(intent) = envelope
+/// The action an envelope performs, for the leaf-scope check of §13.3 step 6: its
+/// structured intent when it has one in cleartext (`task.create@v1`; the intent is what the
+/// envelope asks to be done, §18.1), otherwise `{type}.send@v1` (plain or encrypted content).
+pub fn envelope_action(envelope: &Value) -> String {
+    let intent = envelope
         .pointer("/content/structured/intent")
         .and_then(Value::as_str)
-        .filter(|i| is_versioned_intent(i))
-    {
-        actions.push(intent.to_owned());
+        .filter(|i| is_versioned_intent(i));
+    match intent {
+        Some(i) => i.to_owned(),
+        None => {
+            let kind = envelope
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("message");
+            format!("{kind}.send@v1")
+        }
     }
-    if let Some(t) = envelope.get("type").and_then(Value::as_str) {
-        actions.push(format!("{t}.send@v1"));
-    }
-    actions
 }
 
 fn deny(field: impl Into<String>, rule: impl Into<String>, section: &'static str) -> ProtocolError {
@@ -231,6 +234,16 @@ pub fn verify_delegation_chain(
     for (i, raw) in chain.iter().enumerate() {
         let link = verify_link(raw, i, resolver, policy, now)?;
         let path = format!("from.delegation_chain[{i}]");
+        if i == 0
+            && link.scope.iter().any(|s| s == "*")
+            && resolver.identity_type(&link.delegator) != Some(SenderType::Human)
+        {
+            return Err(deny(
+                format!("{path}.scope"),
+                "'*' is only valid for a root human→agent delegation",
+                "v1.1 §13.2",
+            ));
+        }
         if i == 0 && policy.enforce_root_delegator_type {
             match resolver.identity_type(&link.delegator) {
                 Some(SenderType::Agent) => {
@@ -301,14 +314,11 @@ pub fn verify_delegation_chain(
             "v1.1 §13.3",
         ));
     }
-    let actions = envelope_actions(envelope);
-    if !actions.iter().any(|a| scopes_allow(&leaf.scope, a)) {
+    let action = envelope_action(envelope);
+    if !scopes_allow(&leaf.scope, &action) {
         return Err(deny(
             format!("from.delegation_chain[{}].scope", links.len() - 1),
-            format!(
-                "the leaf scope does not permit the envelope action ({})",
-                actions.join(" or ")
-            ),
+            format!("the leaf scope does not permit the envelope action {action}"),
             "v1.1 §13.3",
         ));
     }
@@ -419,7 +429,8 @@ fn verify_link(
         ));
     }
     let expires_at = timestamp_member(obj, "expires_at", &path)?;
-    if expires_at.is_some_and(|e| e <= now) {
+    // "not expired (`expires_at` not in the past)": valid up to and including the instant.
+    if expires_at.is_some_and(|e| e < now) {
         return Err(deny(
             format!("{path}.expires_at"),
             "the delegation has expired",
@@ -436,8 +447,9 @@ fn verify_link(
     }) {
         return Err(deny(path, "the delegation has been revoked", "v1.1 §13.4"));
     }
+    // Fail closed: a link that does not say it may be sub-delegated may not be (§13.1).
     let allow_sub_delegation = match obj.get("allow_sub_delegation") {
-        None | Some(Value::Null) => true,
+        None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
         Some(_) => {
             return Err(deny(

@@ -177,7 +177,10 @@ pub fn verify_request(
             "Ed25519 signature over the canonical request string does not verify",
         ));
     }
-    if !nonces.check_and_insert(&headers.node, &headers.nonce, now) {
+    // `X-LOOM-Node` is not signed, so key the replay cache by its normalized form: a
+    // replay must not find a fresh slot by changing case or adding a trailing dot.
+    let node = headers.node.trim_end_matches('.').to_ascii_lowercase();
+    if !nonces.check_and_insert(&node, &headers.nonce, now) {
         return Err(reject(
             HEADER_NONCE,
             "nonce already used by this node within 15 minutes (replay)",

@@ -440,9 +440,11 @@ fn write_value(out: &mut String, v: &Value, excluded: &[&str]) {
                 .iter()
                 .filter(|(k, _)| !excluded.contains(&k.as_str()))
                 .collect();
-            // The map iterates in code-point order. UTF-16 order differs only between a
-            // supplementary character and one in U+E000..=U+FFFF, so sort again only when
-            // a key holds a character at or above U+E000.
+            // Code-point order first (cheap, and already true for a BTreeMap, but never
+            // assumed: `serde_json/preserve_order` would make maps insertion-ordered). UTF-16
+            // order differs from it only between a supplementary character and one in
+            // U+E000..=U+FFFF, so the UTF-16 sort runs only when a key holds such a character.
+            members.sort_unstable_by(|a, b| a.0.cmp(b.0));
             if members
                 .iter()
                 .any(|(k, _)| k.chars().any(|c| c >= '\u{e000}'))

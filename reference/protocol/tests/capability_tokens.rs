@@ -23,6 +23,7 @@ const NOW: &str = "2026-02-16T12:00:00Z";
 struct World {
     revoked: BTreeSet<String>,
     spent: BTreeSet<String>,
+    no_authority: bool,
 }
 
 impl CapabilityResolver for World {
@@ -30,8 +31,11 @@ impl CapabilityResolver for World {
         (identity.to_string() == ALICE && key_id == "k_sign_alice_1")
             .then(|| key(1).verifying_key())
     }
-    fn pop_key(&self, key_id: &str) -> Option<VerifyingKey> {
-        (key_id == "k_sign_bob_1").then(|| key(2).verifying_key())
+    fn pop_key(&self, holder: &Address, key_id: &str) -> Option<VerifyingKey> {
+        (holder.to_string() == BOB && key_id == "k_sign_bob_1").then(|| key(2).verifying_key())
+    }
+    fn may_issue(&self, issuer: &Address, _thread: &ThreadId) -> bool {
+        !self.no_authority && issuer.to_string() == ALICE
     }
     fn is_revoked(&self, id: &CapabilityId) -> bool {
         self.revoked.contains(&id.to_string())
@@ -204,7 +208,7 @@ fn epoch_must_equal_cap_epoch() {
 #[test]
 fn expiry_revocation_and_single_use() {
     let mut t = token();
-    t["expires_at"] = json!(NOW);
+    t["expires_at"] = json!("2026-02-16T11:59:59.999Z");
     denied(
         &signed(t),
         &req(),
@@ -240,6 +244,41 @@ fn expiry_revocation_and_single_use() {
         &w,
         ErrorCode::CapabilityDenied,
         "capability_token.single_use",
+    );
+}
+
+#[test]
+fn the_issuer_needs_authority_and_expiry_is_inclusive() {
+    let w = World {
+        no_authority: true,
+        ..World::default()
+    };
+    denied(
+        &signed(token()),
+        &req(),
+        &w,
+        ErrorCode::CapabilityDenied,
+        "capability_token.issued_by",
+    );
+    let mut t = token();
+    t["expires_at"] = json!(NOW);
+    assert_eq!(
+        authorize(&signed(t), &req(), &World::default()),
+        Ok(()),
+        "valid at expires_at"
+    );
+}
+
+#[test]
+fn malformed_cnf_is_refused() {
+    let mut t = token();
+    t["cnf"] = json!({"key_id": 7});
+    denied(
+        &signed(t),
+        &req(),
+        &World::default(),
+        ErrorCode::CapabilityDenied,
+        "capability_token.cnf.key_id",
     );
 }
 

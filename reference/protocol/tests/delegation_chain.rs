@@ -131,7 +131,18 @@ fn valid_chains_pass() {
     assert_eq!(check(&one_link(&["message.*"]), &w), Ok(()));
     assert_eq!(check(&one_link(&["*"]), &w), Ok(()));
     assert_eq!(check(&one_link(&["message.general"]), &w), Ok(()));
-    assert_eq!(check(&one_link(&["message.send"]), &w), Ok(()));
+    // The action is the intent when there is one (message.general@v1), else {type}.send@v1.
+    denied(
+        &one_link(&["message.send"]),
+        &w,
+        "from.delegation_chain[0].scope",
+    );
+    let mut plain = one_link(&["message.send"]);
+    plain["content"]
+        .as_object_mut()
+        .unwrap()
+        .remove("structured");
+    assert_eq!(check(&plain, &w), Ok(()));
     assert_eq!(
         check(
             &two_links(&["message.*", "calendar.*"], &["message.general"]),
@@ -251,6 +262,25 @@ fn continuity_subset_and_sub_delegation_rules() {
 }
 
 #[test]
+fn sub_delegation_must_be_allowed_explicitly_and_star_needs_a_human_root() {
+    let mut w = world();
+    let mut root = link(OWNER, AGENT, &["message.*"]);
+    root.as_object_mut().unwrap().remove("allow_sub_delegation");
+    let env = agent_envelope(
+        SUB,
+        vec![signed(root), signed(link(AGENT, SUB, &["message.*"]))],
+    );
+    denied(&env, &w, "from.delegation_chain[1]");
+    w.ids.get_mut(&addr(OWNER)).unwrap().0 = SenderType::Service;
+    denied(&one_link(&["*"]), &w, "from.delegation_chain[0].scope");
+    assert_eq!(
+        check(&one_link(&["message.*"]), &w),
+        Ok(()),
+        "a service may delegate named scopes"
+    );
+}
+
+#[test]
 fn created_at_and_expiry() {
     let w = world();
     let mut l = link(OWNER, AGENT, &["*"]);
@@ -282,15 +312,19 @@ fn created_at_and_expiry() {
         "from.delegation_chain[0].created_at",
     );
     let mut l = link(OWNER, AGENT, &["*"]);
-    l["expires_at"] = json!(NOW);
+    l["expires_at"] = json!("2026-02-16T11:59:59.999Z");
     denied(
         &agent_envelope(AGENT, vec![signed(l)]),
         &w,
         "from.delegation_chain[0].expires_at",
     );
     let mut l = link(OWNER, AGENT, &["*"]);
-    l["expires_at"] = json!("2026-02-16T12:00:00.001Z");
-    assert_eq!(check(&agent_envelope(AGENT, vec![signed(l)]), &w), Ok(()));
+    l["expires_at"] = json!(NOW);
+    assert_eq!(
+        check(&agent_envelope(AGENT, vec![signed(l)]), &w),
+        Ok(()),
+        "valid up to and including expires_at (not in the past)"
+    );
     let mut l = link(OWNER, AGENT, &["*"]);
     l.as_object_mut().unwrap().remove("expires_at");
     assert_eq!(

@@ -83,6 +83,14 @@ fn a_prefixed_signature_without_its_context_member_still_verifies_prefixed_first
         verify_envelope_signature(&env, &key(1).verifying_key()),
         Ok(SignatureMode::ContextPrefixed)
     );
+    // `"context": null` is treated as absent: the legacy fallback stays available.
+    let mut legacy = message();
+    sign_envelope_legacy(&mut legacy, &key(1), &key_id("alice_1")).unwrap();
+    legacy["signature"]["context"] = json!(null);
+    assert_eq!(
+        verify_envelope_signature(&legacy, &key(1).verifying_key()),
+        Ok(SignatureMode::Legacy)
+    );
 }
 
 #[test]

@@ -51,7 +51,14 @@ fn a_valid_envelope_passes_and_types_round_trip() {
     assert_eq!(typed.id.to_string(), ENV_ID);
     assert_eq!(typed.content.intent(), Some("message.general@v1"));
     let back = serde_json::to_value(&typed).unwrap();
-    assert_eq!(back, env, "typed model writes the same JSON it read");
+    assert_eq!(
+        back, env,
+        "an envelope already in normalized form reads and writes back unchanged"
+    );
+    // An explicit null context is the same as no context (§7.3).
+    let mut env2 = signed_message();
+    env2["signature"]["context"] = json!(null);
+    assert!(validate_envelope(&env2).is_ok());
     // Unknown types and unknown members are accepted (v1.1 §9.1).
     let mut env = with("/type", json!("x-vendor.custom"));
     env["x_extension"] = json!({"k": 1});
@@ -244,7 +251,7 @@ fn envelope_invalid_rules() {
         ),
         (
             "/content/structured/intent",
-            json!("Message.General@v1"),
+            json!("message..general@v1"),
             "content.structured.intent",
             "v1.1 §18.1",
         ),

@@ -184,6 +184,20 @@ fn forged_requests_do_not_burn_nonces() {
 }
 
 #[test]
+fn replays_cannot_dodge_the_cache_by_respelling_the_unsigned_node_header() {
+    let clock = ManualClock::new(now());
+    let mut cache = MemoryNonceCache::default();
+    let h = signed();
+    assert!(check(&req(BODY), &h, &mut cache, &clock).is_ok());
+    for spelling in ["A.TEST", "a.test."] {
+        let mut replay = h.clone();
+        replay.node = spelling.into();
+        let e = check(&req(BODY), &replay, &mut cache, &clock).unwrap_err();
+        assert_eq!(e.field, "X-LOOM-Nonce", "{spelling}");
+    }
+}
+
+#[test]
 fn nonces_are_per_node() {
     let clock = ManualClock::new(now());
     let mut cache = MemoryNonceCache::default();

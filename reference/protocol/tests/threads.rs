@@ -363,10 +363,67 @@ fn encrypted_threads_rekey_on_membership_change() {
         &op("thread.add_participant@v1", json!({"identity": CAROL})),
     )
     .unwrap();
-    assert_eq!(th.key_epoch, 2);
-    assert!(
-        th.apply(3, &op("encryption.epoch@v1", json!({"epoch": 2})))
-            .is_err()
+    assert_eq!(
+        th.key_epoch, 2,
+        "membership change moves the key epoch (§10.6)"
+    );
+    // The encryption.epoch that distributes the new epoch's secret is accepted...
+    th.apply(3, &op("encryption.epoch@v1", json!({"epoch": 2})))
+        .unwrap();
+    // ...but the epoch never goes back.
+    let e = th
+        .apply(4, &op("encryption.epoch@v1", json!({"epoch": 1})))
+        .unwrap_err();
+    assert_eq!(e.field, "content.structured.parameters.epoch");
+    // Ownership delegated to a newcomer is a membership change too.
+    th.apply(
+        4,
+        &op(
+            "thread.delegate@v1",
+            json!({"identity": "loom://dave@node.test"}),
+        ),
+    )
+    .unwrap();
+    assert_eq!(th.key_epoch, 3);
+    // Re-adding a current member is not.
+    th.apply(
+        5,
+        &op("thread.add_participant@v1", json!({"identity": CAROL})),
+    )
+    .unwrap();
+    assert_eq!(th.key_epoch, 3);
+    // Revocations and key distribution are still recorded on a locked thread.
+    th.apply(6, &op("thread.lock@v1", json!({}))).unwrap();
+    th.apply(7, &op("encryption.rotate@v1", json!({}))).unwrap();
+    th.apply(8, &op("delegation.revoked@v1", json!({})))
+        .unwrap();
+    assert_eq!(th.key_epoch, 4);
+}
+
+#[test]
+fn re_adding_the_owner_does_not_demote_them() {
+    let mut th = thread();
+    th.apply(
+        1,
+        &op(
+            "thread.add_participant@v1",
+            json!({"identity": ALICE, "role": "observer"}),
+        ),
+    )
+    .unwrap();
+    assert!(th.is_owner(&addr(ALICE)));
+    assert_eq!(th.participants[&addr(ALICE)].joined_at, t(0));
+    th.apply(
+        2,
+        &op(
+            "thread.add_participant@v1",
+            json!({"identity": BOB, "role": "observer"}),
+        ),
+    )
+    .unwrap();
+    assert_eq!(
+        th.participants[&addr(BOB)].role,
+        loom_protocol::thread::ParticipantRole::Observer
     );
 }
 

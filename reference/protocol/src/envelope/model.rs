@@ -2,8 +2,11 @@
 //!
 //! The typed form is for building and reading envelopes. Signatures are always computed
 //! over the JSON object as received (see [`super::sign`]) so that members this model does
-//! not name — future fields, extension data — stay covered by the signature; the `extra`
-//! maps keep them when a typed envelope is written back out.
+//! not name — future fields, extension data — stay covered by the signature. The typed
+//! view normalizes as it reads (timestamps are written back as `…T…:…:….sssZ`, explicit
+//! `null`s of optional members are dropped, unknown members below the top level, `from`
+//! and `content` are not kept), so verify, store and relay the JSON value, never a
+//! re-serialized typed envelope.
 
 use crate::address::Address;
 use crate::id::{AttachmentId, BlobId, EnvelopeId, KeyId, ThreadId};

@@ -102,7 +102,8 @@ pub fn verify_envelope_signature(
     let signature =
         signature_from_b64url(value).map_err(|e| sig_err("signature.value", e.reason))?;
     let payload = envelope_signing_payload(envelope).unwrap_or_default();
-    match sig.get("context") {
+    // An explicit `null` context is the same as none: §7.3 distinguishes present from absent.
+    match sig.get("context").filter(|c| !c.is_null()) {
         Some(Value::String(ctx)) if ctx == SigContext::ENVELOPE.0 => {
             if verify(key, Some(SigContext::ENVELOPE), &payload, &signature) {
                 Ok(SignatureMode::ContextPrefixed)
@@ -113,7 +114,7 @@ pub fn verify_envelope_signature(
                 ))
             }
         }
-        Some(Value::String(_)) | Some(_) => Err(sig_err(
+        Some(_) => Err(sig_err(
             "signature.context",
             "unknown signature context; only LOOM-ENVELOPE-SIG-v1 is defined",
         )),

@@ -38,9 +38,6 @@ pub const E2EE_PROFILES: [&str; 5] = [
 pub const THREAD_OP_NAMESPACES: [&str; 4] =
     ["thread.", "capability.", "encryption.", "delegation."];
 
-/// Longest `type` string accepted.
-pub const MAX_TYPE_LEN: usize = 128;
-
 /// Validates an envelope and returns its typed form, or the first broken rule (in document
 /// order, which is also the order [`validate_envelope_all`] reports).
 pub fn validate_envelope(v: &Value) -> Result<Envelope, ProtocolError> {
@@ -175,17 +172,11 @@ impl Checker {
     /// `type` MUST be present; unknown values are accepted (v1.1 §9.1).
     fn envelope_type(&mut self, obj: &Map<String, Value>) -> Option<String> {
         match obj.get("type") {
-            Some(Value::String(s))
-                if !s.is_empty() && s.len() <= MAX_TYPE_LEN && !s.chars().any(char::is_control) =>
-            {
-                Some(s.clone())
-            }
+            // Any non-empty string: nodes MUST accept unknown types (§9.1); the payload
+            // limit bounds its size.
+            Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
             Some(Value::String(_)) => {
-                self.bad(
-                    "type",
-                    "type must be 1 to 128 characters without control characters",
-                    "v1.1 §9.1",
-                );
+                self.bad("type", "type must be a non-empty string", "v1.1 §9.1");
                 None
             }
             Some(_) => {
@@ -895,6 +886,7 @@ impl Checker {
         }
         if let Some(ctx) = sig.get("context")
             && !ctx.is_string()
+            && !ctx.is_null()
         {
             self.coded(
                 ErrorCode::SignatureInvalid,
@@ -906,8 +898,9 @@ impl Checker {
     }
 }
 
-/// `namespace.action@vN`: lowercase dot-separated segments (at least two) and a major
-/// version suffix (v1.1 §18.1; EXTENSION-REGISTRY "Identifier Rules" 3).
+/// `namespace.action@vN`: dot-separated segments (at least two) of `[A-Za-z0-9_-]` and a
+/// major version suffix (v1.1 §18.1; EXTENSION-REGISTRY "Identifier Rules" 3). Every intent
+/// the spec names is lowercase, but no rule requires it, so case is not judged here.
 pub fn is_versioned_intent(s: &str) -> bool {
     let Some((name, version)) = s.rsplit_once("@v") else {
         return false;
@@ -922,7 +915,7 @@ pub fn is_versioned_intent(s: &str) -> bool {
             !seg.is_empty()
                 && seg
                     .bytes()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_' || c == b'-')
+                    .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
         })
 }
 

@@ -418,12 +418,12 @@ impl ThreadState {
             self.state = t?;
             return Ok(());
         }
-        if self.state == ThreadStatus::Locked
-            && !matches!(
-                op.intent.as_str(),
-                "capability.revoked@v1" | "capability.spent@v1"
-            )
-        {
+        // A lock stops conversation and membership changes (§10.4); revocations and key
+        // distribution must still be recorded (§12.3, §13.4, §11.8).
+        let bookkeeping = op.intent.starts_with("capability.")
+            || op.intent.starts_with("encryption.")
+            || op.intent == "delegation.revoked@v1";
+        if self.state == ThreadStatus::Locked && !bookkeeping {
             return Err(ProtocolError::new(
                 ErrorCode::ThreadLocked,
                 "content.structured.intent",
@@ -441,15 +441,27 @@ impl ThreadState {
                         return Err(bad_param("role", "role must be participant or observer"));
                     }
                 };
-                self.participants.insert(
-                    who,
-                    Participant {
-                        role,
-                        joined_at: op.created_at,
-                        left_at: None,
-                    },
-                );
-                self.membership_changed();
+                match self.participants.get_mut(&who) {
+                    // Re-adding a current member changes only a non-owner's role; it never
+                    // demotes an owner or resets when they joined.
+                    Some(p) if p.left_at.is_none() => {
+                        if p.role != ParticipantRole::Owner {
+                            p.role = role;
+                        }
+                    }
+                    _ => {
+                        let joined_at = op.created_at;
+                        self.participants.insert(
+                            who,
+                            Participant {
+                                role,
+                                joined_at,
+                                left_at: None,
+                            },
+                        );
+                        self.membership_changed();
+                    }
+                }
             }
             "thread.remove_participant@v1" => {
                 let who = param_address(op, "identity")?;
@@ -503,13 +515,20 @@ impl ThreadState {
                 {
                     p.role = ParticipantRole::Participant;
                 }
+                let joins = !self.is_active_participant(&to);
                 let entry = self.participants.entry(to).or_insert(Participant {
                     role: ParticipantRole::Owner,
                     joined_at: op.created_at,
                     left_at: None,
                 });
                 entry.role = ParticipantRole::Owner;
-                entry.left_at = None;
+                if entry.left_at.is_some() {
+                    entry.left_at = None;
+                    entry.joined_at = op.created_at;
+                }
+                if joins {
+                    self.membership_changed();
+                }
             }
             "thread.fork@v1" => {
                 let fork_id = param_thread(op, "fork_thread_id")?;
@@ -579,8 +598,10 @@ impl ThreadState {
                     .get("epoch")
                     .and_then(Value::as_u64)
                     .ok_or_else(|| bad_param("epoch", "required: the new key epoch"))?;
-                if epoch <= self.key_epoch && self.encryption_enabled {
-                    return Err(bad_param("epoch", "the key epoch must increase"));
+                // A membership change has already moved `key_epoch` (§10.6); the operation
+                // that distributes that epoch's secret carries the same number.
+                if self.encryption_enabled && epoch < self.key_epoch {
+                    return Err(bad_param("epoch", "the key epoch must not go back"));
                 }
                 self.encryption_enabled = true;
                 self.key_epoch = epoch;
