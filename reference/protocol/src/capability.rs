@@ -394,6 +394,13 @@ pub fn authorize_capability(
         ));
     }
 
+    if !resolver.may_issue(&issued_by, &scope_thread) {
+        return Err(deny(
+            "capability_token.issued_by",
+            "the issuer has no authority to grant capabilities on this thread",
+            "v1.1 §12.4",
+        ));
+    }
     if scope_thread != *req.thread_id {
         return Err(deny(
             "capability_token.scope.thread_id",
@@ -477,13 +484,6 @@ pub fn authorize_capability(
         ));
     }
     check_scope_limits(scope, req)?;
-    if !resolver.may_issue(&issued_by, &scope_thread) {
-        return Err(deny(
-            "capability_token.issued_by",
-            "the issuer has no authority to grant capabilities on this thread",
-            "v1.1 §12.4",
-        ));
-    }
     let cnf_key_id = match obj.get("cnf") {
         None | Some(Value::Null) => None,
         Some(cnf) => Some(cnf.get("key_id").and_then(Value::as_str).ok_or_else(|| {

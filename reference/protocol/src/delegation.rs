@@ -120,6 +120,24 @@ pub fn sign_delegation_link(
     key: &SigningKey,
     key_id: &KeyId,
 ) -> Result<(), ProtocolError> {
+    sign_link_with(link, key, key_id, Some(SigContext::DELEGATION))
+}
+
+/// Signs a link in the legacy form (no prefix, no `signature_context`), for migration tests.
+pub fn sign_delegation_link_legacy(
+    link: &mut Value,
+    key: &SigningKey,
+    key_id: &KeyId,
+) -> Result<(), ProtocolError> {
+    sign_link_with(link, key, key_id, None)
+}
+
+fn sign_link_with(
+    link: &mut Value,
+    key: &SigningKey,
+    key_id: &KeyId,
+    context: Option<SigContext>,
+) -> Result<(), ProtocolError> {
     let obj = link.as_object_mut().ok_or_else(|| {
         ProtocolError::new(
             ErrorCode::DelegationInvalid,
@@ -129,29 +147,13 @@ pub fn sign_delegation_link(
         )
     })?;
     obj.remove("signature");
+    obj.remove("signature_context");
     obj.insert("key_id".into(), Value::String(key_id.to_string()));
-    obj.insert(
-        "signature_context".into(),
-        Value::String(SigContext::DELEGATION.0.into()),
-    );
-    let payload = delegation_signing_payload(link).unwrap_or_default();
-    link["signature"] = Value::String(sign_b64url(key, Some(SigContext::DELEGATION), &payload));
-    Ok(())
-}
-
-/// Signs a link in the legacy form (no prefix, no `signature_context`), for migration tests.
-pub fn sign_delegation_link_legacy(
-    link: &mut Value,
-    key: &SigningKey,
-    key_id: &KeyId,
-) -> Result<(), ProtocolError> {
-    sign_delegation_link(link, key, key_id)?;
-    if let Some(obj) = link.as_object_mut() {
-        obj.remove("signature_context");
-        obj.remove("signature");
+    if let Some(ctx) = context {
+        obj.insert("signature_context".into(), Value::String(ctx.0.into()));
     }
     let payload = delegation_signing_payload(link).unwrap_or_default();
-    link["signature"] = Value::String(sign_b64url(key, None, &payload));
+    link["signature"] = Value::String(sign_b64url(key, context, &payload));
     Ok(())
 }
 

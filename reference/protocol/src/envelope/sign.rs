@@ -37,22 +37,7 @@ pub fn sign_envelope(
     key: &SigningKey,
     key_id: &KeyId,
 ) -> Result<(), ProtocolError> {
-    let obj = envelope
-        .as_object_mut()
-        .ok_or_else(|| ProtocolError::invalid("$", "an envelope is a JSON object", "v1.1 §8.1"))?;
-    if let Some(from) = obj.get_mut("from").and_then(Value::as_object_mut) {
-        from.insert("key_id".into(), Value::String(key_id.to_string()));
-    }
-    obj.remove("signature");
-    let payload = envelope_signing_payload(envelope).unwrap_or_default();
-    let value = sign_b64url(key, Some(SigContext::ENVELOPE), &payload);
-    envelope["signature"] = json!({
-        "algorithm": "Ed25519",
-        "key_id": key_id.as_str(),
-        "value": value,
-        "context": SigContext::ENVELOPE.0,
-    });
-    Ok(())
+    sign_with(envelope, key, key_id, Some(SigContext::ENVELOPE))
 }
 
 /// Signs without a context prefix and without a `context` member: the legacy (v1.0 §7.2)
@@ -62,13 +47,32 @@ pub fn sign_envelope_legacy(
     key: &SigningKey,
     key_id: &KeyId,
 ) -> Result<(), ProtocolError> {
-    sign_envelope(envelope, key, key_id)?;
+    sign_with(envelope, key, key_id, None)
+}
+
+fn sign_with(
+    envelope: &mut Value,
+    key: &SigningKey,
+    key_id: &KeyId,
+    context: Option<SigContext>,
+) -> Result<(), ProtocolError> {
+    let obj = envelope
+        .as_object_mut()
+        .ok_or_else(|| ProtocolError::invalid("$", "an envelope is a JSON object", "v1.1 §8.1"))?;
+    if let Some(from) = obj.get_mut("from").and_then(Value::as_object_mut) {
+        from.insert("key_id".into(), Value::String(key_id.to_string()));
+    }
+    obj.remove("signature");
     let payload = envelope_signing_payload(envelope).unwrap_or_default();
-    envelope["signature"] = json!({
+    let mut signature = json!({
         "algorithm": "Ed25519",
         "key_id": key_id.as_str(),
-        "value": sign_b64url(key, None, &payload),
+        "value": sign_b64url(key, context, &payload),
     });
+    if let Some(ctx) = context {
+        signature["context"] = Value::String(ctx.0.to_owned());
+    }
+    envelope["signature"] = signature;
     Ok(())
 }
 

@@ -137,9 +137,10 @@ impl ThreadDag {
                     "v1.1 §10.2",
                 ));
             }
-            // Walking up from the parent reaches `id` only if some known envelope descends
-            // from `id` already (it arrived first with `id` as its missing parent).
-            let mut cur = Some(*p);
+            // A cycle through `id` needs a stored envelope that descends from `id`, and the
+            // first such envelope arrived with `id` as its missing parent, so it waits in
+            // `waiting[id]`. Without one no cycle is possible and the walk is skipped.
+            let mut cur = self.waiting.contains_key(id).then_some(*p);
             let mut steps = 0usize;
             while let Some(c) = cur {
                 if c == *id {
