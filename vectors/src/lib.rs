@@ -8,6 +8,11 @@
 //! `flags` that classify it (defined in `notes`), the `spec` sections it checks, its inputs,
 //! its expectation and `result: "valid" | "invalid"`. Expectations are written from the spec.
 
+pub mod generate;
+pub mod protocol;
+pub mod reference;
+
+use protocol::{Answer, Judgement, Request};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
@@ -144,15 +149,69 @@ impl VectorFile {
     }
 }
 
-/// The error names of the `canonicalize` kind, from the strict parser's rejection.
-pub fn canonical_error_name(kind: &loom_protocol::jcs::JsonErrorKind) -> &'static str {
-    use loom_protocol::jcs::JsonErrorKind as K;
-    match kind {
-        K::InvalidUtf8 => "INVALID_UTF8",
-        K::Syntax(_) => "SYNTAX",
-        K::DuplicateKey(_) => "DUPLICATE_KEY",
-        K::LoneSurrogate => "LONE_SURROGATE",
-        K::NonFiniteNumber => "NON_FINITE_NUMBER",
-        K::TooDeep => "TOO_DEEP",
+/// The minimum number of vectors each area must hold (the vectors issue's floor).
+pub const AREA_MINIMUMS: &[(&str, usize)] = &[
+    ("canonical-json", 60),
+    ("jcs-numbers", 100),
+    ("ids", 40),
+    ("addresses", 60),
+    ("envelope-signature", 40),
+    ("envelope-validation", 150),
+    ("delegation-chain", 60),
+    ("scope-matching", 60),
+    ("capability-token", 50),
+    ("thread-dag", 40),
+    ("thread-state", 1),
+    ("task-state", 1),
+    ("http-signature", 30),
+];
+
+/// Every vector file in `dir`, sorted by name, loaded and checked.
+pub fn load_all(dir: &Path) -> Result<Vec<VectorFile>, FormatError> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| FormatError(format!("{}: {e}", dir.display())))?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    paths.sort();
+    paths.iter().map(|p| VectorFile::load(p)).collect()
+}
+
+/// One test's outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestOutcome {
+    /// The vector ID.
+    pub id: String,
+    /// How it came out.
+    pub judgement: Judgement,
+}
+
+impl VectorFile {
+    /// Every test with the request an adapter receives for it.
+    pub fn requests(&self) -> impl Iterator<Item = (&Value, Request)> {
+        self.groups.iter().flat_map(move |g| {
+            g.tests
+                .iter()
+                .map(move |t| (t, protocol::request_for(self, g, t)))
+        })
+    }
+
+    /// Runs every test through `answer` and judges the answers.
+    pub fn check(&self, mut answer: impl FnMut(&Request) -> Answer) -> Vec<TestOutcome> {
+        self.requests()
+            .map(|(t, req)| {
+                let a = answer(&req);
+                let judgement = if a.id != req.id {
+                    Judgement::Fail(format!("answer is for {:?}, not {:?}", a.id, req.id))
+                } else {
+                    protocol::judge(t, &a)
+                };
+                TestOutcome {
+                    id: req.id,
+                    judgement,
+                }
+            })
+            .collect()
     }
 }

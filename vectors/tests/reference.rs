@@ -1,106 +1,93 @@
-//! Runs every vector against `loom-protocol`: the reference must pass all of them.
+//! Runs every vector file against `loom-protocol` in-process: the reference must pass all of
+//! them, and each area must hold at least its minimum number of vectors.
 
-use loom_protocol::Address;
-use loom_protocol::id::{
-    AttachmentId, BlobId, CapabilityId, EnvelopeId, EventId, KeyId, KeyKind, ThreadId,
-};
-use loom_protocol::jcs::canonicalize_str;
-use loom_vectors::{VectorFile, canonical_error_name, vectors_dir};
+use loom_vectors::protocol::Judgement;
+use loom_vectors::{AREA_MINIMUMS, VectorFile, load_all, reference, vectors_dir};
 use serde_json::Value;
 
-#[test]
-fn canonical_json_vectors_pass_against_the_reference() {
-    run_area("canonical-json", 60, |t| {
-        match canonicalize_str(t["input"].as_str().unwrap()) {
-            Ok(out) if t["expected"].as_str() == Some(out.as_str()) => Ok(Value::from(out)),
-            Ok(out) => Err(format!("wrong canonical output {out:?}")),
-            Err(e) => Err(canonical_error_name(&e.kind).to_owned()),
-        }
-    });
+fn failures(file: &VectorFile) -> Vec<String> {
+    file.check(reference::answer)
+        .into_iter()
+        .filter(|o| o.judgement != Judgement::Pass)
+        .map(|o| format!("{}: {:?}", o.id, o.judgement))
+        .collect()
 }
 
-/// Runs every test of `area` through `check`, which returns `Ok(output)` when the
-/// implementation accepts and produced the expected output, and `Err(code or reason)`
-/// otherwise; every disagreement with the file is collected and reported by test ID.
-fn run_area(area: &str, min: usize, check: impl Fn(&Value) -> Result<Value, String>) {
-    let file = VectorFile::load(&vectors_dir().join(format!("{area}.json"))).unwrap();
-    assert!(
-        file.number_of_tests >= min,
-        "{area}: {} < {min}",
-        file.number_of_tests
-    );
-    let mut failures = Vec::new();
-    for t in file.tests() {
-        let got = check(t);
-        let ok = match (t["result"].as_str(), &got) {
-            (Some("valid"), Ok(_)) => true,
-            (Some("invalid"), Err(code)) => t["expected_error"].as_str() == Some(code.as_str()),
-            _ => false,
-        };
-        if !ok {
-            failures.push(format!("{}: got {got:?}", t["id"]));
-        }
+#[test]
+fn every_vector_passes_against_the_reference() {
+    let files = load_all(&vectors_dir()).unwrap();
+    let mut all = Vec::new();
+    for f in &files {
+        all.extend(failures(f).into_iter().map(|m| format!("{}/{m}", f.area)));
     }
     assert!(
-        failures.is_empty(),
-        "{area}: {} failing vectors:\n{}",
-        failures.len(),
-        failures.join("\n")
+        all.is_empty(),
+        "{} failing vectors:\n{}",
+        all.len(),
+        all.join("\n")
     );
 }
 
-fn printed<T: std::fmt::Display, E: std::fmt::Display>(r: Result<T, E>) -> Result<String, String> {
-    r.map(|v| v.to_string()).map_err(|e| e.to_string())
+#[test]
+fn every_present_area_meets_its_minimum() {
+    for f in load_all(&vectors_dir()).unwrap() {
+        let min = AREA_MINIMUMS
+            .iter()
+            .find(|(a, _)| *a == f.area)
+            .unwrap_or_else(|| panic!("area {} has no minimum in AREA_MINIMUMS", f.area))
+            .1;
+        assert!(
+            f.number_of_tests >= min,
+            "{}: {} < {min}",
+            f.area,
+            f.number_of_tests
+        );
+    }
 }
 
 #[test]
-fn id_vectors_pass_against_the_reference() {
-    run_area("ids", 40, |t| {
-        let input = t["input"].as_str().unwrap();
-        let parsed = match t["kind"].as_str().unwrap() {
-            "envelope" => printed(EnvelopeId::parse(input)),
-            "thread" => printed(ThreadId::parse(input)),
-            "attachment" => printed(AttachmentId::parse(input)),
-            "blob" => printed(BlobId::parse(input)),
-            "capability" => printed(CapabilityId::parse(input)),
-            "event" => printed(EventId::parse(input)),
-            "signing-key" => printed(KeyId::parse(input, KeyKind::Signing)),
-            "encryption-key" => printed(KeyId::parse(input, KeyKind::Encryption)),
-            "node-signing-key" => printed(KeyId::parse(input, KeyKind::NodeSigning)),
-            other => panic!("unknown id kind {other}"),
-        };
-        match parsed {
-            Ok(s) if s == input => Ok(Value::from(s)),
-            Ok(s) => Err(format!("parsed but printed back as {s}")),
-            Err(_) => Err("ENVELOPE_INVALID".to_owned()),
+fn generated_files_are_current() {
+    // LOOM_VECTORS_REGENERATE=1 rewrites them instead (the same as `loom-vectors generate`).
+    let regenerate = std::env::var_os("LOOM_VECTORS_REGENERATE").is_some();
+    for area in loom_vectors::generate::GENERATED {
+        let text = (area.build)().render();
+        let path = vectors_dir().join(format!("{}.json", area.area));
+        if regenerate {
+            std::fs::write(&path, &text).unwrap();
+        } else {
+            let committed = std::fs::read_to_string(&path).unwrap_or_default();
+            assert!(
+                committed == text,
+                "{} is not what the generator writes; run `cargo run -p loom-vectors -- generate`",
+                path.display()
+            );
         }
-    });
+    }
 }
 
 #[test]
-fn address_vectors_pass_against_the_reference() {
-    run_area("addresses", 60, |t| {
-        let input = t["input"].as_str().unwrap();
-        let parsed = match t["mode"].as_str().unwrap() {
-            "wire" => Address::parse_wire(input).map(|a| (a, None)),
-            "lenient" => Address::parse(input).map(|a| (a, None)),
-            "deeplink" => Address::parse_with_fragment(input),
-            other => panic!("unknown mode {other}"),
-        };
-        match parsed {
-            Ok((a, fragment)) => {
-                let canonical = a.to_string();
-                if t["canonical"].as_str() != Some(canonical.as_str()) {
-                    Err(format!("canonical form {canonical}"))
-                } else if t["mode"] == "deeplink" && fragment.as_deref() != t["fragment"].as_str() {
-                    Err(format!("fragment {fragment:?}"))
-                } else {
-                    Ok(Value::from(canonical))
-                }
-            }
-            Err(_) => Err("ENVELOPE_INVALID".to_owned()),
+fn a_wrong_answer_fails_its_vector_with_expected_and_actual() {
+    let file = VectorFile::load(&vectors_dir().join("canonical-json.json")).unwrap();
+    let outcomes = file.check(|req| {
+        let mut a = reference::answer(req);
+        if req.id == "rfc8785.sample.arrays" {
+            a.output = Some(Value::from("[]"));
         }
+        a
     });
+    let bad: Vec<_> = outcomes
+        .iter()
+        .filter(|o| o.judgement != Judgement::Pass)
+        .collect();
+    assert_eq!(bad.len(), 1);
+    assert_eq!(bad[0].id, "rfc8785.sample.arrays");
+    let Judgement::Fail(why) = &bad[0].judgement else {
+        panic!()
+    };
+    assert!(
+        why.contains("expected output") && why.contains("got \"[]\""),
+        "{why}"
+    );
 }
 
 #[test]

@@ -1,0 +1,71 @@
+//! `loom-protocol` answering the adapter protocol: the reference implementation every vector
+//! must pass, used in-process by `cargo test` and over stdin/stdout by `loom-vectors adapter`.
+
+mod basic;
+
+use crate::protocol::{Answer, Request};
+use serde_json::{Map, Value};
+
+/// The inputs of one request, with typed accessors whose errors name the missing member.
+#[derive(Debug, Clone, Copy)]
+pub struct Input<'a>(pub &'a Map<String, Value>);
+
+/// A request the reference cannot interpret (missing or mistyped input member).
+pub type BadRequest = String;
+
+impl<'a> Input<'a> {
+    /// Member `name`, any JSON.
+    pub fn value(&self, name: &str) -> Result<&'a Value, BadRequest> {
+        self.0
+            .get(name)
+            .ok_or_else(|| format!("input member {name:?} is missing"))
+    }
+
+    /// Member `name`, which must be a string.
+    pub fn str(&self, name: &str) -> Result<&'a str, BadRequest> {
+        self.value(name)?
+            .as_str()
+            .ok_or_else(|| format!("input member {name:?} must be a string"))
+    }
+
+    /// Member `name` if present and not null.
+    pub fn opt(&self, name: &str) -> Option<&'a Value> {
+        self.0.get(name).filter(|v| !v.is_null())
+    }
+}
+
+/// One operation of the adapter protocol and the reference's answer to it.
+#[derive(Debug, Clone, Copy)]
+pub struct KindHandler {
+    /// The `kind` of the request.
+    pub kind: &'static str,
+    /// Computes the answer from the inputs.
+    pub answer: fn(Input<'_>) -> Result<Answer, BadRequest>,
+}
+
+/// Every kind the reference implements.
+pub const KINDS: &[KindHandler] = &[
+    KindHandler {
+        kind: "canonicalize",
+        answer: basic::canonicalize,
+    },
+    KindHandler {
+        kind: "parse-id",
+        answer: basic::parse_id,
+    },
+    KindHandler {
+        kind: "parse-address",
+        answer: basic::parse_address,
+    },
+];
+
+/// The reference answer to `req`; unknown kinds and malformed inputs are `unsupported`, which
+/// never counts as a pass.
+pub fn answer(req: &Request) -> Answer {
+    let a = match KINDS.iter().find(|k| k.kind == req.kind) {
+        Some(h) => (h.answer)(Input(&req.input))
+            .unwrap_or_else(|e| Answer::unsupported(format!("malformed request: {e}"))),
+        None => Answer::unsupported(format!("unknown kind {:?}", req.kind)),
+    };
+    a.for_id(&req.id)
+}
