@@ -6,7 +6,10 @@
 //! schemas come from here.
 
 pub mod keys;
+pub mod schema;
 pub mod writer;
+
+pub use schema::AreaSchema;
 
 pub use writer::{Case, FileBuilder};
 
@@ -17,6 +20,8 @@ pub struct GeneratedArea {
     pub area: &'static str,
     /// Builds the file.
     pub build: fn() -> FileBuilder,
+    /// Describes its inputs and outputs for the area's JSON Schema.
+    pub schema: fn() -> AreaSchema,
 }
 
 /// Every generated area, in the order `generate` writes them.
