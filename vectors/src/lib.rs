@@ -11,6 +11,7 @@
 pub mod generate;
 pub mod protocol;
 pub mod reference;
+pub mod verify;
 
 use protocol::{Answer, Judgement, Request};
 use serde::Deserialize;

@@ -5,6 +5,7 @@
 //! Hand-written areas (`canonical-json`, `ids`, `addresses`) are their own source; only their
 //! schemas come from here.
 
+pub mod handwritten;
 pub mod keys;
 pub mod schema;
 pub mod writer;
@@ -26,3 +27,28 @@ pub struct GeneratedArea {
 
 /// Every generated area, in the order `generate` writes them.
 pub const GENERATED: &[GeneratedArea] = &[];
+
+/// The schema description of `area`, generated or hand-written.
+pub fn schema_for(area: &str) -> Option<AreaSchema> {
+    GENERATED
+        .iter()
+        .find(|g| g.area == area)
+        .map(|g| (g.schema)())
+        .or_else(|| handwritten::schema(area))
+}
+
+/// Every area with a schema: the generated ones, then the hand-written ones.
+pub fn all_areas() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = GENERATED.iter().map(|g| g.area).collect();
+    v.extend(["canonical-json", "ids", "addresses"]);
+    v
+}
+
+/// The text of `schema/<area>.schema.json`.
+pub fn schema_text(area: &str) -> Option<String> {
+    schema_for(area).map(|s| {
+        let mut t = serde_json::to_string_pretty(&s.render(area)).expect("schema serializes");
+        t.push('\n');
+        t
+    })
+}

@@ -63,7 +63,7 @@ impl AreaSchema {
         for (k, v) in [
             (
                 "id",
-                json!({"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]*$"}),
+                json!({"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$"}),
             ),
             ("comment", json!({"type": "string", "minLength": 1})),
             (
@@ -88,7 +88,6 @@ impl AreaSchema {
         );
         json!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": format!("loom-vectors/v1/{area}.schema.json"),
             "title": format!("LOOM test vectors: {area}"),
             "type": "object",
             "additionalProperties": false,
@@ -122,6 +121,10 @@ impl AreaSchema {
                     "properties": group_props
                 },
                 "test": {
+                    "description": format!(
+                        "Required inputs, on the test or its group: {}",
+                        self.required.join(", ")
+                    ),
                     "type": "object",
                     "additionalProperties": false,
                     "required": ["id", "comment", "flags", "spec", "result"],
