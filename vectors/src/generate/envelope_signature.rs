@@ -47,12 +47,12 @@ pub fn base_envelope() -> Value {
             "encrypted": false
         },
         "attachments": [{
-            "id": "att_01JMKB8A6D3NMHG5LP6UWBTK00",
+            "id": "att_01JMKB8A6D3NMHG5KP6VWBTK00",
             "filename": "invoice.pdf",
             "mime_type": "application/pdf",
             "size_bytes": 1024,
             "hash": "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-            "blob_id": "blob_01JMKB8A6D3NMHG5LP6UWBTK01",
+            "blob_id": "blob_01JMKB8A6D3NMHG5KP6VWBTK01",
             "inline": false
         }],
         "references": {

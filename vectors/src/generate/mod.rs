@@ -6,6 +6,7 @@
 //! schemas come from here.
 
 pub mod envelope_signature;
+pub mod envelope_validation;
 pub mod keys;
 pub mod schema;
 pub mod writer;
@@ -26,8 +27,15 @@ pub struct GeneratedArea {
 }
 
 /// Every generated area, in the order `generate` writes them.
-pub const GENERATED: &[GeneratedArea] = &[GeneratedArea {
-    area: "envelope-signature",
-    build: envelope_signature::build,
-    schema: envelope_signature::schema,
-}];
+pub const GENERATED: &[GeneratedArea] = &[
+    GeneratedArea {
+        area: "envelope-signature",
+        build: envelope_signature::build,
+        schema: envelope_signature::schema,
+    },
+    GeneratedArea {
+        area: "envelope-validation",
+        build: envelope_validation::build,
+        schema: envelope_validation::schema,
+    },
+];

@@ -3,6 +3,7 @@
 
 mod basic;
 mod envelope_signature;
+mod envelope_validation;
 
 use crate::protocol::{Answer, Request};
 use serde_json::{Map, Value};
@@ -65,6 +66,10 @@ pub const KINDS: &[KindHandler] = &[
     KindHandler {
         kind: "verify-envelope-signature-text",
         answer: envelope_signature::verify_text,
+    },
+    KindHandler {
+        kind: "validate-envelope",
+        answer: envelope_validation::validate,
     },
 ];
 
