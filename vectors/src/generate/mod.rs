@@ -5,6 +5,8 @@
 //! Hand-written areas (`canonical-json`, `ids`, `addresses`) are their own source; only their
 //! schemas come from here.
 
+pub mod envelope_signature;
+pub mod envelope_validation;
 pub mod handwritten;
 pub mod keys;
 pub mod schema;
@@ -26,7 +28,18 @@ pub struct GeneratedArea {
 }
 
 /// Every generated area, in the order `generate` writes them.
-pub const GENERATED: &[GeneratedArea] = &[];
+pub const GENERATED: &[GeneratedArea] = &[
+    GeneratedArea {
+        area: "envelope-signature",
+        build: envelope_signature::build,
+        schema: envelope_signature::schema,
+    },
+    GeneratedArea {
+        area: "envelope-validation",
+        build: envelope_validation::build,
+        schema: envelope_validation::schema,
+    },
+];
 
 /// The schema description of `area`, generated or hand-written.
 pub fn schema_for(area: &str) -> Option<AreaSchema> {

@@ -2,6 +2,8 @@
 //! must pass, used in-process by `cargo test` and over stdin/stdout by `loom-vectors adapter`.
 
 mod basic;
+mod envelope_signature;
+mod envelope_validation;
 
 use crate::protocol::{Answer, Request};
 use serde_json::{Map, Value};
@@ -56,6 +58,18 @@ pub const KINDS: &[KindHandler] = &[
     KindHandler {
         kind: "parse-address",
         answer: basic::parse_address,
+    },
+    KindHandler {
+        kind: "verify-envelope-signature",
+        answer: envelope_signature::verify,
+    },
+    KindHandler {
+        kind: "verify-envelope-signature-text",
+        answer: envelope_signature::verify_text,
+    },
+    KindHandler {
+        kind: "validate-envelope",
+        answer: envelope_validation::validate,
     },
 ];
 
