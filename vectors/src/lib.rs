@@ -162,7 +162,7 @@ pub const AREA_MINIMUMS: &[(&str, usize)] = &[
     ("capability-token", 50),
     ("thread-dag", 40),
     ("thread-state", 1),
-    ("task-state", 1),
+    ("task-state", 81),
     ("http-signature", 30),
 ];
 

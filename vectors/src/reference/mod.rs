@@ -2,6 +2,7 @@
 //! must pass, used in-process by `cargo test` and over stdin/stdout by `loom-vectors adapter`.
 
 mod basic;
+mod task_state;
 
 use crate::protocol::{Answer, Request};
 use serde_json::{Map, Value};
@@ -56,6 +57,10 @@ pub const KINDS: &[KindHandler] = &[
     KindHandler {
         kind: "parse-address",
         answer: basic::parse_address,
+    },
+    KindHandler {
+        kind: "task-transition",
+        answer: task_state::task_transition,
     },
 ];
 
