@@ -8,6 +8,7 @@
 pub mod keys;
 pub mod schema;
 pub mod task_state;
+pub mod thread_dag;
 pub mod writer;
 
 pub use schema::AreaSchema;
@@ -26,8 +27,15 @@ pub struct GeneratedArea {
 }
 
 /// Every generated area, in the order `generate` writes them.
-pub const GENERATED: &[GeneratedArea] = &[GeneratedArea {
-    area: "task-state",
-    build: task_state::build,
-    schema: task_state::schema,
-}];
+pub const GENERATED: &[GeneratedArea] = &[
+    GeneratedArea {
+        area: "thread-dag",
+        build: thread_dag::build,
+        schema: thread_dag::schema,
+    },
+    GeneratedArea {
+        area: "task-state",
+        build: task_state::build,
+        schema: task_state::schema,
+    },
+];

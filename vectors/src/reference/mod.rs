@@ -3,6 +3,7 @@
 
 mod basic;
 mod task_state;
+mod thread_dag;
 
 use crate::protocol::{Answer, Request};
 use serde_json::{Map, Value};
@@ -61,6 +62,14 @@ pub const KINDS: &[KindHandler] = &[
     KindHandler {
         kind: "task-transition",
         answer: task_state::task_transition,
+    },
+    KindHandler {
+        kind: "insert-envelopes",
+        answer: thread_dag::insert_envelopes,
+    },
+    KindHandler {
+        kind: "rendering-order",
+        answer: thread_dag::rendering_order_kind,
     },
 ];
 
