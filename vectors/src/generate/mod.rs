@@ -9,6 +9,7 @@ pub mod keys;
 pub mod schema;
 pub mod task_state;
 pub mod thread_dag;
+pub mod thread_state;
 pub mod writer;
 
 pub use schema::AreaSchema;
@@ -32,6 +33,11 @@ pub const GENERATED: &[GeneratedArea] = &[
         area: "thread-dag",
         build: thread_dag::build,
         schema: thread_dag::schema,
+    },
+    GeneratedArea {
+        area: "thread-state",
+        build: thread_state::build,
+        schema: thread_state::schema,
     },
     GeneratedArea {
         area: "task-state",

@@ -4,6 +4,7 @@
 mod basic;
 mod task_state;
 mod thread_dag;
+mod thread_state;
 
 use crate::protocol::{Answer, Request};
 use serde_json::{Map, Value};
@@ -70,6 +71,14 @@ pub const KINDS: &[KindHandler] = &[
     KindHandler {
         kind: "rendering-order",
         answer: thread_dag::rendering_order_kind,
+    },
+    KindHandler {
+        kind: "apply-thread-op",
+        answer: thread_state::apply_thread_op,
+    },
+    KindHandler {
+        kind: "replay-thread-ops",
+        answer: thread_state::replay_thread_ops,
     },
 ];
 
