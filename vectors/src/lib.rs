@@ -162,8 +162,8 @@ pub const AREA_MINIMUMS: &[(&str, usize)] = &[
     ("scope-matching", 60),
     ("capability-token", 50),
     ("thread-dag", 40),
-    ("thread-state", 1),
-    ("task-state", 1),
+    ("thread-state", 44),
+    ("task-state", 81),
     ("http-signature", 30),
 ];
 

@@ -10,6 +10,9 @@ pub mod envelope_validation;
 pub mod handwritten;
 pub mod keys;
 pub mod schema;
+pub mod task_state;
+pub mod thread_dag;
+pub mod thread_state;
 pub mod writer;
 
 pub use schema::AreaSchema;
@@ -38,6 +41,21 @@ pub const GENERATED: &[GeneratedArea] = &[
         area: "envelope-validation",
         build: envelope_validation::build,
         schema: envelope_validation::schema,
+    },
+    GeneratedArea {
+        area: "thread-dag",
+        build: thread_dag::build,
+        schema: thread_dag::schema,
+    },
+    GeneratedArea {
+        area: "thread-state",
+        build: thread_state::build,
+        schema: thread_state::schema,
+    },
+    GeneratedArea {
+        area: "task-state",
+        build: task_state::build,
+        schema: task_state::schema,
     },
 ];
 

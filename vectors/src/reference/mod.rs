@@ -4,6 +4,9 @@
 mod basic;
 mod envelope_signature;
 mod envelope_validation;
+mod task_state;
+mod thread_dag;
+mod thread_state;
 
 use crate::protocol::{Answer, Request};
 use serde_json::{Map, Value};
@@ -70,6 +73,26 @@ pub const KINDS: &[KindHandler] = &[
     KindHandler {
         kind: "validate-envelope",
         answer: envelope_validation::validate,
+    },
+    KindHandler {
+        kind: "task-transition",
+        answer: task_state::task_transition,
+    },
+    KindHandler {
+        kind: "insert-envelopes",
+        answer: thread_dag::insert_envelopes,
+    },
+    KindHandler {
+        kind: "rendering-order",
+        answer: thread_dag::rendering_order_kind,
+    },
+    KindHandler {
+        kind: "apply-thread-op",
+        answer: thread_state::apply_thread_op,
+    },
+    KindHandler {
+        kind: "replay-thread-ops",
+        answer: thread_state::replay_thread_ops,
     },
 ];
 
