@@ -7,6 +7,7 @@
 
 pub mod keys;
 pub mod schema;
+pub mod scope_matching;
 pub mod writer;
 
 pub use schema::AreaSchema;
@@ -25,4 +26,8 @@ pub struct GeneratedArea {
 }
 
 /// Every generated area, in the order `generate` writes them.
-pub const GENERATED: &[GeneratedArea] = &[];
+pub const GENERATED: &[GeneratedArea] = &[GeneratedArea {
+    area: "scope-matching",
+    build: scope_matching::build,
+    schema: scope_matching::schema,
+}];

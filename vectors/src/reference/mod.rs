@@ -2,6 +2,7 @@
 //! must pass, used in-process by `cargo test` and over stdin/stdout by `loom-vectors adapter`.
 
 mod basic;
+mod scope_matching;
 
 use crate::protocol::{Answer, Request};
 use serde_json::{Map, Value};
@@ -56,6 +57,18 @@ pub const KINDS: &[KindHandler] = &[
     KindHandler {
         kind: "parse-address",
         answer: basic::parse_address,
+    },
+    KindHandler {
+        kind: "check-scope",
+        answer: scope_matching::check_scope,
+    },
+    KindHandler {
+        kind: "scope-allows",
+        answer: scope_matching::scope_allows,
+    },
+    KindHandler {
+        kind: "scope-subset",
+        answer: scope_matching::scope_subset,
     },
 ];
 
