@@ -5,6 +5,7 @@
 //! Hand-written areas (`canonical-json`, `ids`, `addresses`) are their own source; only their
 //! schemas come from here.
 
+pub mod delegation_chain;
 pub mod keys;
 pub mod schema;
 pub mod scope_matching;
@@ -26,8 +27,15 @@ pub struct GeneratedArea {
 }
 
 /// Every generated area, in the order `generate` writes them.
-pub const GENERATED: &[GeneratedArea] = &[GeneratedArea {
-    area: "scope-matching",
-    build: scope_matching::build,
-    schema: scope_matching::schema,
-}];
+pub const GENERATED: &[GeneratedArea] = &[
+    GeneratedArea {
+        area: "scope-matching",
+        build: scope_matching::build,
+        schema: scope_matching::schema,
+    },
+    GeneratedArea {
+        area: "delegation-chain",
+        build: delegation_chain::build,
+        schema: delegation_chain::schema,
+    },
+];

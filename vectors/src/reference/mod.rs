@@ -2,6 +2,7 @@
 //! must pass, used in-process by `cargo test` and over stdin/stdout by `loom-vectors adapter`.
 
 mod basic;
+mod delegation_chain;
 mod scope_matching;
 
 use crate::protocol::{Answer, Request};
@@ -69,6 +70,10 @@ pub const KINDS: &[KindHandler] = &[
     KindHandler {
         kind: "scope-subset",
         answer: scope_matching::scope_subset,
+    },
+    KindHandler {
+        kind: "verify-delegation-chain",
+        answer: delegation_chain::verify_chain,
     },
 ];
 
