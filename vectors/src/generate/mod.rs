@@ -5,6 +5,7 @@
 //! Hand-written areas (`canonical-json`, `ids`, `addresses`) are their own source; only their
 //! schemas come from here.
 
+pub mod capability_token;
 pub mod delegation_chain;
 pub mod keys;
 pub mod schema;
@@ -37,5 +38,10 @@ pub const GENERATED: &[GeneratedArea] = &[
         area: "delegation-chain",
         build: delegation_chain::build,
         schema: delegation_chain::schema,
+    },
+    GeneratedArea {
+        area: "capability-token",
+        build: capability_token::build,
+        schema: capability_token::schema,
     },
 ];

@@ -2,6 +2,7 @@
 //! must pass, used in-process by `cargo test` and over stdin/stdout by `loom-vectors adapter`.
 
 mod basic;
+mod capability_token;
 mod delegation_chain;
 mod scope_matching;
 
@@ -74,6 +75,10 @@ pub const KINDS: &[KindHandler] = &[
     KindHandler {
         kind: "verify-delegation-chain",
         answer: delegation_chain::verify_chain,
+    },
+    KindHandler {
+        kind: "authorize-capability",
+        answer: capability_token::authorize,
     },
 ];
 
