@@ -5,11 +5,14 @@
 //! Hand-written areas (`canonical-json`, `ids`, `addresses`) are their own source; only their
 //! schemas come from here.
 
+pub mod capability_token;
+pub mod delegation_chain;
 pub mod envelope_signature;
 pub mod envelope_validation;
 pub mod handwritten;
 pub mod keys;
 pub mod schema;
+pub mod scope_matching;
 pub mod task_state;
 pub mod thread_dag;
 pub mod thread_state;
@@ -56,6 +59,21 @@ pub const GENERATED: &[GeneratedArea] = &[
         area: "task-state",
         build: task_state::build,
         schema: task_state::schema,
+    },
+    GeneratedArea {
+        area: "scope-matching",
+        build: scope_matching::build,
+        schema: scope_matching::schema,
+    },
+    GeneratedArea {
+        area: "delegation-chain",
+        build: delegation_chain::build,
+        schema: delegation_chain::schema,
+    },
+    GeneratedArea {
+        area: "capability-token",
+        build: capability_token::build,
+        schema: capability_token::schema,
     },
 ];
 

@@ -2,8 +2,11 @@
 //! must pass, used in-process by `cargo test` and over stdin/stdout by `loom-vectors adapter`.
 
 mod basic;
+mod capability_token;
+mod delegation_chain;
 mod envelope_signature;
 mod envelope_validation;
+mod scope_matching;
 mod task_state;
 mod thread_dag;
 mod thread_state;
@@ -93,6 +96,26 @@ pub const KINDS: &[KindHandler] = &[
     KindHandler {
         kind: "replay-thread-ops",
         answer: thread_state::replay_thread_ops,
+    },
+    KindHandler {
+        kind: "check-scope",
+        answer: scope_matching::check_scope,
+    },
+    KindHandler {
+        kind: "scope-allows",
+        answer: scope_matching::scope_allows,
+    },
+    KindHandler {
+        kind: "scope-subset",
+        answer: scope_matching::scope_subset,
+    },
+    KindHandler {
+        kind: "verify-delegation-chain",
+        answer: delegation_chain::verify_chain,
+    },
+    KindHandler {
+        kind: "authorize-capability",
+        answer: capability_token::authorize,
     },
 ];
 
