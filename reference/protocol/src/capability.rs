@@ -261,8 +261,16 @@ fn deny(field: impl Into<String>, rule: impl Into<String>, section: &'static str
     ProtocolError::new(ErrorCode::CapabilityDenied, field, rule, section)
 }
 
+/// A token whose signature fails is an invalid capability: `CAPABILITY_DENIED` ("missing or
+/// invalid capability", v1.1 §24.2), the code §12.6 also uses for a failed PoP signature.
+/// `SIGNATURE_INVALID` stays the envelope's own signature failing (§7.3).
 fn bad_sig(field: impl Into<String>, rule: impl Into<String>) -> ProtocolError {
-    ProtocolError::new(ErrorCode::SignatureInvalid, field, rule, "v1.1 §12.1")
+    ProtocolError::new(
+        ErrorCode::CapabilityDenied,
+        field,
+        rule,
+        "v1.1 §12.1, §24.2",
+    )
 }
 
 fn str_member<'a>(obj: &'a Map<String, Value>, key: &str) -> Result<&'a str, ProtocolError> {

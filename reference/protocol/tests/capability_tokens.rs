@@ -329,7 +329,7 @@ fn signature_problems_are_signature_invalid() {
         &t,
         &req(),
         &w,
-        ErrorCode::SignatureInvalid,
+        ErrorCode::CapabilityDenied,
         "capability_token.signature.value",
     );
     let mut t = token();
@@ -338,7 +338,7 @@ fn signature_problems_are_signature_invalid() {
         &t,
         &req(),
         &w,
-        ErrorCode::SignatureInvalid,
+        ErrorCode::CapabilityDenied,
         "capability_token.signature.value",
     );
     let mut t = token();
@@ -347,7 +347,7 @@ fn signature_problems_are_signature_invalid() {
         &t,
         &req(),
         &w,
-        ErrorCode::SignatureInvalid,
+        ErrorCode::CapabilityDenied,
         "capability_token.signature.key_id",
     );
     let mut t = token();
@@ -356,7 +356,7 @@ fn signature_problems_are_signature_invalid() {
         &t,
         &req(),
         &w,
-        ErrorCode::SignatureInvalid,
+        ErrorCode::CapabilityDenied,
         "capability_token.signature",
     );
 }

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 const AREA: &str = "capability-token";
 const KIND: &str = "authorize-capability";
 const DENIED: &str = "CAPABILITY_DENIED";
-const SIG: &str = "SIGNATURE_INVALID";
+const SIG: &str = "CAPABILITY_DENIED";
 const NOW: &str = "2026-03-01T12:00:00Z";
 const CAP: &str = "cap_01JMKB7X9Q2RVHF3KN4TYZPG00";
 const CAP2: &str = "cap_01JMKB7X9Q2RVHF3KN4TYZPG01";
@@ -402,7 +402,7 @@ const NOTES: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "Interpretation",
-        "The spec is silent; the expectation pins loom-protocol's documented reading (capability.rs): a token whose signature fails is SIGNATURE_INVALID (signature verification failed, v1.1 §24.2) rather than CAPABILITY_DENIED; expires_at is inclusive as for delegations; absent single_use is false; thread.update@v1 needs label, thread.link@v1 needs forward, and operations without a grant of their own (reopen) need admin.",
+        "The spec is silent; the expectation pins loom-protocol's documented reading (capability.rs): a token whose signature fails is CAPABILITY_DENIED (missing or invalid capability, v1.1 §24.2, as §12.6 does for a failed PoP) rather than SIGNATURE_INVALID, which stays the envelope's own signature; expires_at is inclusive as for delegations; absent single_use is false; thread.update@v1 needs label, thread.link@v1 needs forward, and operations without a grant of their own (reopen) need admin.",
         "divergent reading of an underspecified rule",
         "two nodes disagree on the same token",
     ),
@@ -502,6 +502,6 @@ pub fn schema() -> AreaSchema {
         ],
         required: vec!["now", "identities", "thread", "token", "request"],
         expected: json!({"type": "object", "additionalProperties": false, "required": ["mark_spent"], "properties": {"mark_spent": {"type": "boolean"}}}),
-        errors: vec![DENIED, SIG],
+        errors: vec![DENIED],
     }
 }
