@@ -2,6 +2,7 @@
 //! must pass, used in-process by `cargo test` and over stdin/stdout by `loom-vectors adapter`.
 
 mod basic;
+mod jcs_numbers;
 
 use crate::protocol::{Answer, Request};
 use serde_json::{Map, Value};
@@ -56,6 +57,14 @@ pub const KINDS: &[KindHandler] = &[
     KindHandler {
         kind: "parse-address",
         answer: basic::parse_address,
+    },
+    KindHandler {
+        kind: "format-number",
+        answer: jcs_numbers::format,
+    },
+    KindHandler {
+        kind: "number-stream-checkpoint",
+        answer: jcs_numbers::stream_checkpoint,
     },
 ];
 
