@@ -5,6 +5,7 @@
 //! Hand-written areas (`canonical-json`, `ids`, `addresses`) are their own source; only their
 //! schemas come from here.
 
+pub mod http_signature;
 pub mod jcs_numbers;
 pub mod keys;
 pub mod schema;
@@ -26,8 +27,15 @@ pub struct GeneratedArea {
 }
 
 /// Every generated area, in the order `generate` writes them.
-pub const GENERATED: &[GeneratedArea] = &[GeneratedArea {
-    area: "jcs-numbers",
-    build: jcs_numbers::build,
-    schema: jcs_numbers::schema,
-}];
+pub const GENERATED: &[GeneratedArea] = &[
+    GeneratedArea {
+        area: "jcs-numbers",
+        build: jcs_numbers::build,
+        schema: jcs_numbers::schema,
+    },
+    GeneratedArea {
+        area: "http-signature",
+        build: http_signature::build,
+        schema: http_signature::schema,
+    },
+];

@@ -2,6 +2,7 @@
 //! must pass, used in-process by `cargo test` and over stdin/stdout by `loom-vectors adapter`.
 
 mod basic;
+mod http_signature;
 mod jcs_numbers;
 
 use crate::protocol::{Answer, Request};
@@ -65,6 +66,14 @@ pub const KINDS: &[KindHandler] = &[
     KindHandler {
         kind: "number-stream-checkpoint",
         answer: jcs_numbers::stream_checkpoint,
+    },
+    KindHandler {
+        kind: "verify-http-signature",
+        answer: http_signature::verify,
+    },
+    KindHandler {
+        kind: "http-signature-string",
+        answer: http_signature::signing_string,
     },
 ];
 
