@@ -529,11 +529,13 @@ pub fn format_number(v: f64) -> String {
     if v < 0.0 {
         return format!("-{}", format_number(-v));
     }
-    // Rust's `{:e}` gives the shortest digits that round-trip, as ECMA-262 requires.
+    // Rust's `{:e}` gives the shortest digits that round-trip, as ECMA-262 requires, and the
+    // closest of them; only an exact tie between two needs correcting (see `even_on_tie`).
     let sci = format!("{v:e}");
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
     let e: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let digits = even_on_tie(v, e, digits);
     let k = digits.len() as i32;
     let n = e + 1;
     if k <= n && n <= 21 {
@@ -552,6 +554,73 @@ pub fn format_number(v: f64) -> String {
             format!(".{rest}")
         };
         format!("{first}{frac}e{sign}{}", (n - 1).abs())
+    }
+}
+
+/// ECMA-262 Number::toString (step 5) takes, among the shortest digit strings `n` whose
+/// value rounds to `v`, the one closest to `v`, and "if there are two such possible values
+/// of n, choose the one that is even". Rust's shortest formatting breaks that exact tie
+/// upward (0x43143ff3c1cb0959 = 1424953923781206.25 prints as `…206.3`, where RFC 8785
+/// Appendix B requires `…206.2`), so when `v` lies exactly halfway between two k-digit
+/// candidates this returns the even one. `digits` (k digits, first at 10^`e`) is Rust's
+/// choice; `v` is positive and finite.
+fn even_on_tie(v: f64, e: i32, digits: String) -> String {
+    let k = digits.len();
+    if k >= 18 {
+        return digits;
+    }
+    // One more digit, correctly rounded: a tie shows as a trailing 5 at the same exponent.
+    let longer = format!("{v:.k$e}");
+    let (m, x) = longer.split_once('e').unwrap_or((&longer, "0"));
+    let wide: String = m.chars().filter(|c| *c != '.').collect();
+    let (Ok(d), true) = (
+        wide.parse::<u64>(),
+        x == e.to_string() && wide.ends_with('5'),
+    ) else {
+        return digits;
+    };
+    let p = e - k as i32; // the exponent of `wide`'s last digit
+    if !equals_decimal(v, d, p) {
+        return digits;
+    }
+    let lower = d / 10;
+    let even = if lower % 2 == 0 { lower } else { lower + 1 };
+    let candidate = even.to_string();
+    // Both neighbours must round-trip for there to be a choice at all.
+    let round_trips = format!("{candidate}e{}", p + 1).parse::<f64>() == Ok(v);
+    if candidate.len() == k && round_trips {
+        candidate.trim_end_matches('0').to_owned()
+    } else {
+        digits
+    }
+}
+
+/// Whether `v` (positive, finite) equals `d`·10^`p` exactly.
+fn equals_decimal(v: f64, d: u64, p: i32) -> bool {
+    let bits = v.to_bits();
+    let (mut m, mut q) = match (bits >> 52) as i32 {
+        0 => (bits & ((1 << 52) - 1), -1074),
+        be => ((bits & ((1 << 52) - 1)) | (1 << 52), be - 1075),
+    };
+    let (mut d, mut p2) = (u128::from(d), p);
+    if m == 0 || d == 0 {
+        return false;
+    }
+    let tz = m.trailing_zeros();
+    m >>= tz;
+    q += tz as i32;
+    let tz = d.trailing_zeros();
+    d >>= tz;
+    p2 += tz as i32; // d·10^p = d'·2^(p + tz)·5^p
+    // m·2^q == d'·5^p·2^p2 with m and d' odd: the powers of two and the odd parts must agree.
+    if q != p2 {
+        return false;
+    }
+    let five = 5u128.checked_pow(p.unsigned_abs());
+    match five {
+        Some(f) if p >= 0 => d.checked_mul(f) == Some(u128::from(m)),
+        Some(f) => u128::from(m).checked_mul(f) == Some(d),
+        None => false,
     }
 }
 
@@ -583,6 +652,11 @@ mod tests {
             (333333333.3333333, "333333333.3333333"),
             (4.35, "4.35"),
             (0.000001234, "0.000001234"),
+            // RFC 8785 Appendix B: 1424953923781206.25 is a tie between …206.2 and …206.3.
+            (f64::from_bits(0x4314_3ff3_c1cb_0959), "1424953923781206.2"),
+            (0.5, "0.5"),
+            (2.5, "2.5"),
+            (2251799813685248.5, "2251799813685248.5"),
         ];
         for (v, want) in cases {
             assert_eq!(format_number(*v), *want, "{v:e}");

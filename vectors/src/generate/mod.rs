@@ -10,6 +10,8 @@ pub mod delegation_chain;
 pub mod envelope_signature;
 pub mod envelope_validation;
 pub mod handwritten;
+pub mod http_signature;
+pub mod jcs_numbers;
 pub mod keys;
 pub mod schema;
 pub mod scope_matching;
@@ -74,6 +76,16 @@ pub const GENERATED: &[GeneratedArea] = &[
         area: "capability-token",
         build: capability_token::build,
         schema: capability_token::schema,
+    },
+    GeneratedArea {
+        area: "jcs-numbers",
+        build: jcs_numbers::build,
+        schema: jcs_numbers::schema,
+    },
+    GeneratedArea {
+        area: "http-signature",
+        build: http_signature::build,
+        schema: http_signature::schema,
     },
 ];
 

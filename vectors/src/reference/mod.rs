@@ -6,6 +6,8 @@ mod capability_token;
 mod delegation_chain;
 mod envelope_signature;
 mod envelope_validation;
+mod http_signature;
+mod jcs_numbers;
 mod scope_matching;
 mod task_state;
 mod thread_dag;
@@ -116,6 +118,22 @@ pub const KINDS: &[KindHandler] = &[
     KindHandler {
         kind: "authorize-capability",
         answer: capability_token::authorize,
+    },
+    KindHandler {
+        kind: "format-number",
+        answer: jcs_numbers::format,
+    },
+    KindHandler {
+        kind: "number-stream-checkpoint",
+        answer: jcs_numbers::stream_checkpoint,
+    },
+    KindHandler {
+        kind: "verify-http-signature",
+        answer: http_signature::verify,
+    },
+    KindHandler {
+        kind: "http-signature-string",
+        answer: http_signature::signing_string,
     },
 ];
 
