@@ -134,6 +134,35 @@ impl NonceCache for MemoryNonceCache {
     }
 }
 
+/// A node name as LOOM-HTTP-SIG-1 compares it (replay cache, key lookup, wrapper sender):
+/// DNS names are case-insensitive and a trailing dot names the same host. `X-LOOM-Node` is
+/// not signed, so every comparison must use this form or a replay finds a fresh slot.
+pub fn normalize_node(node: &str) -> String {
+    node.trim_end_matches('.').to_ascii_lowercase()
+}
+
+/// The federation delivery wrapper's `sender_node` must name the node that signed the
+/// request (`X-LOOM-Node`), or a node could deliver in another's name with its own key
+/// (DESIGN.md §9, the existing v1.1 node's rule; v1.1 §15.3 binds the request to the
+/// sending node). A body that is not a wrapper object is left to the caller.
+pub fn check_wrapper_sender(
+    wrapper: &serde_json::Value,
+    header_node: &str,
+) -> Result<(), ProtocolError> {
+    match wrapper.get("sender_node") {
+        None => Ok(()),
+        Some(sender)
+            if sender.as_str().map(normalize_node) == Some(normalize_node(header_node)) =>
+        {
+            Ok(())
+        }
+        Some(sender) => Err(reject(
+            "sender_node",
+            format!("wrapper sender_node {sender} differs from X-LOOM-Node {header_node:?}"),
+        )),
+    }
+}
+
 fn reject(field: &str, rule: impl Into<String>) -> ProtocolError {
     ProtocolError::new(ErrorCode::SignatureInvalid, field, rule, "v1.1 §15.3")
 }
@@ -179,7 +208,7 @@ pub fn verify_request(
     }
     // `X-LOOM-Node` is not signed, so key the replay cache by its normalized form: a
     // replay must not find a fresh slot by changing case or adding a trailing dot.
-    let node = headers.node.trim_end_matches('.').to_ascii_lowercase();
+    let node = normalize_node(&headers.node);
     if !nonces.check_and_insert(&node, &headers.nonce, now) {
         return Err(reject(
             HEADER_NONCE,

@@ -221,3 +221,15 @@ fn nonces_are_per_node() {
     assert!(check(&req(BODY), &a, &mut cache, &clock).is_ok());
     assert!(check(&req(BODY), &b, &mut cache, &clock).is_ok());
 }
+
+#[test]
+fn the_wrapper_sender_must_be_the_signing_node() {
+    use loom_protocol::http_sig::check_wrapper_sender;
+    let w = serde_json::json!({"loom": "1.1", "sender_node": "node-a.test"});
+    assert!(check_wrapper_sender(&w, "node-a.test").is_ok());
+    assert!(check_wrapper_sender(&w, "NODE-A.test.").is_ok());
+    let e = check_wrapper_sender(&w, "node-b.test").unwrap_err();
+    assert_eq!(e.code, loom_protocol::ErrorCode::SignatureInvalid);
+    assert_eq!(e.field, "sender_node");
+    assert!(check_wrapper_sender(&serde_json::json!({"sender_node": 7}), "node-a.test").is_err());
+}

@@ -5,18 +5,13 @@ use crate::protocol::Answer;
 use loom_protocol::Timestamp;
 use loom_protocol::clock::FixedClock;
 use loom_protocol::http_sig::{
-    MemoryNonceCache, NonceCache, RequestParts, SignedHeaders, canonical_string, verify_request,
+    MemoryNonceCache, NonceCache, RequestParts, SignedHeaders, canonical_string,
+    check_wrapper_sender, normalize_node, verify_request,
 };
 use loom_protocol::keys::public_key_from_b64url;
 use serde_json::Value;
 
 const BAD: &str = "SIGNATURE_INVALID";
-
-/// A node domain as the replay cache and key lookup compare it: DNS names are
-/// case-insensitive, and a trailing dot names the same host.
-fn domain(s: &str) -> String {
-    s.trim_end_matches('.').to_ascii_lowercase()
-}
 
 fn time(s: &str) -> Result<Timestamp, BadRequest> {
     Timestamp::parse(s).map_err(|e| format!("timestamp {s:?}: {e}"))
@@ -62,7 +57,7 @@ fn cache(input: Input<'_>) -> Result<MemoryNonceCache, BadRequest> {
     {
         seen.push((
             time(field(s, "at")?)?,
-            domain(field(s, "node")?),
+            normalize_node(field(s, "node")?),
             field(s, "nonce")?,
         ));
     }
@@ -85,14 +80,14 @@ pub fn verify(input: Input<'_>) -> Result<Answer, BadRequest> {
     let h = headers(input)?;
     let now = time(input.str("now")?)?;
     let mut nonces = cache(input)?;
-    let node = domain(&h.node);
+    let node = normalize_node(&h.node);
     let keys = input
         .value("node_keys")?
         .as_array()
         .ok_or("node_keys must be an array")?;
     let mut key = None;
     for k in keys {
-        if domain(field(k, "node")?) == node && field(k, "key_id")? == h.key_id {
+        if normalize_node(field(k, "node")?) == node && field(k, "key_id")? == h.key_id {
             key = Some(public_key_from_b64url(field(k, "public_key")?).map_err(|e| e.reason)?);
         }
     }
@@ -108,18 +103,10 @@ pub fn verify(input: Input<'_>) -> Result<Answer, BadRequest> {
     if let Err(e) = verify_request(&req, &h, &key, &mut nonces, &FixedClock(now)) {
         return Ok(Answer::invalid(e.code.as_str(), e.to_string()));
     }
-    // DESIGN.md §9: a delivery wrapper's sender_node must equal X-LOOM-Node.
-    let wrapper: Option<Value> = serde_json::from_str(body).ok();
-    if let Some(sender) = wrapper.as_ref().and_then(|w| w.get("sender_node"))
-        && sender.as_str().map(domain) != Some(node)
+    if let Some(wrapper) = serde_json::from_str::<Value>(body).ok()
+        && let Err(e) = check_wrapper_sender(&wrapper, &h.node)
     {
-        return Ok(Answer::invalid(
-            BAD,
-            format!(
-                "wrapper sender_node {sender} differs from X-LOOM-Node {:?}",
-                h.node
-            ),
-        ));
+        return Ok(Answer::invalid(e.code.as_str(), e.to_string()));
     }
     Ok(Answer::accepted())
 }
