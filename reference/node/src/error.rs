@@ -1,0 +1,155 @@
+//! The node's one error type (DESIGN.md §3). Every failure a client can see is an
+//! [`ApiError`] carrying a §24.2 code, the field and rule it concerns and the section that
+//! states the rule; the HTTP layer renders it as the §24.1 body with a `req_` id.
+//!
+//! The registry fixes the status of each code. Three transport conditions have no code of
+//! their own, so they reuse the closest one with the status HTTP requires (documented in
+//! the node README): an unknown route is 404 `EXTENSION_DISABLED`, a known route with the
+//! wrong method is 405 `EXTENSION_DISABLED` with `Allow`, a missing or expired access token
+//! is 401 `SIGNATURE_INVALID` (proof-of-key failed, §14.2), and a wrong content type is 415
+//! `ENVELOPE_INVALID`.
+
+use loom_protocol::{ErrorCode, ProtocolError};
+use std::fmt;
+
+/// A client-visible failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    /// Registry code.
+    pub code: ErrorCode,
+    /// The field or request part concerned (`signature.value`, `$body`, `Authorization`).
+    pub field: String,
+    /// The rule broken, in words.
+    pub reason: String,
+    /// Where the rule is written.
+    pub section: &'static str,
+    /// A status other than the registry's, for the transport cases above.
+    pub status: Option<u16>,
+    /// Extra response headers (`Allow`, `Retry-After`, rate-limit headers).
+    pub headers: Vec<(&'static str, String)>,
+}
+
+impl ApiError {
+    /// An error with the registry status of `code`.
+    pub fn new(
+        code: ErrorCode,
+        field: impl Into<String>,
+        reason: impl Into<String>,
+        section: &'static str,
+    ) -> ApiError {
+        ApiError {
+            code,
+            field: field.into(),
+            reason: reason.into(),
+            section,
+            status: None,
+            headers: Vec::new(),
+        }
+    }
+
+    /// The same error with a transport status.
+    pub fn with_status(mut self, status: u16) -> ApiError {
+        self.status = Some(status);
+        self
+    }
+
+    /// The same error with a response header.
+    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> ApiError {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    /// The HTTP status to send.
+    pub fn http_status(&self) -> u16 {
+        self.status.unwrap_or_else(|| self.code.http_status())
+    }
+
+    /// `ENVELOPE_INVALID` (400) for a malformed request.
+    pub fn bad_request(
+        field: impl Into<String>,
+        reason: impl Into<String>,
+        section: &'static str,
+    ) -> Self {
+        ApiError::new(ErrorCode::EnvelopeInvalid, field, reason, section)
+    }
+
+    /// 401: no valid access token (§14.2).
+    pub fn unauthenticated(reason: impl Into<String>) -> ApiError {
+        ApiError::new(
+            ErrorCode::SignatureInvalid,
+            "Authorization",
+            reason,
+            "v1.1 §14.2",
+        )
+        .with_header("WWW-Authenticate", "Bearer")
+    }
+
+    /// 404 for a path this node does not serve.
+    pub fn no_route(path: &str) -> ApiError {
+        ApiError::new(
+            ErrorCode::ExtensionDisabled,
+            "$path",
+            format!("no API surface at {path}"),
+            "v1.1 §16",
+        )
+    }
+
+    /// 405 for a known path with the wrong method.
+    pub fn wrong_method(method: &str, allow: &str) -> ApiError {
+        ApiError::new(
+            ErrorCode::ExtensionDisabled,
+            "$method",
+            format!("{method} is not allowed here; allowed: {allow}"),
+            "v1.1 §16",
+        )
+        .with_status(405)
+        .with_header("Allow", allow)
+    }
+
+    /// 500: never the client's fault; the detail is logged, not sent.
+    pub fn internal(what: impl fmt::Display) -> ApiError {
+        tracing::error!(error = %what, "internal error");
+        ApiError::new(
+            ErrorCode::InternalError,
+            "$",
+            "unexpected server error",
+            "v1.1 §24.2",
+        )
+    }
+
+    /// Shorthand for not-found codes.
+    pub fn not_found(
+        code: ErrorCode,
+        field: impl Into<String>,
+        what: impl fmt::Display,
+    ) -> ApiError {
+        ApiError::new(code, field, format!("{what} does not exist"), "v1.1 §24.2")
+    }
+}
+
+impl From<ProtocolError> for ApiError {
+    fn from(e: ProtocolError) -> ApiError {
+        ApiError::new(e.code, e.field, e.rule, e.section)
+    }
+}
+
+impl From<rusqlite::Error> for ApiError {
+    fn from(e: rusqlite::Error) -> ApiError {
+        ApiError::internal(format!("store: {e}"))
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {}: {} ({})",
+            self.code, self.field, self.reason, self.section
+        )
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+/// The result type of every service call.
+pub type ApiResult<T> = Result<T, ApiError>;

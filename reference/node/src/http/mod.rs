@@ -1,0 +1,129 @@
+//! The HTTP shell (axum): routes parse requests and call [`Service`]; one middleware gives
+//! every response a `req_` request id and turns every failure — the service's errors, unknown
+//! routes, wrong methods, oversized bodies — into the §24.1 body.
+
+mod discovery;
+mod extract;
+mod identity;
+
+pub use extract::{Authed, StrictJson};
+
+use crate::error::ApiError;
+use crate::quirks::Quirk;
+use crate::service::Service;
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
+
+/// Shared state of every handler.
+pub type AppState = Arc<Service>;
+
+/// The request id of the current request (set by the middleware).
+#[derive(Debug, Clone)]
+pub struct RequestId(pub String);
+
+/// The node's router.
+pub fn router(service: Arc<Service>) -> Router {
+    let api = Router::new()
+        .merge(discovery::routes())
+        .merge(identity::routes())
+        .fallback(|req: Request| async move { ApiError::no_route(req.uri().path()) });
+    api.layer(middleware::from_fn_with_state(
+        service.clone(),
+        error_bodies,
+    ))
+    .with_state(service)
+}
+
+impl IntoResponse for ApiError {
+    /// The status and headers now; the §24.1 body is written by [`error_bodies`], which knows
+    /// the request id.
+    fn into_response(self) -> Response {
+        let status =
+            StatusCode::from_u16(self.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut resp = status.into_response();
+        resp.extensions_mut().insert(self);
+        resp
+    }
+}
+
+/// Assigns the request id and renders every error as the §24.1 body.
+async fn error_bodies(State(svc): State<AppState>, mut req: Request, next: Next) -> Response {
+    let rid = svc.env.request_id();
+    req.extensions_mut().insert(RequestId(rid.clone()));
+    let method = req.method().clone();
+    let mut resp = next.run(req).await;
+    let err = match resp.extensions_mut().remove::<ApiError>() {
+        Some(e) => Some(e),
+        None if resp.status() == StatusCode::METHOD_NOT_ALLOWED => {
+            let allow = resp
+                .headers()
+                .get(header::ALLOW)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_owned();
+            Some(ApiError::wrong_method(method.as_str(), &allow))
+        }
+        None if resp.status() == StatusCode::PAYLOAD_TOO_LARGE => Some(ApiError::new(
+            loom_protocol::ErrorCode::PayloadTooLarge,
+            "$body",
+            format!(
+                "request body exceeds {} bytes",
+                svc.config.limits.max_body_bytes
+            ),
+            "v1.1 §24.2",
+        )),
+        None if resp.status().is_client_error() || resp.status().is_server_error() => Some(
+            ApiError::internal(format!("unrendered error status {}", resp.status())),
+        ),
+        None => None,
+    };
+    let mut resp = match err {
+        Some(e) => render(&svc, &rid, e),
+        None => resp,
+    };
+    if let Ok(v) = HeaderValue::from_str(&rid) {
+        resp.headers_mut().insert("x-loom-request-id", v);
+    }
+    resp
+}
+
+fn render(svc: &Service, rid: &str, e: ApiError) -> Response {
+    let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut resp = if svc.quirk(Quirk::BareErrorBodies) {
+        Response::builder()
+            .status(status)
+            .body(Body::empty())
+            .unwrap_or_default()
+    } else {
+        let body =
+            loom_protocol::ProtocolError::new(e.code, e.field.clone(), e.reason.clone(), e.section)
+                .to_body(rid, svc.env.now().to_rfc3339());
+        let mut r = (status, axum::Json(body)).into_response();
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json; charset=utf-8"),
+        );
+        r
+    };
+    for (name, value) in &e.headers {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            resp.headers_mut().insert(*name, v);
+        }
+    }
+    resp
+}
+
+/// A JSON response with the §14.1 content type.
+pub fn json_response(status: StatusCode, value: serde_json::Value) -> Response {
+    let mut r = (status, axum::Json(value)).into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json; charset=utf-8"),
+    );
+    r
+}

@@ -1,0 +1,90 @@
+//! # loom-node
+//!
+//! The LOOM v1.1 reference node (conformance Level 1). A library first — [`Node::builder`]
+//! with a [`NodeConfig`] and an [`Env`] (injected clock and seed) — and the `loom-node`
+//! binary second. The same node serves real sockets (tokio, optionally TLS 1.3 + HTTP/2) and,
+//! with the `sim` feature, turmoil hosts in the simulator.
+//!
+//! Layers (DESIGN.md §4): [`store`] (SQLite, WAL, migrations), [`service`] (every protocol
+//! rule, transport-free), [`http`] (axum routes, §24.1 error bodies), [`net`] (listeners).
+
+pub mod config;
+pub mod env;
+pub mod error;
+pub mod http;
+pub mod net;
+pub mod quirks;
+pub mod service;
+pub mod store;
+
+pub use config::{NodeConfig, Storage};
+pub use env::Env;
+pub use error::{ApiError, ApiResult};
+pub use quirks::{Quirk, Quirks};
+pub use service::Service;
+
+use std::sync::Arc;
+
+/// Builds a [`Node`].
+#[derive(Debug)]
+pub struct NodeBuilder {
+    config: NodeConfig,
+    env: Env,
+    quirks: Quirks,
+}
+
+impl NodeBuilder {
+    /// Runs the node with deliberate defects (only with the `quirks` feature).
+    pub fn quirks(mut self, quirks: Quirks) -> Self {
+        self.quirks = quirks;
+        self
+    }
+
+    /// Opens the store and starts the service.
+    pub fn build(self) -> Result<Node, String> {
+        self.config.check()?;
+        let store = store::Store::open(&self.config.storage).map_err(|e| e.to_string())?;
+        let service =
+            Service::new(self.config, self.env, store, self.quirks).map_err(|e| e.to_string())?;
+        Ok(Node {
+            service: Arc::new(service),
+        })
+    }
+}
+
+/// A running reference node (its service and router).
+#[derive(Debug, Clone)]
+pub struct Node {
+    service: Arc<Service>,
+}
+
+impl Node {
+    /// Starts building a node.
+    pub fn builder(config: NodeConfig, env: Env) -> NodeBuilder {
+        NodeBuilder {
+            config,
+            env,
+            quirks: Quirks::none(),
+        }
+    }
+
+    /// The service (all protocol behaviour).
+    pub fn service(&self) -> &Arc<Service> {
+        &self.service
+    }
+
+    /// The HTTP router.
+    pub fn router(&self) -> axum::Router {
+        http::router(self.service.clone())
+    }
+
+    /// Serves on `listener` until `shutdown` completes.
+    pub async fn serve<A: net::Accept>(
+        &self,
+        listener: A,
+        tls: Option<tokio_rustls::TlsAcceptor>,
+        shutdown: impl std::future::Future<Output = ()> + Send,
+    ) -> std::io::Result<()> {
+        net::serve(listener, self.router(), tls, shutdown).await
+    }
+}

@@ -1,0 +1,137 @@
+//! Deliberate defects (DESIGN.md §4): each quirk turns off exactly one MUST-level check, so
+//! the conformance harness can prove that the case for that rule fails against a node that
+//! breaks it. Quirks exist only with the `quirks` feature; without it [`Quirks::has`] is
+//! always false and the checks cannot be turned off.
+
+use std::collections::BTreeSet;
+
+/// One switch per MUST-level check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Quirk {
+    /// Store envelopes whose signature does not verify (v1.1 §7.3, §16.1).
+    AcceptBadSignature,
+    /// Accept an envelope whose id is already stored (v1.1 §8.4, §24.2 `ENVELOPE_DUPLICATE`).
+    AllowDuplicateIds,
+    /// Skip structural envelope validation (v1.1 §8.1–§8.2).
+    SkipEnvelopeValidation,
+    /// Accept `from.identity` other than the authenticated identity (v1.1 §16.1 "validate authorization").
+    AllowSenderSpoofing,
+    /// Do not assign `meta.event_seq` (v1.1 §11.6, §16.1).
+    OmitEventSeq,
+    /// Serve envelopes to identities outside their audience (v1.1 §8.3).
+    IgnoreAudience,
+    /// Accept envelopes into locked threads (v1.1 §10.4, §24.2 `THREAD_LOCKED`).
+    AcceptIntoLockedThread,
+    /// Accept invalid thread state transitions (v1.1 §10.4).
+    AllowInvalidStateTransition,
+    /// Accept agent envelopes without a valid delegation chain (v1.1 §13.3).
+    SkipDelegationCheck,
+    /// Accept thread operations without a valid capability token (v1.1 §12.4).
+    SkipCapabilityCheck,
+    /// Replay a different result for a repeated `Idempotency-Key` (v1.1 §14.4).
+    IgnoreIdempotencyKey,
+    /// Accept expired access tokens (v1.1 §14.2).
+    AcceptExpiredToken,
+    /// Never answer 429 (v1.1 §14.3).
+    DisableRateLimit,
+    /// Answer errors without the §24.1 body.
+    BareErrorBodies,
+    /// Allow deleting content under `sys.legal_hold` (v1.1 §25.3).
+    IgnoreLegalHold,
+    /// Accept envelopes whose parent makes a cycle or is itself (v1.1 §10.2).
+    AllowDagCycles,
+    /// Accept envelopes over the size limit (v1.1 §24.2 `PAYLOAD_TOO_LARGE`).
+    IgnoreSizeLimit,
+}
+
+impl Quirk {
+    /// Every quirk, in declaration order.
+    pub const ALL: [Quirk; 17] = [
+        Quirk::AcceptBadSignature,
+        Quirk::AllowDuplicateIds,
+        Quirk::SkipEnvelopeValidation,
+        Quirk::AllowSenderSpoofing,
+        Quirk::OmitEventSeq,
+        Quirk::IgnoreAudience,
+        Quirk::AcceptIntoLockedThread,
+        Quirk::AllowInvalidStateTransition,
+        Quirk::SkipDelegationCheck,
+        Quirk::SkipCapabilityCheck,
+        Quirk::IgnoreIdempotencyKey,
+        Quirk::AcceptExpiredToken,
+        Quirk::DisableRateLimit,
+        Quirk::BareErrorBodies,
+        Quirk::IgnoreLegalHold,
+        Quirk::AllowDagCycles,
+        Quirk::IgnoreSizeLimit,
+    ];
+
+    /// The kebab-case name used on the command line and in reports.
+    pub fn name(self) -> String {
+        let s = format!("{self:?}");
+        let mut out = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if c.is_ascii_uppercase() {
+                if i > 0 {
+                    out.push('-');
+                }
+                out.push(c.to_ascii_lowercase());
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    /// The quirk called `name`.
+    pub fn parse(name: &str) -> Option<Quirk> {
+        Quirk::ALL.into_iter().find(|q| q.name() == name)
+    }
+}
+
+/// The set of quirks a node runs with (empty in every real deployment).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Quirks {
+    #[cfg_attr(not(feature = "quirks"), allow(dead_code))]
+    set: BTreeSet<Quirk>,
+}
+
+impl Quirks {
+    /// No quirks: a correct node.
+    pub fn none() -> Quirks {
+        Quirks::default()
+    }
+
+    /// The same set plus `q` (only with the `quirks` feature).
+    #[cfg(feature = "quirks")]
+    pub fn with(mut self, q: Quirk) -> Quirks {
+        self.set.insert(q);
+        self
+    }
+
+    /// Is `q` on? Always false without the `quirks` feature.
+    pub fn has(&self, q: Quirk) -> bool {
+        #[cfg(feature = "quirks")]
+        {
+            self.set.contains(&q)
+        }
+        #[cfg(not(feature = "quirks"))]
+        {
+            let _ = q;
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for q in Quirk::ALL {
+            assert_eq!(Quirk::parse(&q.name()), Some(q));
+        }
+        assert_eq!(Quirk::AcceptBadSignature.name(), "accept-bad-signature");
+    }
+}

@@ -1,0 +1,106 @@
+//! Discovery (v1.1 §15.2 node document, EXTENSION-REGISTRY, and the capabilities document a
+//! harness reads to choose which conformance cases apply).
+
+use super::Service;
+use loom_protocol::keys::public_key_to_b64url;
+use serde_json::{Value, json};
+
+/// The conformance level this node implements (v1.1 §28.1).
+pub const CONFORMANCE_LEVEL: u8 = 1;
+
+/// The features advertised in `/v1/protocol/capabilities`, sorted.
+pub const FEATURES: &[&str] = &[
+    "audit-log",
+    "blobs",
+    "capability-tokens",
+    "delegations",
+    "events",
+    "idempotency",
+    "legal-hold",
+    "provisioning",
+    "rate-limits",
+    "search",
+    "thread-ops",
+];
+
+impl Service {
+    /// `GET /.well-known/loom.json`: every member §15.2 requires.
+    pub fn node_document(&self) -> Value {
+        let base = self.config.base_url();
+        let ws = base.replacen("http", "ws", 1);
+        let (key_id, key) = self.node_key();
+        json!({
+            "loom": "1.1",
+            "node_id": self.config.domain,
+            "domain": self.config.domain,
+            "api_url": format!("{base}/v1"),
+            "websocket_url": format!("{ws}/ws"),
+            "federation": {
+                "deliver_url": format!("{base}/v1/federation/deliver"),
+                "requirements": ["LOOM-HTTP-SIG-1"],
+                "policy": self.config.federation_policy,
+            },
+            "signing_keys": [{
+                "key_id": key_id,
+                "public_key": public_key_to_b64url(&key.verifying_key()),
+                "algorithm": "Ed25519",
+                "status": "active",
+            }],
+            "supported_versions": ["1.1"],
+            "supported_profiles": ["loom-core-1", "loom-v1.1-full"],
+            "conformance_level": CONFORMANCE_LEVEL,
+        })
+    }
+
+    /// `GET /v1/protocol/extensions` (EXTENSION-REGISTRY shape): which extensions are on.
+    pub fn extensions(&self) -> Value {
+        let ext =
+            |id: &str, enabled: bool| json!({"id": id, "status": "active", "enabled": enabled});
+        json!({
+            "loom": "1.1",
+            "profile": "loom-core-1",
+            "extensions": [
+                ext("loom-ext-email-bridge-v1", false),
+                ext("loom-ext-legacy-gateway-v1", false),
+                ext("loom-ext-mcp-runtime-v1", false),
+                ext("loom-ext-workflow-v1", false),
+                ext("loom-ext-e2ee-x25519-v1", false),
+                ext("loom-ext-e2ee-x25519-v2", false),
+                ext("loom-ext-e2ee-mls-1", false),
+                ext("loom-ext-compliance-v1", false),
+            ],
+        })
+    }
+
+    /// `GET /v1/protocol/capabilities`: level, features and limits, so a harness can choose
+    /// its cases without guessing.
+    pub fn protocol_capabilities(&self) -> Value {
+        let l = &self.config.limits;
+        let r = &self.config.rate_limits;
+        json!({
+            "loom": "1.1",
+            "conformance_level": CONFORMANCE_LEVEL,
+            "features": FEATURES,
+            "registration": {
+                "challenge_url": "/v1/identity/challenge",
+                "register_url": "/v1/identity",
+                "proof": "loom.identity.register.v1",
+            },
+            "limits": {
+                "max_body_bytes": l.max_body_bytes,
+                "max_envelope_bytes": l.max_envelope_bytes,
+                "max_envelopes_per_thread": l.max_envelopes_per_thread,
+                "max_pending_parents": l.max_pending_parents,
+                "max_blob_bytes": l.max_blob_bytes,
+                "max_page_size": l.max_page_size,
+                "retract_window_secs": self.config.retract_window_secs,
+            },
+            "rate_limits": {
+                "envelopes_per_identity_per_min": r.envelopes_per_identity,
+                "auth_per_ip_per_min": r.auth_per_ip,
+                "thread_reads_per_identity_per_min": r.thread_reads_per_identity,
+                "federation_per_node_per_min": r.federation_per_node,
+            },
+        })
+    }
+}

@@ -1,0 +1,103 @@
+//! Durable storage (SQLite via rusqlite, WAL mode, migrations by `user_version`). One
+//! connection behind a mutex: SQLite serializes writers anyway, and the service keeps each
+//! critical section to one short transaction.
+
+use crate::config::Storage;
+pub mod audit;
+
+use rusqlite::{Connection, OpenFlags};
+use std::sync::{Mutex, MutexGuard};
+
+/// The ordered migrations; the index + 1 is the `user_version` after applying it.
+const MIGRATIONS: &[&str] = &[include_str!("schema.sql")];
+
+/// The node's store.
+#[derive(Debug)]
+pub struct Store {
+    conn: Mutex<Connection>,
+}
+
+/// Why the store could not be opened.
+#[derive(Debug)]
+pub struct StoreError(pub String);
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl Store {
+    /// Opens (creating if needed) and migrates the store.
+    pub fn open(storage: &Storage) -> Result<Store, StoreError> {
+        let conn = match storage {
+            Storage::Memory => Connection::open_in_memory(),
+            Storage::Dir(dir) => {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    StoreError(format!(
+                        "cannot create data directory {}: {e}",
+                        dir.display()
+                    ))
+                })?;
+                Connection::open_with_flags(
+                    dir.join("loom.db"),
+                    OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
+                )
+            }
+        }
+        .map_err(|e| StoreError(format!("cannot open store: {e}")))?;
+        Self::prepare(&conn, matches!(storage, Storage::Dir(_)))
+            .map_err(|e| StoreError(format!("cannot prepare store: {e}")))?;
+        Ok(Store {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    /// Opens an existing store read-only (for `loom-node audit verify`).
+    pub fn open_existing(dir: &std::path::Path) -> Result<Store, StoreError> {
+        let path = dir.join("loom.db");
+        if !path.exists() {
+            return Err(StoreError(format!("no store at {}", path.display())));
+        }
+        let conn = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(|e| StoreError(format!("cannot open {}: {e}", path.display())))?;
+        Ok(Store {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    fn prepare(conn: &Connection, durable: bool) -> rusqlite::Result<()> {
+        if durable {
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+            conn.pragma_update(None, "synchronous", "NORMAL")?;
+        }
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        let done = usize::try_from(version).unwrap_or(0);
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(done) {
+            let tx = conn.unchecked_transaction()?;
+            tx.execute_batch(sql)?;
+            tx.pragma_update(
+                None,
+                "user_version",
+                i64::try_from(i + 1).unwrap_or(i64::MAX),
+            )?;
+            tx.commit()?;
+        }
+        Ok(())
+    }
+
+    /// The connection, for one short critical section.
+    pub fn conn(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The schema version (number of migrations applied).
+    pub fn schema_version(&self) -> rusqlite::Result<i64> {
+        self.conn()
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+    }
+}
