@@ -71,6 +71,66 @@ pub fn check_audience(
     }
 }
 
+/// An envelope naming a `bcc` recipient must be a bcc-copy (v1.1 §8.3, §20.6): exactly one
+/// `bcc` recipient and no other, `audience.mode = "custom"` listing only the sender and that
+/// recipient, and `references.linked_envelopes` pointing at the visible envelope. Anything
+/// else would show the bcc identity to the other readers, which §8.3 forbids. Only the
+/// sender can sign, so the sender's client makes the copies; the node checks their form.
+pub fn check_bcc_copy(envelope: &Value) -> Result<(), ProtocolError> {
+    let to = envelope
+        .get("to")
+        .and_then(Value::as_array)
+        .map(|v| v.as_slice())
+        .unwrap_or_default();
+    let is_bcc = |r: &&Value| r.get("role").and_then(Value::as_str) == Some("bcc");
+    let bcc: Vec<&Value> = to.iter().filter(is_bcc).collect();
+    if bcc.is_empty() {
+        return Ok(());
+    }
+    let bad = |field: &str, rule: &str| {
+        Err(ProtocolError::invalid(field.to_owned(), rule.to_owned(), "v1.1 §8.3, §20.6"))
+    };
+    if bcc.len() != 1 || to.len() != 1 {
+        return bad(
+            "to",
+            "a bcc recipient may only appear alone, in its own bcc-copy envelope",
+        );
+    }
+    if envelope.pointer("/audience/mode").and_then(Value::as_str) != Some("custom") {
+        return bad("audience.mode", "a bcc-copy must have audience.mode \"custom\"");
+    }
+    let listed: Vec<Address> = envelope
+        .pointer("/audience/identities")
+        .and_then(Value::as_array)
+        .map(|v| addresses(v.iter()).collect())
+        .unwrap_or_default();
+    let allowed: Vec<Address> = [
+        envelope.pointer("/from/identity"),
+        bcc[0].get("identity"),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(|v| v.as_str().and_then(|s| Address::parse_wire(s).ok()))
+    .collect();
+    if listed.is_empty() || listed.iter().any(|a| !allowed.contains(a)) {
+        return bad(
+            "audience.identities",
+            "a bcc-copy's audience is the sender and the bcc recipient only",
+        );
+    }
+    let linked = envelope
+        .pointer("/references/linked_envelopes")
+        .and_then(Value::as_array)
+        .is_some_and(|v| !v.is_empty());
+    if !linked {
+        return bad(
+            "references.linked_envelopes",
+            "a bcc-copy references the visible envelope",
+        );
+    }
+    Ok(())
+}
+
 /// An E2EE thread accepts only encrypted payloads (v1.1 §10.6; `ENCRYPTION_REQUIRED`, §24.2).
 /// `thread_op` envelopes stay cleartext so nodes can authorize them (§12.4).
 pub fn check_encryption_required(
@@ -101,4 +161,37 @@ pub fn check_deletable<'a>(labels: impl IntoIterator<Item = &'a str>) -> Result<
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn copy() -> Value {
+        json!({
+            "from": {"identity": "loom://alice@x.test"},
+            "to": [{"identity": "loom://dan@x.test", "role": "bcc"}],
+            "audience": {"mode": "custom", "identities": ["loom://alice@x.test", "loom://dan@x.test"]},
+            "references": {"linked_envelopes": ["env_01JMKB7X9Q2RVHF3KN4TYZPG00"]}
+        })
+    }
+
+    #[test]
+    fn bcc_copies_must_keep_the_bcc_recipient_private() {
+        assert!(check_bcc_copy(&copy()).is_ok());
+        assert!(check_bcc_copy(&json!({"to": [{"identity": "loom://b@x.test", "role": "primary"}]})).is_ok());
+        let mut mixed = copy();
+        mixed["to"].as_array_mut().unwrap().push(json!({"identity": "loom://bob@x.test", "role": "primary"}));
+        assert!(check_bcc_copy(&mixed).is_err());
+        let mut thread = copy();
+        thread["audience"]["mode"] = "thread".into();
+        assert!(check_bcc_copy(&thread).is_err());
+        let mut leak = copy();
+        leak["audience"]["identities"].as_array_mut().unwrap().push("loom://bob@x.test".into());
+        assert!(check_bcc_copy(&leak).is_err());
+        let mut unlinked = copy();
+        unlinked["references"] = json!({});
+        assert_eq!(check_bcc_copy(&unlinked).unwrap_err().code, ErrorCode::EnvelopeInvalid);
+    }
 }

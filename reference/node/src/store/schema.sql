@@ -93,6 +93,16 @@ CREATE TABLE envelope_readers (
 );
 CREATE INDEX envelope_readers_by_identity ON envelope_readers(identity);
 
+-- Tasks (§18.3): one row per task.create envelope, moved by task.state_update@v1.
+CREATE TABLE tasks (
+    id           TEXT PRIMARY KEY,           -- the task.create envelope id
+    thread_id    TEXT NOT NULL REFERENCES threads(id),
+    creator      TEXT NOT NULL,
+    assignee     TEXT,
+    state        TEXT NOT NULL,
+    updated_at   TEXT NOT NULL
+);
+
 CREATE TABLE delegations (
     id          TEXT PRIMARY KEY,
     delegator   TEXT NOT NULL,

@@ -1,0 +1,111 @@
+//! The store seen through `loom-protocol`'s lookup traits: keys, identity types, revocations
+//! and spent tokens for delegation chains (§13.3) and capability tokens (§12).
+
+use ed25519_dalek::VerifyingKey;
+use loom_protocol::Address;
+use loom_protocol::capability::CapabilityResolver;
+use loom_protocol::delegation::{DelegationResolver, LinkRef};
+use loom_protocol::envelope::SenderType;
+use loom_protocol::id::{CapabilityId, ThreadId};
+use loom_protocol::keys::public_key_from_b64url;
+use loom_protocol::thread::ThreadState;
+use rusqlite::{Connection, OptionalExtension, params};
+
+/// Lookups against the store inside the current transaction.
+#[derive(Debug)]
+pub struct StoreResolver<'a> {
+    /// The connection (inside the caller's transaction).
+    pub conn: &'a Connection,
+    /// The thread being acted on, for issuer authority.
+    pub thread: Option<&'a ThreadState>,
+}
+
+impl StoreResolver<'_> {
+    fn keys(&self, identity: &Address, key_id: Option<&str>) -> Vec<(String, VerifyingKey)> {
+        let mut stmt = match self.conn.prepare_cached(
+            "SELECT key_id, public_key FROM identity_keys WHERE identity = ?1 AND purpose = 'signing' AND status = 'active' ORDER BY key_id",
+        ) {
+            Ok(s) => s,
+            Err(_) => return Vec::new(),
+        };
+        let rows = stmt.query_map([identity.to_string()], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)));
+        rows.map(|rows| {
+            rows.filter_map(Result::ok)
+                .filter(|(kid, _)| key_id.is_none_or(|k| k == kid))
+                .filter_map(|(kid, pk)| public_key_from_b64url(&pk).ok().map(|k| (kid, k)))
+                .collect()
+        })
+        .unwrap_or_default()
+    }
+}
+
+impl DelegationResolver for StoreResolver<'_> {
+    fn signing_keys(&self, identity: &Address) -> Option<Vec<(String, VerifyingKey)>> {
+        self.identity_type(identity)?;
+        Some(self.keys(identity, None))
+    }
+
+    fn identity_type(&self, identity: &Address) -> Option<SenderType> {
+        let t: String = self
+            .conn
+            .query_row("SELECT type FROM identities WHERE id = ?1", [identity.to_string()], |r| r.get(0))
+            .optional()
+            .ok()??;
+        SenderType::parse(&t)
+    }
+
+    fn is_revoked(&self, link: &LinkRef<'_>) -> bool {
+        let by_id = link.id.is_some_and(|id| {
+            self.conn
+                .query_row("SELECT 1 FROM delegations WHERE id = ?1 AND revoked_at IS NOT NULL", [id], |_| Ok(()))
+                .optional()
+                .ok()
+                .flatten()
+                .is_some()
+        });
+        let by_pair = self
+            .conn
+            .query_row(
+                "SELECT 1 FROM delegations WHERE delegator = ?1 AND delegate = ?2 AND revoked_at IS NOT NULL AND revoked_at >= ?3 LIMIT 1",
+                params![link.delegator.to_string(), link.delegate.to_string(), link.created_at.to_rfc3339()],
+                |_| Ok(()),
+            )
+            .optional()
+            .ok()
+            .flatten()
+            .is_some();
+        by_id || by_pair
+    }
+}
+
+impl CapabilityResolver for StoreResolver<'_> {
+    fn signing_key(&self, identity: &Address, key_id: &str) -> Option<VerifyingKey> {
+        self.keys(identity, Some(key_id)).into_iter().next().map(|(_, k)| k)
+    }
+
+    fn pop_key(&self, holder: &Address, key_id: &str) -> Option<VerifyingKey> {
+        self.signing_key(holder, key_id)
+    }
+
+    fn may_issue(&self, issuer: &Address, thread: &ThreadId) -> bool {
+        self.thread.is_some_and(|t| &t.id == thread && t.is_owner(issuer))
+    }
+
+    fn is_revoked(&self, id: &CapabilityId) -> bool {
+        self.conn
+            .query_row("SELECT 1 FROM capabilities WHERE id = ?1 AND revoked_at IS NOT NULL", [id.to_string()], |_| Ok(()))
+            .optional()
+            .ok()
+            .flatten()
+            .is_some()
+    }
+
+    fn is_spent(&self, id: &CapabilityId) -> bool {
+        self.conn
+            .query_row("SELECT 1 FROM capabilities WHERE id = ?1 AND spent_at IS NOT NULL", [id.to_string()], |_| Ok(()))
+            .optional()
+            .ok()
+            .flatten()
+            .is_some()
+    }
+}
