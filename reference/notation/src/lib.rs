@@ -29,7 +29,7 @@ use serde_json::Value;
 pub const MAX_DEPTH: usize = 128;
 
 /// The decoder never nests deeper than this, whatever [`DecodeOptions::max_depth`] says.
-pub const HARD_MAX_DEPTH: usize = 1024;
+pub const HARD_MAX_DEPTH: usize = 512;
 
 /// Which reading rules apply (SPEC.md rule 13).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
