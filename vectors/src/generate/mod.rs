@@ -7,6 +7,7 @@
 
 pub mod handwritten;
 pub mod keys;
+pub mod notation;
 pub mod schema;
 pub mod writer;
 
@@ -26,7 +27,23 @@ pub struct GeneratedArea {
 }
 
 /// Every generated area, in the order `generate` writes them.
-pub const GENERATED: &[GeneratedArea] = &[];
+pub const GENERATED: &[GeneratedArea] = &[
+    GeneratedArea {
+        area: "notation-decode",
+        build: notation::decode_file,
+        schema: notation::decode_schema,
+    },
+    GeneratedArea {
+        area: "notation-encode",
+        build: notation::encode_file,
+        schema: notation::encode_schema,
+    },
+    GeneratedArea {
+        area: "notation-errors",
+        build: notation::errors_file,
+        schema: notation::errors_schema,
+    },
+];
 
 /// The schema description of `area`, generated or hand-written.
 pub fn schema_for(area: &str) -> Option<AreaSchema> {

@@ -2,6 +2,7 @@
 //! must pass, used in-process by `cargo test` and over stdin/stdout by `loom-vectors adapter`.
 
 mod basic;
+mod notation;
 
 use crate::protocol::{Answer, Request};
 use serde_json::{Map, Value};
@@ -56,6 +57,14 @@ pub const KINDS: &[KindHandler] = &[
     KindHandler {
         kind: "parse-address",
         answer: basic::parse_address,
+    },
+    KindHandler {
+        kind: "notation-decode",
+        answer: notation::notation_decode,
+    },
+    KindHandler {
+        kind: "notation-encode",
+        answer: notation::notation_encode,
     },
 ];
 
