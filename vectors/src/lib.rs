@@ -165,6 +165,9 @@ pub const AREA_MINIMUMS: &[(&str, usize)] = &[
     ("thread-state", 44),
     ("task-state", 81),
     ("http-signature", 30),
+    ("notation-decode", 60),
+    ("notation-encode", 50),
+    ("notation-errors", 40),
 ];
 
 /// Every vector file in `dir`, sorted by name, loaded and checked.

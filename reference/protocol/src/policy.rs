@@ -88,7 +88,11 @@ pub fn check_bcc_copy(envelope: &Value) -> Result<(), ProtocolError> {
         return Ok(());
     }
     let bad = |field: &str, rule: &str| {
-        Err(ProtocolError::invalid(field.to_owned(), rule.to_owned(), "v1.1 §8.3, §20.6"))
+        Err(ProtocolError::invalid(
+            field.to_owned(),
+            rule.to_owned(),
+            "v1.1 §8.3, §20.6",
+        ))
     };
     if bcc.len() != 1 || to.len() != 1 {
         return bad(
@@ -97,21 +101,21 @@ pub fn check_bcc_copy(envelope: &Value) -> Result<(), ProtocolError> {
         );
     }
     if envelope.pointer("/audience/mode").and_then(Value::as_str) != Some("custom") {
-        return bad("audience.mode", "a bcc-copy must have audience.mode \"custom\"");
+        return bad(
+            "audience.mode",
+            "a bcc-copy must have audience.mode \"custom\"",
+        );
     }
     let listed: Vec<Address> = envelope
         .pointer("/audience/identities")
         .and_then(Value::as_array)
         .map(|v| addresses(v.iter()).collect())
         .unwrap_or_default();
-    let allowed: Vec<Address> = [
-        envelope.pointer("/from/identity"),
-        bcc[0].get("identity"),
-    ]
-    .into_iter()
-    .flatten()
-    .filter_map(|v| v.as_str().and_then(|s| Address::parse_wire(s).ok()))
-    .collect();
+    let allowed: Vec<Address> = [envelope.pointer("/from/identity"), bcc[0].get("identity")]
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().and_then(|s| Address::parse_wire(s).ok()))
+        .collect();
     if listed.is_empty() || listed.iter().any(|a| !allowed.contains(a)) {
         return bad(
             "audience.identities",
@@ -180,18 +184,30 @@ mod tests {
     #[test]
     fn bcc_copies_must_keep_the_bcc_recipient_private() {
         assert!(check_bcc_copy(&copy()).is_ok());
-        assert!(check_bcc_copy(&json!({"to": [{"identity": "loom://b@x.test", "role": "primary"}]})).is_ok());
+        assert!(
+            check_bcc_copy(&json!({"to": [{"identity": "loom://b@x.test", "role": "primary"}]}))
+                .is_ok()
+        );
         let mut mixed = copy();
-        mixed["to"].as_array_mut().unwrap().push(json!({"identity": "loom://bob@x.test", "role": "primary"}));
+        mixed["to"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"identity": "loom://bob@x.test", "role": "primary"}));
         assert!(check_bcc_copy(&mixed).is_err());
         let mut thread = copy();
         thread["audience"]["mode"] = "thread".into();
         assert!(check_bcc_copy(&thread).is_err());
         let mut leak = copy();
-        leak["audience"]["identities"].as_array_mut().unwrap().push("loom://bob@x.test".into());
+        leak["audience"]["identities"]
+            .as_array_mut()
+            .unwrap()
+            .push("loom://bob@x.test".into());
         assert!(check_bcc_copy(&leak).is_err());
         let mut unlinked = copy();
         unlinked["references"] = json!({});
-        assert_eq!(check_bcc_copy(&unlinked).unwrap_err().code, ErrorCode::EnvelopeInvalid);
+        assert_eq!(
+            check_bcc_copy(&unlinked).unwrap_err().code,
+            ErrorCode::EnvelopeInvalid
+        );
     }
 }

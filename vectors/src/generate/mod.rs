@@ -13,6 +13,7 @@ pub mod handwritten;
 pub mod http_signature;
 pub mod jcs_numbers;
 pub mod keys;
+pub mod notation;
 pub mod schema;
 pub mod scope_matching;
 pub mod task_state;
@@ -86,6 +87,21 @@ pub const GENERATED: &[GeneratedArea] = &[
         area: "http-signature",
         build: http_signature::build,
         schema: http_signature::schema,
+    },
+    GeneratedArea {
+        area: "notation-decode",
+        build: notation::decode_file,
+        schema: notation::decode_schema,
+    },
+    GeneratedArea {
+        area: "notation-encode",
+        build: notation::encode_file,
+        schema: notation::encode_schema,
+    },
+    GeneratedArea {
+        area: "notation-errors",
+        build: notation::errors_file,
+        schema: notation::errors_schema,
     },
 ];
 

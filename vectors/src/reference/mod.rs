@@ -8,6 +8,7 @@ mod envelope_signature;
 mod envelope_validation;
 mod http_signature;
 mod jcs_numbers;
+mod notation;
 mod scope_matching;
 mod task_state;
 mod thread_dag;
@@ -134,6 +135,14 @@ pub const KINDS: &[KindHandler] = &[
     KindHandler {
         kind: "http-signature-string",
         answer: http_signature::signing_string,
+    },
+    KindHandler {
+        kind: "notation-decode",
+        answer: notation::notation_decode,
+    },
+    KindHandler {
+        kind: "notation-encode",
+        answer: notation::notation_encode,
     },
 ];
 
