@@ -10,6 +10,7 @@
 //! `ENVELOPE_INVALID`.
 
 use loom_protocol::{ErrorCode, ProtocolError};
+use std::borrow::Cow;
 use std::fmt;
 
 /// A client-visible failure.
@@ -22,7 +23,7 @@ pub struct ApiError {
     /// The rule broken, in words.
     pub reason: String,
     /// Where the rule is written.
-    pub section: &'static str,
+    pub section: Cow<'static, str>,
     /// A status other than the registry's, for the transport cases above.
     pub status: Option<u16>,
     /// Extra response headers (`Allow`, `Retry-After`, rate-limit headers).
@@ -35,13 +36,13 @@ impl ApiError {
         code: ErrorCode,
         field: impl Into<String>,
         reason: impl Into<String>,
-        section: &'static str,
+        section: impl Into<Cow<'static, str>>,
     ) -> ApiError {
         ApiError {
             code,
             field: field.into(),
             reason: reason.into(),
-            section,
+            section: section.into(),
             status: None,
             headers: Vec::new(),
         }

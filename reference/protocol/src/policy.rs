@@ -72,10 +72,11 @@ pub fn check_audience(
 }
 
 /// An envelope naming a `bcc` recipient must be a bcc-copy (v1.1 §8.3, §20.6): exactly one
-/// `bcc` recipient and no other, `audience.mode = "custom"` listing only the sender and that
-/// recipient, and `references.linked_envelopes` pointing at the visible envelope. Anything
-/// else would show the bcc identity to the other readers, which §8.3 forbids. Only the
-/// sender can sign, so the sender's client makes the copies; the node checks their form.
+/// `bcc` recipient (next to the visible To/Cc recipients, since §8.2 still requires a
+/// primary one), `audience.mode = "custom"` listing only the sender and that recipient, and
+/// `references.linked_envelopes` pointing at the visible envelope. Anything else would show
+/// the bcc identity to the other readers, which §8.3 forbids. Only the sender can sign, so
+/// the sender's client makes the copies; the node checks their form.
 pub fn check_bcc_copy(envelope: &Value) -> Result<(), ProtocolError> {
     let to = envelope
         .get("to")
@@ -94,10 +95,10 @@ pub fn check_bcc_copy(envelope: &Value) -> Result<(), ProtocolError> {
             "v1.1 §8.3, §20.6",
         ))
     };
-    if bcc.len() != 1 || to.len() != 1 {
+    if bcc.len() != 1 {
         return bad(
             "to",
-            "a bcc recipient may only appear alone, in its own bcc-copy envelope",
+            "a bcc-copy names exactly one bcc recipient (one copy per recipient)",
         );
     }
     if envelope.pointer("/audience/mode").and_then(Value::as_str) != Some("custom") {
@@ -193,7 +194,16 @@ mod tests {
             .as_array_mut()
             .unwrap()
             .push(json!({"identity": "loom://bob@x.test", "role": "primary"}));
-        assert!(check_bcc_copy(&mixed).is_err());
+        assert!(
+            check_bcc_copy(&mixed).is_ok(),
+            "visible recipients sit next to the bcc one"
+        );
+        let mut two = copy();
+        two["to"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"identity": "loom://erin@x.test", "role": "bcc"}));
+        assert!(check_bcc_copy(&two).is_err());
         let mut thread = copy();
         thread["audience"]["mode"] = "thread".into();
         assert!(check_bcc_copy(&thread).is_err());

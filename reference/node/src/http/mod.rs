@@ -3,6 +3,7 @@
 //! routes, wrong methods, oversized bodies — into the §24.1 body.
 
 mod discovery;
+mod envelopes;
 mod extract;
 mod identity;
 
@@ -31,6 +32,7 @@ pub fn router(service: Arc<Service>) -> Router {
     let api = Router::new()
         .merge(discovery::routes())
         .merge(identity::routes())
+        .merge(envelopes::routes())
         .fallback(|req: Request| async move { ApiError::no_route(req.uri().path()) });
     api.layer(middleware::from_fn_with_state(
         service.clone(),
@@ -100,9 +102,17 @@ fn render(svc: &Service, rid: &str, e: ApiError) -> Response {
             .body(Body::empty())
             .unwrap_or_default()
     } else {
-        let body =
-            loom_protocol::ProtocolError::new(e.code, e.field.clone(), e.reason.clone(), e.section)
-                .to_body(rid, svc.env.now().to_rfc3339());
+        let body = loom_protocol::ErrorBody {
+            error: loom_protocol::error::ErrorObject {
+                code: e.code,
+                message: e.to_string(),
+                details: Some(
+                    serde_json::json!({"field": e.field, "reason": e.reason, "section": e.section}),
+                ),
+                request_id: Some(rid.to_owned()),
+                timestamp: Some(svc.env.now().to_rfc3339()),
+            },
+        };
         let mut r = (status, axum::Json(body)).into_response();
         r.headers_mut().insert(
             header::CONTENT_TYPE,

@@ -5,7 +5,11 @@
 
 pub mod auth;
 pub mod discovery;
+pub mod envelopes;
+pub mod idempotency;
 pub mod identity;
+pub mod resolvers;
+pub mod threads;
 
 use crate::config::NodeConfig;
 use crate::env::Env;
@@ -41,6 +45,7 @@ pub struct Service {
     pub quirks: Quirks,
     node_key: SigningKey,
     node_key_id: String,
+    pub(crate) threads: envelopes::ThreadCache,
 }
 
 impl Service {
@@ -54,6 +59,7 @@ impl Service {
             quirks,
             node_key,
             node_key_id,
+            threads: envelopes::ThreadCache::default(),
         })
     }
 

@@ -28,7 +28,9 @@ impl StoreResolver<'_> {
             Ok(s) => s,
             Err(_) => return Vec::new(),
         };
-        let rows = stmt.query_map([identity.to_string()], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)));
+        let rows = stmt.query_map([identity.to_string()], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        });
         rows.map(|rows| {
             rows.filter_map(Result::ok)
                 .filter(|(kid, _)| key_id.is_none_or(|k| k == kid))
@@ -48,7 +50,11 @@ impl DelegationResolver for StoreResolver<'_> {
     fn identity_type(&self, identity: &Address) -> Option<SenderType> {
         let t: String = self
             .conn
-            .query_row("SELECT type FROM identities WHERE id = ?1", [identity.to_string()], |r| r.get(0))
+            .query_row(
+                "SELECT type FROM identities WHERE id = ?1",
+                [identity.to_string()],
+                |r| r.get(0),
+            )
             .optional()
             .ok()??;
         SenderType::parse(&t)
@@ -57,7 +63,11 @@ impl DelegationResolver for StoreResolver<'_> {
     fn is_revoked(&self, link: &LinkRef<'_>) -> bool {
         let by_id = link.id.is_some_and(|id| {
             self.conn
-                .query_row("SELECT 1 FROM delegations WHERE id = ?1 AND revoked_at IS NOT NULL", [id], |_| Ok(()))
+                .query_row(
+                    "SELECT 1 FROM delegations WHERE id = ?1 AND revoked_at IS NOT NULL",
+                    [id],
+                    |_| Ok(()),
+                )
                 .optional()
                 .ok()
                 .flatten()
@@ -80,7 +90,10 @@ impl DelegationResolver for StoreResolver<'_> {
 
 impl CapabilityResolver for StoreResolver<'_> {
     fn signing_key(&self, identity: &Address, key_id: &str) -> Option<VerifyingKey> {
-        self.keys(identity, Some(key_id)).into_iter().next().map(|(_, k)| k)
+        self.keys(identity, Some(key_id))
+            .into_iter()
+            .next()
+            .map(|(_, k)| k)
     }
 
     fn pop_key(&self, holder: &Address, key_id: &str) -> Option<VerifyingKey> {
@@ -88,12 +101,17 @@ impl CapabilityResolver for StoreResolver<'_> {
     }
 
     fn may_issue(&self, issuer: &Address, thread: &ThreadId) -> bool {
-        self.thread.is_some_and(|t| &t.id == thread && t.is_owner(issuer))
+        self.thread
+            .is_some_and(|t| &t.id == thread && t.is_owner(issuer))
     }
 
     fn is_revoked(&self, id: &CapabilityId) -> bool {
         self.conn
-            .query_row("SELECT 1 FROM capabilities WHERE id = ?1 AND revoked_at IS NOT NULL", [id.to_string()], |_| Ok(()))
+            .query_row(
+                "SELECT 1 FROM capabilities WHERE id = ?1 AND revoked_at IS NOT NULL",
+                [id.to_string()],
+                |_| Ok(()),
+            )
             .optional()
             .ok()
             .flatten()
@@ -102,7 +120,11 @@ impl CapabilityResolver for StoreResolver<'_> {
 
     fn is_spent(&self, id: &CapabilityId) -> bool {
         self.conn
-            .query_row("SELECT 1 FROM capabilities WHERE id = ?1 AND spent_at IS NOT NULL", [id.to_string()], |_| Ok(()))
+            .query_row(
+                "SELECT 1 FROM capabilities WHERE id = ?1 AND spent_at IS NOT NULL",
+                [id.to_string()],
+                |_| Ok(()),
+            )
             .optional()
             .ok()
             .flatten()

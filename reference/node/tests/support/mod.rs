@@ -163,7 +163,7 @@ impl TestNode {
     pub async fn register(&self, local: &str, kind: &str, seed: u8) -> Ident {
         let address = format!("loom://{local}@{DOMAIN}");
         let key = signing_key_from_seed(&[seed; 32]);
-        let key_id = format!("k_sign_{local}_1");
+        let key_id = format!("k_sign_{}_1", local.replace('.', "_"));
         let ch = self
             .call(
                 "POST",
@@ -266,6 +266,34 @@ impl Ident {
             "content": {"human": {"text": text, "format": "plaintext"}, "encrypted": false},
             "attachments": [],
         })
+    }
+
+    /// An unsigned `thread_op` with `intent` and `parameters` in `thread`.
+    pub fn op(&self, node: &TestNode, thread: &str, intent: &str, parameters: Value) -> Value {
+        json!({
+            "loom": "1.1",
+            "id": node.envelope_id(),
+            "thread_id": thread,
+            "parent_id": null,
+            "type": "thread_op",
+            "from": {"identity": self.address, "display": "x", "key_id": self.key_id, "type": self.kind},
+            "to": [{"identity": self.address, "role": "primary"}],
+            "created_at": node.now(),
+            "priority": "normal",
+            "content": {"structured": {"intent": intent, "parameters": parameters}, "encrypted": false},
+            "attachments": [],
+        })
+    }
+
+    /// Signs and posts `env`; returns the response.
+    pub async fn send(&self, node: &TestNode, env: Value) -> Resp {
+        node.call(
+            "POST",
+            "/v1/envelopes",
+            Some(&self.token),
+            Some(self.sign(env)),
+        )
+        .await
     }
 
     /// Signs `env` with this identity's key (context-prefixed, §7.3).

@@ -1,0 +1,113 @@
+//! Envelope (§16.1) and thread (§16.2) routes; create endpoints honour `Idempotency-Key`
+//! (§14.4).
+
+use super::{AppState, Authed, StrictJson, json_response};
+use crate::error::ApiError;
+use crate::service::envelopes::request_hash;
+use crate::service::idempotency::Outcome;
+use crate::service::threads::ThreadQuery;
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/envelopes", post(submit))
+        .route("/v1/envelopes/{id}", get(get_envelope).delete(retract))
+        .route("/v1/threads", get(list_threads))
+        .route("/v1/threads/{id}", get(get_thread))
+        .route("/v1/threads/{id}/envelopes", get(thread_envelopes))
+        .route("/v1/threads/{id}/ops", post(post_op))
+}
+
+type R = Result<Response, ApiError>;
+
+/// The `Idempotency-Key` header, if present and readable.
+pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
+    headers
+        .get("idempotency-key")
+        .map(|v| {
+            v.to_str().map_err(|_| {
+                ApiError::bad_request("Idempotency-Key", "must be visible ASCII", "v1.1 §14.4")
+            })
+        })
+        .transpose()
+}
+
+pub(super) fn respond(outcome: Outcome) -> Response {
+    match outcome {
+        Outcome::Ok(status, body) => {
+            json_response(StatusCode::from_u16(status).unwrap_or(StatusCode::OK), body)
+        }
+        Outcome::Err(e) => e.into_response(),
+    }
+}
+
+async fn submit(
+    State(s): State<AppState>,
+    Authed(c): Authed,
+    headers: HeaderMap,
+    body: StrictJson,
+) -> R {
+    let key = idempotency_key(&headers)?;
+    let outcome = s.idempotent(
+        &c,
+        key,
+        "POST /v1/envelopes",
+        &request_hash(&body.raw),
+        || match s.submit_envelope(&c, body.value.clone()) {
+            Ok(v) => Outcome::Ok(201, v),
+            Err(e) => Outcome::Err(e),
+        },
+    )?;
+    Ok(respond(outcome))
+}
+
+async fn get_envelope(State(s): State<AppState>, Authed(c): Authed, Path(id): Path<String>) -> R {
+    Ok(json_response(StatusCode::OK, s.get_envelope(&c, &id)?))
+}
+
+async fn retract(State(s): State<AppState>, Authed(c): Authed, Path(id): Path<String>) -> R {
+    Ok(json_response(StatusCode::OK, s.retract_envelope(&c, &id)?))
+}
+
+async fn list_threads(
+    State(s): State<AppState>,
+    Authed(c): Authed,
+    q: Result<Query<ThreadQuery>, axum::extract::rejection::QueryRejection>,
+) -> R {
+    let Query(q) = q.map_err(|e| ApiError::bad_request("$query", e.body_text(), "v1.1 §16.2"))?;
+    Ok(json_response(StatusCode::OK, s.list_threads(&c, &q)?))
+}
+
+async fn get_thread(State(s): State<AppState>, Authed(c): Authed, Path(id): Path<String>) -> R {
+    Ok(json_response(StatusCode::OK, s.get_thread(&c, &id)?))
+}
+
+async fn thread_envelopes(
+    State(s): State<AppState>,
+    Authed(c): Authed,
+    Path(id): Path<String>,
+) -> R {
+    Ok(json_response(StatusCode::OK, s.thread_envelopes(&c, &id)?))
+}
+
+async fn post_op(
+    State(s): State<AppState>,
+    Authed(c): Authed,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: StrictJson,
+) -> R {
+    let key = idempotency_key(&headers)?;
+    let route = format!("POST /v1/threads/{id}/ops");
+    let outcome = s.idempotent(&c, key, &route, &request_hash(&body.raw), || {
+        match s.post_thread_op(&c, &id, body.value.clone()) {
+            Ok(v) => Outcome::Ok(201, v),
+            Err(e) => Outcome::Err(e),
+        }
+    })?;
+    Ok(respond(outcome))
+}
