@@ -76,6 +76,9 @@ impl FromRequestParts<AppState> for Authed {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        if let Some(c) = parts.extensions.get::<Caller>() {
+            return Ok(Authed(c.clone()));
+        }
         let value = parts.headers.get(header::AUTHORIZATION).ok_or_else(|| {
             ApiError::unauthenticated("an Authorization: Bearer access token is required")
         })?;

@@ -6,6 +6,7 @@ mod discovery;
 mod envelopes;
 mod extract;
 mod identity;
+mod rate_limit;
 
 pub use extract::{Authed, StrictJson};
 
@@ -35,6 +36,10 @@ pub fn router(service: Arc<Service>) -> Router {
         .merge(envelopes::routes())
         .fallback(|req: Request| async move { ApiError::no_route(req.uri().path()) });
     api.layer(middleware::from_fn_with_state(
+        service.clone(),
+        rate_limit::limit,
+    ))
+    .layer(middleware::from_fn_with_state(
         service.clone(),
         error_bodies,
     ))

@@ -8,6 +8,7 @@ pub mod discovery;
 pub mod envelopes;
 pub mod idempotency;
 pub mod identity;
+pub mod rate_limit;
 pub mod resolvers;
 pub mod threads;
 
@@ -46,6 +47,7 @@ pub struct Service {
     node_key: SigningKey,
     node_key_id: String,
     pub(crate) threads: envelopes::ThreadCache,
+    pub(crate) rate_limiter: rate_limit::RateLimiter,
 }
 
 impl Service {
@@ -60,6 +62,7 @@ impl Service {
             node_key,
             node_key_id,
             threads: envelopes::ThreadCache::default(),
+            rate_limiter: rate_limit::RateLimiter::default(),
         })
     }
 

@@ -90,6 +90,20 @@ impl TestNode {
         TestNode { node, clock }
     }
 
+    /// A node with default config and deliberate defects (DESIGN.md §4).
+    pub fn with_quirks(quirks: loom_node::Quirks, tweak: impl FnOnce(&mut NodeConfig)) -> TestNode {
+        let clock = ManualClock::new(Timestamp::parse(START).unwrap());
+        let mut config = NodeConfig {
+            domain: DOMAIN.into(),
+            ..NodeConfig::default()
+        };
+        config.rate_limits = loom_node::config::RateLimits::unlimited();
+        tweak(&mut config);
+        let env = Env::new(Arc::new(clock.clone()), 7);
+        let node = Node::builder(config, env).quirks(quirks).build().unwrap();
+        TestNode { node, clock }
+    }
+
     /// A node with default config.
     pub fn new() -> TestNode {
         Self::with(|_| {})
