@@ -190,7 +190,6 @@ fn serve(args: ServeArgs) -> ExitCode {
     match runtime.block_on(run(config)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!("{e}");
             eprintln!("loom-node: {e}");
             ExitCode::FAILURE
         }
