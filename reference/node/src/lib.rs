@@ -6,7 +6,8 @@
 //! with the `sim` feature, turmoil hosts in the simulator.
 //!
 //! Layers (DESIGN.md §4): [`store`] (SQLite, WAL, migrations), [`service`] (every protocol
-//! rule, transport-free), [`http`] (axum routes, §24.1 error bodies), [`net`] (listeners).
+//! rule, transport-free), [`http`] (axum routes, §24.1 error bodies), [`net`] (listeners), [`tls`]
+//! (TLS 1.3 acceptor, v1.1 §14.1).
 
 pub mod config;
 pub mod env;
@@ -15,7 +16,10 @@ pub mod http;
 pub mod net;
 pub mod quirks;
 pub mod service;
+#[cfg(feature = "sim")]
+pub mod sim;
 pub mod store;
+pub mod tls;
 
 pub use config::{NodeConfig, Storage};
 pub use env::Env;

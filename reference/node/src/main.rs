@@ -1,1 +1,352 @@
-fn main() {}
+//! The `loom-node` binary: serves the reference node on a real socket, verifies a store's
+//! §25.1 audit chain, and lists quirks in `quirks` builds.
+//!
+//! This is the only place that reads the wall clock ([`SystemClock`]) and, when no `--seed`
+//! is given, draws the node's seed from operating-system randomness (DESIGN.md §3); the
+//! library receives both through [`Env`].
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use loom_node::config::TlsSettings;
+use loom_node::store::{Store, audit};
+use loom_node::{Env, Node, NodeConfig, Storage};
+use loom_protocol::clock::SystemClock;
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// The LOOM v1.1 reference node.
+#[derive(Debug, Parser)]
+#[command(name = "loom-node", version, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the node (the default when no subcommand is given).
+    Serve(ServeArgs),
+    /// Audit-log tools (v1.1 §25.1).
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+    /// List the quirks this build can switch on (feature `quirks` only).
+    Quirks,
+}
+
+#[derive(Debug, Subcommand)]
+enum AuditCommand {
+    /// Walk the hash chain of a store's audit log.
+    Verify {
+        /// The data directory holding `loom.db`.
+        #[arg(long)]
+        data: PathBuf,
+    },
+}
+
+#[derive(Debug, Clone, Copy, Default, ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+#[derive(Debug, Clone, Args)]
+struct ServeArgs {
+    /// TOML configuration file; flags given here override it.
+    #[arg(long, value_name = "FILE.toml")]
+    config: Option<PathBuf>,
+    /// Address to listen on (port 0 picks a free port; the start log names it).
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<SocketAddr>,
+    /// The node's domain (identities `loom://name@DOMAIN` are local).
+    #[arg(long)]
+    domain: Option<String>,
+    /// Data directory for the durable SQLite store.
+    #[arg(long, value_name = "DIR", conflicts_with = "memory")]
+    data: Option<PathBuf>,
+    /// Keep everything in memory (gone when the node stops).
+    #[arg(long)]
+    memory: bool,
+    /// PEM certificate chain (with --tls-key).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "tls_key",
+        conflicts_with = "tls_self_signed"
+    )]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key (with --tls-cert).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Serve TLS 1.3 with a certificate made at start-up for the domain and localhost.
+    #[arg(long)]
+    tls_self_signed: bool,
+    /// Public base URL advertised to clients.
+    #[arg(long, value_name = "URL")]
+    public_url: Option<String>,
+    /// Seed for the node's RNG (IDs, tokens, a new node key); random when absent.
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Log format; the filter comes from `LOOM_LOG` (default `info`).
+    #[arg(long, value_enum, default_value_t)]
+    log_format: LogFormat,
+}
+
+impl ServeArgs {
+    /// The file's configuration (or the defaults) with every given flag applied on top.
+    fn config(&self) -> Result<NodeConfig, String> {
+        let mut c = match &self.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read config {}: {e}", path.display()))?;
+                NodeConfig::from_toml(&text)
+                    .map_err(|e| format!("config {}: {e}", path.display()))?
+            }
+            None => NodeConfig::default(),
+        };
+        if let Some(l) = self.listen {
+            c.listen = l;
+        }
+        if let Some(d) = &self.domain {
+            c.domain.clone_from(d);
+        }
+        if let Some(dir) = &self.data {
+            c.storage = Storage::Dir(dir.clone());
+        }
+        if self.memory {
+            c.storage = Storage::Memory;
+        }
+        if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
+            c.tls = Some(TlsSettings::Files {
+                cert: cert.clone(),
+                key: key.clone(),
+            });
+        }
+        if self.tls_self_signed {
+            c.tls = Some(TlsSettings::SelfSigned);
+        }
+        if let Some(u) = &self.public_url {
+            c.public_url = Some(u.clone());
+        }
+        if let Some(s) = self.seed {
+            c.seed = Some(s);
+        }
+        c.check()?;
+        Ok(c)
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        None => serve(cli.serve),
+        Some(Command::Serve(args)) => serve(args),
+        Some(Command::Audit {
+            command: AuditCommand::Verify { data },
+        }) => audit_verify(&data),
+        Some(Command::Quirks) => quirks(),
+    }
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("LOOM_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => builder.event_format(json_log::JsonLines).init(),
+    }
+}
+
+fn serve(args: ServeArgs) -> ExitCode {
+    init_logging(args.log_format);
+    let config = match args.config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("loom-node: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("loom-node: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("loom-node: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(config: NodeConfig) -> Result<(), String> {
+    // The only OS randomness the node reads: its seed, unless one is given (DESIGN.md §3).
+    let seed = config.seed.unwrap_or_else(os_seed);
+    let tls = match &config.tls {
+        Some(settings) => {
+            Some(loom_node::tls::server_tls(settings, &config.domain).map_err(|e| e.to_string())?)
+        }
+        None => None,
+    };
+    let listen = config.listen;
+    let domain = config.domain.clone();
+    let storage = match &config.storage {
+        Storage::Memory => "memory".to_owned(),
+        Storage::Dir(d) => d.display().to_string(),
+    };
+    let node = Node::builder(config, Env::new(Arc::new(SystemClock), seed)).build()?;
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| format!("cannot read the bound address: {e}"))?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    tracing::info!(
+        listen = %bound,
+        %scheme,
+        %domain,
+        %storage,
+        "loom-node listening on {scheme}://{bound} for domain {domain}"
+    );
+    let shutdown = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::warn!(error = %e, "cannot watch for Ctrl-C; stop the process to end");
+            std::future::pending::<()>().await;
+        }
+        tracing::info!("Ctrl-C: shutting down");
+    };
+    node.serve(listener, tls.map(|t| t.acceptor), shutdown)
+        .await
+        .map_err(|e| format!("serve: {e}"))
+}
+
+/// A seed from the operating system: the standard library's per-process random hash keys.
+fn os_seed() -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    RandomState::new().hash_one(0x4c4f_4f4du64)
+}
+
+fn audit_verify(data: &std::path::Path) -> ExitCode {
+    let store = match Store::open_existing(data) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("loom-node: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let verdict = audit::verify(&store.conn());
+    match verdict {
+        Ok(audit::AuditVerdict::Intact { rows }) => {
+            println!("audit log intact: {rows} rows");
+            ExitCode::SUCCESS
+        }
+        Ok(audit::AuditVerdict::Broken { seq, reason }) => {
+            println!("audit log BROKEN at row {seq}: {reason}");
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!(
+                "loom-node: cannot read the audit log in {}: {e}",
+                data.display()
+            );
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(feature = "quirks")]
+fn quirks() -> ExitCode {
+    for q in loom_node::Quirk::ALL {
+        println!("{}", q.name());
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(not(feature = "quirks"))]
+fn quirks() -> ExitCode {
+    eprintln!("loom-node: this build has no quirks (rebuild with --features quirks)");
+    ExitCode::from(2)
+}
+
+/// `--log-format json`: one JSON object per event, without extra dependencies.
+mod json_log {
+    use serde_json::{Map, Value};
+    use std::fmt;
+    use tracing::field::{Field, Visit};
+    use tracing::{Event, Subscriber};
+    use tracing_subscriber::fmt::format::Writer;
+    use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
+    use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
+    use tracing_subscriber::registry::LookupSpan;
+
+    /// Formats an event as `{"timestamp", "level", "target", "message", fields…}`.
+    #[derive(Debug, Clone, Copy)]
+    pub struct JsonLines;
+
+    struct Fields(Map<String, Value>);
+
+    impl Visit for Fields {
+        fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+            self.0
+                .insert(field.name().to_owned(), Value::String(format!("{value:?}")));
+        }
+        fn record_str(&mut self, field: &Field, value: &str) {
+            self.0
+                .insert(field.name().to_owned(), Value::String(value.to_owned()));
+        }
+        fn record_i64(&mut self, field: &Field, value: i64) {
+            self.0.insert(field.name().to_owned(), Value::from(value));
+        }
+        fn record_u64(&mut self, field: &Field, value: u64) {
+            self.0.insert(field.name().to_owned(), Value::from(value));
+        }
+        fn record_bool(&mut self, field: &Field, value: bool) {
+            self.0.insert(field.name().to_owned(), Value::from(value));
+        }
+    }
+
+    impl<S, N> FormatEvent<S, N> for JsonLines
+    where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+        N: for<'a> FormatFields<'a> + 'static,
+    {
+        fn format_event(
+            &self,
+            _ctx: &FmtContext<'_, S, N>,
+            mut writer: Writer<'_>,
+            event: &Event<'_>,
+        ) -> fmt::Result {
+            let meta = event.metadata();
+            let mut fields = Fields(Map::new());
+            let mut ts = String::new();
+            if SystemTime.format_time(&mut Writer::new(&mut ts)).is_ok() {
+                fields.0.insert("timestamp".into(), ts.into());
+            }
+            fields
+                .0
+                .insert("level".into(), meta.level().as_str().into());
+            fields.0.insert("target".into(), meta.target().into());
+            event.record(&mut fields);
+            let line = serde_json::to_string(&Value::Object(fields.0)).map_err(|_| fmt::Error)?;
+            writeln!(writer, "{line}")
+        }
+    }
+}

@@ -4,12 +4,13 @@
 
 use axum::Router;
 use axum::extract::ConnectInfo;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_rustls::TlsAcceptor;
 
@@ -50,9 +51,17 @@ impl Accept for turmoil::net::TcpListener {
     }
 }
 
+/// How long a client may take to send a complete HTTP/1.1 request head (slow-loris defence).
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a client may take to complete the TLS handshake.
+pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Serves `router` on every connection `listener` yields until `shutdown` completes. Each
 /// connection runs on its own task; a connection error (a client hanging up, a failed TLS
-/// handshake, garbage bytes) ends that connection only.
+/// handshake, garbage bytes) ends that connection only, and a client that stalls in its TLS
+/// handshake or request head is dropped after [`TLS_HANDSHAKE_TIMEOUT`] /
+/// [`HEADER_READ_TIMEOUT`]. Timers are tokio's, so inside turmoil they run on simulated time.
 pub async fn serve<A: Accept>(
     mut listener: A,
     router: Router,
@@ -75,19 +84,29 @@ pub async fn serve<A: Accept>(
         let tls = tls.clone();
         tokio::spawn(async move {
             let service = TowerToHyperService::new(app);
-            let builder = auto::Builder::new(TokioExecutor::new());
+            let mut builder = auto::Builder::new(TokioExecutor::new());
+            builder
+                .http1()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT);
             let result = match tls {
-                Some(acceptor) => match acceptor.accept(io).await {
-                    Ok(stream) => {
-                        builder
-                            .serve_connection_with_upgrades(TokioIo::new(stream), service)
-                            .await
+                Some(acceptor) => {
+                    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(io)).await {
+                        Err(_) => {
+                            tracing::debug!(%peer, "TLS handshake timed out");
+                            return;
+                        }
+                        Ok(Ok(stream)) => {
+                            builder
+                                .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                                .await
+                        }
+                        Ok(Err(e)) => {
+                            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                            return;
+                        }
                     }
-                    Err(e) => {
-                        tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                        return;
-                    }
-                },
+                }
                 None => {
                     builder
                         .serve_connection_with_upgrades(TokioIo::new(io), service)
