@@ -2,7 +2,7 @@
 //! [`ApiError`] carrying a §24.2 code, the field and rule it concerns and the section that
 //! states the rule; the HTTP layer renders it as the §24.1 body with a `req_` id.
 //!
-//! The registry fixes the status of each code. Three transport conditions have no code of
+//! The registry fixes the status of each code. Four transport conditions have no code of
 //! their own, so they reuse the closest one with the status HTTP requires (documented in
 //! the node README): an unknown route is 404 `EXTENSION_DISABLED`, a known route with the
 //! wrong method is 405 `EXTENSION_DISABLED` with `Allow`, a missing or expired access token
