@@ -1,6 +1,7 @@
 //! The node as a turmoil host (DESIGN.md §3): a `client` host discovers the node (§15.2),
-//! registers an identity with a signed proof (DESIGN.md §9) and logs in (§14.2) over a hyper
-//! HTTP/1.1 client on turmoil sockets. The node's clock is turmoil's simulated time
+//! registers an identity with a signed proof (DESIGN.md §9), logs in (§14.2), sends an
+//! envelope (§16.1), lists threads and reads the envelope back (§16.2) over a hyper HTTP/1.1
+//! client on turmoil sockets. The node's clock is turmoil's simulated time
 //! ([`SimClock`]) and its RNG is seeded, so one seed gives a byte-identical trace.
 #![cfg(feature = "sim")]
 
@@ -27,6 +28,7 @@ type BoxError = Box<dyn std::error::Error>;
 struct Client {
     sender: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
     trace: Trace,
+    token: Option<String>,
 }
 
 impl Client {
@@ -34,7 +36,11 @@ impl Client {
         let stream = turmoil::net::TcpStream::connect(("node", PORT)).await?;
         let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
         tokio::spawn(conn);
-        Ok(Client { sender, trace })
+        Ok(Client {
+            sender,
+            trace,
+            token: None,
+        })
     }
 
     /// Sends one request and records `{method, path, request, status, body}` as a JSON line.
@@ -53,6 +59,9 @@ impl Client {
             .method(method)
             .uri(path)
             .header("host", DOMAIN);
+        if let Some(t) = &self.token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
         if body.is_some() {
             req = req.header("content-type", "application/json; charset=utf-8");
         }
@@ -164,6 +173,34 @@ async fn scenario(trace: Trace) -> Result<(), BoxError> {
     if s < 400 {
         return Err(format!("a used challenge was accepted again: {again}").into());
     }
+    c.token = Some(text(&tok, "access_token")?);
+
+    // Send a signed message (ids from fixed strings: the client has no node RNG), list the
+    // thread, and read the envelope back with its node-assigned meta.event_seq (§11.6).
+    let thread = "thr_01JMKB7W8P1QSGF2JM3SXYZR00";
+    let id = "env_01JMKB7X9Q2RVHF3KN4TYZPG00";
+    let mut env = json!({
+        "loom": "1.1", "id": id, "thread_id": thread, "parent_id": null, "type": "message",
+        "from": {"identity": address, "display": "Alice", "key_id": key_id, "type": "human"},
+        "to": [{"identity": address, "role": "primary"}],
+        "created_at": EPOCH, "priority": "normal",
+        "content": {"human": {"text": "note to self", "format": "plaintext"}, "encrypted": false},
+        "attachments": [],
+    });
+    let kid = loom_protocol::id::KeyId::parse(key_id, loom_protocol::id::KeyKind::Signing)?;
+    loom_protocol::envelope::sign_envelope(&mut env, &key, &kid)?;
+    let (s, sent) = c.call("POST", "/v1/envelopes", Some(env)).await?;
+    expect("send", s, 201, &sent)?;
+    let (s, list) = c.call("GET", "/v1/threads", None).await?;
+    expect("list", s, 200, &list)?;
+    if list["threads"][0]["id"] != thread {
+        return Err(format!("the thread is not listed: {list}").into());
+    }
+    let (s, got) = c.call("GET", &format!("/v1/envelopes/{id}"), None).await?;
+    expect("get", s, 200, &got)?;
+    if got["meta"]["event_seq"] != 1 {
+        return Err(format!("event_seq missing: {got}").into());
+    }
     Ok(())
 }
 
@@ -204,7 +241,7 @@ fn run(seed: u64) -> String {
 }
 
 #[test]
-fn discovery_registration_and_login_in_the_simulator() {
+fn register_login_send_list_get_in_the_simulator() {
     let trace = run(42);
     let statuses: Vec<u64> = trace
         .lines()
@@ -214,8 +251,11 @@ fn discovery_registration_and_login_in_the_simulator() {
                 .unwrap()
         })
         .collect();
-    assert_eq!(&statuses[..5], &[200, 200, 201, 200, 200], "{trace}");
-    assert_eq!(statuses.len(), 6, "{trace}");
+    assert_eq!(
+        statuses,
+        [200, 200, 201, 200, 200, 401, 201, 200, 200],
+        "{trace}"
+    );
     // Simulated time reaches the node: the auth challenge (after the 250 ms sleep) expires at
     // least 250 ms later than the registration challenge (same TTL policy assumed ≥ equal).
     let expiry = |i: usize| {

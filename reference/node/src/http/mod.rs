@@ -90,7 +90,19 @@ async fn error_bodies(State(svc): State<AppState>, mut req: Request, next: Next)
         None => None,
     };
     let mut resp = match err {
-        Some(e) => render(&svc, &rid, e),
+        Some(e) => {
+            // Keep what inner layers said (rate-limit headers), but not the empty body's framing.
+            let mut rendered = render(&svc, &rid, e);
+            for (name, value) in resp.headers() {
+                if name != header::CONTENT_TYPE
+                    && name != header::CONTENT_LENGTH
+                    && !rendered.headers().contains_key(name)
+                {
+                    rendered.headers_mut().insert(name.clone(), value.clone());
+                }
+            }
+            rendered
+        }
         None => resp,
     };
     if let Ok(v) = HeaderValue::from_str(&rid) {

@@ -95,6 +95,38 @@ impl Store {
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// A digest of everything stored: every table's row count plus the audit log head. Two
+    /// equal fingerprints around a rejected request show it changed nothing.
+    pub fn fingerprint(&self) -> rusqlite::Result<String> {
+        let conn = self.conn();
+        let mut tables: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '%search_%' ORDER BY name")?
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        tables.retain(|t| !t.contains('\''));
+        let mut out = String::new();
+        for t in tables {
+            let n: i64 =
+                conn.query_row(&format!("SELECT COUNT(*) FROM '{t}'"), [], |r| r.get(0))?;
+            out.push_str(&format!("{t}={n};"));
+        }
+        let head: Option<String> = conn
+            .query_row(
+                "SELECT hash FROM audit_log ORDER BY seq DESC LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .or_else(|e| {
+                if matches!(e, rusqlite::Error::QueryReturnedNoRows) {
+                    Ok(None)
+                } else {
+                    Err(e)
+                }
+            })?;
+        out.push_str(&format!("audit_head={}", head.unwrap_or_default()));
+        Ok(out)
+    }
+
     /// The schema version (number of migrations applied).
     pub fn schema_version(&self) -> rusqlite::Result<i64> {
         self.conn()
