@@ -6,6 +6,7 @@ use super::identity::ChallengeRequest;
 use super::{Caller, Service, parse_address};
 use crate::error::{ApiError, ApiResult};
 use crate::quirks::Quirk;
+use crate::store::Cached;
 use loom_protocol::keys::{signature_from_b64url, verify};
 use loom_protocol::{ErrorCode, Timestamp};
 use rusqlite::{OptionalExtension, params};
@@ -148,7 +149,7 @@ impl Service {
             (&access, "access", ACCESS_TTL_MS),
             (&refresh, "refresh", REFRESH_TTL_MS),
         ] {
-            conn.execute(
+            conn.exec(
                 "INSERT INTO tokens (token_hash, kind, identity, key_id, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![token_hash(token), kind, identity, key_id, Timestamp::from_unix_ms(now + ttl).to_rfc3339()],
             )?;
@@ -170,7 +171,7 @@ impl Service {
         let conn = self.store.conn();
         let tx = conn.unchecked_transaction()?;
         let (identity, key_id) = self.check_token(&tx, &req.refresh_token, "refresh")?;
-        tx.execute(
+        tx.exec(
             "UPDATE tokens SET revoked = 1 WHERE token_hash = ?1",
             [token_hash(&req.refresh_token)],
         )?;
@@ -186,7 +187,7 @@ impl Service {
         kind: &str,
     ) -> ApiResult<(String, String)> {
         let row: Option<(String, String, String, String, i64)> = conn
-            .query_row(
+            .row(
                 "SELECT kind, identity, key_id, expires_at, revoked FROM tokens WHERE token_hash = ?1",
                 [token_hash(token)],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),

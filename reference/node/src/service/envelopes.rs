@@ -11,6 +11,7 @@ use super::resolvers::StoreResolver;
 use super::{Caller, Service};
 use crate::error::{ApiError, ApiResult};
 use crate::quirks::Quirk;
+use crate::store::Cached;
 use loom_protocol::capability::{
     CapabilityRequest, PopProof, authorize_capability, grant_for_intent,
 };
@@ -191,7 +192,7 @@ impl Service {
         let conn = self.store.conn();
         let tx = conn.unchecked_transaction()?;
         let exists = tx
-            .query_row(
+            .row(
                 "SELECT body FROM envelopes WHERE id = ?1",
                 [h.id.to_string()],
                 |r| r.get::<_, Option<String>>(0),
@@ -329,7 +330,7 @@ impl Service {
         id: &ThreadId,
     ) -> ApiResult<Option<ThreadRuntime>> {
         let row: Option<(String, i64)> = conn
-            .query_row(
+            .row(
                 "SELECT state, last_event_seq FROM threads WHERE id = ?1",
                 [id.to_string()],
                 |r| Ok((r.get(0)?, r.get(1)?)),
@@ -540,7 +541,7 @@ impl Service {
         };
         let ok = authorize_capability(token, &req, &resolver, self.env.clock())?;
         if ok.single_use {
-            tx.execute(
+            tx.exec(
                 "UPDATE capabilities SET spent_at = ?2 WHERE id = ?1",
                 params![ok.id.to_string(), self.env.now().to_rfc3339()],
             )?;
@@ -555,12 +556,12 @@ impl Service {
         match op.intent.as_str() {
             "capability.revoked@v1" => {
                 if let Some(id) = param("capability_id").or(param("token_id")) {
-                    tx.execute("UPDATE capabilities SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL", params![id, now])?;
+                    tx.exec("UPDATE capabilities SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL", params![id, now])?;
                 }
             }
             "delegation.revoked@v1" => {
                 if let Some(id) = param("delegation_id") {
-                    tx.execute("UPDATE delegations SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL", params![id, now])?;
+                    tx.exec("UPDATE delegations SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL", params![id, now])?;
                 }
             }
             _ => {}
@@ -583,7 +584,7 @@ impl Service {
         match h.intent.as_deref() {
             Some("task.create@v1") => {
                 let assignee = param("assignee");
-                tx.execute(
+                tx.exec(
                     "INSERT INTO tasks (id, thread_id, creator, assignee, state, updated_at) VALUES (?1, ?2, ?3, ?4, 'created', ?5)",
                     params![h.id.to_string(), h.thread.to_string(), h.sender.to_string(), assignee, now],
                 )?;
@@ -606,7 +607,7 @@ impl Service {
                     .and_then(TaskState::parse)
                     .ok_or_else(|| bad("state", "one of the §18.3 task states is required"))?;
                 let row: Option<(String, String, Option<String>, String)> = tx
-                    .query_row(
+                    .row(
                         "SELECT thread_id, creator, assignee, state FROM tasks WHERE id = ?1",
                         [task_id],
                         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
@@ -636,7 +637,7 @@ impl Service {
                     return Err(e.into());
                 }
                 let new_assignee = param("assignee").map(str::to_owned).or(assignee);
-                tx.execute(
+                tx.exec(
                     "UPDATE tasks SET state = ?2, assignee = ?3, updated_at = ?4 WHERE id = ?1",
                     params![task_id, to.as_str(), new_assignee, now],
                 )?;
@@ -664,12 +665,12 @@ impl Service {
         let seq = i64::try_from(event_seq).map_err(ApiError::internal)?;
         let state_json = serde_json::to_string(next).map_err(ApiError::internal)?;
         if fresh {
-            tx.execute(
+            tx.exec(
                 "INSERT INTO threads (id, state, status, subject, created_at, updated_at, last_event_seq, envelope_count) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, 1)",
                 params![h.thread.to_string(), state_json, next.state.as_str(), next.subject, now, seq],
             )?;
         } else {
-            tx.execute(
+            tx.exec(
                 "UPDATE threads SET state = ?2, status = ?3, subject = ?4, updated_at = ?5, last_event_seq = ?6, envelope_count = envelope_count + 1 WHERE id = ?1",
                 params![h.thread.to_string(), state_json, next.state.as_str(), next.subject, now, seq],
             )?;
@@ -678,7 +679,7 @@ impl Service {
             self.sync_thread_index(tx, next)?;
         }
         let signed_hash = hash_hex(&to_canonical_bytes_without(env, &["meta"]).unwrap_or_default());
-        tx.execute(
+        tx.exec(
             "INSERT INTO envelopes (id, thread_id, event_seq, parent_id, type, intent, sender, created_at, received_at, body, body_sha256) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
                 h.id.to_string(), h.thread.to_string(), seq, h.parent.map(|p| p.to_string()), h.kind, h.intent,
@@ -687,7 +688,7 @@ impl Service {
         )?;
         let who = readers(env, &h.sender, next, op_subjects);
         for r in &who {
-            tx.execute(
+            tx.exec(
                 "INSERT OR IGNORE INTO envelope_readers (envelope_id, identity, role) VALUES (?1, ?2, ?3)",
                 params![h.id.to_string(), r.to_string(), if *r == h.sender { "sender" } else { "reader" }],
             )?;
@@ -697,7 +698,7 @@ impl Service {
                 .pointer("/content/structured/parameters")
                 .map(|p| p.to_string())
                 .unwrap_or_default();
-            tx.execute(
+            tx.exec(
                 "INSERT INTO envelope_search (envelope_id, thread_id, text, intent, parameters) VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![h.id.to_string(), h.thread.to_string(), str_at(env, "/content/human/text").unwrap_or(""), h.intent.as_deref().unwrap_or(""), params_text],
             )?;
@@ -715,27 +716,27 @@ impl Service {
     /// Keeps the participants, labels and thread search rows equal to the thread state.
     pub(crate) fn sync_thread_index(&self, tx: &Connection, state: &ThreadState) -> ApiResult<()> {
         let id = state.id.to_string();
-        tx.execute(
+        tx.exec(
             "DELETE FROM thread_participants WHERE thread_id = ?1",
             [&id],
         )?;
         for (a, p) in &state.participants {
-            tx.execute(
+            tx.exec(
                 "INSERT INTO thread_participants (thread_id, identity, role, active) VALUES (?1, ?2, ?3, ?4)",
                 params![id, a.to_string(), serde_json::to_value(p.role).ok().and_then(|v| v.as_str().map(str::to_owned)), p.left_at.is_none()],
             )?;
         }
-        tx.execute("DELETE FROM thread_labels WHERE thread_id = ?1", [&id])?;
+        tx.exec("DELETE FROM thread_labels WHERE thread_id = ?1", [&id])?;
         for l in &state.labels {
-            tx.execute(
+            tx.exec(
                 "INSERT INTO thread_labels (thread_id, label) VALUES (?1, ?2)",
                 params![id, l],
             )?;
         }
-        tx.execute("DELETE FROM thread_search WHERE thread_id = ?1", [&id])?;
+        tx.exec("DELETE FROM thread_search WHERE thread_id = ?1", [&id])?;
         let participants: Vec<String> = state.participants.keys().map(|a| a.to_string()).collect();
         let labels: Vec<&str> = state.labels.iter().map(String::as_str).collect();
-        tx.execute(
+        tx.exec(
             "INSERT INTO thread_search (thread_id, subject, labels, participants) VALUES (?1, ?2, ?3, ?4)",
             params![id, state.subject.as_deref().unwrap_or(""), labels.join(" "), participants.join(" ")],
         )?;
@@ -753,13 +754,13 @@ impl Service {
         readers: &BTreeSet<Address>,
     ) -> ApiResult<String> {
         let id = self.env.ids().event().to_string();
-        tx.execute(
+        tx.exec(
             "INSERT INTO events (id, type, thread_id, envelope_id, payload, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![id, kind, thread.map(|t| t.to_string()), envelope.map(|e| e.to_string()), payload.to_string(), self.env.now().to_rfc3339()],
         )?;
         let seq = tx.last_insert_rowid();
         for r in readers {
-            tx.execute(
+            tx.exec(
                 "INSERT OR IGNORE INTO event_readers (event_seq, identity) VALUES (?1, ?2)",
                 params![seq, r.to_string()],
             )?;
@@ -783,7 +784,7 @@ impl Service {
             return Ok(Some(rt.state.clone()));
         }
         let row: Option<String> = conn
-            .query_row(
+            .row(
                 "SELECT state FROM threads WHERE id = ?1",
                 [id.to_string()],
                 |r| r.get(0),
@@ -800,7 +801,7 @@ impl Service {
         let conn = self.store.conn();
         type Row = (String, Option<String>, Option<String>, Option<String>);
         let row: Option<Row> = conn
-            .query_row(
+            .row(
                 "SELECT thread_id, body, erased_at, retracted_at FROM envelopes WHERE id = ?1",
                 [eid.to_string()],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
@@ -849,7 +850,7 @@ impl Service {
         let conn = self.store.conn();
         let tx = conn.unchecked_transaction()?;
         let row: Option<(String, String, Option<String>, String, String)> = tx
-            .query_row("SELECT thread_id, sender, body, received_at, body_sha256 FROM envelopes WHERE id = ?1", [eid.to_string()], |r| {
+            .row("SELECT thread_id, sender, body, received_at, body_sha256 FROM envelopes WHERE id = ?1", [eid.to_string()], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
             })
             .optional()?;
@@ -902,11 +903,11 @@ impl Service {
             ));
         }
         let now = self.env.now().to_rfc3339();
-        tx.execute(
+        tx.exec(
             "UPDATE envelopes SET body = NULL, erased_at = ?2, retracted_at = ?2 WHERE id = ?1",
             params![eid.to_string(), now],
         )?;
-        tx.execute(
+        tx.exec(
             "DELETE FROM envelope_search WHERE envelope_id = ?1",
             [eid.to_string()],
         )?;

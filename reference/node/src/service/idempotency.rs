@@ -5,6 +5,7 @@
 use super::{Caller, Service};
 use crate::error::{ApiError, ApiResult};
 use crate::quirks::Quirk;
+use crate::store::Cached;
 use loom_protocol::ErrorCode;
 use rusqlite::{OptionalExtension, params};
 use serde_json::Value;
@@ -45,7 +46,7 @@ impl Service {
         let stored: Option<(String, String, i64, String)> = self
             .store
             .conn()
-            .query_row(
+            .row(
                 "SELECT route, request_hash, status, response FROM idempotency WHERE identity = ?1 AND key = ?2",
                 params![who, key],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
@@ -74,7 +75,7 @@ impl Service {
             }
             Outcome::Err(e) => (e.http_status(), error_record(e)),
         };
-        self.store.conn().execute(
+        self.store.conn().exec(
             "INSERT OR IGNORE INTO idempotency (identity, key, route, request_hash, status, response, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![who, key, route, request_hash, status, body.to_string(), self.env.now().to_rfc3339()],
         )?;

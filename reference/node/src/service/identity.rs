@@ -3,6 +3,7 @@
 
 use super::{Caller, Service, parse_address};
 use crate::error::{ApiError, ApiResult};
+use crate::store::Cached;
 use loom_protocol::documents::IdentityType;
 use loom_protocol::id::{KeyId, KeyKind};
 use loom_protocol::jcs::to_canonical_bytes;
@@ -160,7 +161,7 @@ impl Service {
         let challenge_id = format!("ch_{}", self.env.ids().ulid());
         let nonce = self.env.secret("");
         let expires = Timestamp::from_unix_ms(self.env.now().unix_ms() + CHALLENGE_TTL_MS);
-        self.store.conn().execute(
+        self.store.conn().exec(
             "INSERT INTO challenges (challenge_id, purpose, identity, key_id, nonce, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![challenge_id, purpose, identity.to_string(), req.key_id, nonce, expires.to_rfc3339()],
         )?;
@@ -186,7 +187,7 @@ impl Service {
         section: &'static str,
     ) -> ApiResult<String> {
         let row: Option<(String, String, String, String, String, i64)> = conn
-            .query_row(
+            .row(
                 "SELECT purpose, identity, key_id, nonce, expires_at, used FROM challenges WHERE challenge_id = ?1",
                 [challenge_id],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
@@ -206,7 +207,7 @@ impl Service {
         if used != 0 {
             return Err(bad("the challenge was already used"));
         }
-        conn.execute(
+        conn.exec(
             "UPDATE challenges SET used = 1 WHERE challenge_id = ?1",
             [challenge_id],
         )?;
@@ -302,7 +303,7 @@ impl Service {
             ));
         }
         let exists: bool = tx
-            .query_row(
+            .row(
                 "SELECT 1 FROM identities WHERE id = ?1",
                 [id.to_string()],
                 |_| Ok(()),
@@ -328,13 +329,13 @@ impl Service {
             req.agent_info.as_ref(),
             &now,
         );
-        tx.execute(
+        tx.exec(
             "INSERT INTO identities (id, type, display_name, document, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
             params![id.to_string(), req.kind, req.display_name, doc.to_string(), now],
         )?;
         for (purpose, keys) in [("signing", &signing), ("encryption", &encryption)] {
             for (kid, pk) in keys.iter() {
-                tx.execute(
+                tx.exec(
                     "INSERT INTO identity_keys (identity, key_id, purpose, public_key, status, created_at) VALUES (?1, ?2, ?3, ?4, 'active', ?5)",
                     params![id.to_string(), kid, purpose, pk, now],
                 )?;
@@ -387,7 +388,7 @@ impl Service {
     pub fn resolve_identity(&self, addr: &Address) -> ApiResult<Value> {
         let conn = self.store.conn();
         let doc: Option<String> = conn
-            .query_row(
+            .row(
                 "SELECT document FROM identities WHERE id = ?1",
                 [addr.to_string()],
                 |r| r.get(0),
@@ -441,7 +442,7 @@ impl Service {
         let pk: Option<String> = self
             .store
             .conn()
-            .query_row(
+            .row(
                 "SELECT public_key FROM identity_keys WHERE identity = ?1 AND key_id = ?2 AND purpose = 'signing' AND status = 'active'",
                 params![identity.to_string(), key_id],
                 |r| r.get(0),
@@ -459,7 +460,7 @@ impl Service {
         Ok(self
             .store
             .conn()
-            .query_row(
+            .row(
                 "SELECT type FROM identities WHERE id = ?1",
                 [identity.to_string()],
                 |r| r.get(0),
@@ -496,7 +497,7 @@ impl Service {
         let id = caller.identity.to_string();
         let conn = self.store.conn();
         let tx = conn.unchecked_transaction()?;
-        let doc: String = tx.query_row(
+        let doc: String = tx.row(
             "SELECT document FROM identities WHERE id = ?1",
             [&id],
             |r| r.get(0),
@@ -510,7 +511,7 @@ impl Service {
             }
         }
         let now = self.env.now().to_rfc3339();
-        tx.execute(
+        tx.exec(
             "UPDATE identities SET document = ?2, display_name = ?3, updated_at = ?4 WHERE id = ?1",
             params![id, doc.to_string(), doc["display_name"].as_str(), now],
         )?;
@@ -547,7 +548,7 @@ impl Service {
         let conn = self.store.conn();
         let tx = conn.unchecked_transaction()?;
         let exists = tx
-            .query_row(
+            .row(
                 "SELECT 1 FROM identity_keys WHERE identity = ?1 AND key_id = ?2",
                 params![id, kid],
                 |_| Ok(()),
@@ -562,7 +563,7 @@ impl Service {
                 "v1.1 §16.3",
             ));
         }
-        tx.execute(
+        tx.exec(
             "INSERT INTO identity_keys (identity, key_id, purpose, public_key, status, created_at) VALUES (?1, ?2, ?3, ?4, 'active', ?5)",
             params![id, kid, purpose, pk, self.env.now().to_rfc3339()],
         )?;
@@ -585,7 +586,7 @@ impl Service {
         let conn = self.store.conn();
         let tx = conn.unchecked_transaction()?;
         let row: Option<(String, String)> = tx
-            .query_row(
+            .row(
                 "SELECT purpose, status FROM identity_keys WHERE identity = ?1 AND key_id = ?2",
                 params![id, key_id],
                 |r| Ok((r.get(0)?, r.get(1)?)),
@@ -607,7 +608,7 @@ impl Service {
             ));
         }
         if purpose == "signing" {
-            let active: i64 = tx.query_row(
+            let active: i64 = tx.row(
                 "SELECT COUNT(*) FROM identity_keys WHERE identity = ?1 AND purpose = 'signing' AND status = 'active'",
                 [&id],
                 |r| r.get(0),
@@ -622,11 +623,11 @@ impl Service {
             }
         }
         let now = self.env.now().to_rfc3339();
-        tx.execute(
+        tx.exec(
             "UPDATE identity_keys SET status = 'revoked', revoked_at = ?3 WHERE identity = ?1 AND key_id = ?2",
             params![id, key_id, now],
         )?;
-        tx.execute(
+        tx.exec(
             "UPDATE tokens SET revoked = 1 WHERE identity = ?1 AND key_id = ?2",
             params![id, key_id],
         )?;

@@ -1,6 +1,7 @@
 //! The store seen through `loom-protocol`'s lookup traits: keys, identity types, revocations
 //! and spent tokens for delegation chains (§13.3) and capability tokens (§12).
 
+use crate::store::Cached;
 use ed25519_dalek::VerifyingKey;
 use loom_protocol::Address;
 use loom_protocol::capability::CapabilityResolver;
@@ -50,7 +51,7 @@ impl DelegationResolver for StoreResolver<'_> {
     fn identity_type(&self, identity: &Address) -> Option<SenderType> {
         let t: String = self
             .conn
-            .query_row(
+            .row(
                 "SELECT type FROM identities WHERE id = ?1",
                 [identity.to_string()],
                 |r| r.get(0),
@@ -63,7 +64,7 @@ impl DelegationResolver for StoreResolver<'_> {
     fn is_revoked(&self, link: &LinkRef<'_>) -> bool {
         let by_id = link.id.is_some_and(|id| {
             self.conn
-                .query_row(
+                .row(
                     "SELECT 1 FROM delegations WHERE id = ?1 AND revoked_at IS NOT NULL",
                     [id],
                     |_| Ok(()),
@@ -75,7 +76,7 @@ impl DelegationResolver for StoreResolver<'_> {
         });
         let by_pair = self
             .conn
-            .query_row(
+            .row(
                 "SELECT 1 FROM delegations WHERE delegator = ?1 AND delegate = ?2 AND revoked_at IS NOT NULL AND revoked_at >= ?3 LIMIT 1",
                 params![link.delegator.to_string(), link.delegate.to_string(), link.created_at.to_rfc3339()],
                 |_| Ok(()),
@@ -107,7 +108,7 @@ impl CapabilityResolver for StoreResolver<'_> {
 
     fn is_revoked(&self, id: &CapabilityId) -> bool {
         self.conn
-            .query_row(
+            .row(
                 "SELECT 1 FROM capabilities WHERE id = ?1 AND revoked_at IS NOT NULL",
                 [id.to_string()],
                 |_| Ok(()),
@@ -120,7 +121,7 @@ impl CapabilityResolver for StoreResolver<'_> {
 
     fn is_spent(&self, id: &CapabilityId) -> bool {
         self.conn
-            .query_row(
+            .row(
                 "SELECT 1 FROM capabilities WHERE id = ?1 AND spent_at IS NOT NULL",
                 [id.to_string()],
                 |_| Ok(()),

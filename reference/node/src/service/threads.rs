@@ -3,6 +3,7 @@
 
 use super::{Caller, Service};
 use crate::error::{ApiError, ApiResult};
+use crate::store::Cached;
 use loom_protocol::ErrorCode;
 use loom_protocol::id::{EnvelopeId, ThreadId};
 use loom_protocol::thread::{ThreadState, rendering_order};
@@ -74,7 +75,7 @@ impl Service {
     pub fn get_thread(&self, caller: &Caller, id: &str) -> ApiResult<Value> {
         let tid = parse_thread_id(id)?;
         let conn = self.store.conn();
-        let row = conn.query_row(
+        let row = conn.row(
             "SELECT created_at, updated_at, envelope_count, last_event_seq, (SELECT id FROM envelopes WHERE thread_id = ?1 AND parent_id IS NULL ORDER BY event_seq LIMIT 1) FROM threads WHERE id = ?1",
             [tid.to_string()],
             |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?, r.get::<_, i64>(3)?, r.get::<_, Option<String>>(4)?)),
@@ -239,7 +240,7 @@ impl Service {
             && !self.quirk(crate::quirks::Quirk::IgnoreAudience)
         {
             // A bcc recipient or custom-audience reader may still see single envelopes.
-            let readable: i64 = conn.query_row(
+            let readable: i64 = conn.row(
                 "SELECT COUNT(*) FROM envelope_readers r JOIN envelopes e ON e.id = r.envelope_id WHERE e.thread_id = ?1 AND r.identity = ?2",
                 params![tid.to_string(), caller.identity.to_string()],
                 |r| r.get(0),

@@ -2,6 +2,7 @@
 //! the chain at that row. `hash = hex(SHA-256(prev_hash ‖ "\n" ‖ JCS({seq, at, actor, action,
 //! subject, details})))`, with `prev_hash` of the first row 64 zeros.
 
+use super::Cached;
 use loom_protocol::jcs::to_canonical_bytes;
 use rusqlite::{Connection, params};
 use serde_json::{Value, json};
@@ -38,7 +39,7 @@ fn row_hash(prev: &str, seq: i64, e: &AuditEntry<'_>) -> String {
 /// Appends an entry inside the caller's transaction.
 pub fn append(conn: &Connection, e: &AuditEntry<'_>) -> rusqlite::Result<()> {
     let last: Option<(i64, String)> = conn
-        .query_row(
+        .row(
             "SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1",
             [],
             |r| Ok((r.get(0)?, r.get(1)?)),
@@ -53,7 +54,7 @@ pub fn append(conn: &Connection, e: &AuditEntry<'_>) -> rusqlite::Result<()> {
         None => (1, GENESIS.to_owned()),
     };
     let hash = row_hash(&prev, seq, e);
-    conn.execute(
+    conn.exec(
         "INSERT INTO audit_log (seq, at, actor, action, subject, details, prev_hash, hash)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         params![

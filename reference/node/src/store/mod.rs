@@ -5,8 +5,37 @@
 use crate::config::Storage;
 pub mod audit;
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::{Connection, OpenFlags, Params, Row};
 use std::sync::{Mutex, MutexGuard};
+
+/// Statements through the connection's prepared-statement cache: the hot paths run the same
+/// few statements for every envelope, and preparing each anew costs more than running it.
+pub trait Cached {
+    /// `execute` with a cached statement.
+    fn exec<P: Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize>;
+    /// `query_row` with a cached statement.
+    fn row<T, P: Params, F: FnOnce(&Row<'_>) -> rusqlite::Result<T>>(
+        &self,
+        sql: &str,
+        params: P,
+        f: F,
+    ) -> rusqlite::Result<T>;
+}
+
+impl Cached for Connection {
+    fn exec<P: Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize> {
+        self.prepare_cached(sql)?.execute(params)
+    }
+
+    fn row<T, P: Params, F: FnOnce(&Row<'_>) -> rusqlite::Result<T>>(
+        &self,
+        sql: &str,
+        params: P,
+        f: F,
+    ) -> rusqlite::Result<T> {
+        self.prepare_cached(sql)?.query_row(params, f)
+    }
+}
 
 /// The ordered migrations; the index + 1 is the `user_version` after applying it.
 const MIGRATIONS: &[&str] = &[include_str!("schema.sql")];
@@ -75,6 +104,7 @@ impl Store {
         }
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.set_prepared_statement_cache_capacity(128);
         let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
         let done = usize::try_from(version).unwrap_or(0);
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(done) {
