@@ -54,6 +54,9 @@ fn hash_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// A stored envelope's thread, body, erasure and retraction times.
+type StoredBody = (String, Option<String>, Option<String>, Option<String>);
+
 /// The essentials of a validated envelope.
 struct Head {
     id: EnvelopeId,
@@ -206,7 +209,7 @@ impl Service {
                 return Err(ApiError::not_found(
                     ErrorCode::ThreadNotFound,
                     "thread_id",
-                    &h.thread,
+                    h.thread,
                 ));
             }
             let recipients = visible_recipients(&env);
@@ -219,11 +222,11 @@ impl Service {
                     last_event_seq: 0,
                 },
             );
-        } else if !cache.contains_key(&h.thread) {
+        } else if let std::collections::btree_map::Entry::Vacant(slot) = cache.entry(h.thread) {
             let rt = self
                 .load_thread(&tx, &h.thread)?
                 .ok_or_else(|| ApiError::internal("thread vanished"))?;
-            cache.insert(h.thread, rt);
+            slot.insert(rt);
         }
         let rt = cache
             .get(&h.thread)
@@ -609,10 +612,10 @@ impl Service {
                 if assignee.as_deref() == Some(&me) {
                     roles.push(TaskRole::Assignee);
                 }
-                if let Err(e) = check_task_transition(from, to, &roles) {
-                    if !(self.quirk(Quirk::AllowInvalidStateTransition)) {
-                        return Err(e.into());
-                    }
+                if let Err(e) = check_task_transition(from, to, &roles)
+                    && !self.quirk(Quirk::AllowInvalidStateTransition)
+                {
+                    return Err(e.into());
                 }
                 let new_assignee = param("assignee").map(str::to_owned).or(assignee);
                 tx.execute(
@@ -777,7 +780,7 @@ impl Service {
         let eid = EnvelopeId::parse(id)
             .map_err(|e| ApiError::bad_request("id", e.to_string(), "v1.1 §8.4"))?;
         let conn = self.store.conn();
-        let row: Option<(String, Option<String>, Option<String>, Option<String>)> = conn
+        let row: Option<StoredBody> = conn
             .query_row(
                 "SELECT thread_id, body, erased_at, retracted_at FROM envelopes WHERE id = ?1",
                 [eid.to_string()],
@@ -785,7 +788,7 @@ impl Service {
             )
             .optional()?;
         let Some((thread, body, erased, retracted)) = row else {
-            return Err(ApiError::not_found(ErrorCode::EnvelopeNotFound, "id", &eid));
+            return Err(ApiError::not_found(ErrorCode::EnvelopeNotFound, "id", eid));
         };
         let tid = ThreadId::parse(&thread).map_err(ApiError::internal)?;
         let state = self
@@ -832,7 +835,7 @@ impl Service {
             })
             .optional()?;
         let Some((thread, sender, body, received, sha)) = row else {
-            return Err(ApiError::not_found(ErrorCode::EnvelopeNotFound, "id", &eid));
+            return Err(ApiError::not_found(ErrorCode::EnvelopeNotFound, "id", eid));
         };
         let Some(body) = body else {
             return Err(ApiError::new(

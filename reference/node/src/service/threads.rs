@@ -85,7 +85,7 @@ impl Service {
                 return Err(ApiError::not_found(
                     ErrorCode::ThreadNotFound,
                     "thread_id",
-                    &tid,
+                    tid,
                 ));
             }
             Err(e) => return Err(e.into()),
@@ -97,7 +97,7 @@ impl Service {
             return Err(ApiError::not_found(
                 ErrorCode::ThreadNotFound,
                 "thread_id",
-                &tid,
+                tid,
             ));
         }
         Ok(thread_object(
@@ -232,7 +232,7 @@ impl Service {
             return Err(ApiError::not_found(
                 ErrorCode::ThreadNotFound,
                 "thread_id",
-                &tid,
+                tid,
             ));
         };
         if !state.is_active_participant(&caller.identity)
@@ -248,7 +248,7 @@ impl Service {
                 return Err(ApiError::not_found(
                     ErrorCode::ThreadNotFound,
                     "thread_id",
-                    &tid,
+                    tid,
                 ));
             }
         }
