@@ -4,8 +4,12 @@
 //! an [`ApiError`].
 
 pub mod auth;
+pub mod blobs;
+pub mod capabilities;
+pub mod delegations;
 pub mod discovery;
 pub mod envelopes;
+pub mod events;
 pub mod idempotency;
 pub mod identity;
 pub mod resolvers;
