@@ -10,6 +10,7 @@ mod envelopes;
 mod events;
 mod extract;
 mod identity;
+mod search;
 
 pub use extract::{Authed, StrictJson};
 
@@ -39,6 +40,7 @@ pub fn router(service: Arc<Service>) -> Router {
         .merge(envelopes::routes())
         .merge(capabilities::routes())
         .merge(delegations::routes())
+        .merge(search::routes())
         .merge(events::routes())
         .merge(blobs::routes())
         .fallback(|req: Request| async move { ApiError::no_route(req.uri().path()) });

@@ -13,6 +13,7 @@ pub mod events;
 pub mod idempotency;
 pub mod identity;
 pub mod resolvers;
+pub mod search;
 pub mod threads;
 
 use crate::config::NodeConfig;
