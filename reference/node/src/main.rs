@@ -219,6 +219,11 @@ async fn run(config: NodeConfig) -> Result<(), String> {
         .local_addr()
         .map_err(|e| format!("cannot read the bound address: {e}"))?;
     let scheme = if tls.is_some() { "https" } else { "http" };
+    // Install the SIGINT handler before announcing the address, so a Ctrl-C that follows the
+    // announcement is always a clean shutdown, never the default kill.
+    #[cfg(unix)]
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .map_err(|e| format!("cannot watch for Ctrl-C: {e}"))?;
     tracing::info!(
         listen = %bound,
         %scheme,
@@ -226,7 +231,10 @@ async fn run(config: NodeConfig) -> Result<(), String> {
         %storage,
         "loom-node listening on {scheme}://{bound} for domain {domain}"
     );
-    let shutdown = async {
+    let shutdown = async move {
+        #[cfg(unix)]
+        interrupt.recv().await;
+        #[cfg(not(unix))]
         if let Err(e) = tokio::signal::ctrl_c().await {
             tracing::warn!(error = %e, "cannot watch for Ctrl-C; stop the process to end");
             std::future::pending::<()>().await;

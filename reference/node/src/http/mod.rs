@@ -2,11 +2,16 @@
 //! every response a `req_` request id and turns every failure — the service's errors, unknown
 //! routes, wrong methods, oversized bodies — into the §24.1 body.
 
+mod blobs;
+mod capabilities;
+mod delegations;
 mod discovery;
 mod envelopes;
+mod events;
 mod extract;
 mod identity;
 mod rate_limit;
+mod search;
 
 pub use extract::{Authed, StrictJson};
 
@@ -34,6 +39,11 @@ pub fn router(service: Arc<Service>) -> Router {
         .merge(discovery::routes())
         .merge(identity::routes())
         .merge(envelopes::routes())
+        .merge(capabilities::routes())
+        .merge(delegations::routes())
+        .merge(search::routes())
+        .merge(events::routes())
+        .merge(blobs::routes())
         .fallback(|req: Request| async move { ApiError::no_route(req.uri().path()) });
     api.layer(middleware::from_fn_with_state(
         service.clone(),

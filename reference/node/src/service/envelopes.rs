@@ -419,7 +419,7 @@ impl Service {
                     .filter(|a| !next.is_active_participant(a))
                     .cloned(),
             );
-            self.record_op_side_effects(tx, &op)?;
+            self.record_op_side_effects(tx, &op, h, &next)?;
         }
         self.apply_task(tx, env, h, state)?;
         let now = self.env.now().to_rfc3339();
@@ -541,28 +541,98 @@ impl Service {
         };
         let ok = authorize_capability(token, &req, &resolver, self.env.clock())?;
         if ok.single_use {
-            tx.exec(
+            // §12.5: spent on first use, whether or not the token was ever stored here.
+            let now = self.env.now().to_rfc3339();
+            let spent = tx.exec(
                 "UPDATE capabilities SET spent_at = ?2 WHERE id = ?1",
-                params![ok.id.to_string(), self.env.now().to_rfc3339()],
+                params![ok.id.to_string(), now],
             )?;
+            if spent == 0 {
+                let to = token
+                    .get("issued_to")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let epoch = token
+                    .get("epoch")
+                    .and_then(Value::as_i64)
+                    .unwrap_or_default();
+                tx.exec(
+                    "INSERT INTO capabilities (id, thread_id, issued_by, issued_to, epoch, single_use, document, created_at, spent_at) VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?7, ?7)",
+                    params![ok.id.to_string(), h.thread.to_string(), ok.issued_by.to_string(), to, epoch, token.to_string(), now],
+                )?;
+            }
         }
         Ok(())
     }
 
-    /// Revocations carried by operations take effect in the store (§12.3, §13.4).
-    fn record_op_side_effects(&self, tx: &Connection, op: &ThreadOp) -> ApiResult<()> {
+    /// Revocations carried by operations take effect in the store (§12.3, §13.4) and emit
+    /// their §17.3 events in the same transaction as the operation.
+    fn record_op_side_effects(
+        &self,
+        tx: &Connection,
+        op: &ThreadOp,
+        h: &Head,
+        next: &ThreadState,
+    ) -> ApiResult<()> {
         let now = self.env.now().to_rfc3339();
         let param = |k: &str| op.parameters.get(k).and_then(Value::as_str);
+        let mut readers = super::capabilities::active_participants(next);
+        readers.insert(h.sender.clone());
         match op.intent.as_str() {
             "capability.revoked@v1" => {
-                if let Some(id) = param("capability_id").or(param("token_id")) {
-                    tx.exec("UPDATE capabilities SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL", params![id, now])?;
-                }
+                let Some(id) = param("capability_id").or(param("token_id")) else {
+                    return Ok(());
+                };
+                tx.exec(
+                    "UPDATE capabilities SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
+                    params![id, now],
+                )?;
+                let holder: Option<String> = tx
+                    .row(
+                        "SELECT issued_to FROM capabilities WHERE id = ?1",
+                        [id],
+                        |r| r.get(0),
+                    )
+                    .optional()?;
+                readers.extend(holder.as_deref().and_then(|a| Address::parse_wire(a).ok()));
+                let payload = json!({"capability_id": id, "thread_id": h.thread.to_string(), "issued_to": holder, "revoked_at": now, "cap_epoch": next.cap_epoch});
+                self.append_event(
+                    tx,
+                    "capability.revoked",
+                    Some(&h.thread),
+                    Some(&h.id),
+                    payload.clone(),
+                    &readers,
+                )?;
+                self.audit(tx, &h.sender.to_string(), "capability.revoked", id, payload)?;
             }
             "delegation.revoked@v1" => {
                 if let Some(id) = param("delegation_id") {
                     tx.exec("UPDATE delegations SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL", params![id, now])?;
                 }
+                // §13.4 / v1.0 §12.5: a notice may name the pair instead of a link id.
+                if let (Some(delegator), Some(delegate)) = (param("delegator"), param("delegate")) {
+                    tx.exec(
+                        "INSERT OR REPLACE INTO delegation_revocations (delegator, delegate, revoked_at) VALUES (?1, ?2, ?3)",
+                        params![delegator, delegate, now],
+                    )?;
+                }
+                let payload = json!({"delegation_id": param("delegation_id"), "delegator": param("delegator"), "delegate": param("delegate"), "revoked_at": now});
+                self.append_event(
+                    tx,
+                    "delegation.revoked",
+                    Some(&h.thread),
+                    Some(&h.id),
+                    payload.clone(),
+                    &readers,
+                )?;
+                self.audit(
+                    tx,
+                    &h.sender.to_string(),
+                    "delegation.revoked",
+                    param("delegation_id").unwrap_or("pair"),
+                    payload,
+                )?;
             }
             _ => {}
         }

@@ -4,12 +4,17 @@
 //! an [`ApiError`].
 
 pub mod auth;
+pub mod blobs;
+pub mod capabilities;
+pub mod delegations;
 pub mod discovery;
 pub mod envelopes;
+pub mod events;
 pub mod idempotency;
 pub mod identity;
 pub mod rate_limit;
 pub mod resolvers;
+pub mod search;
 pub mod threads;
 
 use crate::config::NodeConfig;

@@ -62,6 +62,19 @@ impl DelegationResolver for StoreResolver<'_> {
     }
 
     fn is_revoked(&self, link: &LinkRef<'_>) -> bool {
+        // A link carried without an id is the stored link with the same delegator, delegate
+        // and creation time (the node assigns ids beside links, never inside them).
+        let by_content = self
+            .conn
+            .row(
+                "SELECT 1 FROM delegations WHERE delegator = ?1 AND delegate = ?2 AND link_created_at = ?3 AND revoked_at IS NOT NULL LIMIT 1",
+                params![link.delegator.to_string(), link.delegate.to_string(), link.created_at.to_rfc3339()],
+                |_| Ok(()),
+            )
+            .optional()
+            .ok()
+            .flatten()
+            .is_some();
         let by_id = link.id.is_some_and(|id| {
             self.conn
                 .row(
@@ -77,7 +90,7 @@ impl DelegationResolver for StoreResolver<'_> {
         let by_pair = self
             .conn
             .row(
-                "SELECT 1 FROM delegations WHERE delegator = ?1 AND delegate = ?2 AND revoked_at IS NOT NULL AND revoked_at >= ?3 LIMIT 1",
+                "SELECT 1 FROM delegation_revocations WHERE delegator = ?1 AND delegate = ?2 AND revoked_at >= ?3",
                 params![link.delegator.to_string(), link.delegate.to_string(), link.created_at.to_rfc3339()],
                 |_| Ok(()),
             )
@@ -85,7 +98,7 @@ impl DelegationResolver for StoreResolver<'_> {
             .ok()
             .flatten()
             .is_some();
-        by_id || by_pair
+        by_content || by_id || by_pair
     }
 }
 

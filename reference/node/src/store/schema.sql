@@ -110,9 +110,20 @@ CREATE TABLE delegations (
     document    TEXT NOT NULL,               -- the signed link (JSON)
     created_at  TEXT NOT NULL,
     expires_at  TEXT,
-    revoked_at  TEXT
+    revoked_at  TEXT,
+    link_created_at TEXT                     -- the link's own created_at (normalized), to recognise id-less links
 );
 CREATE INDEX delegations_by_delegator ON delegations(delegator);
+CREATE INDEX delegations_by_link ON delegations(delegator, delegate, link_created_at);
+
+-- Pair revocations (§13.4, v1.0 §12.5): every link from delegator to delegate created at
+-- or before revoked_at is void; a link revoked by id is marked in `delegations`.
+CREATE TABLE delegation_revocations (
+    delegator   TEXT NOT NULL,
+    delegate    TEXT NOT NULL,
+    revoked_at  TEXT NOT NULL,
+    PRIMARY KEY (delegator, delegate)
+);
 
 CREATE TABLE capabilities (
     id          TEXT PRIMARY KEY,
