@@ -88,14 +88,22 @@ fn lossy_encoder_is_excluded_and_reported() {
     ];
     let run = run_with(0, &[set], &codecs, Tokenizers::shared());
     let r = &run.datasets[0];
-    assert_eq!(
-        r.cell("lossy").unwrap().outcome,
+    match &r.cell("lossy").unwrap().outcome {
         Outcome::Excluded {
-            kind: "lossy",
-            doc: "has-array".to_string(),
-            detail: "$.\"a\".\"b\": expected 2 elements, got 1".to_string(),
+            kind,
+            doc,
+            detail,
+            uncounted,
+            numbers_only,
+        } => {
+            assert_eq!(*kind, "lossy");
+            assert_eq!(doc, "has-array");
+            assert_eq!(detail, "$.\"a\".\"b\": expected 2 elements, got 1");
+            assert!(uncounted.is_some());
+            assert!(!numbers_only);
         }
-    );
+        other => panic!("lossy codec was not excluded: {other:?}"),
+    }
     assert_eq!(
         r.cell("plsp").unwrap().outcome,
         Outcome::Unavailable("not available: loom-plsp not built".to_string())
@@ -139,4 +147,16 @@ fn unreadable_input_file_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot read /nonexistent/input.json"), "{err}");
+}
+
+#[test]
+fn agent_messages_are_small() {
+    let tok = Tokenizers::shared();
+    let sets = loom_benches::tokens::datasets::builtin(loom_benches::tokens::datasets::SEED);
+    let msgs = sets.iter().find(|d| d.name == "agent-messages").unwrap();
+    for d in &msgs.docs {
+        let text = serde_json::to_string_pretty(&d.value).unwrap();
+        let c = tok.count(&text);
+        assert!(c[0] < 100 && c[1] < 100, "{}: {c:?} tokens", d.label);
+    }
 }

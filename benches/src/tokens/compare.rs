@@ -10,6 +10,23 @@ pub fn first_difference(original: &Value, decoded: &Value) -> Option<String> {
     diff_at("$", original, decoded)
 }
 
+/// Equality where numbers compare by value only (`1` = `1.0`, `0.0` = `-0.0`), as JavaScript
+/// and many JSON readers see them.
+pub fn equal_as_number_values(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| equal_as_number_values(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| equal_as_number_values(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
 fn number_key(n: &Number) -> (u8, u64) {
     if let Some(u) = n.as_u64() {
         (0, u)
@@ -91,6 +108,19 @@ mod tests {
         assert!(first_difference(&json!(1), &json!(1.0)).is_some());
         assert!(first_difference(&json!(-0.0), &json!(0.0)).is_some());
         assert!(first_difference(&json!(-1), &json!(-1.0)).is_some());
+    }
+
+    #[test]
+    fn number_value_equality_is_looser() {
+        assert!(equal_as_number_values(
+            &json!({"a": [1.0, -0.0]}),
+            &json!({"a": [1, 0]})
+        ));
+        assert!(!equal_as_number_values(
+            &json!({"a": [1.5]}),
+            &json!({"a": [1]})
+        ));
+        assert!(!equal_as_number_values(&json!("1"), &json!(1)));
     }
 
     #[test]

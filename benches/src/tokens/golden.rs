@@ -32,9 +32,20 @@ pub fn to_json(run: &Run) -> Value {
                             v["bytes"] = json!(bytes);
                             v["tokens"] = counts_json(*tokens);
                         }
-                        Outcome::Excluded { doc, detail, .. } => {
+                        Outcome::Excluded {
+                            doc,
+                            detail,
+                            uncounted,
+                            numbers_only,
+                            ..
+                        } => {
                             v["document"] = json!(doc);
                             v["detail"] = json!(detail);
+                            v["numbers_only"] = json!(numbers_only);
+                            if let Some((bytes, tokens)) = uncounted {
+                                v["uncounted_bytes"] = json!(bytes);
+                                v["uncounted_tokens"] = counts_json(*tokens);
+                            }
                         }
                         Outcome::Unavailable(why) => v["detail"] = json!(why),
                     }
@@ -79,9 +90,14 @@ pub fn counts(results: &Value) -> BTreeMap<String, String> {
             if !r["bytes"].is_null() {
                 out.insert(format!("{key}/bytes"), r["bytes"].to_string());
             }
-            for t in TOKENIZER_NAMES {
-                if !r["tokens"][t].is_null() {
-                    out.insert(format!("{key}/tokens.{t}"), r["tokens"][t].to_string());
+            if !r["numbers_only"].is_null() {
+                out.insert(format!("{key}/numbers_only"), r["numbers_only"].to_string());
+            }
+            for field in ["tokens", "uncounted_tokens"] {
+                for t in TOKENIZER_NAMES {
+                    if !r[field][t].is_null() {
+                        out.insert(format!("{key}/{field}.{t}"), r[field][t].to_string());
+                    }
                 }
             }
         }

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::compare::first_difference;
+use super::compare::{equal_as_number_values, first_difference};
 use super::datasets::Dataset;
 use super::format::{Codec, EncodeFailure};
 use super::tokenizer::{Counts, Tokenizers};
@@ -25,6 +25,11 @@ pub enum Outcome {
         doc: String,
         /// First differing path, or the error.
         detail: String,
+        /// Bytes and tokens the format would have had, when every document was at least
+        /// encoded and decoded (shown for information, never summed).
+        uncounted: Option<(usize, Counts)>,
+        /// Every lossy document differs only in number representation (`1.0` → `1`, `-0.0` → `0`).
+        numbers_only: bool,
     },
     /// The format is not implemented in this build.
     Unavailable(String),
@@ -52,8 +57,26 @@ impl Outcome {
     pub fn explanation(&self) -> Option<String> {
         match self {
             Outcome::Counted { .. } => None,
-            Outcome::Excluded { kind, doc, detail } => {
-                Some(format!("{kind} — excluded (document `{doc}`: {detail})"))
+            Outcome::Excluded {
+                kind,
+                doc,
+                detail,
+                uncounted,
+                numbers_only,
+            } => {
+                let mut s = format!("{kind} — excluded (document `{doc}`: {detail})");
+                if *numbers_only {
+                    s.push_str(
+                        "; every difference is number representation only (1.0 → 1, -0.0 → 0)",
+                    );
+                }
+                if let Some((_, t)) = uncounted {
+                    s.push_str(&format!(
+                        "; not counted: would be {} / {} tokens",
+                        t[0], t[1]
+                    ));
+                }
+                Some(s)
             }
             Outcome::Unavailable(reason) => Some(reason.clone()),
         }
@@ -94,19 +117,44 @@ impl DatasetResult {
     }
 }
 
-/// Encodes, decodes and compares one value; `Ok(text)` only for a lossless round trip.
-pub fn round_trip(codec: &dyn Codec, value: &Value) -> Result<String, (&'static str, String)> {
+/// What encoding and decoding one value gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Trip {
+    /// Decoded to exactly the original value.
+    Exact(String),
+    /// Decoded to a different value.
+    Lossy {
+        /// The encoding.
+        text: String,
+        /// First difference (`path: expected …, got …`).
+        detail: String,
+        /// The values are equal when numbers compare by value only.
+        numbers_only: bool,
+    },
+    /// Encoding or decoding failed: (`encode-failed` | `decode-failed`, error).
+    Failed(&'static str, String),
+    /// The format is not implemented in this build.
+    Unavailable(String),
+}
+
+/// Encodes `value`, decodes the text and compares the result with `value`.
+pub fn round_trip(codec: &dyn Codec, value: &Value) -> Trip {
     let text = match codec.encode(value) {
         Ok(t) => t,
-        Err(EncodeFailure::Unavailable(r)) => return Err(("unavailable", r)),
-        Err(EncodeFailure::Failed(e)) => return Err(("encode-failed", e)),
+        Err(EncodeFailure::Unavailable(r)) => return Trip::Unavailable(r),
+        Err(EncodeFailure::Failed(e)) => return Trip::Failed("encode-failed", e),
     };
-    let back = codec
-        .decode(&text)
-        .map_err(|e| ("decode-failed", e.replace('\n', " ")))?;
+    let back = match codec.decode(&text) {
+        Ok(v) => v,
+        Err(e) => return Trip::Failed("decode-failed", e.replace('\n', " ")),
+    };
     match first_difference(value, &back) {
-        None => Ok(text),
-        Some(d) => Err(("lossy", d)),
+        None => Trip::Exact(text),
+        Some(detail) => Trip::Lossy {
+            numbers_only: equal_as_number_values(value, &back),
+            text,
+            detail,
+        },
     }
 }
 
@@ -130,23 +178,42 @@ pub fn measure(dataset: &Dataset, codecs: &[&dyn Codec], tok: &Tokenizers) -> Da
 fn measure_one(dataset: &Dataset, codec: &dyn Codec, tok: &Tokenizers) -> Outcome {
     let mut bytes = 0;
     let mut tokens = [0usize; 2];
+    let mut first: Option<(&'static str, String, String)> = None;
+    let mut all_texts = true;
+    let mut numbers_only = true;
     for doc in &dataset.docs {
-        match round_trip(codec, &doc.value) {
-            Ok(text) => {
-                bytes += text.len();
-                let c = tok.count(&text);
-                tokens[0] += c[0];
-                tokens[1] += c[1];
+        let text = match round_trip(codec, &doc.value) {
+            Trip::Exact(text) => text,
+            Trip::Lossy {
+                text,
+                detail,
+                numbers_only: n,
+            } => {
+                numbers_only &= n;
+                first.get_or_insert(("lossy", doc.label.clone(), detail));
+                text
             }
-            Err(("unavailable", reason)) => return Outcome::Unavailable(reason),
-            Err((kind, detail)) => {
-                return Outcome::Excluded {
-                    kind,
-                    doc: doc.label.clone(),
-                    detail,
-                };
+            Trip::Failed(kind, e) => {
+                all_texts = false;
+                numbers_only = false;
+                first.get_or_insert((kind, doc.label.clone(), e));
+                continue;
             }
-        }
+            Trip::Unavailable(reason) => return Outcome::Unavailable(reason),
+        };
+        bytes += text.len();
+        let c = tok.count(&text);
+        tokens[0] += c[0];
+        tokens[1] += c[1];
     }
-    Outcome::Counted { bytes, tokens }
+    match first {
+        None => Outcome::Counted { bytes, tokens },
+        Some((kind, doc, detail)) => Outcome::Excluded {
+            kind,
+            doc,
+            detail,
+            uncounted: all_texts.then_some((bytes, tokens)),
+            numbers_only,
+        },
+    }
 }

@@ -304,6 +304,26 @@ fn claims_section(run: &Run, tok: &Tokenizers, out: &mut String) {
 
 fn losses_section(run: &Run, out: &mut String) {
     let _ = writeln!(out, "## Where Loom notation loses\n");
+    let counted: Vec<&DatasetResult> = run
+        .datasets
+        .iter()
+        .filter(|r| r.tokens(LOOM).is_some() && r.tokens(COMPACT).is_some())
+        .collect();
+    for (base, label) in [(COMPACT, "compact JSON"), (PRETTY, "pretty JSON")] {
+        let worse = counted
+            .iter()
+            .filter(|r| match (r.tokens(LOOM), r.tokens(base)) {
+                (Some(l), Some(b)) => (0..2).any(|i| l[i] > b[i]),
+                _ => false,
+            })
+            .count();
+        let _ = writeln!(
+            out,
+            "- Loom notation costs more tokens than {label} (with at least one tokenizer) on **{worse} of {}** datasets.",
+            counted.len()
+        );
+    }
+    let _ = writeln!(out);
     let mut lines = Vec::new();
     for r in &run.datasets {
         let Some(l) = r.tokens(LOOM) else {
@@ -317,6 +337,24 @@ fn losses_section(run: &Run, out: &mut String) {
             continue;
         };
         for other in [COMPACT, "yaml", "toon"] {
+            if let Some(Outcome::Excluded {
+                uncounted: Some((_, o)),
+                numbers_only: true,
+                ..
+            }) = r.cell(other).map(|c| &c.outcome)
+            {
+                if (0..2).any(|i| l[i] > o[i]) {
+                    lines.push(format!(
+                        "- **{}**: {other} is excluded here (it rewrites number representation: 1.0 → 1, -0.0 → 0), \
+                         but if that is acceptable it would cost {} tokens against Loom's {} ({} for Loom, o200k / cl100k)",
+                        r.name,
+                        pair(*o),
+                        pair(l),
+                        pct_pair(l, *o)
+                    ));
+                }
+                continue;
+            }
             let Some(o) = r.tokens(other) else { continue };
             let worse: Vec<&str> = (0..2)
                 .filter(|&i| l[i] > o[i])
@@ -380,6 +418,19 @@ pub fn markdown(run: &Run, tok: &Tokenizers) -> String {
         },
     );
 
+    if let Some(l) = totals(&run.datasets, &run.formats)
+        .into_iter()
+        .find(|t| t.format == LOOM && t.datasets > 0)
+    {
+        let _ = writeln!(
+            out,
+            "**Headline:** over all {} datasets, Loom notation takes {} tokens (o200k / cl100k) relative to compact JSON \
+             and {} relative to pretty JSON.\n",
+            l.datasets,
+            pct_pair(l.tokens, l.compact),
+            pct_pair(l.tokens, l.pretty)
+        );
+    }
     let _ = writeln!(out, "## Totals\n");
     let _ = writeln!(
         out,
