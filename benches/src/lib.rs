@@ -1,5 +1,7 @@
 //! Fixtures shared by the kit's criterion benches: realistic signed envelopes of a chosen size.
 
+pub mod tokens;
+
 use ed25519_dalek::SigningKey;
 use loom_protocol::envelope::sign_envelope;
 use loom_protocol::id::{KeyId, KeyKind};
