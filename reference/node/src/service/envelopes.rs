@@ -733,19 +733,28 @@ impl Service {
     ) -> ApiResult<()> {
         let now = self.env.now().to_rfc3339();
         let seq = i64::try_from(event_seq).map_err(ApiError::internal)?;
-        let state_json = serde_json::to_string(next).map_err(ApiError::internal)?;
+        let changed = fresh || h.kind == "thread_op";
         if fresh {
+            let state_json = serde_json::to_string(next).map_err(ApiError::internal)?;
             tx.exec(
                 "INSERT INTO threads (id, state, status, subject, created_at, updated_at, last_event_seq, envelope_count) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, 1)",
                 params![h.thread.to_string(), state_json, next.state.as_str(), next.subject, now, seq],
             )?;
-        } else {
+        } else if changed {
+            let state_json = serde_json::to_string(next).map_err(ApiError::internal)?;
             tx.exec(
                 "UPDATE threads SET state = ?2, status = ?3, subject = ?4, updated_at = ?5, last_event_seq = ?6, envelope_count = envelope_count + 1 WHERE id = ?1",
                 params![h.thread.to_string(), state_json, next.state.as_str(), next.subject, now, seq],
             )?;
+        } else {
+            // Only operations change the replicated state (§11); other envelopes move the
+            // sequence and the counters.
+            tx.exec(
+                "UPDATE threads SET updated_at = ?2, last_event_seq = ?3, envelope_count = envelope_count + 1 WHERE id = ?1",
+                params![h.thread.to_string(), now, seq],
+            )?;
         }
-        if fresh || h.kind == "thread_op" {
+        if changed {
             self.sync_thread_index(tx, next)?;
         }
         let signed_hash = hash_hex(&to_canonical_bytes_without(env, &["meta"]).unwrap_or_default());
