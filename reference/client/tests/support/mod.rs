@@ -46,12 +46,23 @@ pub fn start(tls: bool) -> RunningNode {
         ..NodeConfig::default()
     };
     config.rate_limits = RateLimits::unlimited();
+    if tls {
+        config.tls = Some(TlsSettings::SelfSigned);
+    }
+    start_with(config)
+}
+
+/// Starts a node with `config` (TLS when `config.tls` is set).
+pub fn start_with(config: NodeConfig) -> RunningNode {
+    let tls = config.tls.is_some();
+    let server_tls = config
+        .tls
+        .clone()
+        .map(|t| loom_node::tls::server_tls(&t, DOMAIN).unwrap());
     let clock = ManualClock::new(Timestamp::parse(START).unwrap());
     let node = Node::builder(config, Env::new(Arc::new(clock), 7))
         .build()
         .unwrap();
-    let server_tls =
-        tls.then(|| loom_node::tls::server_tls(&TlsSettings::SelfSigned, DOMAIN).unwrap());
     let cert_chain = server_tls
         .as_ref()
         .map(|t| t.cert_chain.clone())
