@@ -1,0 +1,525 @@
+//! `loom`: a walkthrough CLI for any LOOM v1.1 node — make a key, register, log in, send,
+//! list and read. The only OS randomness (key seeds, envelope-id seeds) and the only wall
+//! clock are read here (DESIGN.md §3).
+//!
+//! Exit codes: 0 success; 1 the node refused (its §24.1 error is printed); 2 usage or local
+//! input error; 3 the node could not be reached.
+
+use clap::{Args, Parser, Subcommand};
+use loom_client::tls::os_random_32;
+use loom_client::{Client, ClientError, EnvelopeFactory, Identity, MessageDraft, Trust};
+use loom_protocol::clock::SystemClock;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "loom",
+    version,
+    about = "Talk to a LOOM v1.1 node: keygen, register, login, send, threads, get"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Write a new Ed25519 key (a 32-byte seed, hex) from OS randomness.
+    Keygen {
+        /// Where to write the key.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// Overwrite an existing file.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Fetch the node document (GET /.well-known/loom.json, v1.1 §15.2).
+    Discover {
+        #[command(flatten)]
+        conn: Conn,
+    },
+    /// Register an identity with a signed proof (challenge → POST /v1/identity).
+    Register {
+        #[command(flatten)]
+        conn: Conn,
+        #[command(flatten)]
+        who: Who,
+        /// Identity type (v1.1 §6.3).
+        #[arg(long = "type", default_value = "human")]
+        kind: String,
+        /// Display name (default: the local part).
+        #[arg(long)]
+        display_name: Option<String>,
+    },
+    /// Log in (challenge → signed nonce → tokens, v1.1 §14.2).
+    Login {
+        #[command(flatten)]
+        conn: Conn,
+        #[command(flatten)]
+        who: Who,
+        /// Identity type recorded in the session (used as `from.type` when sending).
+        #[arg(long = "type", default_value = "human")]
+        kind: String,
+        /// Write a session file (node, identity, key file, tokens) instead of printing tokens.
+        #[arg(long, value_name = "FILE")]
+        session: Option<PathBuf>,
+    },
+    /// Send a signed message (POST /v1/envelopes).
+    Send {
+        #[command(flatten)]
+        conn: Conn,
+        /// Session file from `loom login --session`.
+        #[arg(long, value_name = "FILE")]
+        session: PathBuf,
+        /// Recipient (repeat for several).
+        #[arg(long, value_name = "ADDRESS", required = true)]
+        to: Vec<String>,
+        /// Message text.
+        #[arg(long)]
+        text: String,
+        /// Reply in this thread (default: start a new one).
+        #[arg(long, value_name = "thr_…")]
+        thread: Option<String>,
+        /// The envelope replied to.
+        #[arg(long, value_name = "env_…", requires = "thread")]
+        parent: Option<String>,
+        /// Print the node's whole response.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List threads (GET /v1/threads).
+    Threads {
+        #[command(flatten)]
+        conn: Conn,
+        /// Session file.
+        #[arg(long, value_name = "FILE")]
+        session: PathBuf,
+        /// Page size.
+        #[arg(long)]
+        limit: Option<u32>,
+        /// Only threads in this state.
+        #[arg(long)]
+        state: Option<String>,
+        /// Print the node's whole response.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read an envelope (env_…), or a thread and its envelopes (thr_…).
+    Get {
+        #[command(flatten)]
+        conn: Conn,
+        /// Session file.
+        #[arg(long, value_name = "FILE")]
+        session: PathBuf,
+        /// `env_…` or `thr_…`.
+        id: String,
+    },
+}
+
+/// How to reach the node.
+#[derive(Args, Debug)]
+struct Conn {
+    /// Node base URL (`http://127.0.0.1:8787`, `https://loom.example.org`); defaults to the
+    /// session's node where there is one.
+    #[arg(long, value_name = "URL")]
+    node: Option<String>,
+    /// Trust the certificates in this PEM file (e.g. a dev node's self-signed certificate).
+    #[arg(long, value_name = "PEM")]
+    ca_cert: Option<PathBuf>,
+    /// Accept any TLS certificate (throwaway dev nodes only).
+    #[arg(long, conflicts_with = "ca_cert")]
+    insecure_tls: bool,
+    /// Seconds allowed per request.
+    #[arg(long, default_value_t = 30)]
+    timeout: u64,
+    /// Print every HTTP exchange (request and response) on stderr.
+    #[arg(long, short)]
+    verbose: bool,
+}
+
+/// Which identity and key.
+#[derive(Args, Debug)]
+struct Who {
+    /// The identity (`loom://alice@example.test`).
+    #[arg(long, value_name = "ADDRESS")]
+    identity: String,
+    /// Key file from `loom keygen`.
+    #[arg(long, value_name = "FILE")]
+    key: PathBuf,
+    /// Key id (default `k_sign_<local>_1`).
+    #[arg(long, value_name = "k_sign_…")]
+    key_id: Option<String>,
+}
+
+/// A failure and its exit code.
+struct Failure {
+    code: u8,
+    error: ClientError,
+}
+
+impl From<ClientError> for Failure {
+    fn from(error: ClientError) -> Self {
+        let code = match &error {
+            ClientError::Api { .. } | ClientError::BadResponse { .. } | ClientError::Http(_) => 1,
+            ClientError::Url(_) | ClientError::Input(_) => 2,
+            ClientError::Connect { .. } | ClientError::Tls(_) | ClientError::Timeout { .. } => 3,
+        };
+        Failure { code, error }
+    }
+}
+
+fn input(msg: String) -> Failure {
+    Failure {
+        code: 2,
+        error: ClientError::Input(msg),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("loom: cannot start the runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let verbose = match &cli.command {
+        Command::Keygen { .. } => false,
+        Command::Discover { conn }
+        | Command::Register { conn, .. }
+        | Command::Login { conn, .. }
+        | Command::Send { conn, .. }
+        | Command::Threads { conn, .. }
+        | Command::Get { conn, .. } => conn.verbose,
+    };
+    match rt.block_on(run(cli.command)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            report(&f.error, verbose);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+/// Prints an error; a node refusal is printed field by field (v1.1 §24.1).
+fn report(e: &ClientError, verbose: bool) {
+    match e {
+        ClientError::Api {
+            error: Some(body),
+            transcript,
+        } => {
+            eprintln!(
+                "loom: the node refused {} {}: HTTP {}",
+                transcript.method, transcript.path, transcript.status
+            );
+            let line = |k: &str, v: &Option<String>| {
+                if let Some(v) = v {
+                    eprintln!("  {k:<8} {v}");
+                }
+            };
+            line("code", &body.code);
+            line("message", &body.message);
+            line("field", &body.field);
+            line("reason", &body.reason);
+            line("section", &body.section);
+            line("request", &body.request_id);
+        }
+        other => eprintln!("loom: {other}"),
+    }
+    if verbose && let Some(t) = e.transcript() {
+        eprintln!("{t}");
+    }
+}
+
+/// The session file written by `loom login --session`.
+fn write_session(path: &Path, v: &Value) -> Result<(), Failure> {
+    let text = serde_json::to_string_pretty(v).map_err(|e| input(e.to_string()))?;
+    std::fs::write(path, text + "\n")
+        .map_err(|e| input(format!("cannot write session file {}: {e}", path.display())))
+}
+
+struct SessionFile {
+    node: Option<String>,
+    identity: Identity,
+    access_token: String,
+}
+
+fn read_session(path: &Path) -> Result<SessionFile, Failure> {
+    let bad = |why: String| input(format!("session file {}: {why}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let s = |k: &str| {
+        v.get(k)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| {
+                bad(format!(
+                    "no string {k:?}; log in again with `loom login --session`"
+                ))
+            })
+    };
+    let key_file = PathBuf::from(s("key_file")?);
+    let identity = load_identity(&s("identity")?, &key_file, Some(&s("key_id")?))?
+        .with_type(&s("type").unwrap_or_else(|_| "human".into()));
+    Ok(SessionFile {
+        node: v.get("node").and_then(Value::as_str).map(str::to_owned),
+        identity,
+        access_token: s("access_token")?,
+    })
+}
+
+fn load_identity(address: &str, key: &Path, key_id: Option<&str>) -> Result<Identity, Failure> {
+    let text = std::fs::read_to_string(key)
+        .map_err(|e| input(format!("cannot read key file {}: {e}", key.display())))?;
+    let seed = loom_client::identity::parse_key_file(&text)
+        .map_err(|e| input(format!("{}: {e}", key.display())))?;
+    let mut ident = Identity::from_seed(address, &seed)?;
+    if let Some(k) = key_id {
+        ident = ident.with_key_id(k)?;
+    }
+    Ok(ident)
+}
+
+fn client(conn: &Conn, session_node: Option<&str>) -> Result<Client, Failure> {
+    let url = conn
+        .node
+        .as_deref()
+        .or(session_node)
+        .ok_or_else(|| input("--node URL is required".into()))?;
+    let mut c = Client::tcp(url)?.with_timeout(Duration::from_secs(conn.timeout));
+    if let Some(ca) = &conn.ca_cert {
+        c = c.with_trust(&Trust::pem_file(ca)?)?;
+    } else if conn.insecure_tls {
+        c = c.with_trust(&Trust::InsecureAnyCertificate)?;
+    }
+    Ok(c)
+}
+
+fn print_json(v: &Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+    );
+}
+
+fn verbose_print(conn: &Conn, t: &loom_client::Transcript) {
+    if conn.verbose {
+        eprintln!("{t}");
+    }
+}
+
+async fn run(command: Command) -> Result<(), Failure> {
+    match command {
+        Command::Keygen { out, force } => {
+            if out.exists() && !force {
+                return Err(input(format!(
+                    "{} exists; pass --force to overwrite it",
+                    out.display()
+                )));
+            }
+            let seed = os_random_32()?;
+            std::fs::write(&out, format!("{}\n", hex::encode(seed)))
+                .map_err(|e| input(format!("cannot write {}: {e}", out.display())))?;
+            restrict_permissions(&out);
+            println!("wrote a new Ed25519 key to {}", out.display());
+            Ok(())
+        }
+        Command::Discover { conn } => {
+            let mut c = client(&conn, None)?;
+            let r = c.node_document().await?;
+            verbose_print(&conn, &r.transcript);
+            print_json(&r.body);
+            Ok(())
+        }
+        Command::Register {
+            conn,
+            who,
+            kind,
+            display_name,
+        } => {
+            let mut ident =
+                load_identity(&who.identity, &who.key, who.key_id.as_deref())?.with_type(&kind);
+            if let Some(n) = &display_name {
+                ident = ident.with_display_name(n);
+            }
+            let mut c = client(&conn, None)?;
+            let r = ident.register(&mut c).await?;
+            verbose_print(&conn, &r.transcript);
+            println!(
+                "registered {} (type {}, key {})",
+                ident.address(),
+                ident.kind(),
+                ident.key_id()
+            );
+            Ok(())
+        }
+        Command::Login {
+            conn,
+            who,
+            kind,
+            session,
+        } => {
+            let ident = load_identity(&who.identity, &who.key, who.key_id.as_deref())?;
+            let mut c = client(&conn, None)?;
+            let s = ident.login(&mut c).await?;
+            let key_file = std::fs::canonicalize(&who.key).unwrap_or(who.key.clone());
+            let v = json!({
+                "node": c.url().to_string(),
+                "identity": s.identity,
+                "key_id": s.key_id,
+                "type": kind,
+                "key_file": key_file.to_string_lossy(),
+                "access_token": s.access_token,
+                "refresh_token": s.refresh_token,
+                "expires_in": s.expires_in,
+            });
+            match session {
+                Some(path) => {
+                    write_session(&path, &v)?;
+                    restrict_permissions(&path);
+                    println!(
+                        "logged in as {}; session written to {}",
+                        s.identity,
+                        path.display()
+                    );
+                }
+                None => print_json(&v),
+            }
+            Ok(())
+        }
+        Command::Send {
+            conn,
+            session,
+            to,
+            text,
+            thread,
+            parent,
+            json,
+        } => {
+            let sf = read_session(&session)?;
+            let mut c = client(&conn, sf.node.as_deref())?;
+            c.set_token(Some(sf.access_token));
+            let seed = u64::from_le_bytes(
+                os_random_32()?[..8]
+                    .try_into()
+                    .map_err(|_| input("random seed".into()))?,
+            );
+            let mut factory = EnvelopeFactory::new(SystemClock, seed);
+            let env = factory.message(
+                &sf.identity,
+                &MessageDraft {
+                    thread_id: thread,
+                    parent_id: parent,
+                    to,
+                    text,
+                },
+            )?;
+            let r = c.send_envelope(&env).await?;
+            verbose_print(&conn, &r.transcript);
+            if json {
+                print_json(&r.body);
+            } else {
+                let field = |p: &str| {
+                    r.body
+                        .pointer(p)
+                        .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                        .unwrap_or_else(|| "?".into())
+                };
+                println!(
+                    "sent {} in thread {} (event_seq {})",
+                    field("/id"),
+                    field("/thread_id"),
+                    field("/meta/event_seq")
+                );
+            }
+            Ok(())
+        }
+        Command::Threads {
+            conn,
+            session,
+            limit,
+            state,
+            json,
+        } => {
+            let sf = read_session(&session)?;
+            let mut c = client(&conn, sf.node.as_deref())?;
+            c.set_token(Some(sf.access_token));
+            let limit = limit.map(|l| l.to_string());
+            let mut q: Vec<(&str, &str)> = Vec::new();
+            if let Some(l) = &limit {
+                q.push(("limit", l));
+            }
+            if let Some(s) = &state {
+                q.push(("state", s));
+            }
+            let r = c.list_threads(&q).await?;
+            verbose_print(&conn, &r.transcript);
+            if json {
+                print_json(&r.body);
+                return Ok(());
+            }
+            let threads = r
+                .body
+                .get("threads")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            if threads.is_empty() {
+                println!("no threads");
+            }
+            for t in threads {
+                let s = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or("-").to_owned();
+                let n = t.get("envelope_count").and_then(Value::as_u64).unwrap_or(0);
+                let who: Vec<&str> = t
+                    .get("participants")
+                    .and_then(Value::as_array)
+                    .map(|ps| ps.iter().filter_map(|p| p["identity"].as_str()).collect())
+                    .unwrap_or_default();
+                println!(
+                    "{}  {:<8}  {:>3} envelopes  updated {}  {}",
+                    s("id"),
+                    s("state"),
+                    n,
+                    s("updated_at"),
+                    who.join(", ")
+                );
+            }
+            Ok(())
+        }
+        Command::Get { conn, session, id } => {
+            let sf = read_session(&session)?;
+            let mut c = client(&conn, sf.node.as_deref())?;
+            c.set_token(Some(sf.access_token));
+            if id.starts_with("thr_") {
+                let t = c.get_thread(&id).await?;
+                verbose_print(&conn, &t.transcript);
+                let e = c.thread_envelopes(&id).await?;
+                verbose_print(&conn, &e.transcript);
+                print_json(&json!({"thread": t.body, "envelopes": e.body}));
+            } else {
+                let r = c.get_envelope(&id).await?;
+                verbose_print(&conn, &r.transcript);
+                print_json(&r.body);
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Keys and tokens are secrets: owner-only on Unix.
+fn restrict_permissions(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+}

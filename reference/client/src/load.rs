@@ -1,0 +1,533 @@
+//! The load generator behind `loom-load`: registers N identities, logs them in, pre-signs M
+//! envelopes (signing is not what is measured), then posts them over C keep-alive
+//! connections and reports throughput, latency percentiles and errors by status and code.
+//!
+//! Workload shape: each identity owns its own threads of `thread_length` envelopes — a root
+//! message, then replies each to the previous one — addressed to the next identity, so the
+//! node does real per-thread work (DAG checks, `event_seq`, delivery to another mailbox).
+//! Threads are dealt to connections whole, and a connection interleaves its threads, so a
+//! reply never overtakes its parent and consecutive requests touch different threads.
+
+use crate::client::Client;
+use crate::dial::Dial;
+use crate::envelope::{EnvelopeFactory, MessageDraft};
+use crate::error::ClientError;
+use crate::identity::{Identity, Session};
+use crate::tls::Trust;
+use loom_protocol::clock::Clock;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct LoadConfig {
+    /// The node's base URL.
+    pub target: String,
+    /// Identities to register (N ≥ 1).
+    pub identities: usize,
+    /// Keep-alive connections posting in parallel (C ≥ 1).
+    pub concurrency: usize,
+    /// Envelopes to post (M).
+    pub count: usize,
+    /// Bytes of `content.human.text` per envelope.
+    pub payload_bytes: usize,
+    /// Envelopes per thread (root + replies).
+    pub thread_length: usize,
+    /// Seed for identity names, keys and envelope ids: the same seed gives the same run.
+    pub seed: u64,
+    /// TLS trust for `https` targets.
+    pub trust: Option<Trust>,
+    /// Per-request timeout.
+    pub timeout: Duration,
+}
+
+/// One post's outcome.
+#[derive(Debug, Clone)]
+struct Sample {
+    latency: Duration,
+    status: u16,
+    code: Option<String>,
+    message: Option<String>,
+}
+
+/// Failures of one kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorRow {
+    /// HTTP status (0: no response — transport error or timeout).
+    pub status: u16,
+    /// The §24.2 code, `TRANSPORT` or `(none)`.
+    pub code: String,
+    /// How many.
+    pub count: u64,
+    /// The first message seen.
+    pub example: String,
+}
+
+/// Latency percentiles, milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Latency {
+    /// Fastest.
+    pub min: f64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Slowest.
+    pub max: f64,
+    /// Arithmetic mean.
+    pub mean: f64,
+}
+
+/// The result of a run.
+#[derive(Debug, Clone)]
+pub struct LoadReport {
+    /// The node's base URL.
+    pub target: String,
+    /// The node's domain (from its §15.2 document).
+    pub domain: String,
+    /// The configuration that ran (trust omitted).
+    pub identities: usize,
+    /// Connections.
+    pub concurrency: usize,
+    /// Envelopes posted.
+    pub count: usize,
+    /// Payload bytes per envelope.
+    pub payload_bytes: usize,
+    /// Envelopes per thread.
+    pub thread_length: usize,
+    /// Threads created.
+    pub threads: usize,
+    /// The seed.
+    pub seed: u64,
+    /// `HTTP/1.1` or `HTTP/2`.
+    pub http_version: String,
+    /// Mean request body size.
+    pub mean_request_bytes: f64,
+    /// Registration and login, seconds.
+    pub setup_secs: f64,
+    /// Pre-signing, seconds.
+    pub presign_secs: f64,
+    /// Posting, seconds (first request to last response).
+    pub elapsed_secs: f64,
+    /// 201 responses.
+    pub successes: u64,
+    /// Everything else.
+    pub failures: u64,
+    /// Successes per second of `elapsed_secs`.
+    pub envelopes_per_sec: f64,
+    /// Latency of every post (successes and failures).
+    pub latency_ms: Latency,
+    /// Failures by status and code.
+    pub errors: Vec<ErrorRow>,
+    /// Connections opened while posting beyond the first per worker (reconnects).
+    pub reconnects: u64,
+}
+
+impl LoadReport {
+    /// The report as JSON (`loom-load --json`).
+    pub fn to_json(&self) -> Value {
+        let l = self.latency_ms;
+        json!({
+            "target": self.target,
+            "domain": self.domain,
+            "identities": self.identities,
+            "concurrency": self.concurrency,
+            "count": self.count,
+            "payload_bytes": self.payload_bytes,
+            "thread_length": self.thread_length,
+            "threads": self.threads,
+            "seed": self.seed,
+            "http_version": self.http_version,
+            "mean_request_bytes": self.mean_request_bytes,
+            "setup_secs": self.setup_secs,
+            "presign_secs": self.presign_secs,
+            "elapsed_secs": self.elapsed_secs,
+            "successes": self.successes,
+            "failures": self.failures,
+            "envelopes_per_sec": self.envelopes_per_sec,
+            "latency_ms": {"min": l.min, "p50": l.p50, "p90": l.p90, "p99": l.p99, "max": l.max, "mean": l.mean},
+            "errors": self.errors.iter().map(|e| json!({
+                "status": e.status, "code": e.code, "count": e.count, "example": e.example,
+            })).collect::<Vec<_>>(),
+            "reconnects": self.reconnects,
+        })
+    }
+
+    /// The human-readable report.
+    pub fn render(&self) -> String {
+        let l = self.latency_ms;
+        let mut s = format!(
+            "loom-load → {} (domain {}, {})\n  {} identities, {} connections, {} envelopes in {} threads (payload {} B, mean request {:.0} B, thread length {})\n  setup (register + login) {:.2} s, pre-sign {:.2} s\n  posted in {:.2} s: {:.0} envelopes/s ({} ok, {} failed{})\n  latency ms: p50 {:.2}  p90 {:.2}  p99 {:.2}  max {:.2}  (min {:.2}, mean {:.2})\n",
+            self.target,
+            self.domain,
+            self.http_version,
+            self.identities,
+            self.concurrency,
+            self.count,
+            self.threads,
+            self.payload_bytes,
+            self.mean_request_bytes,
+            self.thread_length,
+            self.setup_secs,
+            self.presign_secs,
+            self.elapsed_secs,
+            self.envelopes_per_sec,
+            self.successes,
+            self.failures,
+            if self.reconnects > 0 {
+                format!(", {} reconnects", self.reconnects)
+            } else {
+                String::new()
+            },
+            l.p50,
+            l.p90,
+            l.p99,
+            l.max,
+            l.min,
+            l.mean,
+        );
+        if !self.errors.is_empty() {
+            s.push_str("  errors:\n    status  code                      count  example\n");
+            for e in &self.errors {
+                s.push_str(&format!(
+                    "    {:<6}  {:<24}  {:>5}  {}\n",
+                    e.status, e.code, e.count, e.example
+                ));
+            }
+            if self.errors.iter().any(|e| e.status == 429) {
+                s.push_str("  note: 429 RATE_LIMIT_EXCEEDED means the node's §14.3 rate limits capped the run; start it with rate limits off ([rate_limits] … = 0) to measure throughput.\n");
+            }
+        }
+        s
+    }
+}
+
+/// One pre-signed post.
+#[derive(Debug)]
+struct Post {
+    body: Vec<u8>,
+    sender: usize,
+}
+
+/// A setup step failed; `step` says which.
+fn setup_error(step: &str, e: ClientError) -> ClientError {
+    let hint = if e.status() == Some(429) {
+        " — the node rate-limited the setup (§14.3); run it with rate limits off"
+    } else {
+        ""
+    };
+    match e {
+        ClientError::Api { error, transcript } => ClientError::Api {
+            error: error.map(|mut b| {
+                b.message = Some(format!("{step}: {}{hint}", b.message.unwrap_or_default()));
+                b
+            }),
+            transcript,
+        },
+        other => ClientError::Input(format!("{step}: {other}{hint}")),
+    }
+}
+
+/// Runs the load test through `dial`; identity names, keys, ids and `created_at` come from
+/// `seed` and `clock`.
+pub async fn run<D, C>(cfg: &LoadConfig, dial: D, clock: C) -> Result<LoadReport, ClientError>
+where
+    D: Dial + Clone,
+    C: Clock + Clone,
+{
+    if cfg.identities == 0 || cfg.concurrency == 0 || cfg.thread_length == 0 {
+        return Err(ClientError::Input(
+            "--identities, --concurrency and --thread-length must be at least 1".into(),
+        ));
+    }
+    let new_client = |dial: D| -> Result<Client<D>, ClientError> {
+        let c = Client::new(&cfg.target, dial)?.with_timeout(cfg.timeout);
+        match &cfg.trust {
+            Some(t) => c.with_trust(t),
+            None => Ok(c),
+        }
+    };
+    let setup_started = Instant::now();
+    let mut admin = new_client(dial.clone())?;
+    let doc = admin
+        .node_document()
+        .await
+        .map_err(|e| setup_error("discovery (GET /.well-known/loom.json)", e))?;
+    let domain = doc
+        .body
+        .get("domain")
+        .or_else(|| doc.body.get("node_id"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| ClientError::BadResponse {
+            reason: "the node document has no domain".into(),
+            transcript: Box::new(doc.transcript.clone()),
+        })?
+        .to_owned();
+
+    // Identities: names and keys from the seed, so a rerun with the same seed against a
+    // durable node finds them registered (409) with the same keys and just logs in.
+    let mut factory = EnvelopeFactory::new(clock, cfg.seed);
+    let tag = format!("{:08x}", cfg.seed & 0xffff_ffff);
+    let mut idents = Vec::with_capacity(cfg.identities);
+    let mut sessions: Vec<Session> = Vec::with_capacity(cfg.identities);
+    for i in 0..cfg.identities {
+        let seed = factory.bytes32();
+        let ident = Identity::from_seed(&format!("loom://load-{tag}-{i}@{domain}"), &seed)?
+            .with_display_name(&format!("load {i}"));
+        match ident.register(&mut admin).await {
+            Ok(_) => {}
+            Err(e) if e.status() == Some(409) => {}
+            Err(e) => return Err(setup_error(&format!("registering {}", ident.address()), e)),
+        }
+        let s = ident
+            .login(&mut admin)
+            .await
+            .map_err(|e| setup_error(&format!("logging in {}", ident.address()), e))?;
+        sessions.push(s);
+        idents.push(ident);
+    }
+    let setup_secs = setup_started.elapsed().as_secs_f64();
+
+    // Pre-sign every envelope, thread by thread.
+    let presign_started = Instant::now();
+    let text = payload(cfg.payload_bytes);
+    let mut chains: Vec<Vec<Post>> = Vec::new();
+    let mut total_bytes = 0usize;
+    for (i, ident) in idents.iter().enumerate() {
+        let share = cfg.count / cfg.identities + usize::from(i < cfg.count % cfg.identities);
+        let to = vec![idents[(i + 1) % idents.len()].address().to_owned()];
+        let mut left = share;
+        while left > 0 {
+            let len = left.min(cfg.thread_length);
+            left -= len;
+            let thread = factory.thread_id();
+            let mut parent: Option<String> = None;
+            let mut chain = Vec::with_capacity(len);
+            for _ in 0..len {
+                let env = factory.message(
+                    ident,
+                    &MessageDraft {
+                        thread_id: Some(thread.clone()),
+                        parent_id: parent.clone(),
+                        to: to.clone(),
+                        text: text.clone(),
+                    },
+                )?;
+                parent = env.get("id").and_then(Value::as_str).map(str::to_owned);
+                let body = serde_json::to_vec(&env)
+                    .map_err(|e| ClientError::Input(format!("serializing an envelope: {e}")))?;
+                total_bytes += body.len();
+                chain.push(Post { body, sender: i });
+            }
+            chains.push(chain);
+        }
+    }
+    let threads = chains.len();
+    // Deal whole threads to workers; each worker interleaves its threads.
+    let mut per_worker: Vec<Vec<Vec<Post>>> = (0..cfg.concurrency).map(|_| Vec::new()).collect();
+    for (n, chain) in chains.into_iter().enumerate() {
+        per_worker[n % cfg.concurrency].push(chain);
+    }
+    let queues: Vec<Vec<Post>> = per_worker.into_iter().map(interleave).collect();
+    let presign_secs = presign_started.elapsed().as_secs_f64();
+
+    // Open every connection before the clock starts.
+    let mut clients = Vec::with_capacity(cfg.concurrency);
+    for _ in 0..cfg.concurrency {
+        let mut c = new_client(dial.clone())?;
+        c.connect()
+            .await
+            .map_err(|e| setup_error("connecting", e))?;
+        clients.push(c);
+    }
+    let http_version = clients
+        .first()
+        .and_then(Client::http_version)
+        .unwrap_or("HTTP/1.1")
+        .to_owned();
+
+    let tokens: std::sync::Arc<Vec<String>> =
+        std::sync::Arc::new(sessions.iter().map(|s| s.access_token.clone()).collect());
+    let started = Instant::now();
+    let mut tasks = Vec::with_capacity(cfg.concurrency);
+    for (mut client, queue) in clients.into_iter().zip(queues) {
+        let tokens = tokens.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut samples = Vec::with_capacity(queue.len());
+            for post in queue {
+                let t0 = Instant::now();
+                let token = tokens.get(post.sender).map(String::as_str);
+                let r = client
+                    .exchange("POST", "/v1/envelopes", &[], Some(post.body), token)
+                    .await;
+                samples.push(match r {
+                    Ok(t) if t.status == 201 => Sample {
+                        latency: t.elapsed,
+                        status: 201,
+                        code: None,
+                        message: None,
+                    },
+                    Ok(t) => {
+                        let e = t.api_error();
+                        Sample {
+                            latency: t.elapsed,
+                            status: t.status,
+                            code: e.as_ref().and_then(|e| e.code.clone()),
+                            message: e.map(|e| e.to_string()),
+                        }
+                    }
+                    Err(e) => Sample {
+                        latency: t0.elapsed(),
+                        status: 0,
+                        code: Some("TRANSPORT".into()),
+                        message: Some(e.to_string()),
+                    },
+                });
+            }
+            (samples, client.connects().saturating_sub(1))
+        }));
+    }
+    let mut samples = Vec::with_capacity(cfg.count);
+    let mut reconnects = 0;
+    for t in tasks {
+        let (s, r) = t
+            .await
+            .map_err(|e| ClientError::Input(format!("a load worker failed: {e}")))?;
+        samples.extend(s);
+        reconnects += r;
+    }
+    let elapsed_secs = started.elapsed().as_secs_f64();
+
+    let successes = samples.iter().filter(|s| s.status == 201).count() as u64;
+    let failures = samples.len() as u64 - successes;
+    let mut errors: BTreeMap<(u16, String), ErrorRow> = BTreeMap::new();
+    for s in samples.iter().filter(|s| s.status != 201) {
+        let code = s.code.clone().unwrap_or_else(|| "(none)".into());
+        errors
+            .entry((s.status, code.clone()))
+            .or_insert_with(|| ErrorRow {
+                status: s.status,
+                code,
+                count: 0,
+                example: s.message.clone().unwrap_or_default(),
+            })
+            .count += 1;
+    }
+    let mut latencies: Vec<f64> = samples
+        .iter()
+        .map(|s| s.latency.as_secs_f64() * 1000.0)
+        .collect();
+    latencies.sort_by(f64::total_cmp);
+    Ok(LoadReport {
+        target: cfg.target.clone(),
+        domain,
+        identities: cfg.identities,
+        concurrency: cfg.concurrency,
+        count: cfg.count,
+        payload_bytes: cfg.payload_bytes,
+        thread_length: cfg.thread_length,
+        threads,
+        seed: cfg.seed,
+        http_version,
+        mean_request_bytes: if cfg.count == 0 {
+            0.0
+        } else {
+            total_bytes as f64 / cfg.count as f64
+        },
+        setup_secs,
+        presign_secs,
+        elapsed_secs,
+        successes,
+        failures,
+        envelopes_per_sec: if elapsed_secs > 0.0 {
+            successes as f64 / elapsed_secs
+        } else {
+            0.0
+        },
+        latency_ms: percentiles(&latencies),
+        errors: errors.into_values().collect(),
+        reconnects,
+    })
+}
+
+/// Round-robin over `chains`, keeping each chain's order.
+fn interleave(chains: Vec<Vec<Post>>) -> Vec<Post> {
+    let total = chains.iter().map(Vec::len).sum();
+    let mut iters: Vec<_> = chains.into_iter().map(Vec::into_iter).collect();
+    let mut out = Vec::with_capacity(total);
+    while out.len() < total {
+        for it in &mut iters {
+            if let Some(p) = it.next() {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// Exactly `n` bytes of ASCII text.
+fn payload(n: usize) -> String {
+    const WORDS: &str = "loom load payload the quick brown fox jumps over the lazy dog ";
+    WORDS.chars().cycle().take(n).collect()
+}
+
+/// Nearest-rank percentiles of sorted `ms`.
+fn percentiles(ms: &[f64]) -> Latency {
+    let Some(&max) = ms.last() else {
+        return Latency::default();
+    };
+    let rank = |p: f64| {
+        let i = ((p / 100.0) * ms.len() as f64).ceil() as usize;
+        ms[i.clamp(1, ms.len()) - 1]
+    };
+    Latency {
+        min: ms[0],
+        p50: rank(50.0),
+        p90: rank(90.0),
+        p99: rank(99.0),
+        max,
+        mean: ms.iter().sum::<f64>() / ms.len() as f64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_nearest_rank() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        let l = percentiles(&v);
+        assert_eq!(
+            (l.min, l.p50, l.p90, l.p99, l.max),
+            (1.0, 50.0, 90.0, 99.0, 100.0)
+        );
+        assert_eq!(percentiles(&[]), Latency::default());
+        assert_eq!(percentiles(&[7.0]).p99, 7.0);
+    }
+
+    #[test]
+    fn interleave_keeps_chain_order() {
+        let p = |s: usize| Post {
+            body: vec![],
+            sender: s,
+        };
+        let out = interleave(vec![
+            vec![p(1), p(2), p(3)],
+            vec![p(10)],
+            vec![p(20), p(21)],
+        ]);
+        let order: Vec<usize> = out.iter().map(|p| p.sender).collect();
+        assert_eq!(order, [1, 10, 20, 2, 21, 3]);
+    }
+
+    #[test]
+    fn payload_has_exact_length() {
+        assert_eq!(payload(0).len(), 0);
+        assert_eq!(payload(1000).len(), 1000);
+    }
+}

@@ -1,0 +1,308 @@
+//! The `loom` and `loom-load` binaries end to end against a real node on 127.0.0.1:0.
+
+mod support;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn loom(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_loom"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn ok(out: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout: {stdout}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("loom-client-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn loom_walkthrough() {
+    let node = support::start(false);
+    let url = node.url.as_str();
+    let dir = tempdir("cli");
+    let (ak, bk) = (dir.join("alice.key"), dir.join("bob.key"));
+    let (asess, bsess) = (dir.join("alice.session"), dir.join("bob.session"));
+
+    ok(&loom(&["keygen", "--out", s(&ak)]));
+    ok(&loom(&["keygen", "--out", s(&bk)]));
+    assert_eq!(std::fs::read_to_string(&ak).unwrap().trim().len(), 64);
+    // keygen does not overwrite by accident.
+    let again = loom(&["keygen", "--out", s(&ak)]);
+    assert_eq!(again.status.code(), Some(2));
+
+    let doc = ok(&loom(&["discover", "--node", url]));
+    assert!(doc.contains("\"domain\": \"node.test\""), "{doc}");
+
+    let out = ok(&loom(&[
+        "register",
+        "--node",
+        url,
+        "--identity",
+        "loom://alice@node.test",
+        "--key",
+        s(&ak),
+    ]));
+    assert!(out.contains("registered loom://alice@node.test"), "{out}");
+    ok(&loom(&[
+        "register",
+        "--node",
+        url,
+        "--identity",
+        "loom://bob@node.test",
+        "--key",
+        s(&bk),
+        "--type",
+        "human",
+    ]));
+
+    // A second registration fails with the node's §24.1 error printed field by field.
+    let dup = loom(&[
+        "register",
+        "--node",
+        url,
+        "--identity",
+        "loom://alice@node.test",
+        "--key",
+        s(&ak),
+    ]);
+    assert_eq!(dup.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&dup.stderr);
+    assert!(
+        err.contains("HTTP 409") && err.contains("code") && err.contains("request"),
+        "{err}"
+    );
+
+    // login without --session prints the tokens.
+    let tokens: Value = serde_json::from_str(&ok(&loom(&[
+        "login",
+        "--node",
+        url,
+        "--identity",
+        "loom://alice@node.test",
+        "--key",
+        s(&ak),
+    ])))
+    .unwrap();
+    assert!(tokens["access_token"].as_str().unwrap().starts_with("at_"));
+    ok(&loom(&[
+        "login",
+        "--node",
+        url,
+        "--identity",
+        "loom://alice@node.test",
+        "--key",
+        s(&ak),
+        "--session",
+        s(&asess),
+    ]));
+    ok(&loom(&[
+        "login",
+        "--node",
+        url,
+        "--identity",
+        "loom://bob@node.test",
+        "--key",
+        s(&bk),
+        "--type",
+        "human",
+        "--session",
+        s(&bsess),
+    ]));
+
+    // send (the node comes from the session file), then reply in the thread.
+    let sent = ok(&loom(&[
+        "send",
+        "--session",
+        s(&asess),
+        "--to",
+        "loom://bob@node.test",
+        "--text",
+        "hi bob",
+    ]));
+    assert!(
+        sent.starts_with("sent env_") && sent.contains("(event_seq 1)"),
+        "{sent}"
+    );
+    let words: Vec<&str> = sent.split_whitespace().collect();
+    let (env, thread) = (words[1], words[4]);
+    assert!(thread.starts_with("thr_"), "{sent}");
+    let reply = ok(&loom(&[
+        "send",
+        "--node",
+        url,
+        "--session",
+        s(&bsess),
+        "--to",
+        "loom://alice@node.test",
+        "--text",
+        "hi alice",
+        "--thread",
+        thread,
+        "--parent",
+        env,
+    ]));
+    assert!(reply.contains("(event_seq 2)"), "{reply}");
+
+    let threads = ok(&loom(&["threads", "--node", url, "--session", s(&asess)]));
+    assert!(
+        threads.contains(thread) && threads.contains("2 envelopes"),
+        "{threads}"
+    );
+    let got: Value =
+        serde_json::from_str(&ok(&loom(&["get", "--session", s(&asess), env]))).unwrap();
+    assert_eq!(got["content"]["human"]["text"], "hi bob");
+    let whole: Value =
+        serde_json::from_str(&ok(&loom(&["get", "--session", s(&asess), thread]))).unwrap();
+    assert_eq!(whole["thread"]["envelope_count"], 2, "{whole}");
+
+    // A malformed thread id is refused by the node with a clear error.
+    let bad = loom(&[
+        "send",
+        "--session",
+        s(&asess),
+        "--to",
+        "loom://bob@node.test",
+        "--text",
+        "x",
+        "--thread",
+        "thr_not-a-ulid",
+        "--parent",
+        "env_01JMKB7X9Q2RVHF3KN4TYZPG00",
+    ]);
+    assert_eq!(bad.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("the node refused POST /v1/envelopes"), "{err}");
+
+    // An unreachable node is exit 3; a missing key file is exit 2.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let down = loom(&["discover", "--node", &format!("http://127.0.0.1:{port}")]);
+    assert_eq!(
+        down.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&down.stderr)
+    );
+    let nokey = loom(&[
+        "register",
+        "--node",
+        url,
+        "--identity",
+        "loom://c@node.test",
+        "--key",
+        "/nonexistent.key",
+    ]);
+    assert_eq!(nokey.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&nokey.stderr).contains("/nonexistent.key"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn loom_load_small_run_reports_every_success() {
+    let node = support::start(false);
+    let out = Command::new(env!("CARGO_BIN_EXE_loom-load"))
+        .args([
+            "--target",
+            &node.url,
+            "--identities",
+            "3",
+            "--concurrency",
+            "2",
+            "--count",
+            "50",
+            "--thread-length",
+            "7",
+            "--seed",
+            "1",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_str(&ok(&out)).unwrap();
+    assert_eq!(report["successes"], 50, "{report}");
+    assert_eq!(report["failures"], 0, "{report}");
+    assert_eq!(report["errors"].as_array().unwrap().len(), 0, "{report}");
+    // 17/17/16 envelopes per identity in threads of ≤ 7: 3+3+3 threads.
+    assert_eq!(report["threads"], 9, "{report}");
+    assert!(report["envelopes_per_sec"].as_f64().unwrap() > 0.0);
+    let l = &report["latency_ms"];
+    assert!(l["p50"].as_f64().unwrap() <= l["p99"].as_f64().unwrap());
+    assert!(l["p99"].as_f64().unwrap() <= l["max"].as_f64().unwrap());
+
+    // The same seed again: the identities exist (409) with the same keys, so setup just
+    // logs them in; new envelope ids (the wall clock moved) are accepted.
+    let out = Command::new(env!("CARGO_BIN_EXE_loom-load"))
+        .args([
+            "--target",
+            &node.url,
+            "--identities",
+            "3",
+            "--concurrency",
+            "2",
+            "--count",
+            "10",
+            "--seed",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let text = ok(&out);
+    assert!(text.contains("(10 ok, 0 failed)"), "{text}");
+}
+
+#[test]
+fn loom_load_reports_rate_limits() {
+    // A node with the §14.3 default envelope limit (100/min per identity) but no auth limit.
+    let mut config = loom_node::NodeConfig {
+        domain: support::DOMAIN.into(),
+        ..loom_node::NodeConfig::default()
+    };
+    config.rate_limits = loom_node::config::RateLimits::unlimited();
+    config.rate_limits.envelopes_per_identity = 100;
+    let node = support::start_with(config);
+    let out = Command::new(env!("CARGO_BIN_EXE_loom-load"))
+        .args([
+            "--target",
+            &node.url,
+            "--identities",
+            "1",
+            "--concurrency",
+            "2",
+            "--count",
+            "120",
+            "--seed",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("100 ok, 20 failed"), "{text}");
+    assert!(
+        text.contains("429") && text.contains("RATE_LIMIT_EXCEEDED") && text.contains("note:"),
+        "{text}"
+    );
+}
