@@ -301,7 +301,11 @@ impl<D: Dial> Client<D> {
             request_headers.push(("authorization".into(), format!("Bearer {t}")));
         }
         for (k, v) in headers {
-            request_headers.push((k.to_ascii_lowercase(), (*v).to_owned()));
+            // A caller's header replaces a default of the same name (a deliberately wrong
+            // content type, say), rather than being sent next to it.
+            let name = k.to_ascii_lowercase();
+            request_headers.retain(|(n, _)| *n != name);
+            request_headers.push((name, (*v).to_owned()));
         }
         let body = body.unwrap_or_default();
         let label = format!("{method} {full_path}");

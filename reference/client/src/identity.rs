@@ -101,6 +101,17 @@ impl Identity {
         &self.address
     }
 
+    /// The Ed25519 signing key (for documents other than envelopes: delegation links,
+    /// capability tokens, PoP proofs, deliberately malformed signatures in tests).
+    pub fn signing_key(&self) -> &SigningKey {
+        &self.key
+    }
+
+    /// The signing key id, typed.
+    pub fn key_id_typed(&self) -> &KeyId {
+        &self.key_id
+    }
+
     /// The signing key id.
     pub fn key_id(&self) -> &str {
         self.key_id.as_str()

@@ -1,0 +1,136 @@
+//! Target profiles: how to reach and provision a node under test (DESIGN.md §5). A profile
+//! is a TOML file; every key is optional and unknown keys are errors that name the key.
+//!
+//! ```toml
+//! [target]
+//! readiness_timeout_secs = 30        # how long to wait for /.well-known/loom.json
+//! timeout_scale = 1.0                # multiplies every per-request timeout
+//! features = ["search", "blobs"]     # override what /v1/protocol/capabilities advertises
+//!
+//! [tls]
+//! ca_cert = "ca.pem"                 # trust this PEM for an https target
+//! insecure = false                   # accept any certificate (development only)
+//!
+//! [provisioning]
+//! mode = "register"                  # "register" (DESIGN.md §9 API) or "pool"
+//! # pool: identities the operator created beforehand, with their Ed25519 seeds
+//! [[provisioning.identity]]
+//! address = "loom://conf-a@example.org"
+//! type = "human"
+//! key_id = "k_sign_conf_a_1"
+//! seed_hex = "…64 hex digits…"
+//! ```
+
+use serde::Deserialize;
+use std::path::Path;
+
+/// A whole profile.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Profile {
+    /// Reachability and timing.
+    pub target: TargetSection,
+    /// TLS trust.
+    pub tls: TlsSection,
+    /// How identities are obtained.
+    pub provisioning: Provisioning,
+}
+
+/// `[target]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TargetSection {
+    /// Seconds to wait for the node document.
+    pub readiness_timeout_secs: f64,
+    /// Timeout multiplier.
+    pub timeout_scale: f64,
+    /// Features to assume instead of the advertised ones.
+    pub features: Option<Vec<String>>,
+}
+
+impl Default for TargetSection {
+    fn default() -> Self {
+        TargetSection {
+            readiness_timeout_secs: 30.0,
+            timeout_scale: 1.0,
+            features: None,
+        }
+    }
+}
+
+/// `[tls]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsSection {
+    /// A PEM file of trusted certificates.
+    pub ca_cert: Option<String>,
+    /// Trust any certificate.
+    pub insecure: bool,
+}
+
+/// `[provisioning]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Provisioning {
+    /// `register` or `pool`.
+    pub mode: String,
+    /// The pool.
+    pub identity: Vec<PoolIdentity>,
+}
+
+impl Default for Provisioning {
+    fn default() -> Self {
+        Provisioning {
+            mode: "register".into(),
+            identity: Vec::new(),
+        }
+    }
+}
+
+/// One pre-provisioned identity.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolIdentity {
+    /// `loom://…`.
+    pub address: String,
+    /// §6.3 type.
+    #[serde(rename = "type", default = "human")]
+    pub kind: String,
+    /// Its signing key id.
+    pub key_id: String,
+    /// The Ed25519 seed, 64 hex digits.
+    pub seed_hex: String,
+}
+
+fn human() -> String {
+    "human".into()
+}
+
+impl Profile {
+    /// Reads and checks a profile file; errors name the file and the problem.
+    pub fn load(path: &Path) -> Result<Profile, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("profile {}: {e}", path.display()))?;
+        Profile::parse(&text).map_err(|e| format!("profile {}: {e}", path.display()))
+    }
+
+    /// Parses and checks profile text.
+    pub fn parse(text: &str) -> Result<Profile, String> {
+        let p: Profile = toml::from_str(text).map_err(|e| e.to_string())?;
+        if !matches!(p.provisioning.mode.as_str(), "register" | "pool") {
+            return Err(format!("provisioning.mode must be \"register\" or \"pool\", not {:?}", p.provisioning.mode));
+        }
+        if p.provisioning.mode == "pool" && p.provisioning.identity.is_empty() {
+            return Err("provisioning.mode = \"pool\" needs [[provisioning.identity]] entries".into());
+        }
+        for (i, id) in p.provisioning.identity.iter().enumerate() {
+            let ok = id.seed_hex.len() == 64 && id.seed_hex.bytes().all(|b| b.is_ascii_hexdigit());
+            if !ok {
+                return Err(format!("provisioning.identity[{i}].seed_hex must be 64 hex digits"));
+            }
+        }
+        if !(p.target.timeout_scale > 0.0 && p.target.timeout_scale.is_finite()) {
+            return Err("target.timeout_scale must be a positive number".into());
+        }
+        Ok(p)
+    }
+}

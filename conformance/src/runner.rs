@@ -1,0 +1,220 @@
+//! Selects cases (level, `--only`/`--exclude` globs), runs them against a target with a
+//! bounded number in flight, and turns each finding into an outcome by the case's strength,
+//! the implementer's skip file and `--strict`.
+
+use crate::case::{Case, Finding, Need, Strength};
+use crate::ctx::Ctx;
+use crate::outcome::{CaseResult, Outcome};
+use crate::skips::SkipFile;
+use crate::target::TargetInfo;
+use loom_protocol::clock::Clock;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// Highest level to include.
+    pub level: u8,
+    /// Only case IDs matching one of these globs (empty = all).
+    pub only: Vec<String>,
+    /// Leave out case IDs matching these globs.
+    pub exclude: Vec<String>,
+    /// Expected failures.
+    pub skips: SkipFile,
+    /// SHOULD failures fail.
+    pub strict: bool,
+    /// Cases in flight at once.
+    pub jobs: usize,
+    /// Timeout multiplier.
+    pub timeout_scale: f64,
+    /// Seed for test data.
+    pub seed: u64,
+    /// Longest a single case may take before it is an `error`.
+    pub case_timeout: Duration,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            level: 1,
+            only: Vec::new(),
+            exclude: Vec::new(),
+            skips: SkipFile::default(),
+            strict: false,
+            jobs: 4,
+            timeout_scale: 1.0,
+            seed: 1,
+            case_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// `*` matches any run of characters, `?` one character.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    fn go(p: &[u8], t: &[u8]) -> bool {
+        match (p.first(), t.first()) {
+            (None, None) => true,
+            (Some(b'*'), _) => go(&p[1..], t) || (!t.is_empty() && go(p, &t[1..])),
+            (Some(b'?'), Some(_)) => go(&p[1..], &t[1..]),
+            (Some(a), Some(b)) if a == b => go(&p[1..], &t[1..]),
+            _ => false,
+        }
+    }
+    go(pattern.as_bytes(), text.as_bytes())
+}
+
+/// The cases `cfg` selects, in catalogue order.
+pub fn select<'a>(cases: &'a [Case], cfg: &RunConfig) -> Vec<&'a Case> {
+    cases
+        .iter()
+        .filter(|c| c.level <= cfg.level)
+        .filter(|c| cfg.only.is_empty() || cfg.only.iter().any(|g| glob_match(g, c.id)))
+        .filter(|c| !cfg.exclude.iter().any(|g| glob_match(g, c.id)))
+        .collect()
+}
+
+/// Why `case` cannot run on `target`, if it cannot.
+fn not_applicable(case: &Case, target: &TargetInfo) -> Option<Finding> {
+    for need in case.needs {
+        match need {
+            Need::Tls if !target.is_tls() => {
+                return Some(Finding::Skip(format!(
+                    "the target {} is plain http; TLS checks apply to https targets (v1.1 §14.1 requires TLS 1.3 in deployment)",
+                    target.url
+                )));
+            }
+            Need::Registration if target.pool.is_some() => {
+                return Some(Finding::Skip("the profile provisions a fixed pool; this case registers identities itself".into()));
+            }
+            n => {
+                if let Some(f) = n.feature()
+                    && !target.features.contains(f)
+                {
+                    return Some(Finding::Unsupported(format!("the target does not advertise the {f:?} feature in /v1/protocol/capabilities")));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Outcome of a finished check.
+pub fn judge(case: &Case, verdict: Result<(), Finding>, cfg: &RunConfig) -> (Outcome, Option<Finding>) {
+    let expected_fail = cfg.skips.get(case.id).is_some();
+    match verdict {
+        Ok(()) if expected_fail => (Outcome::UnexpectedPass, None),
+        Ok(()) => (Outcome::Pass, None),
+        Err(f @ Finding::Fail { .. }) => {
+            let o = if expected_fail {
+                Outcome::ExpectedFail
+            } else {
+                match case.strength {
+                    Strength::Must => Outcome::Fail,
+                    Strength::Should if cfg.strict => Outcome::Fail,
+                    Strength::Should => Outcome::NonStrict,
+                    Strength::May => Outcome::Informational,
+                }
+            };
+            (o, Some(f))
+        }
+        Err(f @ Finding::Skip(_)) => (Outcome::Skipped, Some(f)),
+        Err(f @ Finding::Unsupported(_)) => (Outcome::Unsupported, Some(f)),
+        Err(f @ Finding::Error(_)) => (Outcome::Error, Some(f)),
+    }
+}
+
+/// Runs one case.
+pub async fn run_case(case: &Case, target: Arc<TargetInfo>, cfg: &RunConfig, clock: Arc<dyn Clock>) -> CaseResult {
+    let started = Instant::now();
+    let (verdict, transcripts) = match not_applicable(case, &target) {
+        Some(f) => (Err(f), Vec::new()),
+        None => match Ctx::new(target, case.id, cfg.seed, clock, cfg.timeout_scale) {
+            Err(f) => (Err(f), Vec::new()),
+            Ok(mut cx) => {
+                let limit = cfg.case_timeout.mul_f64(cfg.timeout_scale);
+                let v = match tokio::time::timeout(limit, (case.run)(&mut cx)).await {
+                    Ok(v) => v,
+                    Err(_) => Err(Finding::Error(format!("the case did not finish within {limit:?}"))),
+                };
+                (v, cx.take_transcripts())
+            }
+        },
+    };
+    let (outcome, finding) = judge(case, verdict, cfg);
+    let mut r = CaseResult {
+        id: case.id,
+        outcome,
+        message: None,
+        expected: None,
+        actual: None,
+        decisive: None,
+        transcripts,
+        duration: started.elapsed(),
+    };
+    match finding {
+        Some(Finding::Fail { expected, actual, decisive }) => {
+            r.message = Some(format!("expected {expected}; got {actual}"));
+            r.decisive = decisive.or(r.transcripts.len().checked_sub(1));
+            r.expected = Some(expected);
+            r.actual = Some(actual);
+            if let Some(entry) = cfg.skips.get(case.id) {
+                r.message = Some(format!("{} (expected failure: {})", r.message.unwrap_or_default(), entry.reason));
+            }
+        }
+        Some(Finding::Skip(m) | Finding::Unsupported(m) | Finding::Error(m)) => r.message = Some(m),
+        None if outcome == Outcome::UnexpectedPass => {
+            r.message = Some("listed in the skip file as an expected failure, but it passed: remove it from the skip file".into());
+        }
+        None => {}
+    }
+    r
+}
+
+/// Runs `cases` with at most `cfg.jobs` in flight; `progress` sees each result as it lands;
+/// results come back in catalogue order.
+pub async fn run_all(cases: &[&'static Case], target: Arc<TargetInfo>, cfg: &RunConfig, clock: Arc<dyn Clock>, progress: &(dyn Fn(&CaseResult) + Sync)) -> Vec<CaseResult> {
+    let sem = Arc::new(tokio::sync::Semaphore::new(cfg.jobs.max(1)));
+    let mut handles = Vec::new();
+    for case in cases {
+        let case: &'static Case = case;
+        let target = target.clone();
+        let cfg = cfg.clone();
+        let clock = clock.clone();
+        let sem = sem.clone();
+        handles.push(tokio::spawn(async move {
+            let _permit = sem.acquire_owned().await;
+            run_case(case, target, &cfg, clock).await
+        }));
+    }
+    let mut results = Vec::with_capacity(handles.len());
+    for (h, case) in handles.into_iter().zip(cases) {
+        let r = h.await.unwrap_or_else(|e| CaseResult {
+            id: case.id,
+            outcome: Outcome::Error,
+            message: Some(format!("the case panicked: {e}")),
+            expected: None,
+            actual: None,
+            decisive: None,
+            transcripts: Vec::new(),
+            duration: Duration::ZERO,
+        });
+        progress(&r);
+        results.push(r);
+    }
+    results
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob_match;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("core.envelope.*", "core.envelope.sig.tampered"));
+        assert!(glob_match("*tampered*", "core.envelope.sig.tampered-body"));
+        assert!(!glob_match("core.auth.*", "core.envelope.x"));
+        assert!(glob_match("core.a?th.x", "core.auth.x"));
+        assert!(glob_match("*", ""));
+    }
+}

@@ -1,0 +1,210 @@
+//! The node under test: the embedded reference node on loopback (the default), or any node
+//! at a URL. Setup is lenient — wait for readiness, learn the domain and advertised features,
+//! provision identities — and every setup failure says what to configure (exit code 3).
+
+use crate::case::Finding;
+use crate::profile::{PoolIdentity, Profile};
+use loom_client::{Client, Identity, Trust};
+use loom_protocol::clock::Clock;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// What the harness knows about a target.
+#[derive(Debug)]
+pub struct TargetInfo {
+    /// Base URL (`http://127.0.0.1:PORT`).
+    pub url: String,
+    /// The node's domain (identities are `loom://x@domain`).
+    pub domain: String,
+    /// The node document as served.
+    pub node_document: Value,
+    /// `/v1/protocol/capabilities`, when served.
+    pub capabilities: Option<Value>,
+    /// Features the target offers (advertised, or from the profile).
+    pub features: BTreeSet<String>,
+    /// TLS trust for https targets.
+    pub trust: Option<Trust>,
+    /// `pool` provisioning: identities not yet handed out.
+    pub pool: Option<Mutex<Vec<PoolIdentity>>>,
+    /// Whether this is the embedded reference node.
+    pub embedded: bool,
+}
+
+/// Why a target could not be used (exit code 3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetupError(pub String);
+
+impl std::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SetupError {}
+
+impl TargetInfo {
+    /// Whether the target is https.
+    pub fn is_tls(&self) -> bool {
+        self.url.starts_with("https://")
+    }
+
+    /// A fresh connection for one case.
+    pub fn client(&self, timeout: Duration) -> Result<Client, Finding> {
+        let mut c = Client::tcp(&self.url).map_err(|e| Finding::Error(format!("client for {}: {e}", self.url)))?;
+        if let Some(t) = &self.trust {
+            c = c.with_trust(t).map_err(|e| Finding::Error(format!("TLS trust: {e}")))?;
+        }
+        Ok(c.with_timeout(timeout))
+    }
+
+    /// A value of `/v1/protocol/capabilities` by JSON pointer (`/limits/max_envelope_bytes`).
+    pub fn capability(&self, pointer: &str) -> Option<&Value> {
+        self.capabilities.as_ref().and_then(|c| c.pointer(pointer))
+    }
+
+    /// A pooled identity of `kind`, if the profile provides one.
+    pub fn take_pooled(&self, kind: &str) -> Option<Result<Identity, String>> {
+        let pool = self.pool.as_ref()?;
+        let mut pool = pool.lock().unwrap_or_else(|p| p.into_inner());
+        let i = pool.iter().position(|p| p.kind == kind)?;
+        let p = pool.remove(i);
+        let seed: Option<[u8; 32]> = hex::decode(&p.seed_hex).ok().and_then(|b| b.try_into().ok());
+        Some(
+            seed.ok_or_else(|| format!("{}: bad seed", p.address))
+                .and_then(|s| Identity::from_seed(&p.address, &s).map_err(|e| e.to_string()))
+                .and_then(|id| id.with_key_id(&p.key_id).map_err(|e| e.to_string()))
+                .map(|id| id.with_type(&p.kind)),
+        )
+    }
+}
+
+/// Waits for `url`'s node document, then reads its capabilities.
+pub async fn probe(url: &str, profile: &Profile, embedded: bool) -> Result<TargetInfo, SetupError> {
+    let trust = if profile.tls.insecure {
+        Some(Trust::InsecureAnyCertificate)
+    } else if let Some(ca) = &profile.tls.ca_cert {
+        Some(Trust::pem_file(std::path::Path::new(ca)).map_err(|e| SetupError(format!("profile tls.ca_cert: {e}")))?)
+    } else {
+        None
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(profile.target.readiness_timeout_secs);
+    let mut last_error;
+    loop {
+        let attempt = async {
+            let mut c = Client::tcp(url).map_err(|e| e.to_string())?;
+            if let Some(t) = &trust {
+                c = c.with_trust(t).map_err(|e| e.to_string())?;
+            }
+            let mut c = c.with_timeout(Duration::from_secs(5));
+            let t = c.exchange("GET", "/.well-known/loom.json", &[], None, None).await.map_err(|e| e.to_string())?;
+            if t.status != 200 {
+                return Err(format!("GET /.well-known/loom.json answered {}", t.status));
+            }
+            let doc = t.json().ok_or("the node document is not JSON")?;
+            let caps = c
+                .exchange("GET", "/v1/protocol/capabilities", &[], None, None)
+                .await
+                .ok()
+                .filter(|t| t.status == 200)
+                .and_then(|t| t.json());
+            Ok::<_, String>((doc, caps))
+        };
+        match attempt.await {
+            Ok((doc, caps)) => {
+                let domain = doc["domain"].as_str().map(str::to_owned).ok_or_else(|| {
+                    SetupError(format!("the node document at {url}/.well-known/loom.json has no \"domain\" (v1.1 §15.2)"))
+                })?;
+                let features: BTreeSet<String> = match &profile.target.features {
+                    Some(f) => f.iter().cloned().collect(),
+                    None => caps
+                        .as_ref()
+                        .and_then(|c| c["features"].as_array())
+                        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                        .unwrap_or_default(),
+                };
+                let pool = (profile.provisioning.mode == "pool").then(|| Mutex::new(profile.provisioning.identity.clone()));
+                return Ok(TargetInfo {
+                    url: url.trim_end_matches('/').to_owned(),
+                    domain,
+                    node_document: doc,
+                    capabilities: caps,
+                    features,
+                    trust,
+                    pool,
+                    embedded,
+                });
+            }
+            Err(e) => last_error = e,
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(SetupError(format!(
+                "target {url} is not ready after {} s: {last_error}. Check the URL, that the node serves /.well-known/loom.json (v1.1 §15.2), and the profile's [target] readiness_timeout_secs / [tls] settings",
+                profile.target.readiness_timeout_secs
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The embedded reference node, serving on an ephemeral loopback port until dropped.
+#[derive(Debug)]
+pub struct Embedded {
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for Embedded {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+    }
+}
+
+/// The domain of the embedded node.
+pub const EMBEDDED_DOMAIN: &str = "conformance.test";
+
+/// The embedded node's configuration: in-memory store, §14.3 limits except registration and
+/// login (each case registers its own identities, so a per-IP auth limit would throttle the
+/// harness, not test the node).
+pub fn embedded_config() -> loom_node::NodeConfig {
+    let mut config = loom_node::NodeConfig {
+        domain: EMBEDDED_DOMAIN.into(),
+        ..loom_node::NodeConfig::default()
+    };
+    config.rate_limits.auth_per_ip = 0;
+    config
+}
+
+/// Starts the reference node (with `quirks`, for the self-test) on 127.0.0.1:0.
+pub async fn start_embedded(
+    quirks: loom_node::Quirks,
+    clock: Arc<dyn Clock>,
+    seed: u64,
+    config: loom_node::NodeConfig,
+) -> Result<Embedded, SetupError> {
+    let env = loom_node::Env::new(clock, seed);
+    let node = loom_node::Node::builder(config, env)
+        .quirks(quirks)
+        .build()
+        .map_err(|e| SetupError(format!("cannot start the embedded node: {e}")))?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| SetupError(format!("cannot bind a loopback port: {e}")))?;
+    let addr = listener.local_addr().map_err(|e| SetupError(e.to_string()))?;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let _ = node
+            .serve(listener, None, async {
+                let _ = stopped.await;
+            })
+            .await;
+    });
+    Ok(Embedded {
+        url: format!("http://{addr}"),
+        stop: Some(stop),
+    })
+}
