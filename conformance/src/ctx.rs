@@ -50,7 +50,9 @@ pub struct Ctx {
 
 impl std::fmt::Debug for Ctx {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Ctx").field("case", &self.case_tag).finish_non_exhaustive()
+        f.debug_struct("Ctx")
+            .field("case", &self.case_tag)
+            .finish_non_exhaustive()
     }
 }
 
@@ -63,7 +65,13 @@ pub fn case_seed(run_seed: u64, case_id: &str) -> u64 {
 
 impl Ctx {
     /// A context for `case_id` against `target`.
-    pub fn new(target: Arc<TargetInfo>, case_id: &str, run_seed: u64, clock: Arc<dyn Clock>, timeout_scale: f64) -> Result<Ctx, Finding> {
+    pub fn new(
+        target: Arc<TargetInfo>,
+        case_id: &str,
+        run_seed: u64,
+        clock: Arc<dyn Clock>,
+        timeout_scale: f64,
+    ) -> Result<Ctx, Finding> {
         let client = target.client(Duration::from_secs_f64(10.0 * timeout_scale))?;
         let seed = case_seed(run_seed, case_id);
         Ok(Ctx {
@@ -94,7 +102,14 @@ impl Ctx {
 
     /// Sends a request; records and returns the exchange. A transport failure is a harness
     /// `error` (the target's readiness was already established).
-    pub async fn exchange(&mut self, method: &str, path: &str, headers: &[(&str, &str)], body: Option<Vec<u8>>, token: Option<&str>) -> Result<usize, Finding> {
+    pub async fn exchange(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<Vec<u8>>,
+        token: Option<&str>,
+    ) -> Result<usize, Finding> {
         let t = self
             .client
             .exchange(method, path, headers, body, token)
@@ -105,7 +120,13 @@ impl Ctx {
     }
 
     /// A JSON request with an optional bearer token.
-    pub async fn call(&mut self, method: &str, path: &str, token: Option<&str>, body: Option<&Value>) -> Result<usize, Finding> {
+    pub async fn call(
+        &mut self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: Option<&Value>,
+    ) -> Result<usize, Finding> {
         let bytes = body.map(|b| serde_json::to_vec(b).unwrap_or_default());
         self.exchange(method, path, &[], bytes, token).await
     }
@@ -127,7 +148,8 @@ impl Ctx {
 
     /// POSTs a signed envelope as `from`.
     pub async fn send(&mut self, from: &Ident, env: &Value) -> Result<usize, Finding> {
-        self.call("POST", "/v1/envelopes", Some(&from.token), Some(env)).await
+        self.call("POST", "/v1/envelopes", Some(&from.token), Some(env))
+            .await
     }
 
     /// Registers and logs in a fresh identity `name-<case tag>-<n>` of `kind` on the target.
@@ -151,9 +173,18 @@ impl Ctx {
                 id.address()
             ))
         };
-        id.register(&mut self.client).await.map_err(|e| setup("register", e))?;
-        let s = id.login(&mut self.client).await.map_err(|e| setup("log in", e))?;
-        Ok(Ident { id, token: s.access_token, refresh: s.refresh_token })
+        id.register(&mut self.client)
+            .await
+            .map_err(|e| setup("register", e))?;
+        let s = id
+            .login(&mut self.client)
+            .await
+            .map_err(|e| setup("log in", e))?;
+        Ok(Ident {
+            id,
+            token: s.access_token,
+            refresh: s.refresh_token,
+        })
     }
 
     /// A fresh `thr_` id.
@@ -172,14 +203,24 @@ impl Ctx {
     }
 
     /// An unsigned message from `from` to `to` in `thread`, replying to `parent`.
-    pub fn message(&mut self, from: &Ident, thread: &str, parent: Option<&str>, to: &[&Ident], text: &str) -> Value {
+    pub fn message(
+        &mut self,
+        from: &Ident,
+        thread: &str,
+        parent: Option<&str>,
+        to: &[&Ident],
+        text: &str,
+    ) -> Value {
         let draft = MessageDraft {
             thread_id: Some(thread.to_owned()),
             parent_id: parent.map(str::to_owned),
             to: to.iter().map(|i| i.address().to_owned()).collect(),
             text: text.to_owned(),
         };
-        let mut env = self.factory.message(&from.id, &draft).unwrap_or(Value::Null);
+        let mut env = self
+            .factory
+            .message(&from.id, &draft)
+            .unwrap_or(Value::Null);
         if let Some(o) = env.as_object_mut() {
             o.remove("signature");
         }
@@ -187,7 +228,14 @@ impl Ctx {
     }
 
     /// `message`, signed.
-    pub fn signed_message(&mut self, from: &Ident, thread: &str, parent: Option<&str>, to: &[&Ident], text: &str) -> Value {
+    pub fn signed_message(
+        &mut self,
+        from: &Ident,
+        thread: &str,
+        parent: Option<&str>,
+        to: &[&Ident],
+        text: &str,
+    ) -> Value {
         let mut env = self.message(from, thread, parent, to, text);
         from.sign(&mut env);
         env
@@ -206,7 +254,11 @@ impl Ctx {
     }
 
     /// Starts a thread: `owner` sends a root message to `to`; returns (thread id, root).
-    pub async fn start_thread(&mut self, owner: &Ident, to: &[&Ident]) -> Result<(String, Value), Finding> {
+    pub async fn start_thread(
+        &mut self,
+        owner: &Ident,
+        to: &[&Ident],
+    ) -> Result<(String, Value), Finding> {
         let t = self.thread_id();
         let root = self.signed_message(owner, &t, None, to, "thread root");
         let i = self.send(owner, &root).await?;
@@ -256,7 +308,11 @@ impl Ctx {
         let body = self.json(i);
         let e = &body["error"];
         let mut missing = Vec::new();
-        if e["code"].as_str().and_then(loom_protocol::ErrorCode::parse).is_none() {
+        if e["code"]
+            .as_str()
+            .and_then(loom_protocol::ErrorCode::parse)
+            .is_none()
+        {
             missing.push("error.code from the §24.2 registry");
         }
         for m in ["message", "request_id", "timestamp"] {
@@ -268,8 +324,13 @@ impl Ctx {
             return Ok(());
         }
         Err(Finding::Fail {
-            expected: "a §24.1 error body {error: {code, message, details, request_id, timestamp}}".into(),
-            actual: format!("missing {}: {}", missing.join(", "), preview(&self.t(i).response_body)),
+            expected: "a §24.1 error body {error: {code, message, details, request_id, timestamp}}"
+                .into(),
+            actual: format!(
+                "missing {}: {}",
+                missing.join(", "),
+                preview(&self.t(i).response_body)
+            ),
             decisive: Some(i),
         })
     }
@@ -287,7 +348,12 @@ impl Ctx {
     }
 
     /// `cond` must hold; otherwise fail with expected/actual texts.
-    pub fn expect_that(&self, cond: bool, expected: impl Into<String>, actual: impl Into<String>) -> Verdict {
+    pub fn expect_that(
+        &self,
+        cond: bool,
+        expected: impl Into<String>,
+        actual: impl Into<String>,
+    ) -> Verdict {
         if cond {
             return Ok(());
         }
@@ -321,7 +387,10 @@ fn error_summary(t: &Transcript) -> String {
         Some(v) if v.pointer("/error/code").is_some() => format!(
             " with {} ({})",
             v["error"]["code"].as_str().unwrap_or("?"),
-            v.pointer("/error/details/reason").and_then(Value::as_str).or(v.pointer("/error/message").and_then(Value::as_str)).unwrap_or("")
+            v.pointer("/error/details/reason")
+                .and_then(Value::as_str)
+                .or(v.pointer("/error/message").and_then(Value::as_str))
+                .unwrap_or("")
         ),
         _ if t.response_body.is_empty() => " with an empty body".into(),
         _ => format!(": {}", preview(&t.response_body)),

@@ -60,7 +60,10 @@ impl Outcome {
 
     /// Whether this outcome makes the run exit 1.
     pub fn fails_run(self) -> bool {
-        matches!(self, Outcome::Fail | Outcome::Error | Outcome::UnexpectedPass)
+        matches!(
+            self,
+            Outcome::Fail | Outcome::Error | Outcome::UnexpectedPass
+        )
     }
 }
 

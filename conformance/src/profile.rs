@@ -109,7 +109,8 @@ fn human() -> String {
 impl Profile {
     /// Reads and checks a profile file; errors name the file and the problem.
     pub fn load(path: &Path) -> Result<Profile, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("profile {}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("profile {}: {e}", path.display()))?;
         Profile::parse(&text).map_err(|e| format!("profile {}: {e}", path.display()))
     }
 
@@ -117,15 +118,22 @@ impl Profile {
     pub fn parse(text: &str) -> Result<Profile, String> {
         let p: Profile = toml::from_str(text).map_err(|e| e.to_string())?;
         if !matches!(p.provisioning.mode.as_str(), "register" | "pool") {
-            return Err(format!("provisioning.mode must be \"register\" or \"pool\", not {:?}", p.provisioning.mode));
+            return Err(format!(
+                "provisioning.mode must be \"register\" or \"pool\", not {:?}",
+                p.provisioning.mode
+            ));
         }
         if p.provisioning.mode == "pool" && p.provisioning.identity.is_empty() {
-            return Err("provisioning.mode = \"pool\" needs [[provisioning.identity]] entries".into());
+            return Err(
+                "provisioning.mode = \"pool\" needs [[provisioning.identity]] entries".into(),
+            );
         }
         for (i, id) in p.provisioning.identity.iter().enumerate() {
             let ok = id.seed_hex.len() == 64 && id.seed_hex.bytes().all(|b| b.is_ascii_hexdigit());
             if !ok {
-                return Err(format!("provisioning.identity[{i}].seed_hex must be 64 hex digits"));
+                return Err(format!(
+                    "provisioning.identity[{i}].seed_hex must be 64 hex digits"
+                ));
             }
         }
         if !(p.target.timeout_scale > 0.0 && p.target.timeout_scale.is_finite()) {

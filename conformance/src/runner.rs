@@ -85,13 +85,18 @@ fn not_applicable(case: &Case, target: &TargetInfo) -> Option<Finding> {
                 )));
             }
             Need::Registration if target.pool.is_some() => {
-                return Some(Finding::Skip("the profile provisions a fixed pool; this case registers identities itself".into()));
+                return Some(Finding::Skip(
+                    "the profile provisions a fixed pool; this case registers identities itself"
+                        .into(),
+                ));
             }
             n => {
                 if let Some(f) = n.feature()
                     && !target.features.contains(f)
                 {
-                    return Some(Finding::Unsupported(format!("the target does not advertise the {f:?} feature in /v1/protocol/capabilities")));
+                    return Some(Finding::Unsupported(format!(
+                        "the target does not advertise the {f:?} feature in /v1/protocol/capabilities"
+                    )));
                 }
             }
         }
@@ -100,7 +105,11 @@ fn not_applicable(case: &Case, target: &TargetInfo) -> Option<Finding> {
 }
 
 /// Outcome of a finished check.
-pub fn judge(case: &Case, verdict: Result<(), Finding>, cfg: &RunConfig) -> (Outcome, Option<Finding>) {
+pub fn judge(
+    case: &Case,
+    verdict: Result<(), Finding>,
+    cfg: &RunConfig,
+) -> (Outcome, Option<Finding>) {
     let expected_fail = cfg.skips.get(case.id).is_some();
     match verdict {
         Ok(()) if expected_fail => (Outcome::UnexpectedPass, None),
@@ -125,7 +134,12 @@ pub fn judge(case: &Case, verdict: Result<(), Finding>, cfg: &RunConfig) -> (Out
 }
 
 /// Runs one case.
-pub async fn run_case(case: &Case, target: Arc<TargetInfo>, cfg: &RunConfig, clock: Arc<dyn Clock>) -> CaseResult {
+pub async fn run_case(
+    case: &Case,
+    target: Arc<TargetInfo>,
+    cfg: &RunConfig,
+    clock: Arc<dyn Clock>,
+) -> CaseResult {
     let started = Instant::now();
     let (verdict, transcripts) = match not_applicable(case, &target) {
         Some(f) => (Err(f), Vec::new()),
@@ -135,7 +149,9 @@ pub async fn run_case(case: &Case, target: Arc<TargetInfo>, cfg: &RunConfig, clo
                 let limit = cfg.case_timeout.mul_f64(cfg.timeout_scale);
                 let v = match tokio::time::timeout(limit, (case.run)(&mut cx)).await {
                     Ok(v) => v,
-                    Err(_) => Err(Finding::Error(format!("the case did not finish within {limit:?}"))),
+                    Err(_) => Err(Finding::Error(format!(
+                        "the case did not finish within {limit:?}"
+                    ))),
                 };
                 (v, cx.take_transcripts())
             }
@@ -153,13 +169,21 @@ pub async fn run_case(case: &Case, target: Arc<TargetInfo>, cfg: &RunConfig, clo
         duration: started.elapsed(),
     };
     match finding {
-        Some(Finding::Fail { expected, actual, decisive }) => {
+        Some(Finding::Fail {
+            expected,
+            actual,
+            decisive,
+        }) => {
             r.message = Some(format!("expected {expected}; got {actual}"));
             r.decisive = decisive.or(r.transcripts.len().checked_sub(1));
             r.expected = Some(expected);
             r.actual = Some(actual);
             if let Some(entry) = cfg.skips.get(case.id) {
-                r.message = Some(format!("{} (expected failure: {})", r.message.unwrap_or_default(), entry.reason));
+                r.message = Some(format!(
+                    "{} (expected failure: {})",
+                    r.message.unwrap_or_default(),
+                    entry.reason
+                ));
             }
         }
         Some(Finding::Skip(m) | Finding::Unsupported(m) | Finding::Error(m)) => r.message = Some(m),
@@ -173,7 +197,13 @@ pub async fn run_case(case: &Case, target: Arc<TargetInfo>, cfg: &RunConfig, clo
 
 /// Runs `cases` with at most `cfg.jobs` in flight; `progress` sees each result as it lands;
 /// results come back in catalogue order.
-pub async fn run_all(cases: &[&'static Case], target: Arc<TargetInfo>, cfg: &RunConfig, clock: Arc<dyn Clock>, progress: &(dyn Fn(&CaseResult) + Sync)) -> Vec<CaseResult> {
+pub async fn run_all(
+    cases: &[&'static Case],
+    target: Arc<TargetInfo>,
+    cfg: &RunConfig,
+    clock: Arc<dyn Clock>,
+    progress: &(dyn Fn(&CaseResult) + Sync),
+) -> Vec<CaseResult> {
     let sem = Arc::new(tokio::sync::Semaphore::new(cfg.jobs.max(1)));
     let mut handles = Vec::new();
     for case in cases {

@@ -30,7 +30,8 @@ pub struct SkipFile(BTreeMap<String, SkipEntry>);
 impl SkipFile {
     /// Reads a skip file; unknown case IDs are errors (a typo would silently skip nothing).
     pub fn load(path: &Path, known: &dyn Fn(&str) -> bool) -> Result<SkipFile, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("skip file {}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("skip file {}: {e}", path.display()))?;
         SkipFile::parse(&text, known).map_err(|e| format!("skip file {}: {e}", path.display()))
     }
 

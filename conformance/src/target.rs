@@ -52,9 +52,12 @@ impl TargetInfo {
 
     /// A fresh connection for one case.
     pub fn client(&self, timeout: Duration) -> Result<Client, Finding> {
-        let mut c = Client::tcp(&self.url).map_err(|e| Finding::Error(format!("client for {}: {e}", self.url)))?;
+        let mut c = Client::tcp(&self.url)
+            .map_err(|e| Finding::Error(format!("client for {}: {e}", self.url)))?;
         if let Some(t) = &self.trust {
-            c = c.with_trust(t).map_err(|e| Finding::Error(format!("TLS trust: {e}")))?;
+            c = c
+                .with_trust(t)
+                .map_err(|e| Finding::Error(format!("TLS trust: {e}")))?;
         }
         Ok(c.with_timeout(timeout))
     }
@@ -70,7 +73,9 @@ impl TargetInfo {
         let mut pool = pool.lock().unwrap_or_else(|p| p.into_inner());
         let i = pool.iter().position(|p| p.kind == kind)?;
         let p = pool.remove(i);
-        let seed: Option<[u8; 32]> = hex::decode(&p.seed_hex).ok().and_then(|b| b.try_into().ok());
+        let seed: Option<[u8; 32]> = hex::decode(&p.seed_hex)
+            .ok()
+            .and_then(|b| b.try_into().ok());
         Some(
             seed.ok_or_else(|| format!("{}: bad seed", p.address))
                 .and_then(|s| Identity::from_seed(&p.address, &s).map_err(|e| e.to_string()))
@@ -80,16 +85,36 @@ impl TargetInfo {
     }
 }
 
+/// Waits for the embedded node's document, trusting its certificate.
+pub async fn probe_embedded(e: &Embedded) -> Result<TargetInfo, SetupError> {
+    probe_with(&e.url, &Profile::default(), true, e.trust.clone()).await
+}
+
 /// Waits for `url`'s node document, then reads its capabilities.
 pub async fn probe(url: &str, profile: &Profile, embedded: bool) -> Result<TargetInfo, SetupError> {
-    let trust = if profile.tls.insecure {
+    probe_with(url, profile, embedded, None).await
+}
+
+async fn probe_with(
+    url: &str,
+    profile: &Profile,
+    embedded: bool,
+    trust_override: Option<Trust>,
+) -> Result<TargetInfo, SetupError> {
+    let trust = if trust_override.is_some() {
+        trust_override
+    } else if profile.tls.insecure {
         Some(Trust::InsecureAnyCertificate)
     } else if let Some(ca) = &profile.tls.ca_cert {
-        Some(Trust::pem_file(std::path::Path::new(ca)).map_err(|e| SetupError(format!("profile tls.ca_cert: {e}")))?)
+        Some(
+            Trust::pem_file(std::path::Path::new(ca))
+                .map_err(|e| SetupError(format!("profile tls.ca_cert: {e}")))?,
+        )
     } else {
         None
     };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(profile.target.readiness_timeout_secs);
+    let deadline = tokio::time::Instant::now()
+        + Duration::from_secs_f64(profile.target.readiness_timeout_secs);
     let mut last_error;
     loop {
         let attempt = async {
@@ -98,7 +123,10 @@ pub async fn probe(url: &str, profile: &Profile, embedded: bool) -> Result<Targe
                 c = c.with_trust(t).map_err(|e| e.to_string())?;
             }
             let mut c = c.with_timeout(Duration::from_secs(5));
-            let t = c.exchange("GET", "/.well-known/loom.json", &[], None, None).await.map_err(|e| e.to_string())?;
+            let t = c
+                .exchange("GET", "/.well-known/loom.json", &[], None, None)
+                .await
+                .map_err(|e| e.to_string())?;
             if t.status != 200 {
                 return Err(format!("GET /.well-known/loom.json answered {}", t.status));
             }
@@ -121,10 +149,16 @@ pub async fn probe(url: &str, profile: &Profile, embedded: bool) -> Result<Targe
                     None => caps
                         .as_ref()
                         .and_then(|c| c["features"].as_array())
-                        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(Value::as_str)
+                                .map(str::to_owned)
+                                .collect()
+                        })
                         .unwrap_or_default(),
                 };
-                let pool = (profile.provisioning.mode == "pool").then(|| Mutex::new(profile.provisioning.identity.clone()));
+                let pool = (profile.provisioning.mode == "pool")
+                    .then(|| Mutex::new(profile.provisioning.identity.clone()));
                 return Ok(TargetInfo {
                     url: url.trim_end_matches('/').to_owned(),
                     domain,
@@ -151,8 +185,10 @@ pub async fn probe(url: &str, profile: &Profile, embedded: bool) -> Result<Targe
 /// The embedded reference node, serving on an ephemeral loopback port until dropped.
 #[derive(Debug)]
 pub struct Embedded {
-    /// `http://127.0.0.1:PORT`.
+    /// `https://127.0.0.1:PORT` (or `http://` with plain transport).
     pub url: String,
+    /// The trust anchor for the node's self-signed certificate (https only).
+    pub trust: Option<Trust>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
@@ -179,13 +215,40 @@ pub fn embedded_config() -> loom_node::NodeConfig {
     config
 }
 
+/// How the embedded node is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// TLS 1.3 with ALPN h2 and a self-signed certificate the harness trusts (the default:
+    /// the transport cases of §14.1 then run against the reference node too).
+    Tls,
+    /// Plain HTTP/1.1 (transport cases are skipped).
+    Plain,
+}
+
 /// Starts the reference node (with `quirks`, for the self-test) on 127.0.0.1:0.
 pub async fn start_embedded(
     quirks: loom_node::Quirks,
     clock: Arc<dyn Clock>,
     seed: u64,
     config: loom_node::NodeConfig,
+    transport: Transport,
 ) -> Result<Embedded, SetupError> {
+    let tls = match transport {
+        Transport::Tls => Some(
+            loom_node::tls::server_tls(&loom_node::config::TlsSettings::SelfSigned, &config.domain)
+                .map_err(|e| {
+                    SetupError(format!("cannot make the embedded node's certificate: {e}"))
+                })?,
+        ),
+        Transport::Plain => None,
+    };
+    let trust = match &tls {
+        Some(t) => Some(
+            Trust::certificates(&t.cert_chain)
+                .map_err(|e| SetupError(format!("cannot trust the embedded certificate: {e}")))?,
+        ),
+        None => None,
+    };
     let env = loom_node::Env::new(clock, seed);
     let node = loom_node::Node::builder(config, env)
         .quirks(quirks)
@@ -194,17 +257,21 @@ pub async fn start_embedded(
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| SetupError(format!("cannot bind a loopback port: {e}")))?;
-    let addr = listener.local_addr().map_err(|e| SetupError(e.to_string()))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| SetupError(e.to_string()))?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let scheme = if tls.is_some() { "https" } else { "http" };
     tokio::spawn(async move {
         let _ = node
-            .serve(listener, None, async {
+            .serve(listener, tls.map(|t| t.acceptor), async {
                 let _ = stopped.await;
             })
             .await;
     });
     Ok(Embedded {
-        url: format!("http://{addr}"),
+        url: format!("{scheme}://{addr}"),
+        trust,
         stop: Some(stop),
     })
 }

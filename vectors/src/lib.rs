@@ -168,6 +168,10 @@ pub const AREA_MINIMUMS: &[(&str, usize)] = &[
     ("notation-decode", 60),
     ("notation-encode", 50),
     ("notation-errors", 40),
+    ("plsp-parse", 60),
+    ("plsp-serialize", 20),
+    ("plsp-state", 25),
+    ("plsp-engine", 50),
 ];
 
 /// Every vector file in `dir`, sorted by name, loaded and checked.

@@ -42,11 +42,13 @@ pub enum Quirk {
     AllowDagCycles,
     /// Accept envelopes over the size limit (v1.1 §24.2 `PAYLOAD_TOO_LARGE`).
     IgnoreSizeLimit,
+    /// Serve a node document without `websocket_url` and `federation` (v1.1 §15.2).
+    IncompleteNodeDocument,
 }
 
 impl Quirk {
     /// Every quirk, in declaration order.
-    pub const ALL: [Quirk; 17] = [
+    pub const ALL: [Quirk; 18] = [
         Quirk::AcceptBadSignature,
         Quirk::AllowDuplicateIds,
         Quirk::SkipEnvelopeValidation,
@@ -64,6 +66,7 @@ impl Quirk {
         Quirk::IgnoreLegalHold,
         Quirk::AllowDagCycles,
         Quirk::IgnoreSizeLimit,
+        Quirk::IncompleteNodeDocument,
     ];
 
     /// The kebab-case name used on the command line and in reports.

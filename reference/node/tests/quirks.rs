@@ -101,7 +101,8 @@ async fn violate(q: Quirk, n: &TestNode) -> Resp {
         Quirk::OmitEventSeq
         | Quirk::IgnoreIdempotencyKey
         | Quirk::DisableRateLimit
-        | Quirk::BareErrorBodies => {
+        | Quirk::BareErrorBodies
+        | Quirk::IncompleteNodeDocument => {
             unreachable!("checked by their own tests")
         }
     }
@@ -242,11 +243,26 @@ fn every_quirk_is_exercised() {
         Quirk::IgnoreIdempotencyKey,
         Quirk::DisableRateLimit,
         Quirk::BareErrorBodies,
+        Quirk::IncompleteNodeDocument,
     ];
     for q in Quirk::ALL {
         assert!(
             special.contains(&q) || REFUSALS.iter().any(|r| r.0 == q),
             "{q:?} has no test"
         );
+    }
+}
+
+#[tokio::test]
+async fn incomplete_node_document_drops_section_15_2_members() {
+    for (q, complete) in [(None, true), (Some(Quirk::IncompleteNodeDocument), false)] {
+        let quirks = q.map_or_else(Quirks::none, |q| Quirks::none().with(q));
+        let n = TestNode::with_quirks(quirks, |_| {});
+        let r = n
+            .call("GET", "/.well-known/loom.json", None, None)
+            .await
+            .expect(200);
+        assert_eq!(r.body.get("websocket_url").is_some(), complete, "{q:?}");
+        assert_eq!(r.body.get("federation").is_some(), complete, "{q:?}");
     }
 }

@@ -14,6 +14,7 @@ pub mod http_signature;
 pub mod jcs_numbers;
 pub mod keys;
 pub mod notation;
+pub mod plsp;
 pub mod schema;
 pub mod scope_matching;
 pub mod task_state;
@@ -102,6 +103,26 @@ pub const GENERATED: &[GeneratedArea] = &[
         area: "notation-errors",
         build: notation::errors_file,
         schema: notation::errors_schema,
+    },
+    GeneratedArea {
+        area: "plsp-parse",
+        build: plsp::parse_file,
+        schema: plsp::parse_schema,
+    },
+    GeneratedArea {
+        area: "plsp-serialize",
+        build: plsp::serialize_file,
+        schema: plsp::serialize_schema,
+    },
+    GeneratedArea {
+        area: "plsp-state",
+        build: plsp::state_file,
+        schema: plsp::state_schema,
+    },
+    GeneratedArea {
+        area: "plsp-engine",
+        build: plsp::engine_file,
+        schema: plsp::engine_schema,
     },
 ];
 

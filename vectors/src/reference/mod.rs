@@ -9,6 +9,7 @@ mod envelope_validation;
 mod http_signature;
 mod jcs_numbers;
 mod notation;
+mod plsp;
 mod scope_matching;
 mod task_state;
 mod thread_dag;
@@ -143,6 +144,22 @@ pub const KINDS: &[KindHandler] = &[
     KindHandler {
         kind: "notation-encode",
         answer: notation::notation_encode,
+    },
+    KindHandler {
+        kind: "plsp-parse",
+        answer: plsp::parse,
+    },
+    KindHandler {
+        kind: "plsp-serialize",
+        answer: plsp::serialize,
+    },
+    KindHandler {
+        kind: "plsp-check-transition",
+        answer: plsp::check_transition,
+    },
+    KindHandler {
+        kind: "plsp-engine-step",
+        answer: plsp::engine_step,
     },
 ];
 

@@ -26,6 +26,17 @@ pub const FEATURES: &[&str] = &[
 impl Service {
     /// `GET /.well-known/loom.json`: every member §15.2 requires.
     pub fn node_document(&self) -> Value {
+        let mut doc = self.full_node_document();
+        if self.quirk(crate::quirks::Quirk::IncompleteNodeDocument)
+            && let Some(o) = doc.as_object_mut()
+        {
+            o.remove("websocket_url");
+            o.remove("federation");
+        }
+        doc
+    }
+
+    fn full_node_document(&self) -> Value {
         let base = self.config.base_url();
         let ws = base.replacen("http", "ws", 1);
         let (key_id, key) = self.node_key();
