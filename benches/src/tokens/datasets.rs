@@ -119,11 +119,58 @@ pub fn builtin(seed: u64) -> Vec<Dataset> {
             agent_messages(&mut rng(8), 30),
         ),
         Dataset::new(
+            "plsp-state-maps",
+            "flat agent-loop state maps (PLSP v0.5 §4 examples as JSON, plus 40 generated monitor states)",
+            plsp_state_maps(&mut rng(9), 40),
+        ),
+        Dataset::new(
             "adversarial",
             "strings that look like other types or syntax, edge numbers, empty and 1-element containers",
             adversarial(),
         ),
     ]
+}
+
+/// Flat state maps, the shape PLSP is made for: the spec's example states as JSON values and
+/// `n` generated monitor-loop states (a handful of short identifiers with numbers and
+/// quote-free strings). PLSP numbers are exact decimals without an integer/float kind, so
+/// numbers are written the way a PLSP-native system emits them: an integral value as an
+/// integer (`31`, not `31.0`).
+pub fn plsp_state_maps(rng: &mut ChaCha20Rng, n: usize) -> Vec<Doc> {
+    // The variable parts of the spec's example blocks (§4.1, §4.3, §4.5, §4.6); their `!`/`>`
+    // commands are not state and have no JSON counterpart here.
+    let mut docs = vec![
+        doc("spec-4.1", json!({"p": "run", "t": 75, "l": 70})),
+        doc("spec-4.3", json!({"i": "user_input", "c": 10})),
+        doc("spec-4.5", json!({"t": 75})),
+        doc("spec-4.6", json!({"u": "op", "m": "CPU High"})),
+    ];
+    for i in 0..n {
+        let status = pick(rng, &["ok", "warn", "hot", "cold", "idle"]);
+        let mode = pick(rng, &["auto", "manual", "eco"]);
+        docs.push(doc(
+            &format!("monitor-{i:02}"),
+            json!({
+                "t": plsp_number(decimal(rng, 15.0, 35.0, 1)),
+                "h": below(rng, 100),
+                "s": status,
+                "m": mode,
+                "n": below(rng, 20),
+                "c": i,
+                "zone": pick(rng, &["lab", "office", "server room", "hall"]),
+            }),
+        ));
+    }
+    docs
+}
+
+fn plsp_number(x: f64) -> Value {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        // Integral and exactly representable: the cast is lossless.
+        json!(x as i64)
+    } else {
+        json!(x)
+    }
 }
 
 /// The JSON of the seed's "Token Comparison" section, verbatim (the seed says 186 chars; it is 181).

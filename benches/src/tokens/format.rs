@@ -34,7 +34,7 @@ pub enum Format {
     Loom,
     /// TOON: slot only, see [`TOON_UNAVAILABLE`].
     Toon,
-    /// PLSP `S{...}S` state blocks for flat state maps: slot only, `loom-plsp` is not built yet.
+    /// PLSP `S{...}S` state blocks, for flat state maps only (`tokens::plsp`).
     Plsp,
 }
 
@@ -47,9 +47,6 @@ pub enum Format {
 /// `cargo test --workspace`): output would depend on what else is compiled (DESIGN.md §3).
 pub const TOON_UNAVAILABLE: &str = "not available: toon-format 0.7.0 forces serde_json's \
     `preserve_order` on the whole workspace, changing key order in other crates (DESIGN.md §3)";
-
-/// Reason printed for the PLSP slot until `reference/plsp` exists.
-pub const PLSP_UNAVAILABLE: &str = "not available: loom-plsp not built";
 
 impl Format {
     /// Every format, in report order.
@@ -94,7 +91,7 @@ impl Codec for Format {
             Format::Yaml => serde_saphyr::to_string(value).map_err(|e| failed(&e)),
             Format::Loom => loom_notation::encode(value).map_err(|e| failed(&e)),
             Format::Toon => Err(EncodeFailure::Unavailable(TOON_UNAVAILABLE.to_string())),
-            Format::Plsp => Err(EncodeFailure::Unavailable(PLSP_UNAVAILABLE.to_string())),
+            Format::Plsp => super::plsp::encode(value).map_err(EncodeFailure::Failed),
         }
     }
 
@@ -106,7 +103,7 @@ impl Codec for Format {
             Format::Yaml => serde_saphyr::from_str(text).map_err(|e| e.to_string()),
             Format::Loom => loom_notation::decode(text).map_err(|e| e.to_string()),
             Format::Toon => Err(TOON_UNAVAILABLE.to_string()),
-            Format::Plsp => Err(PLSP_UNAVAILABLE.to_string()),
+            Format::Plsp => super::plsp::decode(text),
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod datasets;
 pub mod format;
 pub mod golden;
 pub mod measure;
+pub mod plsp;
 pub mod report;
 pub mod svg;
 pub mod tokenizer;
