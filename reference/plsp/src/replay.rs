@@ -76,6 +76,20 @@ pub fn replay(text: &str, limits: &Limits) -> ReplayReport {
                 if last.as_ref().is_some_and(|l| *l != prev) {
                     bad("`previous` is not the previous cycle's `next` (§5 history)".into());
                 }
+                // The accepted model output must be the block the cycle went on with.
+                let accepted = v["attempts"]
+                    .as_array()
+                    .and_then(|a| a.iter().rev().find(|x| x["error"].is_null()))
+                    .and_then(|x| x["output"].as_str());
+                if let Some(out) = accepted {
+                    match crate::extract(out) {
+                        Ok((b, _)) if b == next => {}
+                        Ok((b, _)) => bad(format!(
+                            "the accepted model output {b} is not the recorded `next` {next}"
+                        )),
+                        Err(e) => bad(format!("the accepted model output does not parse: {e}")),
+                    }
+                }
                 for viol in validate_transition(&prev, &next, limits) {
                     bad(viol.to_string());
                 }
