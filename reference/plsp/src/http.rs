@@ -1,10 +1,11 @@
 //! HTTP behind one seam (DESIGN.md §3, §8): the chat backend and the `fetch` action send
 //! requests through [`Dial`]. [`HyperDial`] is hyper-util's client over tokio TCP (plain
-//! `http://` only); [`ScriptedDial`] answers from a table for scenarios.
+//! `http://` and `https://`); [`ScriptedDial`] answers from a table for scenarios.
 
 use crate::env::BoxFuture;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Bytes;
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
@@ -51,20 +52,51 @@ pub trait Dial: Send + Sync + std::fmt::Debug {
     fn send(&self, req: HttpRequest) -> BoxFuture<Result<HttpResponse, String>>;
 }
 
-/// hyper-util's pooled client over tokio TCP.
+/// hyper-util's pooled client over tokio TCP, `http://` and `https://` (rustls with the
+/// `ring` provider and the operating system's trusted roots, so a hosted chat-completions
+/// API works as well as a local one).
 #[derive(Debug, Clone)]
 pub struct HyperDial {
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
     max_body: usize,
 }
 
 impl HyperDial {
-    /// A client that refuses response bodies larger than `max_body` bytes.
+    /// A client that refuses response bodies larger than `max_body` bytes. Without readable
+    /// system roots, `https://` requests fail with a clear error and `http://` still works.
     pub fn new(max_body: usize) -> Self {
-        HyperDial {
-            client: Client::builder(TokioExecutor::new()).build_http(),
-            max_body,
-        }
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_provider_and_native_roots(provider.clone())
+            .or_else(|_| {
+                // No readable system roots: https fails at the handshake, http still works.
+                rustls::ClientConfig::builder_with_provider(provider)
+                    .with_safe_default_protocol_versions()
+                    .map(|c| {
+                        let cfg = c
+                            .with_root_certificates(rustls::RootCertStore::empty())
+                            .with_no_client_auth();
+                        hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(cfg)
+                    })
+            })
+            .map(|b| b.https_or_http().enable_http1().build());
+        let client = match connector {
+            Ok(c) => Client::builder(TokioExecutor::new()).build(c),
+            // The ring provider supports the default versions, so this arm is unreachable;
+            // plain HTTP is the honest fallback if it ever is not.
+            Err(_) => Client::builder(TokioExecutor::new()).build(
+                hyper_rustls::HttpsConnectorBuilder::new()
+                    .with_tls_config(
+                        rustls::ClientConfig::builder()
+                            .with_root_certificates(rustls::RootCertStore::empty())
+                            .with_no_client_auth(),
+                    )
+                    .https_or_http()
+                    .enable_http1()
+                    .build(),
+            ),
+        };
+        HyperDial { client, max_body }
     }
 }
 
@@ -73,8 +105,11 @@ impl Dial for HyperDial {
         let client = self.client.clone();
         let max = self.max_body;
         Box::pin(async move {
-            if !req.url.starts_with("http://") {
-                return Err(format!("{}: only http:// URLs are supported", req.url));
+            if !(req.url.starts_with("http://") || req.url.starts_with("https://")) {
+                return Err(format!(
+                    "{}: only http:// and https:// URLs are supported",
+                    req.url
+                ));
             }
             let mut b = hyper::Request::builder()
                 .method(req.method.as_str())
@@ -116,5 +151,26 @@ impl Dial for ScriptedDial {
             body: b"not found".to_vec(),
         });
         Box::pin(std::future::ready(Ok(r)))
+    }
+}
+
+#[cfg(test)]
+mod https_tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn https_urls_are_dialled_and_other_schemes_refused() {
+        let dial = HyperDial::new(1024);
+        // Port 9 on loopback refuses: the error is about connecting, not the scheme.
+        let e = dial
+            .send(HttpRequest::get("https://127.0.0.1:9/v1/chat/completions"))
+            .await
+            .unwrap_err();
+        assert!(!e.contains("only http"), "{e}");
+        let e = dial
+            .send(HttpRequest::get("ftp://127.0.0.1/x"))
+            .await
+            .unwrap_err();
+        assert!(e.contains("only http:// and https://"), "{e}");
     }
 }
