@@ -1,7 +1,246 @@
 //! Envelopes and signatures (v1.1 §7.3, §8, §16.1).
 
-use crate::case::{Case, Mutant, Need, Strength, Verdict};
-use crate::ctx::Ctx;
+use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
+use crate::ctx::{Ctx, Ident};
+use loom_protocol::delegation::sign_delegation_link;
+use loom_protocol::envelope::envelope_signing_payload;
+use serde_json::{Value, json};
+
+const P: &[Need] = &[Need::Provisioning];
+const INVALID: Mutant = Mutant::Quirk("skip-envelope-validation");
+
+/// Alice and Bob and an unsigned message from Alice to Bob in a fresh thread.
+async fn setup(cx: &mut Ctx) -> Result<(Ident, Ident, Value), Finding> {
+    let alice = cx.identity("alice", "human").await?;
+    let bob = cx.identity("bob", "human").await?;
+    let t = cx.thread_id();
+    let env = cx.message(&alice, &t, None, &[&bob], "hello");
+    Ok((alice, bob, env))
+}
+
+/// Applies `change` to a fresh message, signs it (so only the change is wrong) and expects
+/// 400 ENVELOPE_INVALID.
+async fn invalid(cx: &mut Ctx, change: fn(&mut Value)) -> Verdict {
+    let (alice, _, mut env) = setup(cx).await?;
+    change(&mut env);
+    alice.sign(&mut env);
+    let i = cx.send(&alice, &env).await?;
+    cx.expect_error(i, 400, "ENVELOPE_INVALID")
+}
+
+fn remove(env: &mut Value, member: &str) {
+    if let Some(o) = env.as_object_mut() {
+        o.remove(member);
+    }
+}
+
+async fn missing_loom(cx: &mut Ctx) -> Verdict {
+    invalid(cx, |e| remove(e, "loom")).await
+}
+
+async fn missing_to(cx: &mut Ctx) -> Verdict {
+    invalid(cx, |e| remove(e, "to")).await
+}
+
+async fn missing_content(cx: &mut Ctx) -> Verdict {
+    invalid(cx, |e| remove(e, "content")).await
+}
+
+async fn empty_content(cx: &mut Ctx) -> Verdict {
+    invalid(cx, |e| e["content"] = json!({"encrypted": false})).await
+}
+
+async fn wrong_version(cx: &mut Ctx) -> Verdict {
+    invalid(cx, |e| e["loom"] = "1.0".into()).await
+}
+
+async fn no_primary(cx: &mut Ctx) -> Verdict {
+    invalid(cx, |e| e["to"][0]["role"] = "cc".into()).await
+}
+
+async fn bad_priority(cx: &mut Ctx) -> Verdict {
+    invalid(cx, |e| e["priority"] = "critical".into()).await
+}
+
+async fn message_without_human(cx: &mut Ctx) -> Verdict {
+    invalid(cx, |e| {
+        e["content"] = json!({
+            "structured": {"intent": "note.add@v1", "parameters": {}},
+            "encrypted": false,
+        });
+    })
+    .await
+}
+
+async fn task_without_structured(cx: &mut Ctx) -> Verdict {
+    invalid(cx, |e| e["type"] = "task".into()).await
+}
+
+async fn task_wrong_intent(cx: &mut Ctx) -> Verdict {
+    invalid(cx, |e| {
+        e["type"] = "task".into();
+        e["content"]["structured"] = json!({"intent": "note.add@v1", "parameters": {}});
+    })
+    .await
+}
+
+async fn from_type_mismatch(cx: &mut Ctx) -> Verdict {
+    let (alice, _, mut env) = setup(cx).await?;
+    env["from"]["type"] = "service".into();
+    alice.sign(&mut env);
+    let i = cx.send(&alice, &env).await?;
+    refused_4xx(cx, i)
+}
+
+/// Exchange `i` must be a refusal: a 4xx with a §24.1 body.
+fn refused_4xx(cx: &Ctx, i: usize) -> Verdict {
+    let st = cx.t(i).status;
+    cx.expect_that(
+        (400..500).contains(&st),
+        "a 4xx refusal with a §24.1 error body",
+        format!("HTTP {st}"),
+    )?;
+    cx.expect_error_shape(i)
+}
+
+async fn unknown_type(cx: &mut Ctx) -> Verdict {
+    let (alice, bob, mut env) = setup(cx).await?;
+    env["type"] = "x_vendor_widget".into();
+    alice.sign(&mut env);
+    let i = cx.send(&alice, &env).await?;
+    cx.expect_status(i, 201)?;
+    let path = format!("/v1/envelopes/{}", env["id"].as_str().unwrap_or_default());
+    let i = cx.get(&path, &bob.token).await?;
+    let got = cx.body_of(i, 200)?;
+    cx.expect_eq(
+        "type of the stored envelope as its recipient reads it",
+        &env["type"],
+        &got["type"],
+    )
+}
+
+async fn duplicate(cx: &mut Ctx) -> Verdict {
+    let (alice, _, mut env) = setup(cx).await?;
+    alice.sign(&mut env);
+    let i = cx.send(&alice, &env).await?;
+    cx.expect_status(i, 201)?;
+    let i = cx.send(&alice, &env).await?;
+    cx.expect_error(i, 409, "ENVELOPE_DUPLICATE")
+}
+
+async fn spoofed_sender(cx: &mut Ctx) -> Verdict {
+    let (alice, bob, _) = setup(cx).await?;
+    let t = cx.thread_id();
+    let env = cx.signed_message(&bob, &t, None, &[&alice], "as bob");
+    // Signed correctly by Bob, but posted with Alice's session.
+    let i = cx.send(&alice, &env).await?;
+    cx.expect_that(
+        cx.t(i).status == 403,
+        "HTTP 403: from.identity is not the authenticated identity (v1.1 §16.1)",
+        format!("HTTP {}", cx.t(i).status),
+    )?;
+    cx.expect_error_shape(i)
+}
+
+/// The signed bytes of `env` and whether its signature verifies with `from`'s key.
+fn verifies(env: &Value, from: &Ident) -> bool {
+    loom_protocol::verify_envelope_signature(env, &from.id.signing_key().verifying_key()).is_ok()
+}
+
+async fn stored_round_trip(cx: &mut Ctx) -> Verdict {
+    let (alice, bob, mut env) = setup(cx).await?;
+    env["expires_at"] = Value::Null;
+    alice.sign(&mut env);
+    let i = cx.send(&alice, &env).await?;
+    let stored = cx.body_of(i, 201)?;
+    cx.expect_that(
+        stored.pointer("/meta/event_seq").is_some_and(Value::is_u64)
+            && stored
+                .pointer("/meta/received_at")
+                .is_some_and(Value::is_string),
+        "the stored envelope carries meta.event_seq and meta.received_at (v1.1 §8.1, §16.1)",
+        format!("meta = {}", stored["meta"]),
+    )?;
+    let path = format!("/v1/envelopes/{}", env["id"].as_str().unwrap_or_default());
+    let i = cx.get(&path, &bob.token).await?;
+    let got = cx.body_of(i, 200)?;
+    for (what, copy) in [("the 201 body", &stored), ("GET by the recipient", &got)] {
+        cx.expect_that(
+            envelope_signing_payload(copy) == envelope_signing_payload(&env),
+            format!("{what}: the signed members exactly as sent (v1.1 §7.2, nulls included)"),
+            format!(
+                "{what} differs: {}",
+                crate::ctx::preview(&serde_json::to_vec(copy).unwrap_or_default())
+            ),
+        )?;
+        cx.expect_that(
+            verifies(copy, &alice),
+            format!("{what} verifies with the sender's key"),
+            "the signature no longer verifies",
+        )?;
+    }
+    Ok(())
+}
+
+async fn oversized(cx: &mut Ctx) -> Verdict {
+    let Some(limit) = cx
+        .target
+        .capability("/limits/max_envelope_bytes")
+        .and_then(Value::as_u64)
+    else {
+        return cx.skip(
+            "the target does not advertise limits.max_envelope_bytes in /v1/protocol/capabilities",
+        );
+    };
+    let (alice, _, mut env) = setup(cx).await?;
+    env["content"]["human"]["text"] = "x".repeat(limit as usize).into();
+    alice.sign(&mut env);
+    let i = cx.send(&alice, &env).await?;
+    cx.expect_error(i, 413, "PAYLOAD_TOO_LARGE")
+}
+
+async fn agent_without_chain(cx: &mut Ctx) -> Verdict {
+    let alice = cx.identity("alice", "human").await?;
+    let bot = cx.identity("bot", "agent").await?;
+    let mut link = json!({
+        "delegator": alice.address(),
+        "delegate": bot.address(),
+        "scope": ["*"],
+        "created_at": cx.now(),
+        "expires_at": "2099-01-01T00:00:00Z",
+        "revocable": true,
+        "allow_sub_delegation": false,
+    });
+    let _ = sign_delegation_link(&mut link, alice.id.signing_key(), alice.id.key_id_typed());
+    // With the chain the agent is accepted: the refusal below is about the chain alone.
+    let t = cx.thread_id();
+    let mut env = cx.message(&bot, &t, None, &[&alice], "from an agent");
+    env["from"]["delegation_chain"] = json!([link]);
+    bot.sign(&mut env);
+    let i = cx.send(&bot, &env).await?;
+    cx.expect_status(i, 201)?;
+    let t = cx.thread_id();
+    let env = cx.signed_message(&bot, &t, None, &[&alice], "no chain");
+    let i = cx.send(&bot, &env).await?;
+    cx.expect_error(i, 403, "DELEGATION_INVALID")
+}
+
+macro_rules! invalid_case {
+    ($id:literal, $spec:expr, $covers:expr, $req:literal, $how:literal, $f:ident) => {
+        Case {
+            id: $id,
+            level: 1,
+            strength: Strength::Must,
+            spec: $spec,
+            requirement: $req,
+            covers: $covers,
+            needs: P,
+            how: concat!($how, "; the envelope is otherwise valid and correctly signed; expect 400 ENVELOPE_INVALID."),
+            mutant: INVALID,
+            run: |cx| Box::pin($f(cx)),
+        }
+    };
+}
 
 async fn tampered_body(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
@@ -55,5 +294,169 @@ pub const CASES: &[Case] = &[
         how: "Start a thread and reply; the 201 body of the reply must carry meta.event_seq.",
         mutant: Mutant::Quirk("omit-event-seq"),
         run: |cx| Box::pin(accepted_and_sequenced(cx)),
+    },
+    invalid_case!(
+        "core.envelope.required.loom",
+        &["v1.1 §8.2", "v1.0 §8.2"],
+        &["R-8.2-01", "R-24.2-01"],
+        "Envelopes MUST include loom; a node refuses one without it.",
+        "Remove loom from a message",
+        missing_loom
+    ),
+    invalid_case!(
+        "core.envelope.required.to",
+        &["v1.1 §8.2", "v1.0 §8.2"],
+        &["R-8.2-09", "R-24.2-01"],
+        "Envelopes MUST include to; a node refuses one without it.",
+        "Remove to from a message",
+        missing_to
+    ),
+    invalid_case!(
+        "core.envelope.required.content",
+        &["v1.1 §8.2", "v1.0 §8.2"],
+        &["R-8.2-14", "R-24.2-01"],
+        "Envelopes MUST include content; a node refuses one without it.",
+        "Remove content from a message",
+        missing_content
+    ),
+    invalid_case!(
+        "core.envelope.content.cleartext-required",
+        &["v1.1 §8.2"],
+        &["R-8.2-15", "R-24.2-01"],
+        "Unencrypted content MUST carry human or structured content.",
+        "Set content to {encrypted: false} (neither human nor structured)",
+        empty_content
+    ),
+    invalid_case!(
+        "core.envelope.version.wrong",
+        &["v1.1 §8.2"],
+        &["R-8.2-01", "R-24.2-01"],
+        "loom MUST be \"1.1\"; a node refuses another version string.",
+        "Set loom to \"1.0\"",
+        wrong_version
+    ),
+    invalid_case!(
+        "core.envelope.to.no-primary",
+        &["v1.1 §8.2", "v1.0 §8.2"],
+        &["R-8.2-10", "R-24.2-01"],
+        "to MUST contain at least one primary recipient.",
+        "Make the only recipient a cc",
+        no_primary
+    ),
+    invalid_case!(
+        "core.envelope.priority.unknown",
+        &["v1.1 §8.1"],
+        &["R-24.2-01"],
+        "priority is one of low, normal, high, urgent; a node refuses another value.",
+        "Set priority to \"critical\"",
+        bad_priority
+    ),
+    invalid_case!(
+        "core.envelope.message.human-required",
+        &["v1.1 §9.2", "v1.0 §9.2"],
+        &["R-9.2-01", "R-24.2-01"],
+        "message envelopes MUST include content.human.",
+        "Replace a message's content with structured content only",
+        message_without_human
+    ),
+    invalid_case!(
+        "core.envelope.task.structured-required",
+        &["v1.1 §9.2", "v1.0 §9.2"],
+        &["R-9.2-03", "R-24.2-01"],
+        "task envelopes MUST include content.structured.",
+        "Turn a message (human content only) into type task",
+        task_without_structured
+    ),
+    invalid_case!(
+        "core.envelope.task.intent-family",
+        &["v1.1 §9.2", "v1.1 §18.3"],
+        &["R-9.2-04", "R-24.2-01"],
+        "task envelopes MUST use a task.*@vN intent.",
+        "Send a task whose intent is note.add@v1",
+        task_wrong_intent
+    ),
+    Case {
+        id: "core.envelope.from.type-mismatch",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §13.5", "v1.1 §6.4"],
+        requirement: "A node MUST reject an envelope whose from.type differs from the sender's registered identity type.",
+        covers: &["R-13.5-03", "R-6.4-04"],
+        needs: P,
+        how: "A human sends a correctly signed message with from.type = \"service\"; expect a 4xx refusal with a §24.1 body (the spec names no code).",
+        mutant: INVALID,
+        run: |cx| Box::pin(from_type_mismatch(cx)),
+    },
+    Case {
+        id: "core.envelope.type.unknown-accepted",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §9.1", "v1.1 §8.2"],
+        requirement: "Nodes MUST accept, store and relay envelopes with unknown type values.",
+        covers: &["R-9.1-01", "R-9.1-02", "R-9.1-03", "R-8.2-05"],
+        needs: P,
+        how: "Send a signed envelope of type x_vendor_widget (201); the recipient GETs it and sees the same type.",
+        mutant: Mutant::Quirk("reject-unknown-types"),
+        run: |cx| Box::pin(unknown_type(cx)),
+    },
+    Case {
+        id: "core.envelope.id.duplicate",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §8.4", "v1.1 §24.2"],
+        requirement: "A node MUST refuse a second envelope with a stored id (409 ENVELOPE_DUPLICATE).",
+        covers: &["R-24.2-12"],
+        needs: P,
+        how: "POST the same signed message twice (no Idempotency-Key); expect 201 then 409 ENVELOPE_DUPLICATE.",
+        mutant: Mutant::Quirk("allow-duplicate-ids"),
+        run: |cx| Box::pin(duplicate(cx)),
+    },
+    Case {
+        id: "core.envelope.sender.spoofed",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §16.1", "v1.0 §15.2"],
+        requirement: "POST /v1/envelopes MUST validate authorization: a session cannot submit an envelope from another identity.",
+        covers: &["R-16.1-02"],
+        needs: P,
+        how: "Bob signs a message correctly; Alice POSTs it with her token; expect 403 with a §24.1 body.",
+        mutant: Mutant::Quirk("allow-sender-spoofing"),
+        run: |cx| Box::pin(spoofed_sender(cx)),
+    },
+    Case {
+        id: "core.envelope.stored.round-trip",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §16.1", "v1.1 §7.2", "v1.1 §8.1"],
+        requirement: "A node MUST deliver the envelope as signed: the stored copy (201 body and recipient GET) keeps every signed member, null included, and verifies with the sender's key.",
+        covers: &["R-16.1-04", "R-7.2-06", "R-8.2-17"],
+        needs: P,
+        how: "Send a message with parent_id and expires_at null; the 201 body has meta.event_seq and meta.received_at; the 201 body and Bob's GET have the same RFC 8785 signed form as sent and verify with Alice's key.",
+        mutant: Mutant::Quirk("drop-null-members"),
+        run: |cx| Box::pin(stored_round_trip(cx)),
+    },
+    Case {
+        id: "core.envelope.size.over-limit",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §24.2"],
+        requirement: "A node MUST refuse an envelope over its advertised size limit with 413 PAYLOAD_TOO_LARGE.",
+        covers: &["R-24.2-15"],
+        needs: P,
+        how: "Read limits.max_envelope_bytes from /v1/protocol/capabilities (skip if absent); send a message whose text alone has that many bytes; expect 413 PAYLOAD_TOO_LARGE.",
+        mutant: Mutant::Quirk("ignore-size-limit"),
+        run: |cx| Box::pin(oversized(cx)),
+    },
+    Case {
+        id: "core.envelope.agent.chain-required",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §13.3", "v1.1 §13.5", "v1.1 §18.2"],
+        requirement: "A node MUST reject an agent envelope without a delegation chain (DELEGATION_INVALID).",
+        covers: &["R-13.3-02", "R-13.3-12", "R-24.2-03"],
+        needs: &[Need::Provisioning, Need::Registration, Need::Agent],
+        how: "A human delegates scope * to a fresh agent; the agent's message with that chain is accepted (201); its message without from.delegation_chain gets 403 DELEGATION_INVALID.",
+        mutant: Mutant::Quirk("skip-delegation-check"),
+        run: |cx| Box::pin(agent_without_chain(cx)),
     },
 ];

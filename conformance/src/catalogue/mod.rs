@@ -3,6 +3,7 @@
 
 mod discovery;
 mod envelopes;
+mod signatures;
 
 use crate::case::Case;
 
@@ -11,7 +12,7 @@ pub const RETIRED: &[&str] = &[];
 
 /// Every case, in catalogue order (area by area).
 pub fn all() -> Vec<&'static Case> {
-    let areas: [&'static [Case]; 2] = [discovery::CASES, envelopes::CASES];
+    let areas: [&'static [Case]; 3] = [discovery::CASES, envelopes::CASES, signatures::CASES];
     areas.iter().flat_map(|a| a.iter()).collect()
 }
 

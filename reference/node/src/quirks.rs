@@ -8,7 +8,8 @@ use std::collections::BTreeSet;
 /// One switch per MUST-level check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Quirk {
-    /// Store envelopes whose signature does not verify (v1.1 §7.3, §16.1).
+    /// Store envelopes whose signature is missing, malformed or does not verify (v1.1 §7.3,
+    /// §16.1).
     AcceptBadSignature,
     /// Accept an envelope whose id is already stored (v1.1 §8.4, §24.2 `ENVELOPE_DUPLICATE`).
     AllowDuplicateIds,
@@ -44,11 +45,28 @@ pub enum Quirk {
     IgnoreSizeLimit,
     /// Serve a node document without `websocket_url` and `federation` (v1.1 §15.2).
     IncompleteNodeDocument,
+    /// Refuse legacy (unprefixed) envelope signatures: no §7.3 migration-window fallback.
+    RejectLegacySignatures,
+    /// Verify envelope signatures only in the unprefixed v1.0 form, ignoring the
+    /// `LOOM-ENVELOPE-SIG-v1` context (v1.1 §7.3 "If `signature.context` is present, verify
+    /// using the indicated context prefix").
+    UnprefixedSignaturesOnly,
+    /// Verify envelope signatures over the plain serde_json serialization (UTF-8 key order,
+    /// Rust number formatting) instead of the RFC 8785 canonical form (v1.1 §7.2).
+    NonCanonicalSigningForm,
+    /// Include `meta` in the signed form of an envelope (v1.1 §7.2 excludes it).
+    SignOverMeta,
+    /// Refuse envelopes whose `type` is not in the core registry (v1.1 §9.1: nodes MUST
+    /// accept unknown types).
+    RejectUnknownTypes,
+    /// Drop `null` members from an envelope after verifying it, so the stored copy no longer
+    /// verifies (v1.1 §7.2 "`null` values included").
+    DropNullMembers,
 }
 
 impl Quirk {
     /// Every quirk, in declaration order.
-    pub const ALL: [Quirk; 18] = [
+    pub const ALL: [Quirk; 24] = [
         Quirk::AcceptBadSignature,
         Quirk::AllowDuplicateIds,
         Quirk::SkipEnvelopeValidation,
@@ -67,6 +85,12 @@ impl Quirk {
         Quirk::AllowDagCycles,
         Quirk::IgnoreSizeLimit,
         Quirk::IncompleteNodeDocument,
+        Quirk::RejectLegacySignatures,
+        Quirk::UnprefixedSignaturesOnly,
+        Quirk::NonCanonicalSigningForm,
+        Quirk::SignOverMeta,
+        Quirk::RejectUnknownTypes,
+        Quirk::DropNullMembers,
     ];
 
     /// The kebab-case name used on the command line and in reports.

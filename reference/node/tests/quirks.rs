@@ -102,7 +102,13 @@ async fn violate(q: Quirk, n: &TestNode) -> Resp {
         | Quirk::IgnoreIdempotencyKey
         | Quirk::DisableRateLimit
         | Quirk::BareErrorBodies
-        | Quirk::IncompleteNodeDocument => {
+        | Quirk::IncompleteNodeDocument
+        | Quirk::RejectLegacySignatures
+        | Quirk::UnprefixedSignaturesOnly
+        | Quirk::NonCanonicalSigningForm
+        | Quirk::SignOverMeta
+        | Quirk::RejectUnknownTypes
+        | Quirk::DropNullMembers => {
             unreachable!("checked by their own tests")
         }
     }
@@ -246,6 +252,9 @@ fn every_quirk_is_exercised() {
         Quirk::IncompleteNodeDocument,
     ];
     for q in Quirk::ALL {
+        if ACCEPTANCES.contains(&q) || q == Quirk::DropNullMembers {
+            continue;
+        }
         assert!(
             special.contains(&q) || REFUSALS.iter().any(|r| r.0 == q),
             "{q:?} has no test"
@@ -264,5 +273,90 @@ async fn incomplete_node_document_drops_section_15_2_members() {
             .expect(200);
         assert_eq!(r.body.get("websocket_url").is_some(), complete, "{q:?}");
         assert_eq!(r.body.get("federation").is_some(), complete, "{q:?}");
+    }
+}
+
+/// Quirks that make the node refuse something a correct node accepts.
+const ACCEPTANCES: [Quirk; 5] = [
+    Quirk::RejectLegacySignatures,
+    Quirk::UnprefixedSignaturesOnly,
+    Quirk::NonCanonicalSigningForm,
+    Quirk::SignOverMeta,
+    Quirk::RejectUnknownTypes,
+];
+
+/// The envelope a correct node accepts and the node with `q` refuses.
+fn acceptable(q: Quirk, n: &TestNode, alice: &support::Ident) -> serde_json::Value {
+    use loom_protocol::id::{KeyId, KeyKind};
+    let mut e = alice.message(n, &n.thread_id(), None, &[alice], "x");
+    let kid = KeyId::parse(&alice.key_id, KeyKind::Signing).unwrap();
+    match q {
+        Quirk::RejectLegacySignatures => {
+            loom_protocol::envelope::sign_envelope_legacy(&mut e, &alice.key, &kid).unwrap();
+            return e;
+        }
+        Quirk::UnprefixedSignaturesOnly => {}
+        // 1.5 is "1.5" in both forms; 15.0 is "15" under RFC 8785 and "15.0" in serde_json.
+        Quirk::NonCanonicalSigningForm => {
+            e["content"]["structured"] =
+                json!({"intent": "note.add@v1", "parameters": {"n": 15.0}});
+        }
+        Quirk::SignOverMeta => {
+            let mut e = alice.sign(e);
+            e["meta"] = json!({"client_note": "outside the signature"});
+            return e;
+        }
+        Quirk::RejectUnknownTypes => e["type"] = "x_custom_kind".into(),
+        _ => unreachable!(),
+    }
+    alice.sign(e)
+}
+
+#[tokio::test]
+async fn acceptance_quirks_refuse_what_a_correct_node_accepts() {
+    for q in ACCEPTANCES {
+        for quirked in [false, true] {
+            let n = node(quirked.then_some(q));
+            let alice = n.register("alice", "human", 1).await;
+            let e = acceptable(q, &n, &alice);
+            let r = n
+                .call("POST", "/v1/envelopes", Some(&alice.token), Some(e))
+                .await;
+            let want = if quirked { 400..500 } else { 201..202 };
+            assert!(
+                want.contains(&r.status.as_u16()),
+                "{q:?} quirked={quirked}: {} {}",
+                r.status,
+                r.body
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn drop_null_members_breaks_the_stored_signature() {
+    for (q, verifies) in [(None, true), (Some(Quirk::DropNullMembers), false)] {
+        let n = node(q);
+        let alice = n.register("alice", "human", 1).await;
+        let r = alice
+            .send(&n, alice.message(&n, &n.thread_id(), None, &[&alice], "x"))
+            .await
+            .expect(201);
+        let key = alice.key.verifying_key();
+        let ok = loom_protocol::verify_envelope_signature(&r.body, &key).is_ok();
+        assert_eq!(ok, verifies, "{q:?}: {}", r.body);
+    }
+}
+
+#[tokio::test]
+async fn accept_bad_signature_also_accepts_malformed_signature_values() {
+    for (q, status) in [(None, 401), (Some(Quirk::AcceptBadSignature), 201)] {
+        let n = node(q);
+        let alice = n.register("alice", "human", 1).await;
+        let mut e = alice.sign(alice.message(&n, &n.thread_id(), None, &[&alice], "x"));
+        e["signature"]["value"] = "AAAA".into();
+        n.call("POST", "/v1/envelopes", Some(&alice.token), Some(e))
+            .await
+            .expect(status);
     }
 }
