@@ -47,6 +47,8 @@ pub const CSS: &str = r#"
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2430;background:#f5f6f8}
 main{max-width:1180px;margin:0 auto;padding:24px 28px 48px}
 h1{font-size:24px;margin:0 0 4px}
+h1.mono{font-size:20px;word-break:break-all}
+h3{font-size:13px;margin:10px 0 4px;color:#5a6475}
 h2{font-size:17px;margin:28px 0 10px}
 a{color:#1f5fbf;text-decoration:none}a:hover{text-decoration:underline}
 .meta{color:#5a6475;margin:0 0 16px}
@@ -235,13 +237,13 @@ fn headers_table(h: &[(String, String)]) -> String {
     s
 }
 
-fn exchange(i: usize, t: &Transcript, decisive: bool) -> String {
+fn exchange(i: usize, t: &Transcript, decisive: bool, open: bool) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
         "<details class=\"x{}\"{}><summary>#{} {} {} → {} · {} · {:.1} ms{}</summary><div class=\"body\">",
         if decisive { " decisive" } else { "" },
-        if decisive { " open" } else { "" },
+        if open { " open" } else { "" },
         i + 1,
         escape(&t.method),
         escape(&t.path),
@@ -314,7 +316,10 @@ fn case_page(r: &RunReport, c: &Case, res: &CaseResult) -> String {
         b.push_str("<p class=\"meta\">The case made no requests.</p>");
     }
     for (i, t) in res.transcripts.iter().enumerate() {
-        b.push_str(&exchange(i, t, res.decisive == Some(i)));
+        let decisive = res.decisive == Some(i);
+        // Short transcripts and the deciding exchange are open; the rest fold (no script).
+        let open = decisive || res.transcripts.len() <= 2;
+        b.push_str(&exchange(i, t, decisive, open));
     }
     page(&format!("{} — LOOM conformance", c.id), &b)
 }
