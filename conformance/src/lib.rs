@@ -17,6 +17,7 @@ pub mod ctx;
 pub mod outcome;
 pub mod profile;
 pub mod report;
+pub mod requirements;
 pub mod runner;
 pub mod selftest;
 pub mod skips;

@@ -9,12 +9,20 @@ use loom_conformance::profile::Profile;
 use loom_conformance::report::{self, RunReport};
 use loom_conformance::runner::{self, RunConfig};
 use loom_conformance::skips::SkipFile;
-use loom_conformance::{catalogue, target};
+use loom_conformance::{catalogue, requirements, target};
 use loom_protocol::clock::{Clock, SystemClock};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
+
+/// `println!` that ignores a closed stdout (`loom-conformance list | head` must not panic).
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($t)*);
+    }};
+}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -33,18 +41,74 @@ enum Cmd {
     Run(RunArgs),
     /// List cases with level, strength and spec references.
     List {
-        /// Only IDs matching this glob.
+        /// Only IDs matching this glob (repeatable).
         #[arg(long)]
         only: Vec<String>,
         /// Only this level and below.
         #[arg(long, default_value_t = 4)]
         level: u8,
+        /// Only cases of this area (the ID's second segment: `envelope`, `auth`, …; repeatable).
+        #[arg(long)]
+        area: Vec<String>,
+        /// Only cases of this strength (MUST, SHOULD or MAY; repeatable).
+        #[arg(long, value_parser = parse_strength)]
+        strength: Vec<Strength>,
+        /// One JSON array instead of the table.
+        #[arg(long)]
+        json: bool,
     },
     /// Show one case: requirement, spec, how it is tested, the quirk that proves it can fail.
     Explain {
         /// The case ID.
         id: String,
     },
+    /// The traceability matrix: every Level 1 MUST/SHOULD requirement and the cases covering
+    /// it; uncovered and not-testable requirements are listed explicitly.
+    Matrix {
+        /// JSON instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Mutation self-test: the catalogue against the clean embedded node (all must pass) and
+    /// every MUST case against the node with its quirk (it must fail).
+    Selftest {
+        /// Cases in flight at once.
+        #[arg(long, default_value_t = 4)]
+        jobs: usize,
+        /// Only cases whose ID matches (glob; repeatable).
+        #[arg(long)]
+        only: Vec<String>,
+    },
+    /// Work with JSON reports.
+    Report {
+        #[command(subcommand)]
+        command: ReportCmd,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ReportCmd {
+    /// One matrix across several JSON reports (targets or runs): rows are cases, columns runs.
+    Merge {
+        /// JSON reports written by `run --report json=PATH`.
+        #[arg(required = true)]
+        reports: Vec<PathBuf>,
+        /// Write the matrix as HTML into this directory (`index.html`).
+        #[arg(long)]
+        html: Option<PathBuf>,
+        /// Write the matrix as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+}
+
+fn parse_strength(s: &str) -> Result<Strength, String> {
+    match s.to_ascii_uppercase().as_str() {
+        "MUST" => Ok(Strength::Must),
+        "SHOULD" => Ok(Strength::Should),
+        "MAY" => Ok(Strength::May),
+        _ => Err(format!("{s:?} is not MUST, SHOULD or MAY")),
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -94,37 +158,94 @@ struct RunArgs {
     plain_http: bool,
 }
 
+fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            eprintln!("error: cannot start the async runtime: {e}");
+            ExitCode::from(2)
+        })
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Cmd::List { only, level } => list(&only, level),
+        Cmd::List {
+            only,
+            level,
+            area,
+            strength,
+            json,
+        } => list(&only, level, &area, &strength, json),
         Cmd::Explain { id } => explain(&id),
-        Cmd::Run(args) => {
-            let rt = match tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    eprintln!("error: cannot start the async runtime: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-            rt.block_on(run(args))
-        }
+        Cmd::Matrix { json } => matrix(json),
+        Cmd::Report {
+            command:
+                ReportCmd::Merge {
+                    reports,
+                    html,
+                    json,
+                },
+        } => merge(&reports, html.as_deref(), json.as_deref()),
+        Cmd::Selftest { jobs, only } => match runtime() {
+            Ok(rt) => rt.block_on(selftest(jobs, only)),
+            Err(code) => code,
+        },
+        Cmd::Run(args) => match runtime() {
+            Ok(rt) => rt.block_on(run(args)),
+            Err(code) => code,
+        },
     }
 }
 
-fn list(only: &[String], level: u8) -> ExitCode {
+fn list(
+    only: &[String],
+    level: u8,
+    areas: &[String],
+    strengths: &[Strength],
+    json: bool,
+) -> ExitCode {
     let cases: Vec<_> = catalogue::all()
         .into_iter()
         .filter(|c| {
             c.level <= level
                 && (only.is_empty() || only.iter().any(|g| runner::glob_match(g, c.id)))
+                && (areas.is_empty() || areas.iter().any(|a| a == c.area()))
+                && (strengths.is_empty() || strengths.contains(&c.strength))
         })
         .collect();
+    if json {
+        let v: Vec<serde_json::Value> = cases
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "id": c.id,
+                    "area": c.area(),
+                    "level": c.level,
+                    "strength": c.strength,
+                    "spec": c.spec,
+                    "requirement": c.requirement,
+                    "covers": c.covers,
+                    "needs": c.needs,
+                    "how": c.how,
+                    "mutant": c.mutant,
+                })
+            })
+            .collect();
+        return match serde_json::to_string_pretty(&v) {
+            Ok(t) => {
+                outln!("{t}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     for c in &cases {
-        println!(
+        outln!(
             "{:<58} L{} {:<6} {}",
             c.id,
             c.level,
@@ -136,8 +257,153 @@ fn list(only: &[String], level: u8) -> ExitCode {
         .iter()
         .filter(|c| c.strength == Strength::Must)
         .count();
-    println!("{} cases ({must} MUST)", cases.len());
+    outln!("{} cases ({must} MUST)", cases.len());
     ExitCode::SUCCESS
+}
+
+fn matrix(json: bool) -> ExitCode {
+    let reqs = match requirements::level1() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let m = requirements::Matrix::build(&reqs, &catalogue::all());
+    if json {
+        match serde_json::to_string_pretty(&m.to_json()) {
+            Ok(t) => outln!("{t}"),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        outln!("{}", m.to_text().trim_end());
+    }
+    ExitCode::SUCCESS
+}
+
+fn merge(reports: &[PathBuf], html: Option<&Path>, json: Option<&Path>) -> ExitCode {
+    if html.is_none() && json.is_none() {
+        eprintln!("error: report merge needs --html DIR and/or --json OUT");
+        return ExitCode::from(2);
+    }
+    let mut runs = Vec::new();
+    for p in reports {
+        match report::merge::load(p) {
+            Ok(r) => runs.push(r),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if let Some(dir) = html {
+        let written = std::fs::create_dir_all(dir)
+            .and_then(|()| std::fs::write(dir.join("index.html"), report::merge::to_html(&runs)));
+        if let Err(e) = written {
+            eprintln!("error: {}: {e}", dir.display());
+            return ExitCode::from(2);
+        }
+        eprintln!("wrote {}", dir.join("index.html").display());
+    }
+    if let Some(out) = json {
+        let text = serde_json::to_string_pretty(&report::merge::to_json(&runs))
+            .map(|t| t + "\n")
+            .map_err(|e| e.to_string());
+        if let Err(e) = text.and_then(|t| std::fs::write(out, t).map_err(|e| e.to_string())) {
+            eprintln!("error: {}: {e}", out.display());
+            return ExitCode::from(2);
+        }
+        eprintln!("wrote {}", out.display());
+    }
+    eprintln!(
+        "{} runs, {} cases",
+        runs.len(),
+        report::merge::case_ids(&runs).len()
+    );
+    ExitCode::SUCCESS
+}
+
+async fn selftest(jobs: usize, only: Vec<String>) -> ExitCode {
+    let cfg = RunConfig {
+        jobs,
+        only,
+        level: 4,
+        ..RunConfig::default()
+    };
+    let all = catalogue::all();
+    let cases: Vec<&'static loom_conformance::Case> = all
+        .iter()
+        .copied()
+        .filter(|c| runner::select(std::slice::from_ref(*c), &cfg).len() == 1)
+        .collect();
+    if cases.is_empty() {
+        eprintln!("error: no case matches --only");
+        return ExitCode::from(2);
+    }
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let started = Instant::now();
+    eprintln!(
+        "loom-conformance selftest: {} cases against the clean embedded node, then each MUST case against its quirk",
+        cases.len()
+    );
+    let st = match loom_conformance::selftest::selftest(&cases, &cfg, clock).await {
+        Ok(st) => st,
+        Err(e) => {
+            eprintln!("error: the embedded reference node did not start: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    outln!("{:<58} {:<8} {:<14} quirk", "case", "clean", "mutated");
+    for m in &st.cases {
+        outln!(
+            "{:<58} {:<8} {:<14} {}",
+            m.id,
+            m.clean.name(),
+            m.mutated.map_or("-", |o| o.name()),
+            m.quirk.unwrap_or("-")
+        );
+    }
+    let (proven, total) = st.coverage(&cases);
+    let pct = if total == 0 {
+        100.0
+    } else {
+        proven as f64 * 100.0 / total as f64
+    };
+    outln!(
+        "\nmutation coverage: {proven}/{total} MUST cases ({pct:.1}%) in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let unproven: Vec<&str> = st
+        .cases
+        .iter()
+        .filter(|m| {
+            cases
+                .iter()
+                .any(|c| c.id == m.id && c.strength == Strength::Must)
+                && !(m.clean == loom_conformance::Outcome::Pass
+                    && m.mutated == Some(loom_conformance::Outcome::Fail))
+        })
+        .map(|m| m.id)
+        .collect();
+    if !unproven.is_empty() {
+        outln!("unproven MUST cases ({}):", unproven.len());
+        for id in &unproven {
+            outln!("  {id}");
+        }
+    }
+    let problems = st.problems();
+    if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        outln!("\nproblems ({}):", problems.len());
+        for p in &problems {
+            outln!("  {p}");
+        }
+        ExitCode::from(1)
+    }
 }
 
 fn explain(id: &str) -> ExitCode {
@@ -145,18 +411,18 @@ fn explain(id: &str) -> ExitCode {
         eprintln!("error: no case {id:?}; `loom-conformance list` shows every ID");
         return ExitCode::from(2);
     };
-    println!(
+    outln!(
         "{}\n  level {} · {} · {}",
         c.id,
         c.level,
         c.strength,
         c.spec.join(", ")
     );
-    println!("  requirement: {}", c.requirement);
-    println!("  covers:      {}", c.covers.join(", "));
-    println!("  how:         {}", c.how);
+    outln!("  requirement: {}", c.requirement);
+    outln!("  covers:      {}", c.covers.join(", "));
+    outln!("  how:         {}", c.how);
     if !c.needs.is_empty() {
-        println!(
+        outln!(
             "  needs:       {}",
             c.needs
                 .iter()
@@ -167,9 +433,9 @@ fn explain(id: &str) -> ExitCode {
     }
     match c.mutant {
         loom_conformance::Mutant::Quirk(q) => {
-            println!("  proven able to fail by the reference node's `{q}` quirk")
+            outln!("  proven able to fail by the reference node's `{q}` quirk")
         }
-        loom_conformance::Mutant::NotApplicable(why) => println!("  no quirk proves it: {why}"),
+        loom_conformance::Mutant::NotApplicable(why) => outln!("  no quirk proves it: {why}"),
     }
     ExitCode::SUCCESS
 }
@@ -206,9 +472,15 @@ async fn run(args: RunArgs) -> ExitCode {
             }
         }
     }
+    let ready = profile.target.readiness_timeout_secs;
+    if !(ready.is_finite() && (0.0..=86_400.0).contains(&ready)) {
+        return usage(format!(
+            "target.readiness_timeout_secs must be between 0 and 86400 seconds, not {ready}"
+        ));
+    }
     let timeout_scale = args.timeout_scale.unwrap_or(profile.target.timeout_scale);
-    if !(timeout_scale > 0.0 && timeout_scale.is_finite()) {
-        return usage("--timeout-scale must be a positive number".into());
+    if !(timeout_scale > 0.0 && timeout_scale <= 1000.0) {
+        return usage("--timeout-scale must be a number above 0 and at most 1000".into());
     }
     // The only wall clock of the harness: everything below receives it.
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
@@ -299,13 +571,16 @@ async fn run(args: RunArgs) -> ExitCode {
         node: info.domain.clone(),
         results: selected.iter().copied().zip(results).collect(),
     };
-    println!("{}", report::terminal::summary(&report));
+    outln!("{}", report::terminal::summary(&report));
     for (kind, path) in outputs {
         let written = match kind.as_str() {
             "json" => serde_json::to_string_pretty(&report::json::render(&report))
                 .map_err(|e| e.to_string())
                 .and_then(|t| std::fs::write(&path, t + "\n").map_err(|e| e.to_string())),
-            other => Err(format!("the {other} report is not available in this build")),
+            "junit" => report::junit::render(&report)
+                .and_then(|t| std::fs::write(&path, t).map_err(|e| e.to_string())),
+            "html" => report::html::write(&report, &path).map_err(|e| e.to_string()),
+            other => Err(format!("unknown report kind {other}")),
         };
         match written {
             Ok(()) => eprintln!("wrote {kind} report {}", path.display()),

@@ -1,6 +1,9 @@
 //! Reports: the run summary every format renders, and the formats.
 
+pub mod html;
 pub mod json;
+pub mod junit;
+pub mod merge;
 pub mod terminal;
 
 use crate::case::{Case, Strength};

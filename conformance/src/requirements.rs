@@ -1,0 +1,257 @@
+//! The Level 1 requirements inventory (`requirements/level1.toml`, embedded at build time)
+//! and the traceability matrix: every requirement with the cases that cover it, uncovered
+//! testable requirements listed explicitly, and not-testable ones with their reason.
+
+use crate::case::{Case, Strength};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The embedded Level 1 requirements file.
+pub const LEVEL1_TOML: &str = include_str!("../requirements/level1.toml");
+
+/// One requirement of the inventory.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Requirement {
+    /// Stable ID (`R-7.3-01`).
+    pub id: String,
+    /// `v1.1 §7.3`.
+    pub section: String,
+    /// The corresponding v1.0 section, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub v10: Option<String>,
+    /// `MUST`, `SHOULD` or `MAY`.
+    pub strength: String,
+    /// The requirement in one line.
+    pub text: String,
+    /// Whether it can be observed over the node's HTTP API.
+    pub testable: bool,
+    /// Why not, when it cannot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    requirement: Vec<Requirement>,
+}
+
+/// Parses a requirements file and checks it: unique IDs, known strengths, a reason exactly
+/// when a requirement is not testable.
+pub fn parse(text: &str) -> Result<Vec<Requirement>, String> {
+    let f: File = toml::from_str(text).map_err(|e| e.to_string())?;
+    let mut seen = BTreeSet::new();
+    for r in &f.requirement {
+        if !seen.insert(r.id.as_str()) {
+            return Err(format!("requirement {} is listed twice", r.id));
+        }
+        if !matches!(r.strength.as_str(), "MUST" | "SHOULD" | "MAY") {
+            return Err(format!(
+                "requirement {}: strength must be MUST, SHOULD or MAY, not {:?}",
+                r.id, r.strength
+            ));
+        }
+        if !r.testable && r.reason.as_deref().is_none_or(|s| s.trim().is_empty()) {
+            return Err(format!(
+                "requirement {} is not testable but gives no reason",
+                r.id
+            ));
+        }
+    }
+    Ok(f.requirement)
+}
+
+/// The embedded Level 1 inventory.
+pub fn level1() -> Result<Vec<Requirement>, String> {
+    parse(LEVEL1_TOML).map_err(|e| format!("requirements/level1.toml: {e}"))
+}
+
+/// One row of the traceability matrix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Row {
+    /// The requirement.
+    #[serde(flatten)]
+    pub requirement: Requirement,
+    /// IDs of the cases covering it, in catalogue order.
+    pub cases: Vec<&'static str>,
+}
+
+/// The traceability matrix over `reqs` and `cases`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Matrix {
+    /// Every MUST/SHOULD requirement (MAY ones are not part of the verdict), in file order.
+    pub rows: Vec<Row>,
+    /// `covers` entries that name no requirement: `(case ID, requirement ID)`.
+    pub unknown_covers: Vec<(&'static str, &'static str)>,
+}
+
+impl Matrix {
+    /// Builds the matrix.
+    pub fn build(reqs: &[Requirement], cases: &[&'static Case]) -> Matrix {
+        let mut by_req: BTreeMap<&str, Vec<&'static str>> = BTreeMap::new();
+        let known: BTreeSet<&str> = reqs.iter().map(|r| r.id.as_str()).collect();
+        let mut unknown_covers = Vec::new();
+        for c in cases {
+            for r in c.covers {
+                if known.contains(r) {
+                    by_req.entry(r).or_default().push(c.id);
+                } else {
+                    unknown_covers.push((c.id, *r));
+                }
+            }
+        }
+        let rows = reqs
+            .iter()
+            .filter(|r| r.strength != "MAY")
+            .map(|r| Row {
+                cases: by_req.get(r.id.as_str()).cloned().unwrap_or_default(),
+                requirement: r.clone(),
+            })
+            .collect();
+        Matrix {
+            rows,
+            unknown_covers,
+        }
+    }
+
+    /// Testable requirements no case covers.
+    pub fn uncovered(&self) -> Vec<&Row> {
+        self.rows
+            .iter()
+            .filter(|r| r.requirement.testable && r.cases.is_empty())
+            .collect()
+    }
+
+    /// Requirements that cannot be tested over the wire.
+    pub fn not_testable(&self) -> Vec<&Row> {
+        self.rows
+            .iter()
+            .filter(|r| !r.requirement.testable)
+            .collect()
+    }
+
+    /// `(covered, testable)` counts for one strength.
+    pub fn coverage(&self, strength: Strength) -> (usize, usize) {
+        let s = strength.to_string();
+        let testable: Vec<&Row> = self
+            .rows
+            .iter()
+            .filter(|r| r.requirement.testable && r.requirement.strength == s)
+            .collect();
+        let covered = testable.iter().filter(|r| !r.cases.is_empty()).count();
+        (covered, testable.len())
+    }
+
+    /// The plain-text table `loom-conformance matrix` prints.
+    pub fn to_text(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "LOOM v1.1 Level 1 traceability: requirement → covering cases\n"
+        );
+        for r in &self.rows {
+            let q = &r.requirement;
+            let cases = if !q.testable {
+                "(not testable over the wire)".to_owned()
+            } else if r.cases.is_empty() {
+                "UNCOVERED".to_owned()
+            } else {
+                r.cases.join(", ")
+            };
+            let _ = writeln!(
+                out,
+                "{:<12} {:<6} {:<12} {cases}",
+                q.id, q.strength, q.section
+            );
+        }
+        let uncovered = self.uncovered();
+        let _ = writeln!(
+            out,
+            "\nUncovered testable requirements ({}):",
+            uncovered.len()
+        );
+        if uncovered.is_empty() {
+            let _ = writeln!(out, "  none");
+        }
+        for r in uncovered {
+            let q = &r.requirement;
+            let _ = writeln!(out, "  {} [{} {}] {}", q.id, q.strength, q.section, q.text);
+        }
+        let nt = self.not_testable();
+        let _ = writeln!(
+            out,
+            "\nNot testable over the wire ({}), with the reason:",
+            nt.len()
+        );
+        for r in nt {
+            let q = &r.requirement;
+            let _ = writeln!(
+                out,
+                "  {} [{} {}] {}",
+                q.id,
+                q.strength,
+                q.section,
+                q.reason.as_deref().unwrap_or("")
+            );
+        }
+        if !self.unknown_covers.is_empty() {
+            let _ = writeln!(out, "\nCases naming unknown requirement IDs:");
+            for (c, r) in &self.unknown_covers {
+                let _ = writeln!(out, "  {c} covers {r}, which the requirements file lacks");
+            }
+        }
+        let (mc, mt) = self.coverage(Strength::Must);
+        let (sc, st) = self.coverage(Strength::Should);
+        let _ = writeln!(
+            out,
+            "\nCoverage: MUST {mc}/{mt} testable requirements covered, SHOULD {sc}/{st}"
+        );
+        out
+    }
+
+    /// The JSON form (`loom-conformance matrix --json`).
+    pub fn to_json(&self) -> serde_json::Value {
+        let (mc, mt) = self.coverage(Strength::Must);
+        let (sc, st) = self.coverage(Strength::Should);
+        serde_json::json!({
+            "requirements": self.rows,
+            "uncovered": self.uncovered().iter().map(|r| &r.requirement.id).collect::<Vec<_>>(),
+            "not_testable": self.not_testable().iter().map(|r| serde_json::json!({
+                "id": r.requirement.id,
+                "reason": r.requirement.reason,
+            })).collect::<Vec<_>>(),
+            "unknown_covers": self.unknown_covers.iter().map(|(c, r)| serde_json::json!({
+                "case": c, "requirement": r,
+            })).collect::<Vec<_>>(),
+            "coverage": {
+                "must": {"covered": mc, "testable": mt},
+                "should": {"covered": sc, "testable": st},
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_file_parses() {
+        let reqs = level1().expect("level1.toml parses");
+        assert!(reqs.len() > 100);
+    }
+
+    #[test]
+    fn bad_files_are_errors_not_panics() {
+        assert!(parse("not toml [").is_err());
+        assert!(parse("[[requirement]]\nid = \"R-1\"").is_err());
+        let dup =
+            "[[requirement]]\nid='R-1'\nsection='s'\nstrength='MUST'\ntext='t'\ntestable=true\n";
+        assert!(parse(&format!("{dup}{dup}")).is_err());
+        let no_reason =
+            "[[requirement]]\nid='R-1'\nsection='s'\nstrength='MUST'\ntext='t'\ntestable=false\n";
+        assert!(parse(no_reason).is_err());
+    }
+}
