@@ -1,8 +1,14 @@
 //! The catalogue: every case, by area. IDs are stable and never renumbered; a retired case
 //! keeps its ID reserved (listed in [`RETIRED`]).
 
+mod audience;
+mod capabilities;
 mod discovery;
 mod envelopes;
+mod ops;
+mod tasks;
+mod thread_kit;
+mod threads;
 
 use crate::case::Case;
 
@@ -11,7 +17,15 @@ pub const RETIRED: &[&str] = &[];
 
 /// Every case, in catalogue order (area by area).
 pub fn all() -> Vec<&'static Case> {
-    let areas: [&'static [Case]; 2] = [discovery::CASES, envelopes::CASES];
+    let areas: [&'static [Case]; 7] = [
+        discovery::CASES,
+        envelopes::CASES,
+        threads::CASES,
+        ops::CASES,
+        capabilities::CASES,
+        audience::CASES,
+        tasks::CASES,
+    ];
     areas.iter().flat_map(|a| a.iter()).collect()
 }
 
