@@ -1,9 +1,15 @@
 //! The catalogue: every case, by area. IDs are stable and never renumbered; a retired case
 //! keeps its ID reserved (listed in [`RETIRED`]).
 
+mod audience;
+mod capabilities;
 mod discovery;
 mod envelopes;
+mod ops;
 mod signatures;
+mod tasks;
+mod thread_kit;
+mod threads;
 
 use crate::case::Case;
 
@@ -12,7 +18,16 @@ pub const RETIRED: &[&str] = &[];
 
 /// Every case, in catalogue order (area by area).
 pub fn all() -> Vec<&'static Case> {
-    let areas: [&'static [Case]; 3] = [discovery::CASES, envelopes::CASES, signatures::CASES];
+    let areas: [&'static [Case]; 8] = [
+        discovery::CASES,
+        envelopes::CASES,
+        signatures::CASES,
+        threads::CASES,
+        ops::CASES,
+        capabilities::CASES,
+        audience::CASES,
+        tasks::CASES,
+    ];
     areas.iter().flat_map(|a| a.iter()).collect()
 }
 

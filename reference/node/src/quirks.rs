@@ -62,11 +62,27 @@ pub enum Quirk {
     /// Drop `null` members from an envelope after verifying it, so the stored copy no longer
     /// verifies (v1.1 §7.2 "`null` values included").
     DropNullMembers,
+    /// Serve the §10.1 thread object without `cap_epoch`, `subject` and `labels` (v1.1 §10.1, §12.3).
+    IncompleteThreadObject,
+    /// Overwrite the signed `created_at` with the receipt time (v1.1 §10.3: envelopes carry
+    /// `created_at` as signed).
+    RestampCreatedAt,
+    /// Reject envelopes whose parent is missing (v1.1 §10.2 out-of-order acceptance).
+    RejectMissingParent,
+    /// Do not enforce `max_envelopes_per_thread` / `max_pending_parents` (v1.1 §10.7).
+    IgnoreThreadLimits,
+    /// Ignore the `preconditions` of thread operations (v1.1 §11.3).
+    IgnoreOpPreconditions,
+    /// Let anyone trigger any valid task transition (v1.1 §18.3, v1.0 §17.3 "who can trigger").
+    AllowAnyTaskActor,
+    /// Start a new thread from a `thread_op` naming an unknown thread instead of answering
+    /// `THREAD_NOT_FOUND` (v1.1 §24.2).
+    BootstrapThreadFromOp,
 }
 
 impl Quirk {
     /// Every quirk, in declaration order.
-    pub const ALL: [Quirk; 24] = [
+    pub const ALL: [Quirk; 31] = [
         Quirk::AcceptBadSignature,
         Quirk::AllowDuplicateIds,
         Quirk::SkipEnvelopeValidation,
@@ -91,6 +107,13 @@ impl Quirk {
         Quirk::SignOverMeta,
         Quirk::RejectUnknownTypes,
         Quirk::DropNullMembers,
+        Quirk::IncompleteThreadObject,
+        Quirk::RestampCreatedAt,
+        Quirk::RejectMissingParent,
+        Quirk::IgnoreThreadLimits,
+        Quirk::IgnoreOpPreconditions,
+        Quirk::AllowAnyTaskActor,
+        Quirk::BootstrapThreadFromOp,
     ];
 
     /// The kebab-case name used on the command line and in reports.

@@ -13,6 +13,7 @@ fn node(q: Option<Quirk>) -> TestNode {
     TestNode::with_quirks(quirks, |c| {
         c.limits.max_envelope_bytes = 4096;
         c.retract_window_secs = 600;
+        c.limits.max_pending_parents = 1;
         if q == Some(Quirk::DisableRateLimit) || q.is_none() {
             c.rate_limits.envelopes_per_identity = 0;
         }
@@ -98,7 +99,76 @@ async fn violate(q: Quirk, n: &TestNode) -> Resp {
                 )
                 .await
         }
+        Quirk::IgnoreThreadLimits => {
+            for _ in 0..2 {
+                let r = alice
+                    .send(
+                        n,
+                        alice.message(n, &t, Some(&n.envelope_id()), &[&bob], "x"),
+                    )
+                    .await;
+                if r.status.as_u16() != 201 {
+                    return r;
+                }
+            }
+            alice
+                .send(n, alice.message(n, &t, Some(rid), &[&bob], "in range"))
+                .await
+        }
+        Quirk::IgnoreOpPreconditions => {
+            let mut op = alice.op(n, &t, "thread.resolve@v1", json!({}));
+            op["content"]["structured"]["preconditions"] = json!({"thread_state_in": ["resolved"]});
+            alice.send(n, op).await
+        }
+        Quirk::AllowAnyTaskActor => {
+            let task = |who: &support::Ident, intent: &str, params: serde_json::Value| {
+                let mut e = who.message(n, &t, Some(rid), &[&bob], "task");
+                e["type"] = "task".into();
+                e["content"]["structured"] = json!({"intent": intent, "parameters": params});
+                e
+            };
+            let create = task(
+                &alice,
+                "task.create@v1",
+                json!({"title": "t", "assignee": bob.address}),
+            );
+            alice.send(n, create.clone()).await.expect(201);
+            let id = create["id"].as_str().unwrap();
+            alice
+                .send(
+                    n,
+                    task(
+                        &alice,
+                        "task.state_update@v1",
+                        json!({"task_id": id, "state": "assigned"}),
+                    ),
+                )
+                .await
+                .expect(201);
+            // Only the assignee may accept.
+            alice
+                .send(
+                    n,
+                    task(
+                        &alice,
+                        "task.state_update@v1",
+                        json!({"task_id": id, "state": "accepted"}),
+                    ),
+                )
+                .await
+        }
+        Quirk::BootstrapThreadFromOp => {
+            alice
+                .send(
+                    n,
+                    alice.op(n, &n.thread_id(), "thread.resolve@v1", json!({})),
+                )
+                .await
+        }
         Quirk::OmitEventSeq
+        | Quirk::IncompleteThreadObject
+        | Quirk::RestampCreatedAt
+        | Quirk::RejectMissingParent
         | Quirk::IgnoreIdempotencyKey
         | Quirk::DisableRateLimit
         | Quirk::BareErrorBodies
@@ -134,6 +204,15 @@ const REFUSALS: &[(Quirk, u16, &str, u16)] = &[
     (Quirk::IgnoreLegalHold, 403, "LEGAL_HOLD_ACTIVE", 200),
     (Quirk::AllowDagCycles, 400, "ENVELOPE_INVALID", 201),
     (Quirk::IgnoreSizeLimit, 413, "PAYLOAD_TOO_LARGE", 201),
+    (Quirk::IgnoreThreadLimits, 400, "ENVELOPE_INVALID", 201),
+    (
+        Quirk::IgnoreOpPreconditions,
+        409,
+        "STATE_TRANSITION_INVALID",
+        201,
+    ),
+    (Quirk::AllowAnyTaskActor, 403, "CAPABILITY_DENIED", 201),
+    (Quirk::BootstrapThreadFromOp, 404, "THREAD_NOT_FOUND", 201),
 ];
 
 #[tokio::test]
@@ -250,6 +329,9 @@ fn every_quirk_is_exercised() {
         Quirk::DisableRateLimit,
         Quirk::BareErrorBodies,
         Quirk::IncompleteNodeDocument,
+        Quirk::IncompleteThreadObject,
+        Quirk::RestampCreatedAt,
+        Quirk::RejectMissingParent,
     ];
     for q in Quirk::ALL {
         if ACCEPTANCES.contains(&q) || q == Quirk::DropNullMembers {
@@ -358,5 +440,56 @@ async fn accept_bad_signature_also_accepts_malformed_signature_values() {
         n.call("POST", "/v1/envelopes", Some(&alice.token), Some(e))
             .await
             .expect(status);
+    }
+}
+
+#[tokio::test]
+async fn thread_object_created_at_and_pending_parent_quirks() {
+    for q in [
+        None,
+        Some(Quirk::IncompleteThreadObject),
+        Some(Quirk::RestampCreatedAt),
+        Some(Quirk::RejectMissingParent),
+        Some(Quirk::IgnoreAudience),
+    ] {
+        let n = node(q);
+        let alice = n.register("alice", "human", 1).await;
+        let bob = n.register("bob", "human", 2).await;
+        let carol = n.register("carol", "human", 3).await;
+        let t = n.thread_id();
+        alice
+            .send(&n, alice.message(&n, &t, None, &[&bob], "root"))
+            .await
+            .expect(201);
+        let th = n
+            .get(&format!("/v1/threads/{t}"), &alice.token)
+            .await
+            .expect(200);
+        assert_eq!(
+            th.body.get("cap_epoch").is_some(),
+            q != Some(Quirk::IncompleteThreadObject),
+            "{q:?}"
+        );
+        // A non-participant gets THREAD_NOT_FOUND unless audience checks are off.
+        let outsider = n.get(&format!("/v1/threads/{t}"), &carol.token).await;
+        if q == Some(Quirk::IgnoreAudience) {
+            outsider.expect(200);
+        } else {
+            outsider.expect_error(404, "THREAD_NOT_FOUND");
+        }
+        let mut e = bob.message(&n, &t, Some(&n.envelope_id()), &[&alice], "orphan");
+        e["created_at"] = "2020-01-01T00:00:00Z".into();
+        let r = bob.send(&n, e).await;
+        if q == Some(Quirk::RejectMissingParent) {
+            r.expect_error(400, "ENVELOPE_INVALID");
+            continue;
+        }
+        let r = r.expect(201);
+        assert_eq!(r.body["meta"]["pending_parent"], true);
+        assert_eq!(
+            r.body["created_at"] == "2020-01-01T00:00:00Z",
+            q != Some(Quirk::RestampCreatedAt),
+            "{q:?}"
+        );
     }
 }

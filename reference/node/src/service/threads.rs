@@ -94,21 +94,24 @@ impl Service {
         let state = self
             .thread_state(&conn, &tid)?
             .ok_or_else(|| ApiError::internal("thread state"))?;
-        if !state.is_active_participant(&caller.identity) {
+        if !state.is_active_participant(&caller.identity)
+            && !self.quirk(crate::quirks::Quirk::IgnoreAudience)
+        {
             return Err(ApiError::not_found(
                 ErrorCode::ThreadNotFound,
                 "thread_id",
                 tid,
             ));
         }
-        Ok(thread_object(
-            &state,
-            &created,
-            &updated,
-            root.as_deref(),
-            count,
-            last,
-        ))
+        let mut obj = thread_object(&state, &created, &updated, root.as_deref(), count, last);
+        if self.quirk(crate::quirks::Quirk::IncompleteThreadObject)
+            && let Some(o) = obj.as_object_mut()
+        {
+            for k in ["cap_epoch", "subject", "labels"] {
+                o.remove(k);
+            }
+        }
+        Ok(obj)
     }
 
     /// `GET /v1/threads`: the caller's threads.

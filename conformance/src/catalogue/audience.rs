@@ -1,0 +1,219 @@
+//! Audience and BCC (v1.1 §8.3, §20.6): who may read an envelope, enforced on retrieval.
+
+use super::thread_kit::{expect_refused_without, has_id, id_of, thread_envelopes};
+use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
+use crate::ctx::{Ctx, Ident};
+use serde_json::{Value, json};
+
+/// Alice owns a thread with Bob and Carol; returns (alice, bob, carol, thread, root id).
+async fn trio(cx: &mut Ctx) -> Result<(Ident, Ident, Ident, String, String), Finding> {
+    let alice = cx.identity("alice", "human").await?;
+    let bob = cx.identity("bob", "human").await?;
+    let carol = cx.identity("carol", "human").await?;
+    let (t, root) = cx.start_thread(&alice, &[&bob, &carol]).await?;
+    Ok((alice, bob, carol, t, id_of(&root)))
+}
+
+/// Alice sends `text` to `to` with `audience`, replying to `parent`; must be 201.
+async fn send_with_audience(
+    cx: &mut Ctx,
+    alice: &Ident,
+    t: &str,
+    parent: &str,
+    to: &[&Ident],
+    audience: Value,
+    text: &str,
+) -> Result<Value, Finding> {
+    let mut e = cx.message(alice, t, Some(parent), to, text);
+    e["audience"] = audience;
+    alice.sign(&mut e);
+    let i = cx.send(alice, &e).await?;
+    cx.expect_status(i, 201)?;
+    Ok(e)
+}
+
+/// `who` may read `env` (200), and sees it in the thread listing.
+async fn readable(cx: &mut Ctx, who: &Ident, t: &str, env: &Value) -> Verdict {
+    let i = cx
+        .get(&format!("/v1/envelopes/{}", id_of(env)), &who.token)
+        .await?;
+    cx.expect_status(i, 200)?;
+    let list = thread_envelopes(cx, who, t).await?;
+    cx.expect_that(
+        has_id(&list, &id_of(env)),
+        format!("{} sees the envelope in the thread listing", who.address()),
+        "it is missing",
+    )
+}
+
+/// `who` is refused `env` with 403 AUDIENCE_DENIED and does not see it in the listing.
+async fn hidden(cx: &mut Ctx, who: &Ident, t: &str, env: &Value, secret: &str) -> Verdict {
+    let i = cx
+        .get(&format!("/v1/envelopes/{}", id_of(env)), &who.token)
+        .await?;
+    cx.expect_error(i, 403, "AUDIENCE_DENIED")?;
+    expect_refused_without(cx, i, secret, "the envelope's content")?;
+    let i = cx
+        .get(&format!("/v1/threads/{t}/envelopes"), &who.token)
+        .await?;
+    cx.expect_status(i, 200)?;
+    let body = String::from_utf8_lossy(&cx.t(i).response_body).into_owned();
+    cx.expect_that(
+        !body.contains(&id_of(env)) && !body.contains(secret),
+        format!(
+            "the thread listing for {} leaves the envelope out (v1.1 §8.3 delivery and retrieval)",
+            who.address()
+        ),
+        crate::ctx::preview(body.as_bytes()),
+    )
+}
+
+async fn recipients_only(cx: &mut Ctx) -> Verdict {
+    let (alice, bob, carol, t, root) = trio(cx).await?;
+    let secret = format!("for-bob-{}", &t[4..]);
+    let e = send_with_audience(
+        cx,
+        &alice,
+        &t,
+        &root,
+        &[&bob],
+        json!({"mode": "recipients"}),
+        &secret,
+    )
+    .await?;
+    readable(cx, &bob, &t, &e).await?;
+    hidden(cx, &carol, &t, &e, &secret).await
+}
+
+async fn custom_only(cx: &mut Ctx) -> Verdict {
+    let (alice, bob, carol, t, root) = trio(cx).await?;
+    let secret = format!("for-carol-{}", &t[4..]);
+    let aud = json!({"mode": "custom", "identities": [alice.address(), carol.address()]});
+    let e = send_with_audience(cx, &alice, &t, &root, &[&bob], aud, &secret).await?;
+    readable(cx, &carol, &t, &e).await?;
+    hidden(cx, &bob, &t, &e, &secret).await
+}
+
+async fn thread_audience(cx: &mut Ctx) -> Verdict {
+    let (alice, bob, carol, t, root) = trio(cx).await?;
+    let mallory = cx.identity("mallory", "human").await?;
+    let secret = format!("thread-wide-{}", &t[4..]);
+    let e = send_with_audience(
+        cx,
+        &alice,
+        &t,
+        &root,
+        &[&bob],
+        json!({"mode": "thread"}),
+        &secret,
+    )
+    .await?;
+    readable(cx, &carol, &t, &e).await?;
+    let i = cx
+        .get(&format!("/v1/envelopes/{}", id_of(&e)), &mallory.token)
+        .await?;
+    expect_refused_without(cx, i, &secret, "the envelope's content")
+}
+
+async fn bcc_copy(cx: &mut Ctx) -> Verdict {
+    let alice = cx.identity("alice", "human").await?;
+    let bob = cx.identity("bob", "human").await?;
+    let carol = cx.identity("carol", "human").await?;
+    let t = cx.thread_id();
+    let visible = cx.signed_message(&alice, &t, None, &[&bob], "hello bob");
+    let i = cx.send(&alice, &visible).await?;
+    cx.expect_status(i, 201)?;
+    // The bcc-copy (v1.1 §20.6; form: reference/node/README.md "Choices where the spec is silent").
+    let mut copy = cx.message(&alice, &t, Some(&id_of(&visible)), &[&bob], "hello bob");
+    if let Some(a) = copy["to"].as_array_mut() {
+        a.push(json!({"identity": carol.address(), "role": "bcc"}));
+    }
+    copy["audience"] = json!({"mode": "custom", "identities": [alice.address(), carol.address()]});
+    copy["references"] = json!({"linked_envelopes": [id_of(&visible)]});
+    alice.sign(&mut copy);
+    let i = cx.send(&alice, &copy).await?;
+    cx.expect_status(i, 201)?;
+    let i = cx
+        .get(&format!("/v1/envelopes/{}", id_of(&copy)), &carol.token)
+        .await?;
+    let got = cx.body_of(i, 200)?;
+    cx.expect_eq("thread_id of the bcc-copy", &json!(t), &got["thread_id"])?;
+    // Bob sees the visible envelope, never the copy or Carol's address.
+    let i = cx
+        .get(&format!("/v1/envelopes/{}", id_of(&copy)), &bob.token)
+        .await?;
+    cx.expect_error(i, 403, "AUDIENCE_DENIED")?;
+    let i = cx
+        .get(&format!("/v1/threads/{t}/envelopes"), &bob.token)
+        .await?;
+    cx.expect_status(i, 200)?;
+    let body = String::from_utf8_lossy(&cx.t(i).response_body).into_owned();
+    cx.expect_that(
+        body.contains(&id_of(&visible)) && !body.contains(carol.address()),
+        "Bob's listing has the visible envelope and no trace of the bcc recipient (v1.1 §8.3)",
+        crate::ctx::preview(body.as_bytes()),
+    )
+}
+
+const P: &[Need] = &[Need::Provisioning];
+
+/// Audience cases.
+pub const CASES: &[Case] = &[
+    Case {
+        id: "core.audience.recipients.only",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §8.3", "v1.1 §24.2"],
+        requirement: "An envelope with audience.mode \"recipients\" MUST be readable only by the sender and its explicit recipients, on single reads and in thread listings.",
+        covers: &["R-8.3-05", "R-8.3-07", "R-8.3-08", "R-24.2-05"],
+        needs: P,
+        how: "In a thread of Alice, Bob and Carol, Alice sends to Bob with audience recipients; Bob reads it and lists it; Carol's GET is 403 AUDIENCE_DENIED without the text and her thread listing leaves it out.",
+        mutant: Mutant::Quirk("ignore-audience"),
+        run: |cx| Box::pin(recipients_only(cx)),
+    },
+    Case {
+        id: "core.audience.custom.only",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §8.3", "v1.1 §24.2"],
+        requirement: "An envelope with audience.mode \"custom\" MUST be readable only by the sender and the listed identities, even by a `to` recipient not listed.",
+        covers: &["R-8.3-06", "R-8.3-07", "R-8.3-08", "R-24.2-05"],
+        needs: P,
+        how: "Alice sends to Bob with audience custom [Alice, Carol]; Carol reads and lists it; Bob's GET is 403 AUDIENCE_DENIED and his listing leaves it out.",
+        mutant: Mutant::Quirk("ignore-audience"),
+        run: |cx| Box::pin(custom_only(cx)),
+    },
+    Case {
+        id: "core.audience.thread.participants",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §8.3"],
+        requirement: "An envelope with audience.mode \"thread\" MUST be visible to every thread participant and to no one outside the thread.",
+        covers: &["R-8.3-04", "R-8.3-08"],
+        needs: P,
+        how: "Alice sends to Bob with audience thread; Carol (a participant, not a recipient) reads and lists it; Mallory (outside) gets a 4xx §24.1 error without the text.",
+        mutant: Mutant::Quirk("ignore-audience"),
+        run: |cx| Box::pin(thread_audience(cx)),
+    },
+    Case {
+        id: "core.audience.bcc.copy",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §8.3", "v1.1 §20.6"],
+        requirement: "BCC is one visible envelope plus one bcc-copy per bcc recipient (same thread, audience custom {sender, recipient}, linked to the visible one); other recipients MUST NOT see the copy or the bcc identity.",
+        covers: &[
+            "R-8.3-01",
+            "R-8.3-02",
+            "R-8.3-03",
+            "R-20.6-01",
+            "R-20.6-02",
+            "R-20.6-03",
+            "R-20.6-04",
+            "R-20.6-05",
+        ],
+        needs: P,
+        how: "Alice sends a visible envelope to Bob and a bcc-copy for Carol in the form of the reference node's documented convention; Carol reads the copy (same thread_id); Bob's GET of the copy is 403 AUDIENCE_DENIED and his thread listing has the visible envelope but not Carol's address.",
+        mutant: Mutant::Quirk("ignore-audience"),
+        run: |cx| Box::pin(bcc_copy(cx)),
+    },
+];

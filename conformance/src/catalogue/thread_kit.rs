@@ -1,0 +1,184 @@
+//! Helpers shared by the thread, operation, capability, audience and task areas: thread
+//! objects, signed operations, capability tokens signed by the harness's own identities, and
+//! the "refused without leaking" check.
+
+use crate::case::{Finding, Verdict};
+use crate::ctx::{Ctx, Ident};
+use loom_protocol::Timestamp;
+use serde_json::{Value, json};
+
+/// `GET /v1/threads/{t}` as `who`; must be 200.
+pub async fn thread_obj(cx: &mut Ctx, who: &Ident, t: &str) -> Result<Value, Finding> {
+    let i = cx.get(&format!("/v1/threads/{t}"), &who.token).await?;
+    cx.body_of(i, 200)
+}
+
+/// `GET /v1/threads/{t}/envelopes` as `who`; must be 200; the `envelopes` array.
+pub async fn thread_envelopes(cx: &mut Ctx, who: &Ident, t: &str) -> Result<Vec<Value>, Finding> {
+    let i = cx
+        .get(&format!("/v1/threads/{t}/envelopes"), &who.token)
+        .await?;
+    let body = cx.body_of(i, 200)?;
+    let list = body["envelopes"].as_array().cloned();
+    cx.expect_that(
+        list.is_some(),
+        "an `envelopes` array (v1.1 §16.2)",
+        crate::ctx::preview(&cx.t(i).response_body),
+    )?;
+    Ok(list.unwrap_or_default())
+}
+
+/// Whether `list` holds an envelope with `id`.
+pub fn has_id(list: &[Value], id: &str) -> bool {
+    list.iter().any(|e| e["id"].as_str() == Some(id))
+}
+
+/// The `id` of a JSON envelope.
+pub fn id_of(env: &Value) -> String {
+    env["id"].as_str().unwrap_or_default().to_owned()
+}
+
+/// Signs and sends a `thread_op` from `who`.
+pub async fn send_op(
+    cx: &mut Ctx,
+    who: &Ident,
+    t: &str,
+    intent: &str,
+    params: Value,
+) -> Result<usize, Finding> {
+    let mut e = cx.op(who, t, intent, params);
+    who.sign(&mut e);
+    cx.send(who, &e).await
+}
+
+/// `send_op` that must be accepted (201).
+pub async fn op_ok(cx: &mut Ctx, who: &Ident, t: &str, intent: &str, params: Value) -> Verdict {
+    let i = send_op(cx, who, t, intent, params).await?;
+    cx.expect_status(i, 201)
+}
+
+/// The thread's `state` as seen by `who` must be `want`.
+pub async fn expect_state(cx: &mut Ctx, who: &Ident, t: &str, want: &str) -> Verdict {
+    let th = thread_obj(cx, who, t).await?;
+    cx.expect_eq("thread.state (v1.1 §10.1)", &json!(want), &th["state"])
+}
+
+/// Sends a signed message from `who` replying to `parent`; returns (exchange, envelope).
+pub async fn reply(
+    cx: &mut Ctx,
+    who: &Ident,
+    t: &str,
+    parent: Option<&str>,
+    to: &[&Ident],
+    text: &str,
+) -> Result<(usize, Value), Finding> {
+    let e = cx.signed_message(who, t, parent, to, text);
+    let i = cx.send(who, &e).await?;
+    Ok((i, e))
+}
+
+/// A fresh `cap_` id (ULID from the case's id generator).
+pub fn cap_id(cx: &mut Ctx) -> String {
+    cx.envelope_id().replacen("env_", "cap_", 1)
+}
+
+/// The harness clock's now shifted by `ms` (RFC 3339).
+pub fn now_plus_ms(cx: &Ctx, ms: i64) -> String {
+    Timestamp::parse(&cx.now())
+        .map(|t| t.plus_ms(ms).to_rfc3339())
+        .unwrap_or_default()
+}
+
+/// What a capability token grants.
+#[derive(Debug, Clone)]
+pub struct Grant<'a> {
+    /// The thread in `scope.thread_id`.
+    pub thread: &'a str,
+    /// `grants`.
+    pub grants: &'a [&'a str],
+    /// `epoch`.
+    pub epoch: u64,
+    /// `expires_at` (null when None).
+    pub expires_at: Option<String>,
+    /// `single_use`.
+    pub single_use: bool,
+}
+
+impl<'a> Grant<'a> {
+    /// A reusable, non-expiring token of epoch 0.
+    pub fn new(thread: &'a str, grants: &'a [&'a str]) -> Grant<'a> {
+        Grant {
+            thread,
+            grants,
+            epoch: 0,
+            expires_at: None,
+            single_use: false,
+        }
+    }
+}
+
+/// A §12.1 token from `issuer` to `holder`, signed by the issuer over JCS(token − signature).
+pub fn token(cx: &mut Ctx, issuer: &Ident, holder: &Ident, g: &Grant<'_>) -> Value {
+    let mut t = json!({
+        "loom": "1.1",
+        "id": cap_id(cx),
+        "issued_by": issuer.address(),
+        "issued_to": holder.address(),
+        "created_at": cx.now(),
+        "expires_at": g.expires_at,
+        "single_use": g.single_use,
+        "epoch": g.epoch,
+        "grants": g.grants,
+        "scope": {"thread_id": g.thread},
+    });
+    let _ = loom_protocol::capability::sign_capability_token(
+        &mut t,
+        issuer.id.signing_key(),
+        issuer.id.key_id_typed(),
+    );
+    t
+}
+
+/// Sends a `thread_op` from `who` carrying `token` in `parameters.capability_token` (§12.4).
+pub async fn op_with_token(
+    cx: &mut Ctx,
+    who: &Ident,
+    t: &str,
+    intent: &str,
+    mut params: Value,
+    token: &Value,
+) -> Result<usize, Finding> {
+    params["capability_token"] = token.clone();
+    send_op(cx, who, t, intent, params).await
+}
+
+/// Exchange `i` must be a refusal (4xx with a §24.1 body) that does not contain `secret`.
+pub fn expect_refused_without(cx: &Ctx, i: usize, secret: &str, what: &str) -> Verdict {
+    let t = cx.t(i);
+    let body = String::from_utf8_lossy(&t.response_body).into_owned();
+    if !(400..500).contains(&t.status) || body.contains(secret) {
+        return Err(Finding::Fail {
+            expected: format!("a 4xx §24.1 error that does not reveal {what}"),
+            actual: format!(
+                "HTTP {}: {}",
+                t.status,
+                crate::ctx::preview(&t.response_body)
+            ),
+            decisive: Some(i),
+        });
+    }
+    cx.expect_error_shape(i)
+}
+
+/// The participant entry for `who` in a thread object, if any.
+pub fn participant<'v>(th: &'v Value, who: &Ident) -> Option<&'v Value> {
+    th["participants"]
+        .as_array()?
+        .iter()
+        .find(|p| p["identity"].as_str() == Some(who.address()))
+}
+
+/// Whether `who` is a current participant (listed with `left_at` null or absent).
+pub fn is_current(th: &Value, who: &Ident) -> bool {
+    participant(th, who).is_some_and(|p| p["left_at"].is_null())
+}
