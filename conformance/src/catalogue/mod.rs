@@ -1,8 +1,15 @@
 //! The catalogue: every case, by area. IDs are stable and never renumbered; a retired case
 //! keeps its ID reserved (listed in [`RETIRED`]).
 
+mod blobs;
+mod compliance;
+mod delegation;
 mod discovery;
 mod envelopes;
+mod events;
+mod idempotency;
+mod ratelimit;
+mod search;
 
 use crate::case::Case;
 
@@ -11,7 +18,17 @@ pub const RETIRED: &[&str] = &[];
 
 /// Every case, in catalogue order (area by area).
 pub fn all() -> Vec<&'static Case> {
-    let areas: [&'static [Case]; 2] = [discovery::CASES, envelopes::CASES];
+    let areas: [&'static [Case]; 9] = [
+        discovery::CASES,
+        envelopes::CASES,
+        delegation::CASES,
+        ratelimit::CASES,
+        idempotency::CASES,
+        search::CASES,
+        events::CASES,
+        blobs::CASES,
+        compliance::CASES,
+    ];
     areas.iter().flat_map(|a| a.iter()).collect()
 }
 
