@@ -225,6 +225,47 @@ async fn audience_limited(cx: &mut Ctx) -> Verdict {
     )
 }
 
+async fn encrypted_not_indexed(cx: &mut Ctx) -> Verdict {
+    let alice = cx.identity("alice", "human").await?;
+    let bob = cx.identity("bob", "human").await?;
+    // Letters and digits only: valid base64url, and one token for any tokenizer.
+    let cipher = token(cx);
+    let t = cx.thread_id();
+    let mut env = cx.message(&alice, &t, None, &[&bob], "");
+    env["content"] = json!({
+        "encrypted": true,
+        "ciphertext": cipher,
+        "nonce": "bm9uY2U",
+        "epoch": 0,
+        "profile": "loom-e2ee-x25519-xchacha20-v1",
+    });
+    alice.sign(&mut env);
+    let i = cx.send(&alice, &env).await?;
+    cx.expect_status(i, 201)?;
+    let clear = token(cx);
+    let reply = cx.signed_message(&alice, &t, env["id"].as_str(), &[&bob], &clear);
+    let i = cx.send(&alice, &reply).await?;
+    cx.expect_status(i, 201)?;
+    let body = search(cx, &bob, &clear).await?;
+    expect_found(
+        cx,
+        &body,
+        "envelopes",
+        reply["id"].as_str().unwrap_or(""),
+        true,
+        "control: cleartext in the same thread is found",
+    )?;
+    let body = search(cx, &bob, &cipher).await?;
+    expect_found(
+        cx,
+        &body,
+        "envelopes",
+        env["id"].as_str().unwrap_or(""),
+        false,
+        "encrypted content is not indexed, v1.1 §16.6",
+    )
+}
+
 const NEEDS: &[Need] = &[Need::Provisioning, Need::Search];
 
 /// Search cases.
@@ -312,5 +353,19 @@ pub const CASES: &[Case] = &[
         how: "In a thread of Alice, Bob and Carol, Alice sends Bob a word with audience.mode=recipients: Bob's search finds it (control), Carol's and an outsider's do not.",
         mutant: Mutant::Quirk("ignore-audience"),
         run: |cx| Box::pin(audience_limited(cx)),
+    },
+    Case {
+        id: "core.search.envelope.encrypted-not-indexed",
+        level: 1,
+        strength: Strength::Should,
+        spec: &["v1.1 §16.6", "v1.1 §7.4"],
+        requirement: "Encrypted content is not indexed: a search never matches an envelope by its ciphertext.",
+        covers: &[],
+        needs: NEEDS,
+        how: "In a plain thread Alice sends Bob an encrypted-content envelope (vector shape encrypted.valid.x25519-v1, unique ciphertext) and a cleartext reply; Bob's search finds the reply's word (control) but not the ciphertext.",
+        mutant: Mutant::NotApplicable(
+            "the MUST of §16.6 concerns E2EE threads (Level 4, R-16.6-07); in plain threads this is the node's indexing choice",
+        ),
+        run: |cx| Box::pin(encrypted_not_indexed(cx)),
     },
 ];
