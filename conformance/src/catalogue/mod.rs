@@ -2,10 +2,17 @@
 //! keeps its ID reserved (listed in [`RETIRED`]).
 
 mod audience;
+mod blobs;
 mod capabilities;
+mod compliance;
+mod delegation;
 mod discovery;
 mod envelopes;
+mod events;
+mod idempotency;
 mod ops;
+mod ratelimit;
+mod search;
 mod signatures;
 mod tasks;
 mod thread_kit;
@@ -18,7 +25,7 @@ pub const RETIRED: &[&str] = &[];
 
 /// Every case, in catalogue order (area by area).
 pub fn all() -> Vec<&'static Case> {
-    let areas: [&'static [Case]; 8] = [
+    let areas: [&'static [Case]; 15] = [
         discovery::CASES,
         envelopes::CASES,
         signatures::CASES,
@@ -27,6 +34,13 @@ pub fn all() -> Vec<&'static Case> {
         capabilities::CASES,
         audience::CASES,
         tasks::CASES,
+        delegation::CASES,
+        ratelimit::CASES,
+        idempotency::CASES,
+        search::CASES,
+        events::CASES,
+        blobs::CASES,
+        compliance::CASES,
     ];
     areas.iter().flat_map(|a| a.iter()).collect()
 }

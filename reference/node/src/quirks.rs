@@ -78,11 +78,31 @@ pub enum Quirk {
     /// Start a new thread from a `thread_op` naming an unknown thread instead of answering
     /// `THREAD_NOT_FOUND` (v1.1 §24.2).
     BootstrapThreadFromOp,
+    /// Revoke delegations without the `delegation.revoked` notification (v1.1 §13.4, §17.3).
+    OmitDelegationRevokedEvent,
+    /// Leave envelopes out of the search index (v1.1 §16.6: text, intent, parameters).
+    SkipEnvelopeSearchIndex,
+    /// Leave thread metadata out of the search index (v1.1 §16.6: subject, labels, participants).
+    SkipThreadSearchIndex,
+    /// Serve blob downloads without an access token (v1.1 §16.7).
+    AnonymousBlobDownload,
+    /// Serve blob downloads to identities without read access (v1.1 §16.7).
+    SkipBlobReadCheck,
+    /// Give events a fresh id on every catch-up read (v1.1 §16.8 stable event ids).
+    UnstableEventIds,
+    /// Ignore `since` on event catch-up and start from the beginning (v1.1 §16.8).
+    IgnoreEventsSince,
+    /// Return every identity's events on catch-up (v1.1 §8.3 audience in delivery).
+    IgnoreEventAudience,
+    /// Answer retraction without erasing the content (v1.1 §25.2).
+    RetractKeepsContent,
+    /// Retract without the `envelope.retracted` event (v1.1 §20.7).
+    OmitRetractedEvent,
 }
 
 impl Quirk {
     /// Every quirk, in declaration order.
-    pub const ALL: [Quirk; 31] = [
+    pub const ALL: [Quirk; 41] = [
         Quirk::AcceptBadSignature,
         Quirk::AllowDuplicateIds,
         Quirk::SkipEnvelopeValidation,
@@ -114,6 +134,16 @@ impl Quirk {
         Quirk::IgnoreOpPreconditions,
         Quirk::AllowAnyTaskActor,
         Quirk::BootstrapThreadFromOp,
+        Quirk::OmitDelegationRevokedEvent,
+        Quirk::SkipEnvelopeSearchIndex,
+        Quirk::SkipThreadSearchIndex,
+        Quirk::AnonymousBlobDownload,
+        Quirk::SkipBlobReadCheck,
+        Quirk::UnstableEventIds,
+        Quirk::IgnoreEventsSince,
+        Quirk::IgnoreEventAudience,
+        Quirk::RetractKeepsContent,
+        Quirk::OmitRetractedEvent,
     ];
 
     /// The kebab-case name used on the command line and in reports.

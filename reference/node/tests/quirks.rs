@@ -165,6 +165,38 @@ async fn violate(q: Quirk, n: &TestNode) -> Resp {
                 )
                 .await
         }
+        Quirk::AnonymousBlobDownload | Quirk::SkipBlobReadCheck => {
+            let b = n
+                .call(
+                    "POST",
+                    "/v1/blobs",
+                    Some(&alice.token),
+                    Some(json!({"filename": "a.txt", "mime_type": "text/plain", "thread_id": t})),
+                )
+                .await
+                .expect(201);
+            let id = b.body["blob_id"].as_str().unwrap().to_owned();
+            n.raw(
+                "PUT",
+                &format!("/v1/blobs/{id}/parts/1"),
+                Some(&alice.token),
+                &[],
+                Some(("application/octet-stream", b"bytes".to_vec())),
+            )
+            .await
+            .expect(200);
+            n.call(
+                "POST",
+                &format!("/v1/blobs/{id}/complete"),
+                Some(&alice.token),
+                None,
+            )
+            .await
+            .expect(200);
+            let who = (q == Quirk::SkipBlobReadCheck).then_some(carol.token.as_str());
+            n.raw("GET", &format!("/v1/blobs/{id}"), who, &[], None)
+                .await
+        }
         Quirk::OmitEventSeq
         | Quirk::IncompleteThreadObject
         | Quirk::RestampCreatedAt
@@ -178,7 +210,15 @@ async fn violate(q: Quirk, n: &TestNode) -> Resp {
         | Quirk::NonCanonicalSigningForm
         | Quirk::SignOverMeta
         | Quirk::RejectUnknownTypes
-        | Quirk::DropNullMembers => {
+        | Quirk::DropNullMembers
+        | Quirk::OmitDelegationRevokedEvent
+        | Quirk::SkipEnvelopeSearchIndex
+        | Quirk::SkipThreadSearchIndex
+        | Quirk::UnstableEventIds
+        | Quirk::IgnoreEventsSince
+        | Quirk::IgnoreEventAudience
+        | Quirk::RetractKeepsContent
+        | Quirk::OmitRetractedEvent => {
             unreachable!("checked by their own tests")
         }
     }
@@ -213,6 +253,8 @@ const REFUSALS: &[(Quirk, u16, &str, u16)] = &[
     ),
     (Quirk::AllowAnyTaskActor, 403, "CAPABILITY_DENIED", 201),
     (Quirk::BootstrapThreadFromOp, 404, "THREAD_NOT_FOUND", 201),
+    (Quirk::AnonymousBlobDownload, 401, "SIGNATURE_INVALID", 200),
+    (Quirk::SkipBlobReadCheck, 403, "CAPABILITY_DENIED", 200),
 ];
 
 #[tokio::test]
@@ -334,7 +376,7 @@ fn every_quirk_is_exercised() {
         Quirk::RejectMissingParent,
     ];
     for q in Quirk::ALL {
-        if ACCEPTANCES.contains(&q) || q == Quirk::DropNullMembers {
+        if ACCEPTANCES.contains(&q) || q == Quirk::DropNullMembers || OBSERVED.contains(&q) {
             continue;
         }
         assert!(
@@ -491,5 +533,132 @@ async fn thread_object_created_at_and_pending_parent_quirks() {
             q != Some(Quirk::RestampCreatedAt),
             "{q:?}"
         );
+    }
+}
+
+/// Quirks that break an observation rather than a refusal.
+const OBSERVED: [Quirk; 8] = [
+    Quirk::OmitDelegationRevokedEvent,
+    Quirk::SkipEnvelopeSearchIndex,
+    Quirk::SkipThreadSearchIndex,
+    Quirk::UnstableEventIds,
+    Quirk::IgnoreEventsSince,
+    Quirk::IgnoreEventAudience,
+    Quirk::RetractKeepsContent,
+    Quirk::OmitRetractedEvent,
+];
+
+fn event_types(r: &Resp) -> Vec<String> {
+    r.body["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Whether the rule `q` breaks holds on `n` (true on a correct node).
+async fn holds(q: Quirk, n: &TestNode) -> bool {
+    let alice = n.register("alice", "human", 1).await;
+    let bob = n.register("bob", "human", 2).await;
+    let carol = n.register("carol", "human", 3).await;
+    let t = n.thread_id();
+    let root = alice.message(n, &t, None, &[&bob], "root zebra");
+    alice.send(n, root.clone()).await.expect(201);
+    let rid = root["id"].as_str().unwrap();
+    let reply = alice.message(n, &t, Some(rid), &[&bob], "reply");
+    alice.send(n, reply.clone()).await.expect(201);
+    match q {
+        Quirk::OmitDelegationRevokedEvent => {
+            let bot = n.register("bot", "agent", 9).await;
+            let mut l = json!({
+                "delegator": alice.address, "delegate": bot.address, "scope": ["message.*"],
+                "created_at": n.now(), "expires_at": "2027-01-01T00:00:00Z",
+                "revocable": true, "allow_sub_delegation": false,
+            });
+            let kid =
+                loom_protocol::id::KeyId::parse(&alice.key_id, loom_protocol::id::KeyKind::Signing)
+                    .unwrap();
+            loom_protocol::delegation::sign_delegation_link(&mut l, &alice.key, &kid).unwrap();
+            let r = n
+                .call("POST", "/v1/delegations", Some(&alice.token), Some(l))
+                .await
+                .expect(201);
+            let id = r.body["id"].as_str().unwrap();
+            n.call(
+                "DELETE",
+                &format!("/v1/delegations/{id}"),
+                Some(&alice.token),
+                None,
+            )
+            .await
+            .expect(200);
+            let ev = n.get("/v1/events", &bot.token).await.expect(200);
+            event_types(&ev).contains(&"delegation.revoked".to_owned())
+        }
+        Quirk::SkipEnvelopeSearchIndex => {
+            let r = n.get("/v1/search?q=zebra", &bob.token).await.expect(200);
+            !r.body["envelopes"].as_array().unwrap().is_empty()
+        }
+        Quirk::SkipThreadSearchIndex => {
+            alice
+                .send(
+                    n,
+                    alice.op(n, &t, "thread.update@v1", json!({"subject": "quokka"})),
+                )
+                .await
+                .expect(201);
+            let r = n.get("/v1/search?q=quokka", &bob.token).await.expect(200);
+            !r.body["threads"].as_array().unwrap().is_empty()
+        }
+        Quirk::UnstableEventIds => {
+            let a = n.get("/v1/events", &bob.token).await.expect(200);
+            let b = n.get("/v1/events", &bob.token).await.expect(200);
+            a.body["events"] == b.body["events"]
+        }
+        Quirk::IgnoreEventsSince => {
+            let all = n.get("/v1/events", &bob.token).await.expect(200);
+            let first = all.body["events"][0]["id"].as_str().unwrap().to_owned();
+            let after = n
+                .get(&format!("/v1/events?since={first}"), &bob.token)
+                .await
+                .expect(200);
+            after.body["events"].as_array().unwrap().len()
+                == all.body["events"].as_array().unwrap().len() - 1
+        }
+        Quirk::IgnoreEventAudience => {
+            let r = n.get("/v1/events", &carol.token).await.expect(200);
+            r.body["events"].as_array().unwrap().is_empty()
+        }
+        Quirk::RetractKeepsContent | Quirk::OmitRetractedEvent => {
+            let id = reply["id"].as_str().unwrap();
+            n.call(
+                "DELETE",
+                &format!("/v1/envelopes/{id}"),
+                Some(&alice.token),
+                None,
+            )
+            .await
+            .expect(200);
+            if q == Quirk::RetractKeepsContent {
+                let r = n
+                    .get(&format!("/v1/envelopes/{id}"), &bob.token)
+                    .await
+                    .expect(200);
+                r.body["erased"] == true && r.body.get("content").is_none()
+            } else {
+                let ev = n.get("/v1/events", &bob.token).await.expect(200);
+                event_types(&ev).contains(&"envelope.retracted".to_owned())
+            }
+        }
+        _ => unreachable!("{q:?} is a refusal quirk"),
+    }
+}
+
+#[tokio::test]
+async fn each_observation_quirk_breaks_exactly_its_rule() {
+    for q in OBSERVED {
+        assert!(holds(q, &node(None)).await, "{q:?} on a correct node");
+        assert!(!holds(q, &node(Some(q))).await, "{q:?} with the quirk");
     }
 }

@@ -74,8 +74,17 @@ async fn complete(State(s): State<AppState>, Authed(c): Authed, Path(id): Path<S
     Ok(json_response(StatusCode::OK, s.complete_blob(&c, &id)?))
 }
 
-async fn download(State(s): State<AppState>, Authed(c): Authed, Path(id): Path<String>) -> R {
-    let blob = s.get_blob(&c, &id)?;
+async fn download(
+    State(s): State<AppState>,
+    auth: Result<Authed, ApiError>,
+    Path(id): Path<String>,
+) -> R {
+    let caller = match auth {
+        Ok(Authed(c)) => Some(c),
+        Err(_) if s.quirk(crate::quirks::Quirk::AnonymousBlobDownload) => None,
+        Err(e) => return Err(e),
+    };
+    let blob = s.get_blob(caller.as_ref(), &id)?;
     let safe: String = blob
         .filename
         .chars()

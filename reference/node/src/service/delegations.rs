@@ -373,14 +373,16 @@ impl Service {
             .into_iter()
             .filter_map(|a| Address::parse_wire(a).ok())
             .collect();
-        self.append_event(
-            &tx,
-            "delegation.revoked",
-            None,
-            None,
-            payload.clone(),
-            &readers,
-        )?;
+        if !self.quirk(crate::quirks::Quirk::OmitDelegationRevokedEvent) {
+            self.append_event(
+                &tx,
+                "delegation.revoked",
+                None,
+                None,
+                payload.clone(),
+                &readers,
+            )?;
+        }
         self.audit(&tx, &me, "delegation.revoked", id, payload)?;
         tx.commit()?;
         Ok(view(id, link, &stored, Some(&now.to_rfc3339()), now))

@@ -866,7 +866,9 @@ impl Service {
                 params![h.id.to_string(), r.to_string(), if *r == h.sender { "sender" } else { "reader" }],
             )?;
         }
-        if env.pointer("/content/encrypted") != Some(&Value::Bool(true)) {
+        if env.pointer("/content/encrypted") != Some(&Value::Bool(true))
+            && !self.quirk(Quirk::SkipEnvelopeSearchIndex)
+        {
             let params_text = env
                 .pointer("/content/structured/parameters")
                 .map(|p| p.to_string())
@@ -907,6 +909,9 @@ impl Service {
             )?;
         }
         tx.exec("DELETE FROM thread_search WHERE thread_id = ?1", [&id])?;
+        if self.quirk(Quirk::SkipThreadSearchIndex) {
+            return Ok(());
+        }
         let participants: Vec<String> = state.participants.keys().map(|a| a.to_string()).collect();
         let labels: Vec<&str> = state.labels.iter().map(String::as_str).collect();
         tx.exec(
@@ -1076,23 +1081,32 @@ impl Service {
             ));
         }
         let now = self.env.now().to_rfc3339();
-        tx.exec(
-            "UPDATE envelopes SET body = NULL, erased_at = ?2, retracted_at = ?2 WHERE id = ?1",
-            params![eid.to_string(), now],
-        )?;
+        if self.quirk(Quirk::RetractKeepsContent) {
+            tx.exec(
+                "UPDATE envelopes SET retracted_at = ?2 WHERE id = ?1",
+                params![eid.to_string(), now],
+            )?;
+        } else {
+            tx.exec(
+                "UPDATE envelopes SET body = NULL, erased_at = ?2, retracted_at = ?2 WHERE id = ?1",
+                params![eid.to_string(), now],
+            )?;
+        }
         tx.exec(
             "DELETE FROM envelope_search WHERE envelope_id = ?1",
             [eid.to_string()],
         )?;
         let who = readers(&env, &caller.identity, &state, &[]);
-        self.append_event(
-            &tx,
-            "envelope.retracted",
-            Some(&tid),
-            Some(&eid),
-            json!({"envelope_id": eid.to_string(), "thread_id": thread}),
-            &who,
-        )?;
+        if !self.quirk(Quirk::OmitRetractedEvent) {
+            self.append_event(
+                &tx,
+                "envelope.retracted",
+                Some(&tid),
+                Some(&eid),
+                json!({"envelope_id": eid.to_string(), "thread_id": thread}),
+                &who,
+            )?;
+        }
         self.audit(
             &tx,
             &caller.identity.to_string(),

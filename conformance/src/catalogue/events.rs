@@ -1,0 +1,178 @@
+//! Event catch-up (v1.1 §16.8, §17.2, §17.3): `GET /v1/events` returns the caller's events
+//! with stable ids in order, resumes after `since=<event id>`, and never hands one identity
+//! another's private events (§8.3 "enforce audience in delivery").
+
+use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
+use crate::ctx::{Ctx, Ident};
+use serde_json::Value;
+
+/// Alice sends Bob a root and a reply; returns (alice, bob, thread, [root id, reply id]).
+async fn two_envelopes(cx: &mut Ctx) -> Result<(Ident, Ident, String, [String; 2]), Finding> {
+    let alice = cx.identity("alice", "human").await?;
+    let bob = cx.identity("bob", "human").await?;
+    let (t, root) = cx.start_thread(&alice, &[&bob]).await?;
+    let reply = cx.signed_message(&alice, &t, root["id"].as_str(), &[&bob], "second");
+    let i = cx.send(&alice, &reply).await?;
+    cx.expect_status(i, 201)?;
+    let ids = [
+        root["id"].as_str().unwrap_or("").to_owned(),
+        reply["id"].as_str().unwrap_or("").to_owned(),
+    ];
+    Ok((alice, bob, t, ids))
+}
+
+/// The events of `who` (after `since`, if given).
+async fn events(cx: &mut Ctx, who: &Ident, since: Option<&str>) -> Result<Vec<Value>, Finding> {
+    let path = match since {
+        Some(s) => format!("/v1/events?since={s}"),
+        None => "/v1/events".to_owned(),
+    };
+    let i = cx.get(&path, &who.token).await?;
+    let body = cx.body_of(i, 200)?;
+    Ok(body["events"].as_array().cloned().unwrap_or_default())
+}
+
+/// The `envelope.new` event of envelope `env` in `evs`.
+fn new_event<'a>(evs: &'a [Value], env: &str) -> Option<&'a Value> {
+    evs.iter().find(|e| {
+        e["type"] == "envelope.new"
+            && (e["envelope_id"] == env || e["payload"]["envelope_id"] == env)
+    })
+}
+
+fn event_id(e: &Value) -> Option<&str> {
+    e["id"].as_str().or_else(|| e["event_id"].as_str())
+}
+
+async fn stable_ids(cx: &mut Ctx) -> Verdict {
+    let (_, bob, _, ids) = two_envelopes(cx).await?;
+    let first = events(cx, &bob, None).await?;
+    let (Some(a), Some(b)) = (new_event(&first, &ids[0]), new_event(&first, &ids[1])) else {
+        return cx.expect_that(
+            false,
+            format!(
+                "envelope.new events for {} and {} (v1.1 §17.3)",
+                ids[0], ids[1]
+            ),
+            format!("events = {}", Value::Array(first.clone())),
+        );
+    };
+    let (ia, ib) = (event_id(a).unwrap_or(""), event_id(b).unwrap_or(""));
+    cx.expect_that(
+        ia.starts_with("evt_") && ib.starts_with("evt_") && ia != ib,
+        "distinct evt_ ids on each event (v1.1 §8.4, §17.2)",
+        format!("ids {ia:?}, {ib:?}"),
+    )?;
+    let pa = first.iter().position(|e| event_id(e) == Some(ia));
+    let pb = first.iter().position(|e| event_id(e) == Some(ib));
+    cx.expect_that(
+        pa < pb,
+        "the root's event before the reply's (events in order)",
+        format!("positions {pa:?}, {pb:?}"),
+    )?;
+    let second = events(cx, &bob, None).await?;
+    let again: Vec<&str> = [&ids[0], &ids[1]]
+        .iter()
+        .filter_map(|e| new_event(&second, e).and_then(event_id))
+        .collect();
+    cx.expect_that(
+        again == [ia, ib],
+        format!("the same event ids on a second read: {ia}, {ib} (stable ids, v1.1 §16.8)"),
+        format!("{again:?}"),
+    )
+}
+
+async fn since_resumes(cx: &mut Ctx) -> Verdict {
+    let (_, bob, _, ids) = two_envelopes(cx).await?;
+    let all = events(cx, &bob, None).await?;
+    let Some(first) = new_event(&all, &ids[0])
+        .and_then(event_id)
+        .map(str::to_owned)
+    else {
+        return cx.expect_that(
+            false,
+            format!("an envelope.new event for {}", ids[0]),
+            format!("events = {}", Value::Array(all.clone())),
+        );
+    };
+    let after = events(cx, &bob, Some(&first)).await?;
+    cx.expect_that(
+        new_event(&after, &ids[0]).is_none() && new_event(&after, &ids[1]).is_some(),
+        format!("since={first} returns the reply's event and not the root's (v1.1 §16.8)"),
+        format!(
+            "events = {}",
+            Value::Array(after.iter().map(|e| e["envelope_id"].clone()).collect())
+        ),
+    )
+}
+
+async fn private(cx: &mut Ctx) -> Verdict {
+    let (_, bob, t, ids) = two_envelopes(cx).await?;
+    let carol = cx.identity("carol", "human").await?;
+    let mine = events(cx, &bob, None).await?;
+    cx.expect_that(
+        new_event(&mine, &ids[0]).is_some(),
+        "control: the recipient sees the envelope.new event",
+        format!("events = {}", Value::Array(mine.clone())),
+    )?;
+    let theirs = events(cx, &carol, None).await?;
+    let leaked: Vec<&Value> = theirs
+        .iter()
+        .filter(|e| {
+            e["thread_id"] == t.as_str()
+                || e["payload"]["thread_id"] == t.as_str()
+                || ids.iter().any(|i| e["envelope_id"] == i.as_str())
+        })
+        .collect();
+    cx.expect_that(
+        leaked.is_empty(),
+        "no event of a thread the caller is not in (v1.1 §8.3 audience enforced in delivery)",
+        format!(
+            "{} leaked: {}",
+            leaked.len(),
+            leaked.first().map(|v| v.to_string()).unwrap_or_default()
+        ),
+    )
+}
+
+const NEEDS: &[Need] = &[Need::Provisioning, Need::Events];
+
+/// Event cases.
+pub const CASES: &[Case] = &[
+    Case {
+        id: "core.events.catch-up.stable-ids",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §16.8", "v1.1 §17.2", "v1.1 §17.3"],
+        requirement: "Servers MUST provide stable event IDs: catch-up returns envelope.new events with the same ids on every read, in order.",
+        covers: &["R-16.8-01"],
+        needs: NEEDS,
+        how: "Alice sends Bob a root and a reply; Bob's GET /v1/events (twice) must hold their envelope.new events, root first, with distinct evt_ ids that are the same on both reads.",
+        mutant: Mutant::Quirk("unstable-event-ids"),
+        run: |cx| Box::pin(stable_ids(cx)),
+    },
+    Case {
+        id: "core.events.since.resumes",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §16.8", "v1.1 §17.1"],
+        requirement: "Servers MUST let clients resume from an event id (GET /v1/events?since=evt_…).",
+        covers: &["R-16.8-02"],
+        needs: NEEDS,
+        how: "Bob reads his events, then reads again with since=<the root's event id>: the reply's event must be there and the root's not.",
+        mutant: Mutant::Quirk("ignore-events-since"),
+        run: |cx| Box::pin(since_resumes(cx)),
+    },
+    Case {
+        id: "core.events.audience.private",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §8.3", "v1.1 §16.8"],
+        requirement: "A node MUST enforce audience in delivery: catch-up never returns another identity's private events.",
+        covers: &["R-8.3-07"],
+        needs: NEEDS,
+        how: "Alice and Bob exchange two envelopes; Bob sees their events (control); Carol's GET /v1/events must hold no event of that thread.",
+        mutant: Mutant::Quirk("ignore-event-audience"),
+        run: |cx| Box::pin(private(cx)),
+    },
+];

@@ -1,0 +1,371 @@
+//! Search (v1.1 §16.6): cleartext human text, structured intent and parameters, and thread
+//! subject, labels and participants are searchable; results hold only what the caller may
+//! read (§8.3).
+
+use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
+use crate::ctx::{Ctx, Ident};
+use serde_json::{Value, json};
+
+/// A search term no other case uses (letters and digits only, so any tokenizer keeps it).
+fn token(cx: &mut Ctx) -> String {
+    let id = cx.envelope_id();
+    format!("kw{}", id.trim_start_matches("env_").to_ascii_lowercase())
+}
+
+/// `GET /v1/search?q=…` as `who`; returns the body.
+async fn search(cx: &mut Ctx, who: &Ident, q: &str) -> Result<Value, Finding> {
+    let mut enc = String::new();
+    for b in q.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            enc.push(b as char);
+        } else {
+            enc.push_str(&format!("%{b:02X}"));
+        }
+    }
+    let i = cx.get(&format!("/v1/search?q={enc}"), &who.token).await?;
+    cx.body_of(i, 200)
+}
+
+fn ids(body: &Value, key: &str) -> Vec<String> {
+    body[key]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["id"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// `want` must (or must not) be among the `key` results of `body`.
+fn expect_found(cx: &Ctx, body: &Value, key: &str, want: &str, found: bool, what: &str) -> Verdict {
+    let got = ids(body, key);
+    cx.expect_that(
+        got.iter().any(|i| i == want) == found,
+        format!(
+            "{key} {} {want} ({what})",
+            if found { "include" } else { "do not include" }
+        ),
+        format!("{key} = {got:?}"),
+    )
+}
+
+async fn human_text(cx: &mut Ctx) -> Verdict {
+    let alice = cx.identity("alice", "human").await?;
+    let bob = cx.identity("bob", "human").await?;
+    let tok = token(cx);
+    let t = cx.thread_id();
+    let env = cx.signed_message(
+        &alice,
+        &t,
+        None,
+        &[&bob],
+        &format!("the word {tok} is here"),
+    );
+    let i = cx.send(&alice, &env).await?;
+    cx.expect_status(i, 201)?;
+    let body = search(cx, &bob, &tok).await?;
+    expect_found(
+        cx,
+        &body,
+        "envelopes",
+        env["id"].as_str().unwrap_or(""),
+        true,
+        "cleartext content.human.text is searchable, v1.1 §16.6",
+    )
+}
+
+/// A message carrying `content.structured` with a case-unique intent and parameter.
+async fn structured(cx: &mut Ctx) -> Result<(Ident, String, String, String), Finding> {
+    let alice = cx.identity("alice", "human").await?;
+    let bob = cx.identity("bob", "human").await?;
+    let intent = format!("{}.ping@v1", token(cx));
+    let param = token(cx);
+    let t = cx.thread_id();
+    let mut env = cx.message(&alice, &t, None, &[&bob], "structured request");
+    env["content"]["structured"] = json!({"intent": intent, "parameters": {"note": param}});
+    alice.sign(&mut env);
+    let i = cx.send(&alice, &env).await?;
+    cx.expect_status(i, 201)?;
+    Ok((
+        bob,
+        env["id"].as_str().unwrap_or("").to_owned(),
+        intent,
+        param,
+    ))
+}
+
+async fn intent(cx: &mut Ctx) -> Verdict {
+    let (bob, id, intent, _) = structured(cx).await?;
+    let body = search(cx, &bob, &intent).await?;
+    expect_found(
+        cx,
+        &body,
+        "envelopes",
+        &id,
+        true,
+        "content.structured.intent is searchable, v1.1 §16.6",
+    )
+}
+
+async fn parameters(cx: &mut Ctx) -> Verdict {
+    let (bob, id, _, param) = structured(cx).await?;
+    let body = search(cx, &bob, &param).await?;
+    expect_found(
+        cx,
+        &body,
+        "envelopes",
+        &id,
+        true,
+        "content.structured parameters are searchable, v1.1 §16.6",
+    )
+}
+
+/// A thread of alice and bob whose subject and labels carry fresh tokens.
+async fn described_thread(cx: &mut Ctx) -> Result<(Ident, Ident, String, String, String), Finding> {
+    let alice = cx.identity("alice", "human").await?;
+    let bob = cx.identity("bob", "human").await?;
+    let (t, _) = cx.start_thread(&alice, &[&bob]).await?;
+    let subject = token(cx);
+    let label = token(cx);
+    let mut op = cx.op(
+        &alice,
+        &t,
+        "thread.update@v1",
+        json!({"subject": format!("Subject {subject}"), "labels": [label]}),
+    );
+    alice.sign(&mut op);
+    let i = cx.send(&alice, &op).await?;
+    cx.expect_status(i, 201)?;
+    Ok((alice, bob, t, subject, label))
+}
+
+async fn thread_subject(cx: &mut Ctx) -> Verdict {
+    let (_, bob, t, subject, _) = described_thread(cx).await?;
+    let body = search(cx, &bob, &subject).await?;
+    expect_found(
+        cx,
+        &body,
+        "threads",
+        &t,
+        true,
+        "thread subject is searchable, v1.1 §16.6",
+    )
+}
+
+async fn thread_labels(cx: &mut Ctx) -> Verdict {
+    let (_, bob, t, _, label) = described_thread(cx).await?;
+    let body = search(cx, &bob, &label).await?;
+    expect_found(
+        cx,
+        &body,
+        "threads",
+        &t,
+        true,
+        "thread labels are searchable, v1.1 §16.6",
+    )
+}
+
+async fn thread_participants(cx: &mut Ctx) -> Verdict {
+    let (alice, bob, t, _, _) = described_thread(cx).await?;
+    let body = search(cx, &alice, bob.address()).await?;
+    expect_found(
+        cx,
+        &body,
+        "threads",
+        &t,
+        true,
+        "thread participants are searchable, v1.1 §16.6",
+    )
+}
+
+async fn audience_limited(cx: &mut Ctx) -> Verdict {
+    let alice = cx.identity("alice", "human").await?;
+    let bob = cx.identity("bob", "human").await?;
+    let carol = cx.identity("carol", "human").await?;
+    let dave = cx.identity("dave", "human").await?;
+    let (t, root) = cx.start_thread(&alice, &[&bob, &carol]).await?;
+    let tok = token(cx);
+    let mut env = cx.message(
+        &alice,
+        &t,
+        root["id"].as_str(),
+        &[&bob],
+        &format!("for bob only {tok}"),
+    );
+    env["audience"] = json!({"mode": "recipients"});
+    alice.sign(&mut env);
+    let i = cx.send(&alice, &env).await?;
+    cx.expect_status(i, 201)?;
+    let id = env["id"].as_str().unwrap_or("").to_owned();
+    let body = search(cx, &bob, &tok).await?;
+    expect_found(
+        cx,
+        &body,
+        "envelopes",
+        &id,
+        true,
+        "control: the recipient finds it",
+    )?;
+    let body = search(cx, &carol, &tok).await?;
+    expect_found(
+        cx,
+        &body,
+        "envelopes",
+        &id,
+        false,
+        "a participant outside audience.mode=recipients may not read it, v1.1 §8.3",
+    )?;
+    let body = search(cx, &dave, &tok).await?;
+    expect_found(
+        cx,
+        &body,
+        "envelopes",
+        &id,
+        false,
+        "a non-participant may not read it, v1.1 §8.3",
+    )
+}
+
+async fn encrypted_not_indexed(cx: &mut Ctx) -> Verdict {
+    let alice = cx.identity("alice", "human").await?;
+    let bob = cx.identity("bob", "human").await?;
+    // Letters and digits only: valid base64url, and one token for any tokenizer.
+    let cipher = token(cx);
+    let t = cx.thread_id();
+    let mut env = cx.message(&alice, &t, None, &[&bob], "");
+    env["content"] = json!({
+        "encrypted": true,
+        "ciphertext": cipher,
+        "nonce": "bm9uY2U",
+        "epoch": 0,
+        "profile": "loom-e2ee-x25519-xchacha20-v1",
+    });
+    alice.sign(&mut env);
+    let i = cx.send(&alice, &env).await?;
+    cx.expect_status(i, 201)?;
+    let clear = token(cx);
+    let reply = cx.signed_message(&alice, &t, env["id"].as_str(), &[&bob], &clear);
+    let i = cx.send(&alice, &reply).await?;
+    cx.expect_status(i, 201)?;
+    let body = search(cx, &bob, &clear).await?;
+    expect_found(
+        cx,
+        &body,
+        "envelopes",
+        reply["id"].as_str().unwrap_or(""),
+        true,
+        "control: cleartext in the same thread is found",
+    )?;
+    let body = search(cx, &bob, &cipher).await?;
+    expect_found(
+        cx,
+        &body,
+        "envelopes",
+        env["id"].as_str().unwrap_or(""),
+        false,
+        "encrypted content is not indexed, v1.1 §16.6",
+    )
+}
+
+const NEEDS: &[Need] = &[Need::Provisioning, Need::Search];
+
+/// Search cases.
+pub const CASES: &[Case] = &[
+    Case {
+        id: "core.search.envelope.human-text",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §16.6"],
+        requirement: "A node MUST support searching cleartext content.human.text.",
+        covers: &["R-16.6-01"],
+        needs: NEEDS,
+        how: "Alice sends Bob a message with a case-unique word; Bob's GET /v1/search?q=word must list the envelope in `envelopes`.",
+        mutant: Mutant::Quirk("skip-envelope-search-index"),
+        run: |cx| Box::pin(human_text(cx)),
+    },
+    Case {
+        id: "core.search.envelope.intent",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §16.6"],
+        requirement: "A node MUST support searching content.structured.intent.",
+        covers: &["R-16.6-02"],
+        needs: NEEDS,
+        how: "A message with content.structured.intent `<unique>.ping@v1`; the recipient's search for that intent must list it.",
+        mutant: Mutant::Quirk("skip-envelope-search-index"),
+        run: |cx| Box::pin(intent(cx)),
+    },
+    Case {
+        id: "core.search.envelope.parameters",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §16.6"],
+        requirement: "A node MUST support searching content.structured parameters.",
+        covers: &["R-16.6-03"],
+        needs: NEEDS,
+        how: "A message whose content.structured.parameters hold a case-unique word; the recipient's search for it must list the envelope.",
+        mutant: Mutant::Quirk("skip-envelope-search-index"),
+        run: |cx| Box::pin(parameters(cx)),
+    },
+    Case {
+        id: "core.search.thread.subject",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §16.6", "v1.1 §11.1"],
+        requirement: "A node MUST support searching thread subjects.",
+        covers: &["R-16.6-04"],
+        needs: NEEDS,
+        how: "The owner sets the subject with thread.update@v1; a participant's search for a word of it must list the thread in `threads`.",
+        mutant: Mutant::Quirk("skip-thread-search-index"),
+        run: |cx| Box::pin(thread_subject(cx)),
+    },
+    Case {
+        id: "core.search.thread.labels",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §16.6", "v1.1 §11.1"],
+        requirement: "A node MUST support searching thread labels.",
+        covers: &["R-16.6-05"],
+        needs: NEEDS,
+        how: "The owner sets a case-unique label with thread.update@v1; a participant's search for it must list the thread.",
+        mutant: Mutant::Quirk("skip-thread-search-index"),
+        run: |cx| Box::pin(thread_labels(cx)),
+    },
+    Case {
+        id: "core.search.thread.participants",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §16.6"],
+        requirement: "A node MUST support searching thread participants.",
+        covers: &["R-16.6-06"],
+        needs: NEEDS,
+        how: "Alice searches for Bob's address; her thread with Bob must be listed.",
+        mutant: Mutant::Quirk("skip-thread-search-index"),
+        run: |cx| Box::pin(thread_participants(cx)),
+    },
+    Case {
+        id: "core.search.audience.enforced",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §16.6", "v1.1 §8.3"],
+        requirement: "Search results MUST hold only envelopes the caller may read (audience enforced in retrieval).",
+        covers: &["R-8.3-05", "R-8.3-08"],
+        needs: NEEDS,
+        how: "In a thread of Alice, Bob and Carol, Alice sends Bob a word with audience.mode=recipients: Bob's search finds it (control), Carol's and an outsider's do not.",
+        mutant: Mutant::Quirk("ignore-audience"),
+        run: |cx| Box::pin(audience_limited(cx)),
+    },
+    Case {
+        id: "core.search.envelope.encrypted-not-indexed",
+        level: 1,
+        strength: Strength::Should,
+        spec: &["v1.1 §16.6", "v1.1 §7.4"],
+        requirement: "Encrypted content is not indexed: a search never matches an envelope by its ciphertext.",
+        covers: &[],
+        needs: NEEDS,
+        how: "In a plain thread Alice sends Bob an encrypted-content envelope (vector shape encrypted.valid.x25519-v1, unique ciphertext) and a cleartext reply; Bob's search finds the reply's word (control) but not the ciphertext.",
+        mutant: Mutant::NotApplicable(
+            "the MUST of §16.6 concerns E2EE threads (Level 4, R-16.6-07); in plain threads this is the node's indexing choice",
+        ),
+        run: |cx| Box::pin(encrypted_not_indexed(cx)),
+    },
+];
