@@ -187,6 +187,11 @@ impl Ctx {
         })
     }
 
+    /// 32 fresh bytes from the case's seed (keys of identities a case builds by hand).
+    pub fn seed32(&mut self) -> [u8; 32] {
+        self.factory.bytes32()
+    }
+
     /// A fresh `thr_` id.
     pub fn thread_id(&mut self) -> String {
         self.factory.thread_id()

@@ -230,16 +230,24 @@ pub async fn start_embedded(
     quirks: loom_node::Quirks,
     clock: Arc<dyn Clock>,
     seed: u64,
-    config: loom_node::NodeConfig,
+    mut config: loom_node::NodeConfig,
     transport: Transport,
 ) -> Result<Embedded, SetupError> {
     let tls = match transport {
-        Transport::Tls => Some(
-            loom_node::tls::server_tls(&loom_node::config::TlsSettings::SelfSigned, &config.domain)
+        Transport::Tls => {
+            // The node document then advertises https/wss URLs (v1.1 §14.1, §15.2).
+            config.tls = Some(loom_node::config::TlsSettings::SelfSigned);
+            Some(
+                loom_node::tls::server_tls_with_quirks(
+                    &loom_node::config::TlsSettings::SelfSigned,
+                    &config.domain,
+                    &quirks,
+                )
                 .map_err(|e| {
                     SetupError(format!("cannot make the embedded node's certificate: {e}"))
                 })?,
-        ),
+            )
+        }
         Transport::Plain => None,
     };
     let trust = match &tls {

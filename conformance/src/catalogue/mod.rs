@@ -1,15 +1,19 @@
 //! The catalogue: every case, by area. IDs are stable and never renumbered; a retired case
 //! keeps its ID reserved (listed in [`RETIRED`]).
 
+mod api;
 mod audience;
+mod auth;
 mod blobs;
 mod capabilities;
 mod compliance;
 mod delegation;
 mod discovery;
 mod envelopes;
+mod errors;
 mod events;
 mod idempotency;
+mod identity;
 mod ops;
 mod ratelimit;
 mod search;
@@ -17,6 +21,7 @@ mod signatures;
 mod tasks;
 mod thread_kit;
 mod threads;
+mod transport;
 
 use crate::case::Case;
 
@@ -25,7 +30,7 @@ pub const RETIRED: &[&str] = &[];
 
 /// Every case, in catalogue order (area by area).
 pub fn all() -> Vec<&'static Case> {
-    let areas: [&'static [Case]; 15] = [
+    let areas: [&'static [Case]; 20] = [
         discovery::CASES,
         envelopes::CASES,
         signatures::CASES,
@@ -41,6 +46,11 @@ pub fn all() -> Vec<&'static Case> {
         events::CASES,
         blobs::CASES,
         compliance::CASES,
+        identity::CASES,
+        auth::CASES,
+        api::CASES,
+        errors::CASES,
+        transport::CASES,
     ];
     areas.iter().flat_map(|a| a.iter()).collect()
 }

@@ -43,7 +43,9 @@ pub enum Quirk {
     AllowDagCycles,
     /// Accept envelopes over the size limit (v1.1 §24.2 `PAYLOAD_TOO_LARGE`).
     IgnoreSizeLimit,
-    /// Serve a node document without `websocket_url` and `federation` (v1.1 §15.2).
+    /// Serve a node document with only `loom` and `domain`: every other §15.2 member
+    /// (`node_id`, `api_url`, `websocket_url`, `federation`, `signing_keys`,
+    /// `supported_versions`, `supported_profiles`) is left out (v1.1 §15.2).
     IncompleteNodeDocument,
     /// Refuse legacy (unprefixed) envelope signatures: no §7.3 migration-window fallback.
     RejectLegacySignatures,
@@ -98,11 +100,46 @@ pub enum Quirk {
     RetractKeepsContent,
     /// Retract without the `envelope.retracted` event (v1.1 §20.7).
     OmitRetractedEvent,
+    /// Accept TLS 1.2 handshakes besides TLS 1.3 (v1.1 §14.1 "TLS 1.2 and below MUST be rejected").
+    AllowTls12,
+    /// Offer only `http/1.1` in ALPN, never `h2` (v1.1 §14.1 "HTTP/2 over TLS 1.3").
+    NoHttp2,
+    /// Label JSON responses `application/json` without `charset=utf-8` (v1.1 §14.1).
+    NoJsonCharset,
+    /// Accept request bodies of any content type as JSON (v1.1 §14.1).
+    AcceptAnyContentType,
+    /// Parse JSON bodies leniently: duplicate member names, last one wins (v1.1 §7.2 I-JSON).
+    AcceptDuplicateJsonKeys,
+    /// Read request bodies of any size (v1.1 §24.2 `PAYLOAD_TOO_LARGE`, `limits.max_body_bytes`).
+    IgnoreBodyLimit,
+    /// Answer an auth challenge without `expires_at` (v1.1 §14.2 "nonce + expiry").
+    ChallengeWithoutExpiry,
+    /// Issue tokens without a `refresh_token` (v1.1 §14.2).
+    OmitRefreshToken,
+    /// Issue tokens without verifying the signature over the challenge nonce (v1.1 §14.2).
+    AcceptBadLoginSignature,
+    /// Let a challenge be answered more than once (v1.1 §14.2 proof-of-key, DESIGN.md §9).
+    AllowChallengeReuse,
+    /// Accept an access token where a refresh token is required and vice versa (v1.1 §14.2).
+    TokenKindUnchecked,
+    /// Register identities without verifying the registration proof (DESIGN.md §9, v1.1 §14.2).
+    AcceptBadRegistrationProof,
+    /// Let a second registration of a registered address replace it (DESIGN.md §9 "duplicate id → 409").
+    AllowDuplicateRegistration,
+    /// Register non-canonical (mixed-case) addresses, keeping the given spelling in the
+    /// identity document (v1.1 §6.1 "canonical lowercase form in identity documents").
+    AcceptNonCanonicalAddress,
+    /// Resolve identity documents without their signing keys (v1.1 §6.2, §6.3).
+    IdentityDocumentWithoutKeys,
+    /// Answer a key revocation without revoking the key (v1.1 §16.3).
+    IgnoreKeyRevocation,
+    /// Allow revoking an identity's last active signing key (v1.1 §6.3 "human MUST have at least one signing key").
+    AllowRevokingLastKey,
 }
 
 impl Quirk {
     /// Every quirk, in declaration order.
-    pub const ALL: [Quirk; 41] = [
+    pub const ALL: [Quirk; 58] = [
         Quirk::AcceptBadSignature,
         Quirk::AllowDuplicateIds,
         Quirk::SkipEnvelopeValidation,
@@ -144,6 +181,23 @@ impl Quirk {
         Quirk::IgnoreEventAudience,
         Quirk::RetractKeepsContent,
         Quirk::OmitRetractedEvent,
+        Quirk::AllowTls12,
+        Quirk::NoHttp2,
+        Quirk::NoJsonCharset,
+        Quirk::AcceptAnyContentType,
+        Quirk::AcceptDuplicateJsonKeys,
+        Quirk::IgnoreBodyLimit,
+        Quirk::ChallengeWithoutExpiry,
+        Quirk::OmitRefreshToken,
+        Quirk::AcceptBadLoginSignature,
+        Quirk::AllowChallengeReuse,
+        Quirk::TokenKindUnchecked,
+        Quirk::AcceptBadRegistrationProof,
+        Quirk::AllowDuplicateRegistration,
+        Quirk::AcceptNonCanonicalAddress,
+        Quirk::IdentityDocumentWithoutKeys,
+        Quirk::IgnoreKeyRevocation,
+        Quirk::AllowRevokingLastKey,
     ];
 
     /// The kebab-case name used on the command line and in reports.

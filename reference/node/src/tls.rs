@@ -9,6 +9,7 @@
 //! is never part of a deterministic trace, and the simulator runs without TLS.
 
 use crate::config::TlsSettings;
+use crate::quirks::{Quirk, Quirks};
 use rustls::ServerConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -74,11 +75,35 @@ impl fmt::Debug for ServerTls {
 
 /// Builds the TLS 1.3-only acceptor for `settings`; `domain` names the self-signed certificate.
 pub fn server_tls(settings: &TlsSettings, domain: &str) -> Result<ServerTls, TlsError> {
+    server_tls_with_quirks(settings, domain, &Quirks::none())
+}
+
+/// [`server_tls`] for a node running `quirks`: [`Quirk::AllowTls12`] also accepts TLS 1.2,
+/// [`Quirk::NoHttp2`] offers only `http/1.1` in ALPN (the conformance self-test's mutants).
+pub fn server_tls_with_quirks(
+    settings: &TlsSettings,
+    domain: &str,
+    quirks: &Quirks,
+) -> Result<ServerTls, TlsError> {
     let (chain, key) = match settings {
         TlsSettings::Files { cert, key } => (load_chain(cert)?, load_key(key)?),
         TlsSettings::SelfSigned => self_signed(domain)?,
     };
-    let config = server_config(chain.clone(), key)?;
+    let mut config = server_config(chain.clone(), key)?;
+    if quirks.has(Quirk::AllowTls12) {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let resolver = config.cert_resolver.clone();
+        let alpn = std::mem::take(&mut config.alpn_protocols);
+        config = ServerConfig::builder_with_provider(provider)
+            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+            .map_err(|e| TlsError::Config(e.to_string()))?
+            .with_no_client_auth()
+            .with_cert_resolver(resolver);
+        config.alpn_protocols = alpn;
+    }
+    if quirks.has(Quirk::NoHttp2) {
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    }
     Ok(ServerTls {
         acceptor: TlsAcceptor::from(Arc::new(config)),
         cert_chain: chain,

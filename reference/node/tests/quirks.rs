@@ -5,6 +5,7 @@
 mod support;
 
 use loom_node::{Quirk, Quirks};
+use loom_protocol::keys::{public_key_to_spki_pem, sign_b64url, signing_key_from_seed};
 use serde_json::json;
 use support::{Resp, TestNode};
 
@@ -12,6 +13,7 @@ fn node(q: Option<Quirk>) -> TestNode {
     let quirks = q.map_or_else(Quirks::none, |q| Quirks::none().with(q));
     TestNode::with_quirks(quirks, |c| {
         c.limits.max_envelope_bytes = 4096;
+        c.limits.max_body_bytes = 16_384;
         c.retract_window_secs = 600;
         c.limits.max_pending_parents = 1;
         if q == Some(Quirk::DisableRateLimit) || q.is_none() {
@@ -197,6 +199,69 @@ async fn violate(q: Quirk, n: &TestNode) -> Resp {
             n.raw("GET", &format!("/v1/blobs/{id}"), who, &[], None)
                 .await
         }
+        Quirk::AcceptAnyContentType => {
+            let body = json!({"identity": alice.address, "key_id": alice.key_id});
+            n.raw(
+                "POST",
+                "/v1/auth/challenge",
+                None,
+                &[],
+                Some(("text/plain", serde_json::to_vec(&body).unwrap())),
+            )
+            .await
+        }
+        Quirk::AcceptDuplicateJsonKeys => {
+            let body = format!(
+                r#"{{"identity":"x","identity":"{}","key_id":"{}"}}"#,
+                alice.address, alice.key_id
+            );
+            n.raw(
+                "POST",
+                "/v1/auth/challenge",
+                None,
+                &[],
+                Some(("application/json", body.into_bytes())),
+            )
+            .await
+        }
+        Quirk::IgnoreBodyLimit => {
+            let body = json!({"identity": alice.address, "key_id": alice.key_id, "pad": "x".repeat(20_000)});
+            n.call("POST", "/v1/auth/challenge", None, Some(body)).await
+        }
+        Quirk::AcceptBadLoginSignature => {
+            let ch = auth_challenge(n, &alice).await;
+            let sig = sign_b64url(&alice.key, None, b"not the nonce");
+            token(n, &alice, &ch, &sig).await
+        }
+        Quirk::AllowChallengeReuse => {
+            let ch = auth_challenge(n, &alice).await;
+            let sig = sign_b64url(&alice.key, None, ch["nonce"].as_str().unwrap().as_bytes());
+            token(n, &alice, &ch, &sig).await.expect(200);
+            token(n, &alice, &ch, &sig).await
+        }
+        Quirk::TokenKindUnchecked => {
+            n.call(
+                "POST",
+                "/v1/auth/refresh",
+                None,
+                Some(json!({"refresh_token": alice.token})),
+            )
+            .await
+        }
+        Quirk::AcceptBadRegistrationProof => register_raw(n, "mallory", 20, true, None).await,
+        Quirk::AllowDuplicateRegistration => register_raw(n, "alice", 21, false, None).await,
+        Quirk::AcceptNonCanonicalAddress => {
+            register_raw(n, "dave", 22, false, Some("loom://Dave@node.test")).await
+        }
+        Quirk::AllowRevokingLastKey => {
+            n.call(
+                "DELETE",
+                &format!("/v1/identity/me/keys/{}", alice.key_id),
+                Some(&alice.token),
+                None,
+            )
+            .await
+        }
         Quirk::OmitEventSeq
         | Quirk::IncompleteThreadObject
         | Quirk::RestampCreatedAt
@@ -218,7 +283,14 @@ async fn violate(q: Quirk, n: &TestNode) -> Resp {
         | Quirk::IgnoreEventsSince
         | Quirk::IgnoreEventAudience
         | Quirk::RetractKeepsContent
-        | Quirk::OmitRetractedEvent => {
+        | Quirk::OmitRetractedEvent
+        | Quirk::AllowTls12
+        | Quirk::NoHttp2
+        | Quirk::NoJsonCharset
+        | Quirk::ChallengeWithoutExpiry
+        | Quirk::OmitRefreshToken
+        | Quirk::IdentityDocumentWithoutKeys
+        | Quirk::IgnoreKeyRevocation => {
             unreachable!("checked by their own tests")
         }
     }
@@ -255,6 +327,41 @@ const REFUSALS: &[(Quirk, u16, &str, u16)] = &[
     (Quirk::BootstrapThreadFromOp, 404, "THREAD_NOT_FOUND", 201),
     (Quirk::AnonymousBlobDownload, 401, "SIGNATURE_INVALID", 200),
     (Quirk::SkipBlobReadCheck, 403, "CAPABILITY_DENIED", 200),
+    (Quirk::AcceptAnyContentType, 415, "ENVELOPE_INVALID", 200),
+    (Quirk::AcceptDuplicateJsonKeys, 400, "ENVELOPE_INVALID", 200),
+    (Quirk::IgnoreBodyLimit, 413, "PAYLOAD_TOO_LARGE", 200),
+    (
+        Quirk::AcceptBadLoginSignature,
+        401,
+        "SIGNATURE_INVALID",
+        200,
+    ),
+    (Quirk::AllowChallengeReuse, 401, "SIGNATURE_INVALID", 200),
+    (Quirk::TokenKindUnchecked, 401, "SIGNATURE_INVALID", 200),
+    (
+        Quirk::AcceptBadRegistrationProof,
+        401,
+        "SIGNATURE_INVALID",
+        201,
+    ),
+    (
+        Quirk::AllowDuplicateRegistration,
+        409,
+        "ENVELOPE_DUPLICATE",
+        201,
+    ),
+    (
+        Quirk::AcceptNonCanonicalAddress,
+        400,
+        "ENVELOPE_INVALID",
+        201,
+    ),
+    (
+        Quirk::AllowRevokingLastKey,
+        409,
+        "STATE_TRANSITION_INVALID",
+        200,
+    ),
 ];
 
 #[tokio::test]
@@ -374,6 +481,13 @@ fn every_quirk_is_exercised() {
         Quirk::IncompleteThreadObject,
         Quirk::RestampCreatedAt,
         Quirk::RejectMissingParent,
+        Quirk::AllowTls12,
+        Quirk::NoHttp2,
+        Quirk::NoJsonCharset,
+        Quirk::ChallengeWithoutExpiry,
+        Quirk::OmitRefreshToken,
+        Quirk::IdentityDocumentWithoutKeys,
+        Quirk::IgnoreKeyRevocation,
     ];
     for q in Quirk::ALL {
         if ACCEPTANCES.contains(&q) || q == Quirk::DropNullMembers || OBSERVED.contains(&q) {
@@ -397,6 +511,19 @@ async fn incomplete_node_document_drops_section_15_2_members() {
             .expect(200);
         assert_eq!(r.body.get("websocket_url").is_some(), complete, "{q:?}");
         assert_eq!(r.body.get("federation").is_some(), complete, "{q:?}");
+        for m in [
+            "node_id",
+            "api_url",
+            "signing_keys",
+            "supported_versions",
+            "supported_profiles",
+        ] {
+            assert_eq!(r.body.get(m).is_some(), complete, "{q:?} {m}");
+        }
+        assert!(
+            r.body["domain"].is_string(),
+            "{q:?}: domain stays (harnesses need it)"
+        );
     }
 }
 
@@ -660,5 +787,208 @@ async fn each_observation_quirk_breaks_exactly_its_rule() {
     for q in OBSERVED {
         assert!(holds(q, &node(None)).await, "{q:?} on a correct node");
         assert!(!holds(q, &node(Some(q))).await, "{q:?} with the quirk");
+    }
+}
+
+async fn auth_challenge(n: &TestNode, who: &support::Ident) -> serde_json::Value {
+    n.call(
+        "POST",
+        "/v1/auth/challenge",
+        None,
+        Some(json!({"identity": who.address, "key_id": who.key_id})),
+    )
+    .await
+    .expect(200)
+    .body
+}
+
+async fn token(n: &TestNode, who: &support::Ident, ch: &serde_json::Value, sig: &str) -> Resp {
+    n.call(
+        "POST",
+        "/v1/auth/token",
+        None,
+        Some(json!({"identity": who.address, "key_id": who.key_id, "challenge_id": ch["challenge_id"], "signature": sig})),
+    )
+    .await
+}
+
+/// A registration of `local@node.test` (key from `seed`) with a proof that verifies unless
+/// `bad_proof`; `id` replaces the document's address (the challenge stays lowercase).
+async fn register_raw(
+    n: &TestNode,
+    local: &str,
+    seed: u8,
+    bad_proof: bool,
+    id: Option<&str>,
+) -> Resp {
+    let address = format!("loom://{local}@{}", support::DOMAIN);
+    let key = signing_key_from_seed(&[seed; 32]);
+    let key_id = format!("k_sign_{local}_1");
+    let ch = n
+        .call(
+            "POST",
+            "/v1/identity/challenge",
+            None,
+            Some(json!({"identity": address, "key_id": key_id})),
+        )
+        .await
+        .expect(200);
+    let mut req = json!({
+        "id": id.unwrap_or(&address),
+        "type": "human",
+        "display_name": local,
+        "signing_keys": [{"key_id": key_id, "public_key_pem": public_key_to_spki_pem(&key.verifying_key())}],
+    });
+    let hash = loom_node::service::identity::registration_document_hash(&req);
+    let nonce = ch.body["nonce"].as_str().unwrap();
+    let nonce = if bad_proof { "wrong" } else { nonce };
+    let text = loom_node::service::identity::registration_text(&address, &key_id, &hash, nonce);
+    req["registration_proof"] = json!({
+        "challenge_id": ch.body["challenge_id"],
+        "key_id": key_id,
+        "signature": sign_b64url(&key, None, text.as_bytes()),
+    });
+    n.call("POST", "/v1/identity", None, Some(req)).await
+}
+
+#[tokio::test]
+async fn response_shape_quirks_drop_what_they_name() {
+    for q in [
+        None,
+        Some(Quirk::NoJsonCharset),
+        Some(Quirk::ChallengeWithoutExpiry),
+        Some(Quirk::OmitRefreshToken),
+        Some(Quirk::IdentityDocumentWithoutKeys),
+    ] {
+        let n = node(q);
+        register_raw(&n, "alice", 1, false, None).await.expect(201);
+        let mut alice = support::Ident {
+            address: format!("loom://alice@{}", support::DOMAIN),
+            key: signing_key_from_seed(&[1; 32]),
+            key_id: "k_sign_alice_1".into(),
+            token: String::new(),
+            refresh: String::new(),
+            kind: "human".into(),
+        };
+        let r = n
+            .call("GET", "/.well-known/loom.json", None, None)
+            .await
+            .expect(200);
+        assert_eq!(
+            r.headers["content-type"] == "application/json; charset=utf-8",
+            q != Some(Quirk::NoJsonCharset),
+            "{q:?}"
+        );
+        let ch = auth_challenge(&n, &alice).await;
+        assert_eq!(
+            ch.get("expires_at").is_some(),
+            q != Some(Quirk::ChallengeWithoutExpiry),
+            "{q:?}"
+        );
+        let sig = sign_b64url(&alice.key, None, ch["nonce"].as_str().unwrap().as_bytes());
+        let t = token(&n, &alice, &ch, &sig).await.expect(200);
+        alice.token = t.body["access_token"].as_str().unwrap().to_owned();
+        assert_eq!(
+            t.body.get("refresh_token").is_some(),
+            q != Some(Quirk::OmitRefreshToken),
+            "{q:?}"
+        );
+        let me = n.get("/v1/identity/me", &alice.token).await.expect(200);
+        assert_eq!(
+            me.body["public_keys"]["signing"].as_array().unwrap().len(),
+            usize::from(q != Some(Quirk::IdentityDocumentWithoutKeys)),
+            "{q:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn ignore_key_revocation_leaves_the_key_usable() {
+    for (q, revoked) in [(None, true), (Some(Quirk::IgnoreKeyRevocation), false)] {
+        let n = node(q);
+        let alice = n.register("alice", "human", 1).await;
+        let key = signing_key_from_seed(&[9; 32]);
+        let kid = "k_sign_alice_2";
+        n.call(
+            "POST",
+            "/v1/identity/me/keys",
+            Some(&alice.token),
+            Some(json!({"key_id": kid, "public_key_pem": public_key_to_spki_pem(&key.verifying_key())})),
+        )
+        .await
+        .expect(201);
+        n.call(
+            "DELETE",
+            &format!("/v1/identity/me/keys/{kid}"),
+            Some(&alice.token),
+            None,
+        )
+        .await
+        .expect(200);
+        let r = n
+            .call(
+                "POST",
+                "/v1/auth/challenge",
+                None,
+                Some(json!({"identity": alice.address, "key_id": kid})),
+            )
+            .await;
+        assert_eq!(r.status.as_u16(), if revoked { 401 } else { 200 }, "{q:?}");
+    }
+}
+
+#[tokio::test]
+async fn tls_quirks_allow_tls12_and_drop_h2() {
+    use loom_node::config::TlsSettings;
+    use loom_node::tls::server_tls_with_quirks;
+    use rustls::pki_types::ServerName;
+    use std::sync::Arc;
+    for q in [None, Some(Quirk::AllowTls12), Some(Quirk::NoHttp2)] {
+        let quirks = q.map_or_else(Quirks::none, |q| Quirks::none().with(q));
+        let tls =
+            server_tls_with_quirks(&TlsSettings::SelfSigned, support::DOMAIN, &quirks).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let acceptor = tls.acceptor.clone();
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    if let Ok(mut s) = acceptor.accept(tcp).await {
+                        let _ = tokio::io::AsyncWriteExt::shutdown(&mut s).await;
+                    }
+                });
+            }
+        });
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(tls.cert_chain[0].clone()).unwrap();
+        let connect = |versions: &[&'static rustls::SupportedProtocolVersion]| {
+            let mut c = rustls::ClientConfig::builder_with_provider(Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_protocol_versions(versions)
+            .unwrap()
+            .with_root_certificates(roots.clone())
+            .with_no_client_auth();
+            c.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+            tokio_rustls::TlsConnector::from(Arc::new(c))
+        };
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let tls12 = connect(&[&rustls::version::TLS12])
+            .connect(ServerName::try_from("localhost").unwrap(), tcp)
+            .await;
+        assert_eq!(tls12.is_ok(), q == Some(Quirk::AllowTls12), "{q:?}");
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let tls13 = connect(&[&rustls::version::TLS13])
+            .connect(ServerName::try_from("localhost").unwrap(), tcp)
+            .await
+            .unwrap();
+        let alpn = tls13.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
+        let want: &[u8] = if q == Some(Quirk::NoHttp2) {
+            b"http/1.1"
+        } else {
+            b"h2"
+        };
+        assert_eq!(alpn.as_deref(), Some(want), "{q:?}");
     }
 }

@@ -30,7 +30,9 @@ impl FromRequest<AppState> for StrictJson {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
         let essence = ctype.split(';').next().unwrap_or("").trim();
-        if !essence.eq_ignore_ascii_case("application/json") {
+        if !essence.eq_ignore_ascii_case("application/json")
+            && !state.quirk(crate::quirks::Quirk::AcceptAnyContentType)
+        {
             return Err(ApiError::new(
                 loom_protocol::ErrorCode::EnvelopeInvalid,
                 "Content-Type",
@@ -39,7 +41,11 @@ impl FromRequest<AppState> for StrictJson {
             )
             .with_status(415));
         }
-        let limit = state.config.limits.max_body_bytes;
+        let limit = if state.quirk(crate::quirks::Quirk::IgnoreBodyLimit) {
+            usize::MAX
+        } else {
+            state.config.limits.max_body_bytes
+        };
         let body = axum::body::to_bytes(req.into_body(), limit)
             .await
             .map_err(|_| {
@@ -50,7 +56,12 @@ impl FromRequest<AppState> for StrictJson {
                     "v1.1 §24.2",
                 )
             })?;
-        let value = loom_protocol::jcs::parse_strict_bytes(&body).map_err(|e| {
+        let parsed = if state.quirk(crate::quirks::Quirk::AcceptDuplicateJsonKeys) {
+            serde_json::from_slice(&body).map_err(|e| e.to_string())
+        } else {
+            loom_protocol::jcs::parse_strict_bytes(&body).map_err(|e| e.to_string())
+        };
+        let value = parsed.map_err(|e| {
             ApiError::bad_request("$body", format!("malformed JSON: {e}"), "v1.1 §7.2, §14.1")
         })?;
         Ok(StrictJson { value, raw: body })

@@ -118,6 +118,17 @@ async fn error_bodies(State(svc): State<AppState>, mut req: Request, next: Next)
     if let Ok(v) = HeaderValue::from_str(&rid) {
         resp.headers_mut().insert("x-loom-request-id", v);
     }
+    if svc.quirk(Quirk::NoJsonCharset)
+        && resp
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(b"application/json"))
+    {
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+    }
     resp
 }
 

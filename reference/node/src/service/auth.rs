@@ -68,7 +68,13 @@ impl Service {
                 "v1.1 §14.2",
             ));
         }
-        self.issue_challenge(AUTH_PURPOSE, req)
+        let mut challenge = self.issue_challenge(AUTH_PURPOSE, req)?;
+        if self.quirk(Quirk::ChallengeWithoutExpiry)
+            && let Some(o) = challenge.as_object_mut()
+        {
+            o.remove("expires_at");
+        }
+        Ok(challenge)
     }
 
     /// `POST /v1/auth/token`: verifies the signature over the challenge nonce.
@@ -108,7 +114,7 @@ impl Service {
         let ok = signature_from_b64url(&req.signature)
             .map(|s| verify(&key, None, nonce.as_bytes(), &s))
             .unwrap_or(false);
-        if !ok {
+        if !ok && !self.quirk(Quirk::AcceptBadLoginSignature) {
             self.audit(
                 &tx,
                 &identity.to_string(),
@@ -154,7 +160,7 @@ impl Service {
                 params![token_hash(token), kind, identity, key_id, Timestamp::from_unix_ms(now + ttl).to_rfc3339()],
             )?;
         }
-        Ok(json!({
+        let mut tokens = json!({
             "access_token": access,
             "refresh_token": refresh,
             "token_type": "Bearer",
@@ -162,7 +168,14 @@ impl Service {
             "refresh_expires_in": REFRESH_TTL_MS / 1000,
             "identity": identity,
             "key_id": key_id,
-        }))
+        });
+        if self.quirk(Quirk::OmitRefreshToken)
+            && let Some(o) = tokens.as_object_mut()
+        {
+            o.remove("refresh_token");
+            o.remove("refresh_expires_in");
+        }
+        Ok(tokens)
     }
 
     /// `POST /v1/auth/refresh`: a valid refresh token buys a new pair; the old refresh token
@@ -196,7 +209,7 @@ impl Service {
         let Some((k, identity, key_id, expires, revoked)) = row else {
             return Err(ApiError::unauthenticated(format!("unknown {kind} token")));
         };
-        if k != kind {
+        if k != kind && !self.quirk(Quirk::TokenKindUnchecked) {
             return Err(ApiError::unauthenticated(format!(
                 "this is not an {kind} token"
             )));

@@ -30,8 +30,7 @@ impl Service {
         if self.quirk(crate::quirks::Quirk::IncompleteNodeDocument)
             && let Some(o) = doc.as_object_mut()
         {
-            o.remove("websocket_url");
-            o.remove("federation");
+            o.retain(|k, _| k == "loom" || k == "domain");
         }
         doc
     }

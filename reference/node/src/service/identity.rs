@@ -204,7 +204,7 @@ impl Service {
                 "the challenge was issued for another identity, key or purpose",
             ));
         }
-        if used != 0 {
+        if used != 0 && !self.quirk(crate::quirks::Quirk::AllowChallengeReuse) {
             return Err(bad("the challenge was already used"));
         }
         conn.exec(
@@ -229,7 +229,13 @@ impl Service {
                 "v1.1 §16.3",
             )
         })?;
-        let id = parse_address("id", &req.id)?;
+        let id = if self.quirk(crate::quirks::Quirk::AcceptNonCanonicalAddress) {
+            Address::parse(&req.id).map_err(|e| {
+                ApiError::bad_request("id", format!("not a LOOM address: {e}"), "v1.1 §6.1")
+            })?
+        } else {
+            parse_address("id", &req.id)?
+        };
         if !self.is_local(&id) {
             return Err(ApiError::bad_request(
                 "id",
@@ -293,7 +299,7 @@ impl Service {
         let sig_ok = signature_from_b64url(&proof.signature)
             .map(|s| verify(&key, None, text.as_bytes(), &s))
             .unwrap_or(false);
-        if !sig_ok {
+        if !sig_ok && !self.quirk(crate::quirks::Quirk::AcceptBadRegistrationProof) {
             tx.commit()?; // the challenge stays burnt
             return Err(ApiError::new(
                 ErrorCode::SignatureInvalid,
@@ -310,7 +316,13 @@ impl Service {
             )
             .optional()?
             .is_some();
-        if exists {
+        if exists && self.quirk(crate::quirks::Quirk::AllowDuplicateRegistration) {
+            tx.exec(
+                "DELETE FROM identity_keys WHERE identity = ?1",
+                [id.to_string()],
+            )?;
+            tx.exec("DELETE FROM identities WHERE id = ?1", [id.to_string()])?;
+        } else if exists {
             tx.commit()?;
             return Err(ApiError::new(
                 ErrorCode::EnvelopeDuplicate,
@@ -320,7 +332,7 @@ impl Service {
             ));
         }
         let now = self.env.now().to_rfc3339();
-        let doc = self.identity_document(
+        let mut doc = self.identity_document(
             &id,
             kind,
             req.display_name.as_deref(),
@@ -329,6 +341,9 @@ impl Service {
             req.agent_info.as_ref(),
             &now,
         );
+        if self.quirk(crate::quirks::Quirk::AcceptNonCanonicalAddress) {
+            doc["id"] = req.id.as_str().into();
+        }
         tx.exec(
             "INSERT INTO identities (id, type, display_name, document, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
             params![id.to_string(), req.kind, req.display_name, doc.to_string(), now],
@@ -428,6 +443,9 @@ impl Service {
             } else {
                 encryption.push(e)
             }
+        }
+        if self.quirk(crate::quirks::Quirk::IdentityDocumentWithoutKeys) {
+            signing.clear();
         }
         doc["public_keys"] = json!({"signing": signing, "encryption": encryption});
         Ok(doc)
@@ -613,7 +631,7 @@ impl Service {
                 [&id],
                 |r| r.get(0),
             )?;
-            if active <= 1 {
+            if active <= 1 && !self.quirk(crate::quirks::Quirk::AllowRevokingLastKey) {
                 return Err(ApiError::new(
                     ErrorCode::StateTransitionInvalid,
                     "key_id",
@@ -623,14 +641,16 @@ impl Service {
             }
         }
         let now = self.env.now().to_rfc3339();
-        tx.exec(
-            "UPDATE identity_keys SET status = 'revoked', revoked_at = ?3 WHERE identity = ?1 AND key_id = ?2",
-            params![id, key_id, now],
-        )?;
-        tx.exec(
-            "UPDATE tokens SET revoked = 1 WHERE identity = ?1 AND key_id = ?2",
-            params![id, key_id],
-        )?;
+        if !self.quirk(crate::quirks::Quirk::IgnoreKeyRevocation) {
+            tx.exec(
+                "UPDATE identity_keys SET status = 'revoked', revoked_at = ?3 WHERE identity = ?1 AND key_id = ?2",
+                params![id, key_id, now],
+            )?;
+            tx.exec(
+                "UPDATE tokens SET revoked = 1 WHERE identity = ?1 AND key_id = ?2",
+                params![id, key_id],
+            )?;
+        }
         self.audit(
             &tx,
             &id,

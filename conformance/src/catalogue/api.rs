@@ -1,0 +1,229 @@
+//! API surface (v1.1 §16, §14.1): JSON bodies and their content type, malformed, duplicate-key
+//! and non-UTF-8 bodies, oversized bodies, unknown routes and wrong methods — each answered
+//! with the §24.1 error body and the §24.2 code.
+
+use super::discovery::is_json_utf8;
+use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
+use crate::ctx::{Ctx, Ident};
+use serde_json::json;
+
+/// A signed message from a fresh alice to herself, serialized.
+async fn signed_message_bytes(cx: &mut Ctx, text: &str) -> Result<(Ident, Vec<u8>), Finding> {
+    let alice = cx.identity("alice", "human").await?;
+    let t = cx.thread_id();
+    let env = cx.signed_message(&alice, &t, None, &[&alice], text);
+    let bytes = serde_json::to_vec(&env).map_err(|e| Finding::Error(e.to_string()))?;
+    Ok((alice, bytes))
+}
+
+async fn post_envelope_bytes(
+    cx: &mut Ctx,
+    who: &Ident,
+    body: Vec<u8>,
+    content_type: &str,
+) -> Result<usize, Finding> {
+    cx.exchange(
+        "POST",
+        "/v1/envelopes",
+        &[("content-type", content_type)],
+        Some(body),
+        Some(&who.token),
+    )
+    .await
+}
+
+const JSON: &str = "application/json; charset=utf-8";
+
+async fn json_charset(cx: &mut Ctx) -> Verdict {
+    let alice = cx.identity("alice", "human").await?;
+    let ok = cx.get("/v1/identity/me", &alice.token).await?;
+    let err = cx.call("GET", "/v1/identity/me", None, None).await?;
+    for i in [ok, err] {
+        let ct = cx.t(i).header("content-type").unwrap_or("").to_owned();
+        if !is_json_utf8(&ct) {
+            return Err(Finding::Fail {
+                expected: "Content-Type: application/json; charset=utf-8 on JSON responses, successes and errors (v1.1 §14.1)".into(),
+                actual: format!("HTTP {} with Content-Type: {ct:?}", cx.t(i).status),
+                decisive: Some(i),
+            });
+        }
+    }
+    Ok(())
+}
+
+async fn wrong_content_type(cx: &mut Ctx) -> Verdict {
+    let (alice, body) = signed_message_bytes(cx, "sent as text/plain").await?;
+    let i = post_envelope_bytes(cx, &alice, body, "text/plain; charset=utf-8").await?;
+    let status = cx.t(i).status;
+    cx.expect_that(
+        (400..500).contains(&status),
+        "a JSON body sent as text/plain is refused (4xx, 415 suggested; v1.1 §14.1)",
+        format!("HTTP {status}"),
+    )?;
+    cx.expect_error_shape(i)
+}
+
+async fn malformed_json(cx: &mut Ctx) -> Verdict {
+    let alice = cx.identity("alice", "human").await?;
+    let i = post_envelope_bytes(cx, &alice, br#"{"loom": "1.1", "type": "#.to_vec(), JSON).await?;
+    cx.expect_error(i, 400, "ENVELOPE_INVALID")
+}
+
+async fn duplicate_keys(cx: &mut Ctx) -> Verdict {
+    let (alice, body) = signed_message_bytes(cx, "duplicate member").await?;
+    // `{"type":"message", …rest of a valid signed envelope that has "type" too}`.
+    let mut dup = br#"{"type":"message","#.to_vec();
+    dup.extend_from_slice(&body[1..]);
+    let i = post_envelope_bytes(cx, &alice, dup, JSON).await?;
+    cx.expect_error(i, 400, "ENVELOPE_INVALID")
+}
+
+async fn invalid_utf8(cx: &mut Ctx) -> Verdict {
+    let (alice, body) = signed_message_bytes(cx, "invalid-UTF8-HERE").await?;
+    let marker = b"HERE";
+    let at = body
+        .windows(marker.len())
+        .position(|w| w == marker)
+        .ok_or_else(|| Finding::Error("marker not found in the serialized envelope".into()))?;
+    let mut bad = body.clone();
+    bad[at] = 0xff;
+    bad[at + 1] = 0xfe;
+    let i = post_envelope_bytes(cx, &alice, bad, JSON).await?;
+    cx.expect_error(i, 400, "ENVELOPE_INVALID")
+}
+
+async fn too_large(cx: &mut Ctx) -> Verdict {
+    let Some(max) = cx
+        .target
+        .capability("/limits/max_body_bytes")
+        .and_then(serde_json::Value::as_u64)
+    else {
+        return cx.skip(
+            "the target does not advertise limits.max_body_bytes in /v1/protocol/capabilities",
+        );
+    };
+    let alice = cx.identity("alice", "human").await?;
+    let pad = "x".repeat(usize::try_from(max).unwrap_or(usize::MAX / 2) + 1);
+    let body = json!({"identity": alice.address(), "key_id": alice.id.key_id(), "pad": pad});
+    let i = cx
+        .call("POST", "/v1/auth/challenge", None, Some(&body))
+        .await?;
+    cx.expect_error(i, 413, "PAYLOAD_TOO_LARGE")
+}
+
+async fn unknown_route(cx: &mut Ctx) -> Verdict {
+    let alice = cx.identity("alice", "human").await?;
+    let path = format!("/v1/no-such-surface-{}", hex::encode(&cx.seed32()[..4]));
+    let i = cx.get(&path, &alice.token).await?;
+    cx.expect_status(i, 404)?;
+    cx.expect_error_shape(i)
+}
+
+async fn wrong_method(cx: &mut Ctx) -> Verdict {
+    let alice = cx.identity("alice", "human").await?;
+    let i = cx
+        .call("PUT", "/v1/envelopes", Some(&alice.token), None)
+        .await?;
+    cx.expect_status(i, 405)?;
+    cx.expect_error_shape(i)
+}
+
+/// API cases.
+pub const CASES: &[Case] = &[
+    Case {
+        id: "core.api.content-type.json-charset",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §14.1", "v1.0 §13.1"],
+        requirement: "JSON responses MUST use the content type application/json; charset=utf-8, errors included.",
+        covers: &["R-14.1-04"],
+        needs: &[Need::Provisioning],
+        how: "GET /v1/identity/me with a token (200) and without (401); both Content-Type headers must be application/json; charset=utf-8.",
+        mutant: Mutant::Quirk("no-json-charset"),
+        run: |cx| Box::pin(json_charset(cx)),
+    },
+    Case {
+        id: "core.api.content-type.wrong-refused",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §14.1", "v1.1 §24.1"],
+        requirement: "A request body that is not sent as application/json MUST NOT be accepted as JSON.",
+        covers: &["R-14.1-04"],
+        needs: &[Need::Provisioning],
+        how: "POST a valid signed envelope to /v1/envelopes with Content-Type: text/plain; expect a 4xx refusal with a §24.1 body.",
+        mutant: Mutant::Quirk("accept-any-content-type"),
+        run: |cx| Box::pin(wrong_content_type(cx)),
+    },
+    Case {
+        id: "core.api.json.malformed",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §24.2", "v1.1 §24.1"],
+        requirement: "A malformed JSON envelope body MUST be refused with 400 ENVELOPE_INVALID.",
+        covers: &["R-24.2-01", "R-24.1-01"],
+        needs: &[Need::Provisioning],
+        how: "POST a truncated JSON object to /v1/envelopes; expect 400 ENVELOPE_INVALID with a §24.1 body.",
+        mutant: Mutant::Quirk("bare-error-bodies"),
+        run: |cx| Box::pin(malformed_json(cx)),
+    },
+    Case {
+        id: "core.api.json.duplicate-keys",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §7.2", "v1.1 §24.2"],
+        requirement: "An envelope body with a duplicate member name is not valid (I-JSON) and MUST be refused with 400 ENVELOPE_INVALID.",
+        covers: &["R-24.2-01"],
+        needs: &[Need::Provisioning],
+        how: "Serialize a valid signed envelope and prepend a second \"type\":\"message\" member; POST it; expect 400 ENVELOPE_INVALID.",
+        mutant: Mutant::Quirk("accept-duplicate-json-keys"),
+        run: |cx| Box::pin(duplicate_keys(cx)),
+    },
+    Case {
+        id: "core.api.json.invalid-utf8",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §7.2", "v1.1 §14.1", "v1.1 §24.2"],
+        requirement: "A body that is not UTF-8 MUST be refused with 400 ENVELOPE_INVALID.",
+        covers: &["R-7.2-04", "R-24.2-01"],
+        needs: &[Need::Provisioning],
+        how: "Replace two bytes of a signed envelope's text with 0xFF 0xFE; POST it; expect 400 ENVELOPE_INVALID with a §24.1 body.",
+        mutant: Mutant::Quirk("bare-error-bodies"),
+        run: |cx| Box::pin(invalid_utf8(cx)),
+    },
+    Case {
+        id: "core.api.body.too-large",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §24.2"],
+        requirement: "A request body over the node's advertised limit MUST be refused with 413 PAYLOAD_TOO_LARGE.",
+        covers: &["R-24.2-15"],
+        needs: &[Need::Provisioning],
+        how: "POST /v1/auth/challenge with a JSON body one byte over limits.max_body_bytes; expect 413 PAYLOAD_TOO_LARGE.",
+        mutant: Mutant::Quirk("ignore-body-limit"),
+        run: |cx| Box::pin(too_large(cx)),
+    },
+    Case {
+        id: "core.api.route.unknown",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §16", "v1.1 §24.1"],
+        requirement: "A path the node does not serve MUST be answered 404 with a §24.1 error body.",
+        covers: &["R-24.1-01", "R-24.1-02"],
+        needs: &[Need::Provisioning],
+        how: "GET /v1/no-such-surface-<random> with a token; expect 404 with a §24.1 body.",
+        mutant: Mutant::Quirk("bare-error-bodies"),
+        run: |cx| Box::pin(unknown_route(cx)),
+    },
+    Case {
+        id: "core.api.route.wrong-method",
+        level: 1,
+        strength: Strength::Should,
+        spec: &["v1.1 §16", "v1.1 §24.1"],
+        requirement: "A known path with a method it does not serve should be answered 405 with a §24.1 error body.",
+        covers: &["R-24.1-01"],
+        needs: &[Need::Provisioning],
+        how: "PUT /v1/envelopes; expect 405 with a §24.1 body.",
+        mutant: Mutant::Quirk("bare-error-bodies"),
+        run: |cx| Box::pin(wrong_method(cx)),
+    },
+];

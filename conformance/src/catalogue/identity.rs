@@ -1,0 +1,387 @@
+//! Identity (v1.1 §6.1–§6.3 addresses and identity documents, §16.3 endpoints; registration
+//! as DESIGN.md §9 describes it).
+
+use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
+use crate::ctx::{Ctx, Ident};
+use ed25519_dalek::SigningKey;
+use loom_client::Identity;
+use loom_client::api::encode_component;
+use loom_client::identity::{registration_document_hash, registration_text};
+use loom_protocol::keys::{
+    public_key_to_b64url, public_key_to_spki_pem, sign_b64url, signing_key_from_seed,
+};
+use serde_json::{Value, json};
+
+/// A fresh, unregistered identity on the target's domain (`name-<hex>`, key from the case seed).
+pub(super) fn fresh(cx: &mut Ctx, name: &str) -> Result<Identity, Finding> {
+    let seed = cx.seed32();
+    let address = format!(
+        "loom://{name}-{}@{}",
+        hex::encode(&seed[..6]),
+        cx.target.domain
+    );
+    Identity::from_seed(&address, &seed)
+        .map_err(|e| Finding::Error(format!("identity {address}: {e}")))
+}
+
+/// `POST {path}` (`/v1/identity/challenge` or `/v1/auth/challenge`) for `identity` and
+/// `key_id`; returns the exchange and its body.
+pub(super) async fn challenge(
+    cx: &mut Ctx,
+    path: &str,
+    identity: &str,
+    key_id: &str,
+) -> Result<(usize, Value), Finding> {
+    let i = cx
+        .call(
+            "POST",
+            path,
+            None,
+            Some(&json!({"identity": identity, "key_id": key_id})),
+        )
+        .await?;
+    let body = cx.body_of(i, 200)?;
+    Ok((i, body))
+}
+
+/// The challenge id of a challenge body (`challenge_id`, or `challenge`).
+pub(super) fn challenge_id(body: &Value) -> String {
+    body["challenge_id"]
+        .as_str()
+        .or(body["challenge"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Registers `id` (challenge, then the signed document); returns the registration exchange.
+pub(super) async fn register(cx: &mut Ctx, id: &Identity) -> Result<usize, Finding> {
+    let (_, ch) = challenge(cx, "/v1/identity/challenge", id.address(), id.key_id()).await?;
+    let req = id.registration_request(&challenge_id(&ch), ch["nonce"].as_str().unwrap_or(""));
+    cx.call("POST", "/v1/identity", None, Some(&req)).await
+}
+
+/// Logs in as `identity` with `key`/`key_id` (§14.2); returns the last exchange (the token
+/// request, or the challenge when that was refused).
+pub(super) async fn login_with(
+    cx: &mut Ctx,
+    identity: &str,
+    key: &SigningKey,
+    key_id: &str,
+) -> Result<usize, Finding> {
+    let i = cx
+        .call(
+            "POST",
+            "/v1/auth/challenge",
+            None,
+            Some(&json!({"identity": identity, "key_id": key_id})),
+        )
+        .await?;
+    if cx.t(i).status != 200 {
+        return Ok(i);
+    }
+    let ch = cx.json(i);
+    let sig = sign_b64url(key, None, ch["nonce"].as_str().unwrap_or("").as_bytes());
+    cx.call(
+        "POST",
+        "/v1/auth/token",
+        None,
+        Some(&json!({"identity": identity, "key_id": key_id, "challenge_id": challenge_id(&ch), "challenge": challenge_id(&ch), "signature": sig})),
+    )
+    .await
+}
+
+/// `/v1/identity/{percent-encoded loom uri}`.
+pub(super) fn resolve_path(address: &str) -> String {
+    format!("/v1/identity/{}", encode_component(address))
+}
+
+/// The signing key entry `key_id` of an identity document.
+fn signing_key<'a>(doc: &'a Value, key_id: &str) -> Option<&'a Value> {
+    doc.pointer("/public_keys/signing")?
+        .as_array()?
+        .iter()
+        .find(|k| k["key_id"] == key_id)
+}
+
+/// The document `doc` must be `who`'s, with its registered signing key active.
+fn expect_own_document(cx: &Ctx, doc: &Value, who: &Ident) -> Verdict {
+    cx.expect_eq("id", &json!(who.address()), &doc["id"])?;
+    cx.expect_eq("type", &json!(who.id.kind()), &doc["type"])?;
+    let want = public_key_to_b64url(&who.id.signing_key().verifying_key());
+    let key = signing_key(doc, who.id.key_id());
+    cx.expect_that(
+        key.is_some_and(|k| k["public_key"] == want.as_str() && k["status"] == "active"),
+        format!(
+            "public_keys.signing lists {} with public_key {want} and status active (v1.1 §6.2)",
+            who.id.key_id()
+        ),
+        format!("public_keys = {}", doc["public_keys"]),
+    )
+}
+
+async fn resolve_registered(cx: &mut Ctx) -> Verdict {
+    let alice = cx.identity("alice", "human").await?;
+    let i = cx.get(&resolve_path(alice.address()), &alice.token).await?;
+    let doc = cx.body_of(i, 200)?;
+    expect_own_document(cx, &doc, &alice)
+}
+
+async fn resolve_unknown(cx: &mut Ctx) -> Verdict {
+    let alice = cx.identity("alice", "human").await?;
+    let nobody = fresh(cx, "nobody")?;
+    let i = cx
+        .get(&resolve_path(nobody.address()), &alice.token)
+        .await?;
+    cx.expect_error(i, 404, "IDENTITY_NOT_FOUND")
+}
+
+async fn me(cx: &mut Ctx) -> Verdict {
+    let alice = cx.identity("alice", "human").await?;
+    let i = cx.get("/v1/identity/me", &alice.token).await?;
+    let doc = cx.body_of(i, 200)?;
+    expect_own_document(cx, &doc, &alice)
+}
+
+/// The identity `address` must not resolve (nothing was created).
+async fn expect_not_registered(cx: &mut Ctx, address: &str) -> Verdict {
+    let observer = cx.identity("observer", "human").await?;
+    let i = cx.get(&resolve_path(address), &observer.token).await?;
+    cx.expect_status(i, 404)
+}
+
+async fn register_bad_proof(cx: &mut Ctx) -> Verdict {
+    let id = fresh(cx, "mallory")?;
+    let (_, ch) = challenge(cx, "/v1/identity/challenge", id.address(), id.key_id()).await?;
+    // The proof signs the registration text for another nonce.
+    let nonce = format!("{}-not-the-nonce", ch["nonce"].as_str().unwrap_or(""));
+    let req = id.registration_request(&challenge_id(&ch), &nonce);
+    let i = cx.call("POST", "/v1/identity", None, Some(&req)).await?;
+    cx.expect_error(i, 401, "SIGNATURE_INVALID")?;
+    expect_not_registered(cx, id.address()).await
+}
+
+async fn register_duplicate(cx: &mut Ctx) -> Verdict {
+    let alice = cx.identity("alice", "human").await?;
+    let seed = cx.seed32();
+    let usurper =
+        Identity::from_seed(alice.address(), &seed).map_err(|e| Finding::Error(e.to_string()))?;
+    let i = register(cx, &usurper).await?;
+    cx.expect_status(i, 409)?;
+    cx.expect_error_shape(i)?;
+    let i = cx.get(&resolve_path(alice.address()), &alice.token).await?;
+    let doc = cx.body_of(i, 200)?;
+    expect_own_document(cx, &doc, &alice)
+}
+
+async fn register_mixed_case(cx: &mut Ctx) -> Verdict {
+    let id = fresh(cx, "carol")?;
+    let lower = id.address().to_owned();
+    let mixed = lower.replacen("loom://c", "loom://C", 1).replacen(
+        &format!("@{}", cx.target.domain),
+        &format!("@{}", cx.target.domain.to_uppercase()),
+        1,
+    );
+    let (_, ch) = challenge(cx, "/v1/identity/challenge", &lower, id.key_id()).await?;
+    let mut req = id.registration_document();
+    req["id"] = mixed.clone().into();
+    let hash = registration_document_hash(&req);
+    let text = registration_text(
+        &lower,
+        id.key_id(),
+        &hash,
+        ch["nonce"].as_str().unwrap_or(""),
+    );
+    req["registration_proof"] = json!({
+        "challenge_id": challenge_id(&ch),
+        "key_id": id.key_id(),
+        "signature": sign_b64url(id.signing_key(), None, text.as_bytes()),
+    });
+    let i = cx.call("POST", "/v1/identity", None, Some(&req)).await?;
+    let status = cx.t(i).status;
+    if (400..500).contains(&status) {
+        cx.expect_error_shape(i)?;
+        return expect_not_registered(cx, &lower).await;
+    }
+    cx.expect_that(
+        status == 201 || status == 200,
+        format!("the registration of {mixed} refused (4xx) or accepted"),
+        format!("HTTP {status}"),
+    )?;
+    // Accepted: every document must spell the address in canonical lowercase.
+    let observer = cx.identity("observer", "human").await?;
+    let i = cx.get(&resolve_path(&lower), &observer.token).await?;
+    let doc = cx.body_of(i, 200)?;
+    cx.expect_eq(
+        "id (canonical lowercase, v1.1 §6.1)",
+        &json!(lower),
+        &doc["id"],
+    )
+}
+
+/// A second signing key for `who`: (key, key id).
+fn second_key(cx: &mut Ctx, who: &Ident) -> (SigningKey, String) {
+    let key = signing_key_from_seed(&cx.seed32());
+    (key, format!("{}_dev2", who.id.key_id()))
+}
+
+async fn add_and_revoke_key(cx: &mut Ctx) -> Verdict {
+    let alice = cx.identity("alice", "human").await?;
+    let (key, kid) = second_key(cx, &alice);
+    let pem = public_key_to_spki_pem(&key.verifying_key());
+    let i = cx
+        .call(
+            "POST",
+            "/v1/identity/me/keys",
+            Some(&alice.token),
+            Some(&json!({"key_id": kid, "public_key_pem": pem})),
+        )
+        .await?;
+    cx.expect_that(
+        cx.t(i).is_success(),
+        format!("POST /v1/identity/me/keys adds {kid} (2xx, v1.1 §16.3)"),
+        format!("HTTP {}", cx.t(i).status),
+    )?;
+    let i = login_with(cx, alice.address(), &key, &kid).await?;
+    cx.expect_status(i, 200)?;
+    let path = format!("/v1/identity/me/keys/{}", encode_component(&kid));
+    let i = cx.call("DELETE", &path, Some(&alice.token), None).await?;
+    cx.expect_that(
+        cx.t(i).is_success(),
+        format!("DELETE {path} revokes the key (2xx, v1.1 §16.3)"),
+        format!("HTTP {}", cx.t(i).status),
+    )?;
+    let i = cx.get(&resolve_path(alice.address()), &alice.token).await?;
+    let doc = cx.body_of(i, 200)?;
+    let k = signing_key(&doc, &kid).cloned();
+    cx.expect_that(
+        k.as_ref().is_none_or(|k| k["status"] != "active"),
+        format!("{kid} is no longer an active signing key"),
+        format!("{}", k.unwrap_or(Value::Null)),
+    )?;
+    let i = login_with(cx, alice.address(), &key, &kid).await?;
+    let status = cx.t(i).status;
+    cx.expect_that(
+        (400..500).contains(&status),
+        format!("a login with the revoked key {kid} is refused (4xx, v1.1 §14.2)"),
+        format!("HTTP {status}"),
+    )
+}
+
+async fn last_key_kept(cx: &mut Ctx) -> Verdict {
+    let alice = cx.identity("alice", "human").await?;
+    let path = format!(
+        "/v1/identity/me/keys/{}",
+        encode_component(alice.id.key_id())
+    );
+    let i = cx.call("DELETE", &path, Some(&alice.token), None).await?;
+    let status = cx.t(i).status;
+    cx.expect_that(
+        (400..500).contains(&status),
+        "revoking the only signing key of a human identity is refused (4xx, v1.1 §6.3)",
+        format!("HTTP {status}"),
+    )?;
+    cx.expect_error_shape(i)?;
+    let i = cx.get(&resolve_path(alice.address()), &alice.token).await?;
+    let doc = cx.body_of(i, 200)?;
+    expect_own_document(cx, &doc, &alice)
+}
+
+/// Identity cases.
+pub const CASES: &[Case] = &[
+    Case {
+        id: "core.identity.resolve.registered",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §6.2", "v1.1 §16.3", "v1.1 §6.1", "v1.0 §6.2"],
+        requirement: "A registered identity MUST resolve through GET /v1/identity/{loom_uri} to its identity document, with its id in lowercase and its signing key.",
+        covers: &["R-6.2-01", "R-6.1-06", "R-6.3-01"],
+        needs: &[Need::Provisioning],
+        how: "Register alice; GET /v1/identity/{percent-encoded address}; expect 200 with id, type and public_keys.signing listing alice's key (same public key, status active).",
+        mutant: Mutant::Quirk("identity-document-without-keys"),
+        run: |cx| Box::pin(resolve_registered(cx)),
+    },
+    Case {
+        id: "core.identity.resolve.unknown",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §24.2", "v1.1 §16.3"],
+        requirement: "Resolving an identity that does not exist MUST fail with 404 IDENTITY_NOT_FOUND.",
+        covers: &["R-24.2-08"],
+        needs: &[Need::Provisioning],
+        how: "GET /v1/identity/{address never registered}; expect 404 IDENTITY_NOT_FOUND with a §24.1 body.",
+        mutant: Mutant::Quirk("bare-error-bodies"),
+        run: |cx| Box::pin(resolve_unknown(cx)),
+    },
+    Case {
+        id: "core.identity.me.document",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §16.3", "v1.1 §6.2"],
+        requirement: "GET /v1/identity/me MUST return the authenticated identity's document with its signing key.",
+        covers: &["R-6.2-01"],
+        needs: &[Need::Provisioning],
+        how: "GET /v1/identity/me with alice's token; expect 200 with alice's id, type and active signing key.",
+        mutant: Mutant::Quirk("identity-document-without-keys"),
+        run: |cx| Box::pin(me(cx)),
+    },
+    Case {
+        id: "core.identity.register.bad-proof",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §14.2", "DESIGN.md §9"],
+        requirement: "A registration whose proof-of-key signature does not verify MUST be refused (SIGNATURE_INVALID) and create nothing.",
+        covers: &["R-14.2-01", "R-24.2-02"],
+        needs: &[Need::Registration],
+        how: "Ask a registration challenge, sign the registration text with another nonce, POST /v1/identity; expect 401 SIGNATURE_INVALID, then GET the address: 404.",
+        mutant: Mutant::Quirk("accept-bad-registration-proof"),
+        run: |cx| Box::pin(register_bad_proof(cx)),
+    },
+    Case {
+        id: "core.identity.register.duplicate",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["DESIGN.md §9", "v1.1 §14.2"],
+        requirement: "Registering an address that is already registered MUST be refused (409) and MUST NOT replace the identity's keys.",
+        covers: &["R-14.2-01"],
+        needs: &[Need::Registration],
+        how: "Register alice; register her address again with a different key and a valid proof; expect 409 with a §24.1 body, and alice's document still lists her original key.",
+        mutant: Mutant::Quirk("allow-duplicate-registration"),
+        run: |cx| Box::pin(register_duplicate(cx)),
+    },
+    Case {
+        id: "core.identity.register.mixed-case",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §6.1"],
+        requirement: "Addresses MUST be serialized in canonical lowercase in identity documents: a mixed-case registration is refused, or stored lowercase.",
+        covers: &["R-6.1-06"],
+        needs: &[Need::Registration],
+        how: "Register loom://Carol-…@DOMAIN (mixed case, valid proof over the lowercase challenge); expect a 4xx §24.1 refusal and no identity, or, if accepted, the resolved document's id in lowercase.",
+        mutant: Mutant::Quirk("accept-non-canonical-address"),
+        run: |cx| Box::pin(register_mixed_case(cx)),
+    },
+    Case {
+        id: "core.identity.keys.add-revoke",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §16.3", "v1.1 §14.2"],
+        requirement: "A key added with POST /v1/identity/me/keys can log in; once revoked with DELETE /v1/identity/me/keys/{key_id} it MUST no longer be active or log in.",
+        covers: &["R-14.2-06"],
+        needs: &[Need::Provisioning],
+        how: "Add a second signing key, log in with it (200), revoke it, resolve the document (key not active) and log in with it again (4xx).",
+        mutant: Mutant::Quirk("ignore-key-revocation"),
+        run: |cx| Box::pin(add_and_revoke_key(cx)),
+    },
+    Case {
+        id: "core.identity.keys.last-key-kept",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §6.3", "v1.1 §16.3"],
+        requirement: "A human identity MUST keep at least one signing key: revoking its only signing key is refused.",
+        covers: &["R-6.3-01"],
+        needs: &[Need::Provisioning],
+        how: "DELETE /v1/identity/me/keys/{alice's only key}; expect a 4xx §24.1 refusal, and the document still lists the key as active.",
+        mutant: Mutant::Quirk("allow-revoking-last-key"),
+        run: |cx| Box::pin(last_key_kept(cx)),
+    },
+];

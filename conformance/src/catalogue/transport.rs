@@ -1,0 +1,248 @@
+//! Transport (v1.1 §14.1): TLS 1.3 only, HTTP/2, `wss://` for real time. These cases apply to
+//! https targets; a plain-http target skips them with the reason.
+
+use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict, fail};
+use crate::ctx::Ctx;
+use loom_client::{NodeUrl, Trust};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::WebPkiSupportedAlgorithms;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{
+    ClientConfig, DigitallySignedStruct, ProtocolVersion, SignatureScheme, SupportedProtocolVersion,
+};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a handshake negotiated.
+#[derive(Debug)]
+struct Negotiated {
+    version: Option<ProtocolVersion>,
+    alpn: Option<Vec<u8>>,
+}
+
+/// A raw TLS handshake with the target offering `versions` and `alpn`, trusting what the
+/// harness trusts. `Ok(Err(reason))` when the target refused the handshake.
+async fn handshake(
+    cx: &Ctx,
+    versions: &[&'static SupportedProtocolVersion],
+    alpn: &[&[u8]],
+) -> Result<Result<Negotiated, String>, Finding> {
+    let url = NodeUrl::parse(&cx.target.url).map_err(|e| Finding::Error(e.to_string()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(versions)
+        .map_err(|e| Finding::Error(format!("TLS client configuration: {e}")))?;
+    let mut config = match &cx.target.trust {
+        Some(Trust::Roots(roots)) => builder
+            .with_root_certificates(roots.clone())
+            .with_no_client_auth(),
+        Some(Trust::InsecureAnyCertificate) => builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyCertificate(
+                provider.signature_verification_algorithms,
+            )))
+            .with_no_client_auth(),
+        None => {
+            return Err(Finding::Error(
+                "no TLS trust configured for the https target (profile [tls] ca_cert or insecure)"
+                    .into(),
+            ));
+        }
+    };
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    let name =
+        loom_client::tls::server_name(&url.host).map_err(|e| Finding::Error(e.to_string()))?;
+    let limit = Duration::from_secs_f64(10.0 * cx.timeout_scale);
+    let tcp = tokio::time::timeout(
+        limit,
+        tokio::net::TcpStream::connect((url.host.as_str(), url.port)),
+    )
+    .await
+    .map_err(|_| Finding::Error(format!("connect {}:{} timed out", url.host, url.port)))?
+    .map_err(|e| Finding::Error(format!("connect {}:{}: {e}", url.host, url.port)))?;
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    match tokio::time::timeout(limit, connector.connect(name, tcp)).await {
+        Err(_) => Ok(Err("the handshake timed out".into())),
+        Ok(Err(e)) => Ok(Err(e.to_string())),
+        Ok(Ok(stream)) => {
+            let conn = stream.get_ref().1;
+            Ok(Ok(Negotiated {
+                version: conn.protocol_version(),
+                alpn: conn.alpn_protocol().map(<[u8]>::to_vec),
+            }))
+        }
+    }
+}
+
+const ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];
+
+/// A TLS 1.2-only client must not complete a handshake.
+async fn expect_tls12_refused(cx: &Ctx) -> Verdict {
+    match handshake(cx, &[&rustls::version::TLS12], &ALPN).await? {
+        Err(_) => Ok(()),
+        Ok(n) => Err(fail(
+            "a TLS 1.2-only client handshake refused (v1.1 §14.1: TLS 1.2 and below MUST be rejected)",
+            format!("the handshake completed with {:?}", n.version),
+        )),
+    }
+}
+
+async fn tls12_refused(cx: &mut Ctx) -> Verdict {
+    expect_tls12_refused(cx).await
+}
+
+async fn tls13_only(cx: &mut Ctx) -> Verdict {
+    let both = [&rustls::version::TLS13, &rustls::version::TLS12];
+    match handshake(cx, &both, &ALPN).await? {
+        Ok(n) if n.version == Some(ProtocolVersion::TLSv1_3) => {}
+        Ok(n) => {
+            return Err(fail(
+                "TLS 1.3 negotiated with a client offering TLS 1.3 and 1.2 (v1.1 §14.1)",
+                format!("negotiated {:?}", n.version),
+            ));
+        }
+        Err(e) => {
+            return Err(fail(
+                "a TLS 1.3 handshake succeeds (v1.1 §14.1)",
+                format!("the handshake failed: {e}"),
+            ));
+        }
+    }
+    expect_tls12_refused(cx).await
+}
+
+async fn http2(cx: &mut Ctx) -> Verdict {
+    match handshake(cx, &[&rustls::version::TLS13], &ALPN).await? {
+        Ok(n) if n.alpn.as_deref() == Some(b"h2") => {}
+        Ok(n) => {
+            return Err(fail(
+                "ALPN selects h2 when the client offers h2 and http/1.1 (v1.1 §14.1: HTTP/2)",
+                format!(
+                    "ALPN selected {}",
+                    n.alpn
+                        .map_or("nothing".into(), |a| String::from_utf8_lossy(&a)
+                            .into_owned())
+                ),
+            ));
+        }
+        Err(e) => {
+            return Err(fail(
+                "a TLS 1.3 handshake with ALPN h2 succeeds",
+                format!("the handshake failed: {e}"),
+            ));
+        }
+    }
+    let i = cx.call("GET", "/.well-known/loom.json", None, None).await?;
+    cx.expect_status(i, 200)?;
+    let version = cx.t(i).version.clone();
+    cx.expect_that(
+        version == "HTTP/2",
+        "the API answers over HTTP/2 (v1.1 §14.1)",
+        format!("the exchange used {version}"),
+    )
+}
+
+async fn websocket_wss(cx: &mut Ctx) -> Verdict {
+    let i = cx.call("GET", "/.well-known/loom.json", None, None).await?;
+    let doc = cx.body_of(i, 200)?;
+    cx.expect_that(
+        doc["websocket_url"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("wss://")),
+        "the advertised real-time endpoint is WebSocket over TLS: websocket_url wss://… (v1.1 §14.1)",
+        format!("websocket_url = {}", doc["websocket_url"]),
+    )
+}
+
+/// Accepts any certificate (profiles with `tls.insecure`) but checks handshake signatures.
+#[derive(Debug)]
+struct AnyCertificate(WebPkiSupportedAlgorithms);
+
+impl ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_schemes()
+    }
+}
+
+const TRANSPORT: &[&str] = &["v1.1 §14.1", "v1.0 §13.1"];
+
+/// Transport cases.
+pub const CASES: &[Case] = &[
+    Case {
+        id: "core.transport.tls.1-2-refused",
+        level: 1,
+        strength: Strength::Must,
+        spec: TRANSPORT,
+        requirement: "A node MUST reject TLS 1.2 and below.",
+        covers: &["R-14.1-03"],
+        needs: &[Need::Tls],
+        how: "Open a TLS handshake offering only TLS 1.2 (trusting the target's certificate); it must not complete.",
+        mutant: Mutant::Quirk("allow-tls12"),
+        run: |cx| Box::pin(tls12_refused(cx)),
+    },
+    Case {
+        id: "core.transport.tls.1-3-only",
+        level: 1,
+        strength: Strength::Must,
+        spec: TRANSPORT,
+        requirement: "All API traffic MUST use TLS 1.3: a client offering TLS 1.3 and 1.2 gets 1.3, a TLS 1.2-only client gets nothing.",
+        covers: &["R-14.1-02", "R-14.1-03"],
+        needs: &[Need::Tls],
+        how: "Handshake offering TLS 1.3 and 1.2: TLS 1.3 must be negotiated; handshake offering only TLS 1.2: must fail.",
+        mutant: Mutant::Quirk("allow-tls12"),
+        run: |cx| Box::pin(tls13_only(cx)),
+    },
+    Case {
+        id: "core.transport.http2.alpn",
+        level: 1,
+        strength: Strength::Must,
+        spec: TRANSPORT,
+        requirement: "All API traffic MUST use HTTP/2: ALPN selects h2 and the API answers over HTTP/2.",
+        covers: &["R-14.1-01"],
+        needs: &[Need::Tls],
+        how: "TLS 1.3 handshake offering ALPN h2, http/1.1: h2 must be selected; GET /.well-known/loom.json through the harness client must use HTTP/2.",
+        mutant: Mutant::Quirk("no-http2"),
+        run: |cx| Box::pin(http2(cx)),
+    },
+    Case {
+        id: "core.transport.websocket.wss",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §14.1", "v1.1 §15.2"],
+        requirement: "Real-time traffic MUST use WebSocket over TLS: the advertised websocket_url is wss://.",
+        covers: &["R-14.1-05"],
+        needs: &[Need::Tls],
+        how: "GET /.well-known/loom.json on the https target; websocket_url must start with wss://.",
+        mutant: Mutant::Quirk("incomplete-node-document"),
+        run: |cx| Box::pin(websocket_wss(cx)),
+    },
+];
