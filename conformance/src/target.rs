@@ -205,13 +205,16 @@ pub const EMBEDDED_DOMAIN: &str = "conformance.test";
 
 /// The embedded node's configuration: in-memory store, §14.3 limits except registration and
 /// login (each case registers its own identities, so a per-IP auth limit would throttle the
-/// harness, not test the node).
+/// harness, not test the node), and §10.7 thread limits small enough for a case to reach in a
+/// second (the node advertises them in `/v1/protocol/capabilities`).
 pub fn embedded_config() -> loom_node::NodeConfig {
     let mut config = loom_node::NodeConfig {
         domain: EMBEDDED_DOMAIN.into(),
         ..loom_node::NodeConfig::default()
     };
     config.rate_limits.auth_per_ip = 0;
+    config.limits.max_envelopes_per_thread = 60;
+    config.limits.max_pending_parents = 20;
     config
 }
 

@@ -251,7 +251,8 @@ async fn pending_parents_limit(cx: &mut Ctx) -> Verdict {
     }
     let alice = cx.identity("alice", "human").await?;
     let mut others = Vec::new();
-    for _ in 1..senders {
+    // At least one recipient: a root needs a primary one (§8.2).
+    for _ in 1..senders.max(2) {
         others.push(cx.identity("bob", "human").await?);
     }
     let to: Vec<&Ident> = others.iter().collect();

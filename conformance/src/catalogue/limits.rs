@@ -1,0 +1,68 @@
+//! The §10.7 per-thread envelope limit, reached through the limit the target advertises.
+
+use super::thread_kit::reply;
+use crate::case::{Case, Mutant, Need, Strength, Verdict};
+use crate::ctx::{Ctx, Ident};
+use serde_json::Value;
+
+async fn envelopes_per_thread_limit(cx: &mut Ctx) -> Verdict {
+    let limit = cx
+        .target
+        .capability("/limits/max_envelopes_per_thread")
+        .and_then(Value::as_u64);
+    let Some(limit) = limit.filter(|l| (2..=1000).contains(l)) else {
+        return cx.skip(format!(
+            "limits.max_envelopes_per_thread = {} in /v1/protocol/capabilities: not a limit the harness can reach quickly (2–1000)",
+            limit.map_or("absent".into(), |l| l.to_string())
+        ));
+    };
+    // Spread the envelopes over enough senders to stay under the advertised rate limit.
+    let rate = cx
+        .target
+        .capability("/rate_limits/envelopes_per_identity_per_min")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let total = limit + 1;
+    let senders = if rate <= 2 {
+        1
+    } else {
+        total.div_ceil(rate - 2)
+    };
+    if senders > 20 {
+        return cx.skip(format!(
+            "reaching max_envelopes_per_thread = {limit} needs {senders} senders at {rate} envelopes/min"
+        ));
+    }
+    let alice = cx.identity("alice", "human").await?;
+    let mut others = Vec::new();
+    for _ in 1..senders.max(2) {
+        others.push(cx.identity("bob", "human").await?);
+    }
+    let to: Vec<&Ident> = others.iter().collect();
+    let (t, root) = cx.start_thread(&alice, &to).await?;
+    let root_id = root["id"].as_str().map(str::to_owned);
+    let all: Vec<&Ident> = std::iter::once(&alice).chain(others.iter()).collect();
+    // The root is envelope 1; fill the thread up to the limit, all accepted.
+    for n in 1..limit {
+        let who = all[usize::try_from(n).unwrap_or(0) % all.len()];
+        let (i, _) = reply(cx, who, &t, root_id.as_deref(), &[&alice], "filling").await?;
+        cx.expect_status(i, 201)?;
+    }
+    let last = all[usize::try_from(limit).unwrap_or(0) % all.len()];
+    let (i, _) = reply(cx, last, &t, root_id.as_deref(), &[&alice], "one too many").await?;
+    cx.expect_error(i, 400, "ENVELOPE_INVALID")
+}
+
+/// Limit cases.
+pub const CASES: &[Case] = &[Case {
+    id: "core.dag.limit.envelopes-per-thread",
+    level: 1,
+    strength: Strength::Must,
+    spec: &["v1.1 §10.7"],
+    requirement: "When a thread holds limits.max_envelopes_per_thread envelopes, nodes MUST reject new envelopes in it with ENVELOPE_INVALID.",
+    covers: &["R-10.7-02", "R-10.7-03"],
+    needs: &[Need::Provisioning],
+    how: "Read limits.max_envelopes_per_thread (skip above 1000) and the per-identity envelope rate limit; fill one thread to the limit from enough participants (all 201); one more is 400 ENVELOPE_INVALID.",
+    mutant: Mutant::Quirk("ignore-thread-limits"),
+    run: |cx| Box::pin(envelopes_per_thread_limit(cx)),
+}];
