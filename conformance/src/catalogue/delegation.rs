@@ -533,7 +533,7 @@ pub const CASES: &[Case] = &[
         strength: Strength::Should,
         spec: &["v1.1 §16.5"],
         requirement: "POST /v1/delegations stores a link; GET /v1/delegations lists it to its delegator and delegate only.",
-        covers: &[],
+        covers: &["R-16.5-01"],
         needs: API_NEEDS,
         how: "The delegator stores a signed link (201 with an id); GET /v1/delegations lists that id for delegator and delegate and not for a third identity.",
         mutant: Mutant::NotApplicable("§16.5 lists the endpoints without a requirement keyword"),
