@@ -360,7 +360,7 @@ pub const CASES: &[Case] = &[
         strength: Strength::Should,
         spec: &["v1.1 §16.6", "v1.1 §7.4"],
         requirement: "Encrypted content is not indexed: a search never matches an envelope by its ciphertext.",
-        covers: &[],
+        covers: &["R-16.6-07"],
         needs: NEEDS,
         how: "In a plain thread Alice sends Bob an encrypted-content envelope (vector shape encrypted.valid.x25519-v1, unique ciphertext) and a cleartext reply; Bob's search finds the reply's word (control) but not the ciphertext.",
         mutant: Mutant::NotApplicable(
