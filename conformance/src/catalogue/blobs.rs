@@ -141,7 +141,7 @@ pub const CASES: &[Case] = &[
         strength: Strength::Should,
         spec: &["v1.1 §16.7"],
         requirement: "Initiate, upload parts, complete and download return the bytes to the owner and to a thread participant.",
-        covers: &[],
+        covers: &["R-16.7-03"],
         needs: NEEDS,
         how: "Alice uploads a two-part blob bound to her thread with Bob and completes it; Alice and Bob each download the exact bytes.",
         mutant: Mutant::NotApplicable(

@@ -202,7 +202,7 @@ pub const CASES: &[Case] = &[
         strength: Strength::Should,
         spec: &["v1.1 §20.7", "v1.1 §25.2"],
         requirement: "Only the sender may retract an envelope; a recipient's DELETE is refused and changes nothing.",
-        covers: &[],
+        covers: &["R-20.7-01"],
         needs: NEEDS,
         how: "Bob DELETEs Alice's envelope: expect a 4xx §24.1 error, and Bob still reads the content.",
         mutant: Mutant::NotApplicable(
