@@ -12,6 +12,7 @@ mod discovery;
 mod envelopes;
 mod errors;
 mod events;
+mod forks;
 mod idempotency;
 mod identity;
 mod ops;
@@ -30,12 +31,13 @@ pub const RETIRED: &[&str] = &[];
 
 /// Every case, in catalogue order (area by area).
 pub fn all() -> Vec<&'static Case> {
-    let areas: [&'static [Case]; 20] = [
+    let areas: [&'static [Case]; 21] = [
         discovery::CASES,
         envelopes::CASES,
         signatures::CASES,
         threads::CASES,
         ops::CASES,
+        forks::CASES,
         capabilities::CASES,
         audience::CASES,
         tasks::CASES,
