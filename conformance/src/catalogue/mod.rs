@@ -12,6 +12,7 @@ mod discovery;
 mod envelopes;
 mod errors;
 mod events;
+mod forks;
 mod idempotency;
 mod identity;
 mod limits;
@@ -37,6 +38,7 @@ pub fn all() -> Vec<&'static Case> {
         signatures::CASES,
         threads::CASES,
         ops::CASES,
+        forks::CASES,
         capabilities::CASES,
         audience::CASES,
         tasks::CASES,

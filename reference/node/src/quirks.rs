@@ -135,11 +135,25 @@ pub enum Quirk {
     IgnoreKeyRevocation,
     /// Allow revoking an identity's last active signing key (v1.1 §6.3 "human MUST have at least one signing key").
     AllowRevokingLastKey,
+    /// Accept `thread.delegate@v1` without handing ownership over (v1.1 §11.2).
+    IgnoreThreadDelegate,
+    /// Accept `thread.fork@v1` without adding the parent's `forks[]` entry (v1.1 §11.4).
+    ForkWithoutEntry,
+    /// Accept `thread.merge@v1` without marking the fork merged or linking `merged_from` (v1.1 §11.4).
+    IgnoreThreadMerge,
+    /// Move the fork's envelopes into the parent thread on `thread.merge@v1` (v1.1 §11.4 "does not move envelopes").
+    MergeMovesEnvelopes,
+    /// Accept `thread.link@v1` without adding the `linked_threads[]` entry (v1.1 §11.4).
+    IgnoreThreadLink,
+    /// Leave observers out of the readers of thread operations (v1.1 §11.5).
+    SkipObserverDelivery,
+    /// Mark a single-use token spent without emitting the `capability.spent` event (v1.1 §12.5).
+    OmitCapabilitySpentEvent,
 }
 
 impl Quirk {
     /// Every quirk, in declaration order.
-    pub const ALL: [Quirk; 58] = [
+    pub const ALL: [Quirk; 65] = [
         Quirk::AcceptBadSignature,
         Quirk::AllowDuplicateIds,
         Quirk::SkipEnvelopeValidation,
@@ -198,6 +212,13 @@ impl Quirk {
         Quirk::IdentityDocumentWithoutKeys,
         Quirk::IgnoreKeyRevocation,
         Quirk::AllowRevokingLastKey,
+        Quirk::IgnoreThreadDelegate,
+        Quirk::ForkWithoutEntry,
+        Quirk::IgnoreThreadMerge,
+        Quirk::MergeMovesEnvelopes,
+        Quirk::IgnoreThreadLink,
+        Quirk::SkipObserverDelivery,
+        Quirk::OmitCapabilitySpentEvent,
     ];
 
     /// The kebab-case name used on the command line and in reports.

@@ -277,6 +277,13 @@ async fn violate(q: Quirk, n: &TestNode) -> Resp {
         | Quirk::RejectUnknownTypes
         | Quirk::DropNullMembers
         | Quirk::OmitDelegationRevokedEvent
+        | Quirk::IgnoreThreadDelegate
+        | Quirk::ForkWithoutEntry
+        | Quirk::IgnoreThreadMerge
+        | Quirk::MergeMovesEnvelopes
+        | Quirk::IgnoreThreadLink
+        | Quirk::SkipObserverDelivery
+        | Quirk::OmitCapabilitySpentEvent
         | Quirk::SkipEnvelopeSearchIndex
         | Quirk::SkipThreadSearchIndex
         | Quirk::UnstableEventIds
@@ -664,7 +671,14 @@ async fn thread_object_created_at_and_pending_parent_quirks() {
 }
 
 /// Quirks that break an observation rather than a refusal.
-const OBSERVED: [Quirk; 8] = [
+const OBSERVED: [Quirk; 15] = [
+    Quirk::IgnoreThreadDelegate,
+    Quirk::ForkWithoutEntry,
+    Quirk::IgnoreThreadMerge,
+    Quirk::MergeMovesEnvelopes,
+    Quirk::IgnoreThreadLink,
+    Quirk::SkipObserverDelivery,
+    Quirk::OmitCapabilitySpentEvent,
     Quirk::OmitDelegationRevokedEvent,
     Quirk::SkipEnvelopeSearchIndex,
     Quirk::SkipThreadSearchIndex,
@@ -695,7 +709,99 @@ async fn holds(q: Quirk, n: &TestNode) -> bool {
     let rid = root["id"].as_str().unwrap();
     let reply = alice.message(n, &t, Some(rid), &[&bob], "reply");
     alice.send(n, reply.clone()).await.expect(201);
+    let thread = |who: &support::Ident, id: &str| {
+        let path = format!("/v1/threads/{id}");
+        let token = who.token.clone();
+        async move { n.get(&path, &token).await.expect(200).body }
+    };
     match q {
+        Quirk::IgnoreThreadDelegate => {
+            let op = alice.op(
+                n,
+                &t,
+                "thread.delegate@v1",
+                json!({"identity": bob.address}),
+            );
+            alice.send(n, op).await.expect(201);
+            let th = thread(&bob, &t).await;
+            th["participants"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["identity"] == bob.address.as_str() && p["role"] == "owner")
+        }
+        Quirk::ForkWithoutEntry | Quirk::IgnoreThreadMerge | Quirk::MergeMovesEnvelopes => {
+            let f = n.thread_id();
+            alice
+                .send(n, alice.message(n, &f, None, &[&bob], "fork root"))
+                .await
+                .expect(201);
+            let op = alice.op(
+                n,
+                &t,
+                "thread.fork@v1",
+                json!({"fork_thread_id": f, "forked_from": rid}),
+            );
+            alice.send(n, op).await.expect(201);
+            if q == Quirk::ForkWithoutEntry {
+                return thread(&bob, &t).await["forks"][0]["fork_id"] == f.as_str();
+            }
+            let op = alice.op(n, &t, "thread.merge@v1", json!({"fork_thread_id": f}));
+            alice.send(n, op).await.expect(201);
+            if q == Quirk::IgnoreThreadMerge {
+                return thread(&bob, &t).await["forks"][0]["state"] == "merged";
+            }
+            let r = n
+                .get(&format!("/v1/threads/{f}/envelopes"), &bob.token)
+                .await
+                .expect(200);
+            let list = r.body["envelopes"].as_array().unwrap().clone();
+            list.len() == 1 && list.iter().all(|e| e["thread_id"] == f.as_str())
+        }
+        Quirk::IgnoreThreadLink => {
+            let other = n.thread_id();
+            let op = alice.op(
+                n,
+                &t,
+                "thread.link@v1",
+                json!({"thread_id": other, "relation": "blocks"}),
+            );
+            alice.send(n, op).await.expect(201);
+            thread(&bob, &t).await["linked_threads"][0]["relation"] == "blocks"
+        }
+        Quirk::SkipObserverDelivery => {
+            let op = alice.op(
+                n,
+                &t,
+                "thread.add_participant@v1",
+                json!({"identity": carol.address, "role": "observer"}),
+            );
+            alice.send(n, op).await.expect(201);
+            let ev = n.get("/v1/events", &carol.token).await.expect(200);
+            event_types(&ev).contains(&"thread.updated".to_owned())
+        }
+        Quirk::OmitCapabilitySpentEvent => {
+            let mut once = json!({
+                "loom": "1.1",
+                "id": n.node.service().env.ids().capability().to_string(),
+                "issued_by": alice.address, "issued_to": bob.address,
+                "created_at": n.now(), "expires_at": null, "single_use": true, "epoch": 0,
+                "grants": ["add_participant"], "scope": {"thread_id": t},
+            });
+            let kid =
+                loom_protocol::id::KeyId::parse(&alice.key_id, loom_protocol::id::KeyKind::Signing)
+                    .unwrap();
+            loom_protocol::capability::sign_capability_token(&mut once, &alice.key, &kid).unwrap();
+            let op = bob.op(
+                n,
+                &t,
+                "thread.add_participant@v1",
+                json!({"identity": carol.address, "role": "participant", "capability_token": once}),
+            );
+            bob.send(n, op).await.expect(201);
+            let ev = n.get("/v1/events", &bob.token).await.expect(200);
+            event_types(&ev).contains(&"capability.spent".to_owned())
+        }
         Quirk::OmitDelegationRevokedEvent => {
             let bot = n.register("bot", "agent", 9).await;
             let mut l = json!({

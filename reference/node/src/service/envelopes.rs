@@ -490,7 +490,18 @@ impl Service {
                 op.preconditions = None;
             }
             self.authorize_op(tx, env, h, &op, rt)?;
-            match next.apply(event_seq, &op) {
+            let unapplied = match op.intent.as_str() {
+                "thread.delegate@v1" => self.quirk(Quirk::IgnoreThreadDelegate),
+                "thread.fork@v1" => self.quirk(Quirk::ForkWithoutEntry),
+                "thread.merge@v1" => self.quirk(Quirk::IgnoreThreadMerge),
+                "thread.link@v1" => self.quirk(Quirk::IgnoreThreadLink),
+                _ => false,
+            };
+            match if unapplied {
+                Ok(())
+            } else {
+                next.apply(event_seq, &op)
+            } {
                 Ok(()) => {}
                 Err(e)
                     if e.code == ErrorCode::StateTransitionInvalid
@@ -584,6 +595,12 @@ impl Service {
         self.check_capability(tx, env, h, rt, token, grant_for_intent(&op.intent))
     }
 
+    /// Checks `token` for `required` and marks a single-use token spent (§12.5). This is the
+    /// one place tokens are spent, so it also broadcasts the spend: a `capability.spent` event
+    /// (§17.3 style, in the same transaction) to the thread's current participants, the
+    /// sender and the holder. §12.5 names a `capability.spent@v1` thread_op, but a node
+    /// cannot sign a thread_op on a user's behalf, so the event is the broadcast (README,
+    /// "Choices where the spec is silent").
     fn check_capability(
         &self,
         tx: &Connection,
@@ -650,6 +667,24 @@ impl Service {
                     params![ok.id.to_string(), h.thread.to_string(), ok.issued_by.to_string(), to, epoch, token.to_string(), now],
                 )?;
             }
+            if !self.quirk(Quirk::OmitCapabilitySpentEvent) {
+                let holder = token
+                    .get("issued_to")
+                    .and_then(Value::as_str)
+                    .and_then(|a| Address::parse_wire(a).ok());
+                let mut readers = super::capabilities::active_participants(&rt.state);
+                readers.insert(h.sender.clone());
+                readers.extend(holder.clone());
+                let payload = json!({"capability_id": ok.id.to_string(), "thread_id": h.thread.to_string(), "issued_to": holder.map(|a| a.to_string()), "spent_at": now, "envelope_id": h.id.to_string()});
+                self.append_event(
+                    tx,
+                    "capability.spent",
+                    Some(&h.thread),
+                    Some(&h.id),
+                    payload,
+                    &readers,
+                )?;
+            }
         }
         Ok(())
     }
@@ -694,6 +729,14 @@ impl Service {
                     &readers,
                 )?;
                 self.audit(tx, &h.sender.to_string(), "capability.revoked", id, payload)?;
+            }
+            "thread.merge@v1" if self.quirk(Quirk::MergeMovesEnvelopes) => {
+                if let Some(fork) = param("fork_thread_id") {
+                    tx.exec(
+                        "UPDATE envelopes SET thread_id = ?2, event_seq = event_seq + 1000000, body = json_set(body, '$.thread_id', ?2) WHERE thread_id = ?1",
+                        params![fork, h.thread.to_string()],
+                    )?;
+                }
             }
             "delegation.revoked@v1" => {
                 if let Some(id) = param("delegation_id") {
@@ -859,7 +902,16 @@ impl Service {
                 h.sender.to_string(), str_at(env, "/created_at"), now, env.to_string(), signed_hash
             ],
         )?;
-        let who = readers(env, &h.sender, next, op_subjects);
+        let mut who = readers(env, &h.sender, next, op_subjects);
+        if h.kind == "thread_op" && self.quirk(Quirk::SkipObserverDelivery) {
+            who.retain(|a| {
+                *a == h.sender
+                    || next
+                        .participants
+                        .get(a)
+                        .is_none_or(|p| p.role != loom_protocol::thread::ParticipantRole::Observer)
+            });
+        }
         for r in &who {
             tx.exec(
                 "INSERT OR IGNORE INTO envelope_readers (envelope_id, identity, role) VALUES (?1, ?2, ?3)",
