@@ -18,6 +18,7 @@ mod ops;
 mod ratelimit;
 mod search;
 mod signatures;
+mod structure;
 mod tasks;
 mod thread_kit;
 mod threads;
@@ -30,7 +31,7 @@ pub const RETIRED: &[&str] = &[];
 
 /// Every case, in catalogue order (area by area).
 pub fn all() -> Vec<&'static Case> {
-    let areas: [&'static [Case]; 20] = [
+    let areas: [&'static [Case]; 21] = [
         discovery::CASES,
         envelopes::CASES,
         signatures::CASES,
@@ -51,6 +52,7 @@ pub fn all() -> Vec<&'static Case> {
         api::CASES,
         errors::CASES,
         transport::CASES,
+        structure::CASES,
     ];
     areas.iter().flat_map(|a| a.iter()).collect()
 }

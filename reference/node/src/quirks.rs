@@ -135,11 +135,17 @@ pub enum Quirk {
     IgnoreKeyRevocation,
     /// Allow revoking an identity's last active signing key (v1.1 §6.3 "human MUST have at least one signing key").
     AllowRevokingLastKey,
+    /// Treat an envelope without `audience` as mode `recipients` instead of `thread` (v1.1
+    /// §8.2 "When `audience` is omitted, nodes MUST treat it as mode `thread`").
+    OmittedAudienceAsRecipients,
+    /// Read lone UTF-16 surrogate escapes in JSON bodies as U+FFFD instead of refusing the
+    /// body (v1.1 §7.2 "Lone surrogate code points MUST be rejected").
+    AcceptLoneSurrogates,
 }
 
 impl Quirk {
     /// Every quirk, in declaration order.
-    pub const ALL: [Quirk; 58] = [
+    pub const ALL: [Quirk; 60] = [
         Quirk::AcceptBadSignature,
         Quirk::AllowDuplicateIds,
         Quirk::SkipEnvelopeValidation,
@@ -198,6 +204,8 @@ impl Quirk {
         Quirk::IdentityDocumentWithoutKeys,
         Quirk::IgnoreKeyRevocation,
         Quirk::AllowRevokingLastKey,
+        Quirk::OmittedAudienceAsRecipients,
+        Quirk::AcceptLoneSurrogates,
     ];
 
     /// The kebab-case name used on the command line and in reports.
