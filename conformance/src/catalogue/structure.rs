@@ -213,6 +213,34 @@ async fn malformed_scope(cx: &mut Ctx) -> Verdict {
     cx.expect_error(i, 403, "DELEGATION_INVALID")
 }
 
+async fn event_ids_prefixed(cx: &mut Ctx) -> Verdict {
+    let (alice, bob, env) = setup(cx).await?;
+    let mut env = env;
+    alice.sign(&mut env);
+    let i = cx.send(&alice, &env).await?;
+    cx.expect_status(i, 201)?;
+    let i = cx.get("/v1/events", &bob.token).await?;
+    let body = cx.body_of(i, 200)?;
+    let evs = body["events"].as_array().cloned().unwrap_or_default();
+    cx.expect_that(
+        !evs.is_empty(),
+        "at least one event for the recipient of a new envelope",
+        "no events",
+    )?;
+    for e in &evs {
+        let id = e["id"].as_str().or_else(|| e["event_id"].as_str());
+        let ok = id
+            .and_then(|s| s.strip_prefix("evt_"))
+            .is_some_and(|u| u.len() == 26 && u.bytes().all(|b| b.is_ascii_alphanumeric()));
+        cx.expect_that(
+            ok,
+            "every event id is evt_ + a 26-character ULID (v1.1 §8.4)",
+            format!("event id {id:?}"),
+        )?;
+    }
+    Ok(())
+}
+
 macro_rules! invalid_case {
     ($id:literal, $spec:expr, $covers:expr, $req:literal, $how:literal, $f:ident) => {
         Case {
@@ -383,6 +411,18 @@ pub const CASES: &[Case] = &[
         how: "GET /v1/envelopes/{a fresh env_ id}; expect 404 ENVELOPE_NOT_FOUND with a §24.1 body.",
         mutant: Mutant::Quirk("bare-error-bodies"),
         run: |cx| Box::pin(envelope_not_found(cx)),
+    },
+    Case {
+        id: "core.structure.id.event-prefix",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §8.4", "v1.1 §16.8"],
+        requirement: "Event IDs MUST use the prefix evt_ (a ULID with a type prefix).",
+        covers: &["R-8.4-07", "R-8.4-01"],
+        needs: &[Need::Provisioning, Need::Events],
+        how: "Alice sends Bob a message; every event in Bob's GET /v1/events has an id of the form evt_ + 26-character ULID.",
+        mutant: Mutant::Quirk("unprefixed-event-ids"),
+        run: |cx| Box::pin(event_ids_prefixed(cx)),
     },
     Case {
         id: "core.structure.agent.signature-verified",

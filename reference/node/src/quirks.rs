@@ -141,11 +141,13 @@ pub enum Quirk {
     /// Read lone UTF-16 surrogate escapes in JSON bodies as U+FFFD instead of refusing the
     /// body (v1.1 §7.2 "Lone surrogate code points MUST be rejected").
     AcceptLoneSurrogates,
+    /// Issue event ids as bare ULIDs without the `evt_` prefix (v1.1 §8.4).
+    UnprefixedEventIds,
 }
 
 impl Quirk {
     /// Every quirk, in declaration order.
-    pub const ALL: [Quirk; 60] = [
+    pub const ALL: [Quirk; 61] = [
         Quirk::AcceptBadSignature,
         Quirk::AllowDuplicateIds,
         Quirk::SkipEnvelopeValidation,
@@ -206,6 +208,7 @@ impl Quirk {
         Quirk::AllowRevokingLastKey,
         Quirk::OmittedAudienceAsRecipients,
         Quirk::AcceptLoneSurrogates,
+        Quirk::UnprefixedEventIds,
     ];
 
     /// The kebab-case name used on the command line and in reports.

@@ -315,7 +315,8 @@ async fn violate(q: Quirk, n: &TestNode) -> Resp {
         | Quirk::ChallengeWithoutExpiry
         | Quirk::OmitRefreshToken
         | Quirk::IdentityDocumentWithoutKeys
-        | Quirk::IgnoreKeyRevocation => {
+        | Quirk::IgnoreKeyRevocation
+        | Quirk::UnprefixedEventIds => {
             unreachable!("checked by their own tests")
         }
     }
@@ -515,6 +516,7 @@ fn every_quirk_is_exercised() {
         Quirk::IdentityDocumentWithoutKeys,
         Quirk::IgnoreKeyRevocation,
         Quirk::OmittedAudienceAsRecipients,
+        Quirk::UnprefixedEventIds,
     ];
     for q in Quirk::ALL {
         if ACCEPTANCES.contains(&q) || q == Quirk::DropNullMembers || OBSERVED.contains(&q) {
@@ -1053,4 +1055,23 @@ async fn omitted_audience_as_recipients_hides_replies_from_participants() {
     let r = violate(q, &node(Some(q))).await;
     assert_eq!(r.status.as_u16(), 403, "{}", r.body);
     assert_eq!(r.body["error"]["code"], "AUDIENCE_DENIED");
+}
+
+#[tokio::test]
+async fn unprefixed_event_ids_drop_the_evt_prefix() {
+    for (q, prefixed) in [(None, true), (Some(Quirk::UnprefixedEventIds), false)] {
+        let n = node(q);
+        let alice = n.register("alice", "human", 1).await;
+        alice
+            .send(&n, alice.message(&n, &n.thread_id(), None, &[&alice], "x"))
+            .await
+            .expect(201);
+        let r = n.get("/v1/events", &alice.token).await.expect(200);
+        let evs = r.body["events"].as_array().cloned().unwrap_or_default();
+        assert!(!evs.is_empty(), "{q:?}: {}", r.body);
+        for e in evs {
+            let id = e["id"].as_str().or(e["event_id"].as_str()).unwrap_or("");
+            assert_eq!(id.starts_with("evt_"), prefixed, "{q:?}: {e}");
+        }
+    }
 }

@@ -981,7 +981,11 @@ impl Service {
         payload: Value,
         readers: &BTreeSet<Address>,
     ) -> ApiResult<String> {
-        let id = self.env.ids().event().to_string();
+        let id = if self.quirk(Quirk::UnprefixedEventIds) {
+            self.env.ids().ulid().to_string()
+        } else {
+            self.env.ids().event().to_string()
+        };
         tx.exec(
             "INSERT INTO events (id, type, thread_id, envelope_id, payload, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![id, kind, thread.map(|t| t.to_string()), envelope.map(|e| e.to_string()), payload.to_string(), self.env.now().to_rfc3339()],
