@@ -20,6 +20,7 @@ mod ops;
 mod ratelimit;
 mod search;
 mod signatures;
+mod structure;
 mod tasks;
 mod thread_kit;
 mod threads;
@@ -32,7 +33,7 @@ pub const RETIRED: &[&str] = &[];
 
 /// Every case, in catalogue order (area by area).
 pub fn all() -> Vec<&'static Case> {
-    let areas: [&'static [Case]; 22] = [
+    let areas: [&'static [Case]; 23] = [
         discovery::CASES,
         envelopes::CASES,
         signatures::CASES,
@@ -55,6 +56,7 @@ pub fn all() -> Vec<&'static Case> {
         errors::CASES,
         transport::CASES,
         limits::CASES,
+        structure::CASES,
     ];
     areas.iter().flat_map(|a| a.iter()).collect()
 }

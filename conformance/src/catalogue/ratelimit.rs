@@ -77,7 +77,7 @@ pub const CASES: &[Case] = &[
         strength: Strength::Must,
         spec: &["v1.1 §14.3", "v1.1 §24.2", "v1.0 §13.3"],
         requirement: "A node MUST rate-limit POST /v1/envelopes and answer 429 RATE_LIMIT_EXCEEDED past the limit.",
-        covers: &["R-14.3-01"],
+        covers: &["R-14.3-01", "R-24.2-16"],
         needs: &[Need::Provisioning, Need::RateLimit],
         how: "Read rate_limits.envelopes_per_identity_per_min from /v1/protocol/capabilities (skip when absent or 0); a fresh identity posts up to 2×limit+1 envelopes; one must be 429 RATE_LIMIT_EXCEEDED with a §24.1 body.",
         mutant: Mutant::Quirk("disable-rate-limit"),

@@ -562,7 +562,7 @@ pub const CASES: &[Case] = &[
         strength: Strength::Must,
         spec: &["v1.1 §7.2", "v1.0 §7.2"],
         requirement: "The signature covers the RFC 8785 form of the envelope, not the JSON text: member order, whitespace and number spelling do not matter.",
-        covers: &["R-7.2-01", "R-7.2-02", "R-7.2-03", "R-7.2-05"],
+        covers: &["R-7.2-01", "R-7.2-02", "R-7.2-03", "R-7.2-05", "R-7.2-08"],
         needs: P,
         how: "Sign a message with parameters {n: 15}; send it as raw JSON text with every object's members reversed, newlines, tabs and CRs between tokens, and n written 1.5E1; expect 201. (The self-test's quirk checks a non-JCS serialization, which the number spelling exposes.)",
         mutant: Mutant::Quirk("non-canonical-signing-form"),

@@ -149,11 +149,19 @@ pub enum Quirk {
     SkipObserverDelivery,
     /// Mark a single-use token spent without emitting the `capability.spent` event (v1.1 §12.5).
     OmitCapabilitySpentEvent,
+    /// Treat an envelope without `audience` as mode `recipients` instead of `thread` (v1.1
+    /// §8.2 "When `audience` is omitted, nodes MUST treat it as mode `thread`").
+    OmittedAudienceAsRecipients,
+    /// Read lone UTF-16 surrogate escapes in JSON bodies as U+FFFD instead of refusing the
+    /// body (v1.1 §7.2 "Lone surrogate code points MUST be rejected").
+    AcceptLoneSurrogates,
+    /// Issue event ids as bare ULIDs without the `evt_` prefix (v1.1 §8.4).
+    UnprefixedEventIds,
 }
 
 impl Quirk {
     /// Every quirk, in declaration order.
-    pub const ALL: [Quirk; 65] = [
+    pub const ALL: [Quirk; 68] = [
         Quirk::AcceptBadSignature,
         Quirk::AllowDuplicateIds,
         Quirk::SkipEnvelopeValidation,
@@ -219,6 +227,9 @@ impl Quirk {
         Quirk::IgnoreThreadLink,
         Quirk::SkipObserverDelivery,
         Quirk::OmitCapabilitySpentEvent,
+        Quirk::OmittedAudienceAsRecipients,
+        Quirk::AcceptLoneSurrogates,
+        Quirk::UnprefixedEventIds,
     ];
 
     /// The kebab-case name used on the command line and in reports.

@@ -253,6 +253,31 @@ async fn violate(q: Quirk, n: &TestNode) -> Resp {
         Quirk::AcceptNonCanonicalAddress => {
             register_raw(n, "dave", 22, false, Some("loom://Dave@node.test")).await
         }
+        Quirk::OmittedAudienceAsRecipients => {
+            let t = n.thread_id();
+            let root = alice.message(n, &t, None, &[&bob, &carol], "root");
+            alice.send(n, root.clone()).await.expect(201);
+            let mut e = alice.message(n, &t, root["id"].as_str(), &[&bob], "to bob");
+            e.as_object_mut().unwrap().remove("audience");
+            let id = e["id"].as_str().unwrap().to_owned();
+            alice.send(n, e).await.expect(201);
+            n.get(&format!("/v1/envelopes/{id}"), &carol.token).await
+        }
+        Quirk::AcceptLoneSurrogates => {
+            let e = alice.sign(alice.message(n, &t, Some(rid), &[&bob], "a \u{FFFD} b"));
+            let text =
+                serde_json::to_string(&e)
+                    .unwrap()
+                    .replacen("a \u{FFFD} b", "a \\ud800 b", 1);
+            n.raw(
+                "POST",
+                "/v1/envelopes",
+                Some(&alice.token),
+                &[],
+                Some(("application/json", text.into_bytes())),
+            )
+            .await
+        }
         Quirk::AllowRevokingLastKey => {
             n.call(
                 "DELETE",
@@ -297,7 +322,8 @@ async fn violate(q: Quirk, n: &TestNode) -> Resp {
         | Quirk::ChallengeWithoutExpiry
         | Quirk::OmitRefreshToken
         | Quirk::IdentityDocumentWithoutKeys
-        | Quirk::IgnoreKeyRevocation => {
+        | Quirk::IgnoreKeyRevocation
+        | Quirk::UnprefixedEventIds => {
             unreachable!("checked by their own tests")
         }
     }
@@ -363,6 +389,7 @@ const REFUSALS: &[(Quirk, u16, &str, u16)] = &[
         "ENVELOPE_INVALID",
         201,
     ),
+    (Quirk::AcceptLoneSurrogates, 400, "ENVELOPE_INVALID", 201),
     (
         Quirk::AllowRevokingLastKey,
         409,
@@ -495,6 +522,8 @@ fn every_quirk_is_exercised() {
         Quirk::OmitRefreshToken,
         Quirk::IdentityDocumentWithoutKeys,
         Quirk::IgnoreKeyRevocation,
+        Quirk::OmittedAudienceAsRecipients,
+        Quirk::UnprefixedEventIds,
     ];
     for q in Quirk::ALL {
         if ACCEPTANCES.contains(&q) || q == Quirk::DropNullMembers || OBSERVED.contains(&q) {
@@ -1096,5 +1125,59 @@ async fn tls_quirks_allow_tls12_and_drop_h2() {
             b"h2"
         };
         assert_eq!(alpn.as_deref(), Some(want), "{q:?}");
+    }
+}
+
+#[tokio::test]
+async fn skip_envelope_validation_waives_head_members_and_op_family() {
+    for (q, status) in [(None, 400), (Some(Quirk::SkipEnvelopeValidation), 201)] {
+        let n = node(q);
+        let alice = n.register("alice", "human", 1).await;
+        let t = n.thread_id();
+        let root = alice.message(&n, &t, None, &[&alice], "root");
+        alice.send(&n, root).await.expect(201);
+        for member in ["id", "thread_id", "created_at"] {
+            let mut e = alice.message(&n, &n.thread_id(), None, &[&alice], "x");
+            e.as_object_mut().unwrap().remove(member);
+            let r = alice.send(&n, e).await;
+            assert_eq!(
+                r.status.as_u16(),
+                status,
+                "{q:?} without {member}: {}",
+                r.body
+            );
+        }
+        let r = alice
+            .send(&n, alice.op(&n, &t, "note.add@v1", json!({})))
+            .await;
+        assert_eq!(r.status.as_u16(), status, "{q:?} note.add op: {}", r.body);
+    }
+}
+
+#[tokio::test]
+async fn omitted_audience_as_recipients_hides_replies_from_participants() {
+    let q = Quirk::OmittedAudienceAsRecipients;
+    violate(q, &node(None)).await.expect(200);
+    let r = violate(q, &node(Some(q))).await;
+    assert_eq!(r.status.as_u16(), 403, "{}", r.body);
+    assert_eq!(r.body["error"]["code"], "AUDIENCE_DENIED");
+}
+
+#[tokio::test]
+async fn unprefixed_event_ids_drop_the_evt_prefix() {
+    for (q, prefixed) in [(None, true), (Some(Quirk::UnprefixedEventIds), false)] {
+        let n = node(q);
+        let alice = n.register("alice", "human", 1).await;
+        alice
+            .send(&n, alice.message(&n, &n.thread_id(), None, &[&alice], "x"))
+            .await
+            .expect(201);
+        let r = n.get("/v1/events", &alice.token).await.expect(200);
+        let evs = r.body["events"].as_array().cloned().unwrap_or_default();
+        assert!(!evs.is_empty(), "{q:?}: {}", r.body);
+        for e in evs {
+            let id = e["id"].as_str().or(e["event_id"].as_str()).unwrap_or("");
+            assert_eq!(id.starts_with("evt_"), prefixed, "{q:?}: {e}");
+        }
     }
 }
