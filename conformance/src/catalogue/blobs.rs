@@ -155,7 +155,7 @@ pub const CASES: &[Case] = &[
         strength: Strength::Must,
         spec: &["v1.1 §16.7"],
         requirement: "Blob downloads MUST require an auth token.",
-        covers: &["R-16.7-01"],
+        covers: &["R-16.7-01", "R-8.4-05"],
         needs: NEEDS,
         how: "The owner downloads a completed blob (200, control); the same GET /v1/blobs/{id} without Authorization must be 401 with a §24.1 body.",
         mutant: Mutant::Quirk("anonymous-blob-download"),

@@ -336,7 +336,7 @@ pub const CASES: &[Case] = &[
         strength: Strength::Must,
         spec: &["v1.1 §16.4", "v1.1 §12.3"],
         requirement: "POST /v1/capabilities issues a token, GET /v1/capabilities?thread_id= lists it, DELETE /v1/capabilities/{id} revokes it through a capability.revoked@v1 thread_op.",
-        covers: &["R-12.3-02", "R-12.3-05"],
+        covers: &["R-12.3-02", "R-12.3-05", "R-16.4-01"],
         needs: &[Need::Provisioning, Need::Capabilities],
         how: "Alice POSTs a signed resolve token for Bob (2xx); Bob's GET ?thread_id= lists its id; Alice DELETEs it with the signed capability.revoked@v1 op as body (the reference node's convention, reference/node/src/service/capabilities.rs) (2xx); cap_epoch is 1 and the token is refused.",
         mutant: Mutant::Quirk("skip-capability-check"),

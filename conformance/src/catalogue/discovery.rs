@@ -327,7 +327,7 @@ pub const CASES: &[Case] = &[
         strength: Strength::Must,
         spec: NODE_DOC,
         requirement: "The node document MUST include the node signing keys.",
-        covers: &["R-15.2-08"],
+        covers: &["R-15.2-08", "R-8.4-10"],
         needs: &[],
         how: "GET /.well-known/loom.json; signing_keys must be non-empty, each key_id k_node_sign_… and each public_key a valid base64url Ed25519 key.",
         mutant: Mutant::Quirk("incomplete-node-document"),
