@@ -14,6 +14,7 @@ mod errors;
 mod events;
 mod forks;
 mod idempotency;
+mod identifiers;
 mod identity;
 mod limits;
 mod ops;
@@ -33,7 +34,7 @@ pub const RETIRED: &[&str] = &[];
 
 /// Every case, in catalogue order (area by area).
 pub fn all() -> Vec<&'static Case> {
-    let areas: [&'static [Case]; 23] = [
+    let areas: [&'static [Case]; 24] = [
         discovery::CASES,
         envelopes::CASES,
         signatures::CASES,
@@ -57,6 +58,7 @@ pub fn all() -> Vec<&'static Case> {
         transport::CASES,
         limits::CASES,
         structure::CASES,
+        identifiers::CASES,
     ];
     areas.iter().flat_map(|a| a.iter()).collect()
 }

@@ -157,11 +157,17 @@ pub enum Quirk {
     AcceptLoneSurrogates,
     /// Issue event ids as bare ULIDs without the `evt_` prefix (v1.1 §8.4).
     UnprefixedEventIds,
+    /// Accept envelope attachment ids without the `att_` prefix (v1.1 §8.4).
+    AcceptAnyAttachmentId,
+    /// Accept signing key ids without the `k_sign_` prefix at registration (v1.1 §8.4).
+    AcceptAnySigningKeyId,
+    /// Accept encryption key ids without the `k_enc_` prefix at registration (v1.1 §8.4).
+    AcceptAnyEncryptionKeyId,
 }
 
 impl Quirk {
     /// Every quirk, in declaration order.
-    pub const ALL: [Quirk; 68] = [
+    pub const ALL: [Quirk; 71] = [
         Quirk::AcceptBadSignature,
         Quirk::AllowDuplicateIds,
         Quirk::SkipEnvelopeValidation,
@@ -230,6 +236,9 @@ impl Quirk {
         Quirk::OmittedAudienceAsRecipients,
         Quirk::AcceptLoneSurrogates,
         Quirk::UnprefixedEventIds,
+        Quirk::AcceptAnyAttachmentId,
+        Quirk::AcceptAnySigningKeyId,
+        Quirk::AcceptAnyEncryptionKeyId,
     ];
 
     /// The kebab-case name used on the command line and in reports.

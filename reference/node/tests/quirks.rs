@@ -253,6 +253,15 @@ async fn violate(q: Quirk, n: &TestNode) -> Resp {
         Quirk::AcceptNonCanonicalAddress => {
             register_raw(n, "dave", 22, false, Some("loom://Dave@node.test")).await
         }
+        Quirk::AcceptAnyAttachmentId => {
+            let mut e = alice.message(n, &t, Some(rid), &[&bob], "x");
+            e["attachments"] = json!([{"id": "file_01ARZ3NDEKTSV4RRFFQ69G5FAV", "blob_id": "blob_01ARZ3NDEKTSV4RRFFQ69G5FAV", "hash": format!("sha256:{}", "0".repeat(64))}]);
+            alice.send(n, e).await
+        }
+        Quirk::AcceptAnySigningKeyId => register_extra_key(n, "erin", 23, "signing_keys").await,
+        Quirk::AcceptAnyEncryptionKeyId => {
+            register_extra_key(n, "fred", 24, "encryption_keys").await
+        }
         Quirk::OmittedAudienceAsRecipients => {
             let t = n.thread_id();
             let root = alice.message(n, &t, None, &[&bob, &carol], "root");
@@ -390,6 +399,14 @@ const REFUSALS: &[(Quirk, u16, &str, u16)] = &[
         201,
     ),
     (Quirk::AcceptLoneSurrogates, 400, "ENVELOPE_INVALID", 201),
+    (Quirk::AcceptAnyAttachmentId, 400, "ENVELOPE_INVALID", 201),
+    (Quirk::AcceptAnySigningKeyId, 400, "ENVELOPE_INVALID", 201),
+    (
+        Quirk::AcceptAnyEncryptionKeyId,
+        400,
+        "ENVELOPE_INVALID",
+        201,
+    ),
     (
         Quirk::AllowRevokingLastKey,
         409,
@@ -977,6 +994,48 @@ async fn register_raw(
     let hash = loom_node::service::identity::registration_document_hash(&req);
     let nonce = ch.body["nonce"].as_str().unwrap();
     let nonce = if bad_proof { "wrong" } else { nonce };
+    let text = loom_node::service::identity::registration_text(&address, &key_id, &hash, nonce);
+    req["registration_proof"] = json!({
+        "challenge_id": ch.body["challenge_id"],
+        "key_id": key_id,
+        "signature": sign_b64url(&key, None, text.as_bytes()),
+    });
+    n.call("POST", "/v1/identity", None, Some(req)).await
+}
+
+/// Registers `local` with a second key in `member` whose id has no typed prefix.
+async fn register_extra_key(n: &TestNode, local: &str, seed: u8, member: &str) -> Resp {
+    let address = format!("loom://{local}@{}", support::DOMAIN);
+    let key = signing_key_from_seed(&[seed; 32]);
+    let key_id = format!("k_sign_{local}_1");
+    let ch = n
+        .call(
+            "POST",
+            "/v1/identity/challenge",
+            None,
+            Some(json!({"identity": address, "key_id": key_id})),
+        )
+        .await
+        .expect(200);
+    let pem = public_key_to_spki_pem(&key.verifying_key());
+    let mut req = json!({
+        "id": address,
+        "type": "human",
+        "display_name": local,
+        "signing_keys": [{"key_id": key_id, "public_key_pem": pem}],
+    });
+    let extra = if member == "signing_keys" {
+        json!({"key_id": format!("dev_{local}_2"), "public_key_pem": pem})
+    } else {
+        json!({"key_id": format!("dev_{local}_x"), "public_key": "A".repeat(43)})
+    };
+    if member == "signing_keys" {
+        req["signing_keys"].as_array_mut().unwrap().push(extra);
+    } else {
+        req[member] = json!([extra]);
+    }
+    let hash = loom_node::service::identity::registration_document_hash(&req);
+    let nonce = ch.body["nonce"].as_str().unwrap();
     let text = loom_node::service::identity::registration_text(&address, &key_id, &hash, nonce);
     req["registration_proof"] = json!({
         "challenge_id": ch.body["challenge_id"],

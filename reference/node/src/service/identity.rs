@@ -118,10 +118,18 @@ fn parse_type(s: &str) -> ApiResult<IdentityType> {
     Ok(t)
 }
 
-fn parse_key(field: &str, k: &KeyInput, kind: KeyKind) -> ApiResult<(String, String)> {
-    KeyId::parse(&k.key_id, kind).map_err(|e| {
-        ApiError::bad_request(format!("{field}.key_id"), e.to_string(), "v1.1 §8.4")
-    })?;
+/// `any_id`: the quirk that waives the key id prefix check is on.
+fn parse_key(
+    field: &str,
+    k: &KeyInput,
+    kind: KeyKind,
+    any_id: bool,
+) -> ApiResult<(String, String)> {
+    if !any_id {
+        KeyId::parse(&k.key_id, kind).map_err(|e| {
+            ApiError::bad_request(format!("{field}.key_id"), e.to_string(), "v1.1 §8.4")
+        })?;
+    }
     let text = k
         .public_key_pem
         .as_deref()
@@ -260,6 +268,7 @@ impl Service {
                 &format!("signing_keys[{i}]"),
                 k,
                 KeyKind::Signing,
+                self.quirk(crate::quirks::Quirk::AcceptAnySigningKeyId),
             )?);
         }
         let mut encryption = Vec::new();
@@ -268,6 +277,7 @@ impl Service {
                 &format!("encryption_keys[{i}]"),
                 k,
                 KeyKind::Encryption,
+                self.quirk(crate::quirks::Quirk::AcceptAnyEncryptionKeyId),
             )?);
         }
         let proof = &req.registration_proof;
@@ -561,7 +571,7 @@ impl Service {
                 ));
             }
         };
-        let (kid, pk) = parse_key("$body", input, kind)?;
+        let (kid, pk) = parse_key("$body", input, kind, false)?;
         let id = caller.identity.to_string();
         let conn = self.store.conn();
         let tx = conn.unchecked_transaction()?;

@@ -1,0 +1,113 @@
+//! Typed ID prefixes (v1.1 §8.4): attachment ids in envelopes and key ids at registration.
+
+use super::identity::{challenge, challenge_id, fresh};
+use crate::case::{Case, Mutant, Need, Strength, Verdict};
+use crate::ctx::Ctx;
+use loom_client::identity::{registration_document_hash, registration_text};
+use loom_protocol::keys::{public_key_to_spki_pem, sign_b64url};
+use serde_json::{Value, json};
+
+const P: &[Need] = &[Need::Provisioning];
+
+async fn attachment_wrong_prefix(cx: &mut Ctx) -> Verdict {
+    let alice = cx.identity("alice", "human").await?;
+    let bob = cx.identity("bob", "human").await?;
+    let t = cx.thread_id();
+    let mut env = cx.message(&alice, &t, None, &[&bob], "with an attachment");
+    let ulid = cx.envelope_id().replacen("env_", "", 1);
+    env["attachments"] = json!([{
+        "id": format!("file_{ulid}"),
+        "blob_id": format!("blob_{ulid}"),
+        "hash": format!("sha256:{}", "0".repeat(64)),
+        "size_bytes": 5,
+        "filename": "a.txt",
+        "mime_type": "text/plain",
+    }]);
+    alice.sign(&mut env);
+    let i = cx.send(&alice, &env).await?;
+    cx.expect_error(i, 400, "ENVELOPE_INVALID")
+}
+
+/// Registers a fresh identity whose document carries `extra` in `member` (besides its own,
+/// correctly prefixed signing key, which signs the proof); expects a §24.1 4xx refusal.
+async fn register_with_key(cx: &mut Ctx, member: &str, extra: Value) -> Verdict {
+    let id = fresh(cx, "erin")?;
+    let (_, ch) = challenge(cx, "/v1/identity/challenge", id.address(), id.key_id()).await?;
+    let mut req = id.registration_document();
+    match req[member].as_array_mut() {
+        Some(list) => list.push(extra),
+        None => req[member] = json!([extra]),
+    }
+    let hash = registration_document_hash(&req);
+    let nonce = ch["nonce"].as_str().unwrap_or("");
+    let text = registration_text(id.address(), id.key_id(), &hash, nonce);
+    req["registration_proof"] = json!({
+        "challenge_id": challenge_id(&ch),
+        "key_id": id.key_id(),
+        "signature": sign_b64url(id.signing_key(), None, text.as_bytes()),
+    });
+    let i = cx.call("POST", "/v1/identity", None, Some(&req)).await?;
+    let st = cx.t(i).status;
+    cx.expect_that(
+        (400..500).contains(&st),
+        format!("the registration with a {member} key id lacking its prefix refused (4xx)"),
+        format!("HTTP {st}"),
+    )?;
+    cx.expect_error_shape(i)
+}
+
+async fn signing_key_wrong_prefix(cx: &mut Ctx) -> Verdict {
+    let key = loom_protocol::keys::signing_key_from_seed(&cx.seed32());
+    let pem = public_key_to_spki_pem(&key.verifying_key());
+    let extra = json!({"key_id": "sign_device_2", "public_key_pem": pem});
+    register_with_key(cx, "signing_keys", extra).await
+}
+
+async fn encryption_key_wrong_prefix(cx: &mut Ctx) -> Verdict {
+    let raw = cx.seed32();
+    let extra = json!({
+        "key_id": "enc_device_1",
+        "public_key": loom_protocol::keys::b64url_encode(&raw),
+    });
+    register_with_key(cx, "encryption_keys", extra).await
+}
+
+/// Identifier cases.
+pub const CASES: &[Case] = &[
+    Case {
+        id: "core.structure.id.attachment-prefix",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §8.4", "v1.0 §8.3"],
+        requirement: "Attachment IDs MUST use the prefix att_; a node refuses an envelope whose attachment id has another prefix.",
+        covers: &["R-8.4-04"],
+        needs: P,
+        how: "Send a signed message with one attachment whose id is file_<ULID> (blob_id, hash otherwise well-formed); expect 400 ENVELOPE_INVALID.",
+        mutant: Mutant::Quirk("accept-any-attachment-id"),
+        run: |cx| Box::pin(attachment_wrong_prefix(cx)),
+    },
+    Case {
+        id: "core.structure.id.signing-key-prefix",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §8.4", "v1.0 §8.3"],
+        requirement: "Signing key IDs MUST use the prefix k_sign_; a registration listing a signing key id without it is refused.",
+        covers: &["R-8.4-08"],
+        needs: P,
+        how: "Register a fresh identity whose signing_keys add a second Ed25519 key with id sign_device_2 (proof signed by the first, correctly prefixed key); expect a 4xx with a §24.1 body.",
+        mutant: Mutant::Quirk("accept-any-signing-key-id"),
+        run: |cx| Box::pin(signing_key_wrong_prefix(cx)),
+    },
+    Case {
+        id: "core.structure.id.encryption-key-prefix",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §8.4", "v1.0 §8.3"],
+        requirement: "Encryption key IDs MUST use the prefix k_enc_; a registration listing an encryption key id without it is refused.",
+        covers: &["R-8.4-09"],
+        needs: P,
+        how: "Register a fresh identity with encryption_keys holding a 32-byte X25519 key with id enc_device_1; expect a 4xx with a §24.1 body.",
+        mutant: Mutant::Quirk("accept-any-encryption-key-id"),
+        run: |cx| Box::pin(encryption_key_wrong_prefix(cx)),
+    },
+];
