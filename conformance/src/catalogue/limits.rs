@@ -1,6 +1,6 @@
 //! The §10.7 per-thread envelope limit, reached through the limit the target advertises.
 
-use super::thread_kit::reply;
+use super::thread_kit::{reply, senders_for};
 use crate::case::{Case, Mutant, Need, Strength, Verdict};
 use crate::ctx::{Ctx, Ident};
 use serde_json::Value;
@@ -16,40 +16,24 @@ async fn envelopes_per_thread_limit(cx: &mut Ctx) -> Verdict {
             limit.map_or("absent".into(), |l| l.to_string())
         ));
     };
-    // Spread the envelopes over enough senders to stay under the advertised rate limit.
-    let rate = cx
-        .target
-        .capability("/rate_limits/envelopes_per_identity_per_min")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
-    let total = limit + 1;
-    let senders = if rate <= 2 {
-        1
-    } else {
-        total.div_ceil(rate - 2)
-    };
-    if senders > 20 {
-        return cx.skip(format!(
-            "reaching max_envelopes_per_thread = {limit} needs {senders} senders at {rate} envelopes/min"
-        ));
-    }
-    let alice = cx.identity("alice", "human").await?;
-    let mut others = Vec::new();
-    for _ in 1..senders.max(2) {
-        others.push(cx.identity("bob", "human").await?);
-    }
-    let to: Vec<&Ident> = others.iter().collect();
-    let (t, root) = cx.start_thread(&alice, &to).await?;
+    let all = senders_for(
+        cx,
+        limit + 1,
+        &format!("max_envelopes_per_thread = {limit}"),
+    )
+    .await?;
+    let alice = &all[0];
+    let to: Vec<&Ident> = all[1..].iter().collect();
+    let (t, root) = cx.start_thread(alice, &to).await?;
     let root_id = root["id"].as_str().map(str::to_owned);
-    let all: Vec<&Ident> = std::iter::once(&alice).chain(others.iter()).collect();
     // The root is envelope 1; fill the thread up to the limit, all accepted.
     for n in 1..limit {
-        let who = all[usize::try_from(n).unwrap_or(0) % all.len()];
-        let (i, _) = reply(cx, who, &t, root_id.as_deref(), &[&alice], "filling").await?;
+        let who = &all[usize::try_from(n).unwrap_or(0) % all.len()];
+        let (i, _) = reply(cx, who, &t, root_id.as_deref(), &[alice], "filling").await?;
         cx.expect_status(i, 201)?;
     }
-    let last = all[usize::try_from(limit).unwrap_or(0) % all.len()];
-    let (i, _) = reply(cx, last, &t, root_id.as_deref(), &[&alice], "one too many").await?;
+    let last = &all[usize::try_from(limit).unwrap_or(0) % all.len()];
+    let (i, _) = reply(cx, last, &t, root_id.as_deref(), &[alice], "one too many").await?;
     cx.expect_error(i, 400, "ENVELOPE_INVALID")
 }
 

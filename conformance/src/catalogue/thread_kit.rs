@@ -182,3 +182,29 @@ pub fn participant<'v>(th: &'v Value, who: &Ident) -> Option<&'v Value> {
 pub fn is_current(th: &Value, who: &Ident) -> bool {
     participant(th, who).is_some_and(|p| p["left_at"].is_null())
 }
+
+/// Enough fresh identities to send `total` envelopes under the target's advertised
+/// per-identity envelope rate limit (at least two: a root needs a primary recipient, §8.2).
+/// The first is the thread owner. Skips when more than 20 would be needed.
+pub async fn senders_for(cx: &mut Ctx, total: u64, what: &str) -> Result<Vec<Ident>, Finding> {
+    let rate = cx
+        .target
+        .capability("/rate_limits/envelopes_per_identity_per_min")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let n = if rate <= 2 {
+        1
+    } else {
+        total.div_ceil(rate - 2)
+    };
+    if n > 20 {
+        return Err(Finding::Skip(format!(
+            "reaching {what} needs {n} senders at {rate} envelopes/min"
+        )));
+    }
+    let mut all = vec![cx.identity("alice", "human").await?];
+    for _ in 1..n.max(2) {
+        all.push(cx.identity("bob", "human").await?);
+    }
+    Ok(all)
+}

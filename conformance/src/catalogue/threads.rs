@@ -1,7 +1,7 @@
 //! Threads and the envelope DAG (v1.1 §10.1–§10.3, §10.5, §10.7, §11.6, §16.2).
 
 use super::thread_kit::{
-    expect_refused_without, has_id, id_of, is_current, participant, reply, send_op,
+    expect_refused_without, has_id, id_of, is_current, participant, reply, send_op, senders_for,
     thread_envelopes, thread_obj,
 };
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
@@ -232,44 +232,22 @@ async fn pending_parents_limit(cx: &mut Ctx) -> Verdict {
             limit.map_or("absent".into(), |l| l.to_string())
         ));
     };
-    // Spread the envelopes over enough senders to stay under the advertised rate limit.
-    let rate = cx
-        .target
-        .capability("/rate_limits/envelopes_per_identity_per_min")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
-    let total = limit + 2;
-    let senders = if rate <= 2 {
-        1
-    } else {
-        total.div_ceil(rate - 2)
-    };
-    if senders > 20 {
-        return cx.skip(format!(
-            "reaching max_pending_parents = {limit} needs {senders} senders at {rate} envelopes/min"
-        ));
-    }
-    let alice = cx.identity("alice", "human").await?;
-    let mut others = Vec::new();
-    // At least one recipient: a root needs a primary one (§8.2).
-    for _ in 1..senders.max(2) {
-        others.push(cx.identity("bob", "human").await?);
-    }
-    let to: Vec<&Ident> = others.iter().collect();
+    let all = senders_for(cx, limit + 2, &format!("max_pending_parents = {limit}")).await?;
+    let alice = &all[0];
+    let to: Vec<&Ident> = all[1..].iter().collect();
     let t = cx.thread_id();
-    let root = cx.signed_message(&alice, &t, None, &to, "root");
-    let i = cx.send(&alice, &root).await?;
+    let root = cx.signed_message(alice, &t, None, &to, "root");
+    let i = cx.send(alice, &root).await?;
     cx.expect_status(i, 201)?;
-    let all: Vec<&Ident> = std::iter::once(&alice).chain(others.iter()).collect();
     for n in 0..limit {
-        let who = all[usize::try_from(n).unwrap_or(0) % all.len()];
+        let who = &all[usize::try_from(n).unwrap_or(0) % all.len()];
         let missing = cx.envelope_id();
-        let (i, _) = reply(cx, who, &t, Some(&missing), &[&alice], "orphan").await?;
+        let (i, _) = reply(cx, who, &t, Some(&missing), &[alice], "orphan").await?;
         cx.expect_status(i, 201)?;
     }
     let missing = cx.envelope_id();
-    let last = all[usize::try_from(limit).unwrap_or(0) % all.len()];
-    let (i, _) = reply(cx, last, &t, Some(&missing), &[&alice], "one too many").await?;
+    let last = &all[usize::try_from(limit).unwrap_or(0) % all.len()];
+    let (i, _) = reply(cx, last, &t, Some(&missing), &[alice], "one too many").await?;
     cx.expect_error(i, 400, "ENVELOPE_INVALID")
 }
 

@@ -7,10 +7,8 @@ use crate::error::ClientError;
 use ed25519_dalek::SigningKey;
 use loom_protocol::Address;
 use loom_protocol::id::{KeyId, KeyKind};
-use loom_protocol::jcs::to_canonical_bytes;
 use loom_protocol::keys::{public_key_to_spki_pem, sign_b64url, signing_key_from_seed};
-use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
+use serde_json::{Value, json};
 use std::fmt;
 
 /// An identity with its signing key.
@@ -221,34 +219,7 @@ impl Identity {
     }
 }
 
-/// The text a registration proof signs (DESIGN.md §9).
-pub fn registration_text(identity: &str, key_id: &str, document_hash: &str, nonce: &str) -> String {
-    format!("loom.identity.register.v1\n{identity}\n{key_id}\n{document_hash}\n{nonce}")
-}
-
-/// `document_hash` (DESIGN.md §9): hex SHA-256 of the RFC 8785 form of `{loom: "1.1", id,
-/// type, display_name, signing_keys (sorted by key_id), encryption_keys?, agent_info?}`
-/// taken from a registration request.
-pub fn registration_document_hash(req: &Value) -> String {
-    let mut doc = Map::new();
-    doc.insert("loom".into(), "1.1".into());
-    for k in ["id", "type", "display_name"] {
-        doc.insert(k.into(), req.get(k).cloned().unwrap_or(Value::Null));
-    }
-    let mut keys: Vec<Value> = req
-        .get("signing_keys")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    keys.sort_by(|a, b| a["key_id"].as_str().cmp(&b["key_id"].as_str()));
-    doc.insert("signing_keys".into(), Value::Array(keys));
-    for k in ["encryption_keys", "agent_info"] {
-        if let Some(v) = req.get(k).filter(|v| !v.is_null()) {
-            doc.insert(k.into(), v.clone());
-        }
-    }
-    hex::encode(Sha256::digest(to_canonical_bytes(&Value::Object(doc))))
-}
+pub use loom_protocol::registration::{registration_document_hash, registration_text};
 
 /// Reads a key file: 64 hex digits (a 32-byte Ed25519 seed), surrounding whitespace ignored.
 pub fn parse_key_file(text: &str) -> Result<[u8; 32], ClientError> {

@@ -24,6 +24,7 @@ pub mod id;
 pub mod jcs;
 pub mod keys;
 pub mod policy;
+pub mod registration;
 pub mod scope;
 pub mod task;
 pub mod thread;

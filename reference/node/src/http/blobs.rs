@@ -3,12 +3,10 @@
 //! `Content-Type`, a `Content-Disposition` with an ASCII-safe file name, and the SHA-256 as
 //! `ETag`. Initiating honours `Idempotency-Key` (§14.4).
 
-use super::envelopes::{idempotency_key, respond};
+use super::envelopes::create_once;
 use super::{AppState, Authed, StrictJson, json_response};
 use crate::error::ApiError;
 use crate::service::blobs::BlobCreate;
-use crate::service::envelopes::request_hash;
-use crate::service::idempotency::Outcome;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -34,18 +32,9 @@ async fn create(
     body: StrictJson,
 ) -> R {
     let req: BlobCreate = body.parse("v1.1 §16.7")?;
-    let key = idempotency_key(&headers)?;
-    let outcome = s.idempotent(
-        &c,
-        key,
-        "POST /v1/blobs",
-        &request_hash(&body.raw),
-        || match s.create_blob(&c, &req) {
-            Ok(v) => Outcome::Ok(201, v),
-            Err(e) => Outcome::Err(e),
-        },
-    )?;
-    Ok(respond(outcome))
+    create_once(&s, &c, &headers, "POST /v1/blobs", &body.raw, || {
+        s.create_blob(&c, &req)
+    })
 }
 
 async fn part(

@@ -1,10 +1,8 @@
 //! Delegation routes (v1.1 §16.5); creating honours `Idempotency-Key` (§14.4).
 
-use super::envelopes::{idempotency_key, respond};
+use super::envelopes::create_once;
 use super::{AppState, Authed, StrictJson, json_response};
 use crate::error::ApiError;
-use crate::service::envelopes::request_hash;
-use crate::service::idempotency::Outcome;
 use axum::Router;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
@@ -46,18 +44,9 @@ async fn create(
     headers: HeaderMap,
     body: StrictJson,
 ) -> R {
-    let key = idempotency_key(&headers)?;
-    let outcome = s.idempotent(
-        &c,
-        key,
-        "POST /v1/delegations",
-        &request_hash(&body.raw),
-        || match s.create_delegation(&c, body.value.clone()) {
-            Ok(v) => Outcome::Ok(201, v),
-            Err(e) => Outcome::Err(e),
-        },
-    )?;
-    Ok(respond(outcome))
+    create_once(&s, &c, &headers, "POST /v1/delegations", &body.raw, || {
+        s.create_delegation(&c, body.value.clone())
+    })
 }
 
 async fn list(

@@ -36,6 +36,24 @@ pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<&str>, ApiEr
         .transpose()
 }
 
+/// Runs a create endpoint once per `Idempotency-Key` (§14.4): `f` produces the 201 body or
+/// the error, and a repeat with the same key gets the same answer.
+pub(super) fn create_once(
+    s: &crate::service::Service,
+    c: &crate::service::Caller,
+    headers: &HeaderMap,
+    route: &str,
+    raw: &[u8],
+    f: impl FnOnce() -> crate::error::ApiResult<serde_json::Value>,
+) -> R {
+    let key = idempotency_key(headers)?;
+    let outcome = s.idempotent(c, key, route, &request_hash(raw), || match f() {
+        Ok(v) => Outcome::Ok(201, v),
+        Err(e) => Outcome::Err(e),
+    })?;
+    Ok(respond(outcome))
+}
+
 pub(super) fn respond(outcome: Outcome) -> Response {
     match outcome {
         Outcome::Ok(status, body) => {
@@ -51,18 +69,9 @@ async fn submit(
     headers: HeaderMap,
     body: StrictJson,
 ) -> R {
-    let key = idempotency_key(&headers)?;
-    let outcome = s.idempotent(
-        &c,
-        key,
-        "POST /v1/envelopes",
-        &request_hash(&body.raw),
-        || match s.submit_envelope(&c, body.value.clone()) {
-            Ok(v) => Outcome::Ok(201, v),
-            Err(e) => Outcome::Err(e),
-        },
-    )?;
-    Ok(respond(outcome))
+    create_once(&s, &c, &headers, "POST /v1/envelopes", &body.raw, || {
+        s.submit_envelope(&c, body.value.clone())
+    })
 }
 
 async fn get_envelope(State(s): State<AppState>, Authed(c): Authed, Path(id): Path<String>) -> R {
@@ -101,13 +110,8 @@ async fn post_op(
     headers: HeaderMap,
     body: StrictJson,
 ) -> R {
-    let key = idempotency_key(&headers)?;
     let route = format!("POST /v1/threads/{id}/ops");
-    let outcome = s.idempotent(&c, key, &route, &request_hash(&body.raw), || {
-        match s.post_thread_op(&c, &id, body.value.clone()) {
-            Ok(v) => Outcome::Ok(201, v),
-            Err(e) => Outcome::Err(e),
-        }
-    })?;
-    Ok(respond(outcome))
+    create_once(&s, &c, &headers, &route, &body.raw, || {
+        s.post_thread_op(&c, &id, body.value.clone())
+    })
 }

@@ -6,18 +6,15 @@ use crate::error::{ApiError, ApiResult};
 use crate::store::Cached;
 use loom_protocol::documents::IdentityType;
 use loom_protocol::id::{KeyId, KeyKind};
-use loom_protocol::jcs::to_canonical_bytes;
 use loom_protocol::keys::{
     public_key_from_any, public_key_to_b64url, signature_from_b64url, verify,
 };
 use loom_protocol::{Address, ErrorCode, Timestamp};
 use rusqlite::{OptionalExtension, params};
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
+use serde_json::{Value, json};
 
-/// The purpose string of registration challenges (DESIGN.md §9).
-pub const REGISTER_PURPOSE: &str = "identity.register@v1";
+pub use loom_protocol::registration::REGISTER_PURPOSE;
 /// How long a challenge stays usable.
 pub const CHALLENGE_TTL_MS: i64 = 5 * 60 * 1000;
 
@@ -77,32 +74,7 @@ pub struct RegisterRequest {
     pub registration_proof: RegistrationProof,
 }
 
-/// The text a registration proof signs (DESIGN.md §9).
-pub fn registration_text(identity: &str, key_id: &str, document_hash: &str, nonce: &str) -> String {
-    format!("loom.identity.register.v1\n{identity}\n{key_id}\n{document_hash}\n{nonce}")
-}
-
-/// `document_hash`: hex SHA-256 of the canonical JSON of the registered document's core.
-pub fn registration_document_hash(req: &Value) -> String {
-    let mut doc = Map::new();
-    doc.insert("loom".into(), "1.1".into());
-    for k in ["id", "type", "display_name"] {
-        doc.insert(k.into(), req.get(k).cloned().unwrap_or(Value::Null));
-    }
-    let mut keys: Vec<Value> = req
-        .get("signing_keys")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    keys.sort_by(|a, b| a["key_id"].as_str().cmp(&b["key_id"].as_str()));
-    doc.insert("signing_keys".into(), Value::Array(keys));
-    for k in ["encryption_keys", "agent_info"] {
-        if let Some(v) = req.get(k).filter(|v| !v.is_null()) {
-            doc.insert(k.into(), v.clone());
-        }
-    }
-    hex::encode(Sha256::digest(to_canonical_bytes(&Value::Object(doc))))
-}
+pub use loom_protocol::registration::{registration_document_hash, registration_text};
 
 fn parse_type(s: &str) -> ApiResult<IdentityType> {
     let t: IdentityType = serde_json::from_value(Value::from(s)).map_err(|_| {
