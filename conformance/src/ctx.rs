@@ -307,6 +307,18 @@ impl Ctx {
         self.expect_error(i, status, code)
     }
 
+    /// Exchange `i` must be a refusal: a 4xx with a §24.1 body (for rules whose error code the
+    /// spec does not name).
+    pub fn expect_refused(&self, i: usize) -> Verdict {
+        let st = self.t(i).status;
+        self.expect_that(
+            (400..500).contains(&st),
+            "a 4xx refusal with a §24.1 error body",
+            format!("HTTP {st}"),
+        )?;
+        self.expect_error_shape(i)
+    }
+
     /// Exchange `i` must carry a §24.1 body: `error.code` from the registry, `message`,
     /// `request_id` and `timestamp`.
     pub fn expect_error_shape(&self, i: usize) -> Verdict {

@@ -7,10 +7,10 @@ use loom_protocol::envelope::envelope_signing_payload;
 use serde_json::{Value, json};
 
 const P: &[Need] = &[Need::Provisioning];
-const INVALID: Mutant = Mutant::Quirk("skip-envelope-validation");
+pub(super) const INVALID: Mutant = Mutant::Quirk("skip-envelope-validation");
 
 /// Alice and Bob and an unsigned message from Alice to Bob in a fresh thread.
-async fn setup(cx: &mut Ctx) -> Result<(Ident, Ident, Value), Finding> {
+pub(super) async fn setup(cx: &mut Ctx) -> Result<(Ident, Ident, Value), Finding> {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
     let t = cx.thread_id();
@@ -20,7 +20,7 @@ async fn setup(cx: &mut Ctx) -> Result<(Ident, Ident, Value), Finding> {
 
 /// Applies `change` to a fresh message, signs it (so only the change is wrong) and expects
 /// 400 ENVELOPE_INVALID.
-async fn invalid(cx: &mut Ctx, change: fn(&mut Value)) -> Verdict {
+pub(super) async fn invalid(cx: &mut Ctx, change: fn(&mut Value)) -> Verdict {
     let (alice, _, mut env) = setup(cx).await?;
     change(&mut env);
     alice.sign(&mut env);
@@ -28,7 +28,7 @@ async fn invalid(cx: &mut Ctx, change: fn(&mut Value)) -> Verdict {
     cx.expect_error(i, 400, "ENVELOPE_INVALID")
 }
 
-fn remove(env: &mut Value, member: &str) {
+pub(super) fn remove(env: &mut Value, member: &str) {
     if let Some(o) = env.as_object_mut() {
         o.remove(member);
     }
@@ -89,18 +89,7 @@ async fn from_type_mismatch(cx: &mut Ctx) -> Verdict {
     env["from"]["type"] = "service".into();
     alice.sign(&mut env);
     let i = cx.send(&alice, &env).await?;
-    refused_4xx(cx, i)
-}
-
-/// Exchange `i` must be a refusal: a 4xx with a §24.1 body.
-fn refused_4xx(cx: &Ctx, i: usize) -> Verdict {
-    let st = cx.t(i).status;
-    cx.expect_that(
-        (400..500).contains(&st),
-        "a 4xx refusal with a §24.1 error body",
-        format!("HTTP {st}"),
-    )?;
-    cx.expect_error_shape(i)
+    cx.expect_refused(i)
 }
 
 async fn unknown_type(cx: &mut Ctx) -> Verdict {

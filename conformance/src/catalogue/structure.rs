@@ -2,6 +2,7 @@
 //! address form, ID prefixes, per-type content rules, omitted audience, lone surrogates and
 //! the agent envelope signature.
 
+use super::envelopes::{INVALID, invalid, remove, setup};
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
 use crate::ctx::{Ctx, Ident};
 use loom_protocol::delegation::sign_delegation_link;
@@ -9,33 +10,6 @@ use serde_json::{Value, json};
 
 const P: &[Need] = &[Need::Provisioning];
 const AGENT: &[Need] = &[Need::Provisioning, Need::Registration, Need::Agent];
-const INVALID: Mutant = Mutant::Quirk("skip-envelope-validation");
-
-/// Alice and Bob and an unsigned message from Alice to Bob in a fresh thread.
-async fn setup(cx: &mut Ctx) -> Result<(Ident, Ident, Value), Finding> {
-    let alice = cx.identity("alice", "human").await?;
-    let bob = cx.identity("bob", "human").await?;
-    let t = cx.thread_id();
-    let env = cx.message(&alice, &t, None, &[&bob], "hello");
-    Ok((alice, bob, env))
-}
-
-/// Applies `change` to a fresh message, signs it (so only the change is wrong) and expects
-/// 400 ENVELOPE_INVALID.
-async fn invalid(cx: &mut Ctx, change: fn(&mut Value)) -> Verdict {
-    let (alice, _, mut env) = setup(cx).await?;
-    change(&mut env);
-    alice.sign(&mut env);
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_error(i, 400, "ENVELOPE_INVALID")
-}
-
-fn remove(env: &mut Value, member: &str) {
-    if let Some(o) = env.as_object_mut() {
-        o.remove(member);
-    }
-}
-
 /// `id` with its type prefix replaced by `prefix`.
 fn reprefixed(id: &Value, prefix: &str) -> Value {
     let s = id.as_str().unwrap_or_default();
@@ -93,24 +67,13 @@ async fn thread_op_wrong_intent(cx: &mut Ctx) -> Verdict {
     cx.expect_error(i, 400, "ENVELOPE_INVALID")
 }
 
-/// Exchange `i` must be a refusal: a 4xx with a §24.1 body.
-fn refused_4xx(cx: &Ctx, i: usize) -> Verdict {
-    let st = cx.t(i).status;
-    cx.expect_that(
-        (400..500).contains(&st),
-        "a 4xx refusal with a §24.1 error body",
-        format!("HTTP {st}"),
-    )?;
-    cx.expect_error_shape(i)
-}
-
 async fn to_with_fragment(cx: &mut Ctx) -> Verdict {
     let (alice, bob, mut env) = setup(cx).await?;
     env["to"][0]["identity"] = format!("{}#device-1", bob.address()).into();
     alice.sign(&mut env);
     let i = cx.send(&alice, &env).await?;
     // Refusing is the only way a node can keep the signed copy intact and fragment-free.
-    refused_4xx(cx, i)
+    cx.expect_refused(i)
 }
 
 async fn to_mixed_case(cx: &mut Ctx) -> Verdict {
@@ -119,7 +82,7 @@ async fn to_mixed_case(cx: &mut Ctx) -> Verdict {
     env["to"][0]["identity"] = mixed.into();
     alice.sign(&mut env);
     let i = cx.send(&alice, &env).await?;
-    refused_4xx(cx, i)
+    cx.expect_refused(i)
 }
 
 async fn omitted_audience_is_thread(cx: &mut Ctx) -> Verdict {

@@ -3,14 +3,8 @@
 
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict, fail};
 use crate::ctx::Ctx;
-use loom_client::{NodeUrl, Trust};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::WebPkiSupportedAlgorithms;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{
-    ClientConfig, DigitallySignedStruct, ProtocolVersion, SignatureScheme, SupportedProtocolVersion,
-};
-use std::sync::Arc;
+use loom_client::NodeUrl;
+use rustls::{ProtocolVersion, SupportedProtocolVersion};
 use std::time::Duration;
 
 /// What a handshake negotiated.
@@ -28,28 +22,14 @@ async fn handshake(
     alpn: &[&[u8]],
 ) -> Result<Result<Negotiated, String>, Finding> {
     let url = NodeUrl::parse(&cx.target.url).map_err(|e| Finding::Error(e.to_string()))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = ClientConfig::builder_with_provider(provider.clone())
-        .with_protocol_versions(versions)
-        .map_err(|e| Finding::Error(format!("TLS client configuration: {e}")))?;
-    let mut config = match &cx.target.trust {
-        Some(Trust::Roots(roots)) => builder
-            .with_root_certificates(roots.clone())
-            .with_no_client_auth(),
-        Some(Trust::InsecureAnyCertificate) => builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyCertificate(
-                provider.signature_verification_algorithms,
-            )))
-            .with_no_client_auth(),
-        None => {
-            return Err(Finding::Error(
-                "no TLS trust configured for the https target (profile [tls] ca_cert or insecure)"
-                    .into(),
-            ));
-        }
+    let Some(trust) = &cx.target.trust else {
+        return Err(Finding::Error(
+            "no TLS trust configured for the https target (profile [tls] ca_cert or insecure)"
+                .into(),
+        ));
     };
-    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    let config = loom_client::tls::client_config_with(trust, versions, alpn)
+        .map_err(|e| Finding::Error(format!("TLS client configuration: {e}")))?;
     let name =
         loom_client::tls::server_name(&url.host).map_err(|e| Finding::Error(e.to_string()))?;
     let limit = Duration::from_secs_f64(10.0 * cx.timeout_scale);
@@ -60,7 +40,7 @@ async fn handshake(
     .await
     .map_err(|_| Finding::Error(format!("connect {}:{} timed out", url.host, url.port)))?
     .map_err(|e| Finding::Error(format!("connect {}:{}: {e}", url.host, url.port)))?;
-    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let connector = tokio_rustls::TlsConnector::from(config);
     match tokio::time::timeout(limit, connector.connect(name, tcp)).await {
         Err(_) => Ok(Err("the handshake timed out".into())),
         Ok(Err(e)) => Ok(Err(e.to_string())),
@@ -152,45 +132,6 @@ async fn websocket_wss(cx: &mut Ctx) -> Verdict {
         "the advertised real-time endpoint is WebSocket over TLS: websocket_url wss://… (v1.1 §14.1)",
         format!("websocket_url = {}", doc["websocket_url"]),
     )
-}
-
-/// Accepts any certificate (profiles with `tls.insecure`) but checks handshake signatures.
-#[derive(Debug)]
-struct AnyCertificate(WebPkiSupportedAlgorithms);
-
-impl ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_schemes()
-    }
 }
 
 const TRANSPORT: &[&str] = &["v1.1 §14.1", "v1.0 §13.1"];

@@ -56,9 +56,19 @@ impl Trust {
 
 /// The rustls client configuration for `trust`: ring, TLS 1.3 only, ALPN `h2`, `http/1.1`.
 pub fn client_config(trust: &Trust) -> Result<Arc<ClientConfig>, ClientError> {
+    client_config_with(trust, &[&rustls::version::TLS13], &ALPN)
+}
+
+/// A rustls client configuration for `trust` with the given protocol versions and ALPN
+/// offer (ring provider). The conformance harness uses it to probe what a server refuses.
+pub fn client_config_with(
+    trust: &Trust,
+    versions: &[&'static rustls::SupportedProtocolVersion],
+    alpn: &[&[u8]],
+) -> Result<Arc<ClientConfig>, ClientError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
-        .with_protocol_versions(&[&rustls::version::TLS13])
+        .with_protocol_versions(versions)
         .map_err(|e| ClientError::Tls(e.to_string()))?;
     let mut config = match trust {
         Trust::Roots(roots) => builder
@@ -71,7 +81,7 @@ pub fn client_config(trust: &Trust) -> Result<Arc<ClientConfig>, ClientError> {
             )))
             .with_no_client_auth(),
     };
-    config.alpn_protocols = ALPN.iter().map(|p| p.to_vec()).collect();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     Ok(Arc::new(config))
 }
 
