@@ -1,0 +1,1 @@
+//! Loop Engine runtime (Loop Engine protocols).

@@ -1,0 +1,1 @@
+//! `process.yaml` loading and validation (package guide).
