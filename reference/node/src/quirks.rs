@@ -163,11 +163,29 @@ pub enum Quirk {
     AcceptAnySigningKeyId,
     /// Accept encryption key ids without the `k_enc_` prefix at registration (v1.1 §8.4).
     AcceptAnyEncryptionKeyId,
+    /// Register `agent` identities without a `delegator` (v1.1 §6.3).
+    AcceptAgentWithoutDelegator,
+    /// Register agents with an empty or malformed `delegation_scope`, or an expired `delegation_expires` (v1.1 §6.3 "bounded scope").
+    AcceptUnboundedAgentScope,
+    /// Register agents without `agent_info` or `delegation_signature`, and skip verifying the delegator's signature (v1.1 §6.4).
+    AcceptIncompleteAgentDocument,
+    /// Register documents carrying agent members (`delegator`, …) under a type other than `agent` (v1.1 §6.4).
+    AcceptAgentMembersOnOtherTypes,
+    /// Register `team` identities without a members list (v1.1 §6.3).
+    AcceptTeamWithoutMembers,
+    /// Register `team` identities without a routing policy (v1.1 §6.3).
+    AcceptTeamWithoutRoutingPolicy,
+    /// Register `service` identities without an `operator` (v1.1 §6.3).
+    AcceptServiceWithoutOperator,
+    /// Create the fork thread of `thread.fork@v1` without its `linked_threads[]` `parent` entry (v1.1 §11.4).
+    ForkWithoutParentLink,
+    /// Apply `thread.merge@v1` to the parent but leave the fork thread's state unchanged (v1.1 §11.4).
+    MergeLeavesForkOpen,
 }
 
 impl Quirk {
     /// Every quirk, in declaration order.
-    pub const ALL: [Quirk; 71] = [
+    pub const ALL: [Quirk; 80] = [
         Quirk::AcceptBadSignature,
         Quirk::AllowDuplicateIds,
         Quirk::SkipEnvelopeValidation,
@@ -239,6 +257,15 @@ impl Quirk {
         Quirk::AcceptAnyAttachmentId,
         Quirk::AcceptAnySigningKeyId,
         Quirk::AcceptAnyEncryptionKeyId,
+        Quirk::AcceptAgentWithoutDelegator,
+        Quirk::AcceptUnboundedAgentScope,
+        Quirk::AcceptIncompleteAgentDocument,
+        Quirk::AcceptAgentMembersOnOtherTypes,
+        Quirk::AcceptTeamWithoutMembers,
+        Quirk::AcceptTeamWithoutRoutingPolicy,
+        Quirk::AcceptServiceWithoutOperator,
+        Quirk::ForkWithoutParentLink,
+        Quirk::MergeLeavesForkOpen,
     ];
 
     /// The kebab-case name used on the command line and in reports.

@@ -307,3 +307,45 @@ async fn transport_errors_are_section_24_1_bodies() {
     .await
     .expect_error(400, "ENVELOPE_INVALID");
 }
+
+/// §6.3/§6.4: agents publish their delegation, teams their members and routing policy,
+/// services their operator; the delegator's signature must verify and the delegator exist.
+#[tokio::test]
+async fn typed_identities_publish_their_members_and_agents_need_a_signed_delegation() {
+    let n = TestNode::new();
+    let bot = n.register("bot", "agent", 5).await;
+    let doc = n.get("/v1/identity/me", &bot.token).await.expect(200).body;
+    assert_eq!(doc["type"], "agent");
+    assert_eq!(doc["delegator"], format!("loom://sponsor-bot@{DOMAIN}"));
+    for m in [
+        "agent_info",
+        "delegation_scope",
+        "delegation_expires",
+        "delegation_signature",
+    ] {
+        assert!(!doc[m].is_null(), "{m} missing from {doc}");
+    }
+    let team = n.register("desk", "team", 6).await;
+    let doc = n.get("/v1/identity/me", &team.token).await.expect(200).body;
+    assert_eq!(doc["routing_policy"], "all");
+    assert_eq!(doc["members"], json!([]));
+    let svc = n.register("cron", "service", 7).await;
+    let doc = n.get("/v1/identity/me", &svc.token).await.expect(200).body;
+    assert_eq!(doc["operator"], "LOOM test suite");
+
+    // Signed by someone other than the named delegator: refused, nothing stored.
+    let mut forged = n.type_members("bot2", "agent", 8).await;
+    let other = n.type_members("bot3", "agent", 9).await;
+    forged["delegation_signature"] = other["delegation_signature"].clone();
+    let r = n.post_registration("bot2", "agent", 8, forged).await;
+    assert_eq!(r.status.as_u16(), 401, "{}", r.body);
+    assert_eq!(r.body["error"]["code"], "SIGNATURE_INVALID");
+    assert_eq!(r.body["error"]["details"]["field"], "delegation_signature");
+    // A local delegator that is not registered.
+    let mut ghost = n.type_members("bot4", "agent", 10).await;
+    ghost["delegator"] = format!("loom://ghost@{DOMAIN}").into();
+    let r = n.post_registration("bot4", "agent", 10, ghost).await;
+    assert_eq!(r.status.as_u16(), 400, "{}", r.body);
+    assert_eq!(r.body["error"]["details"]["field"], "delegator");
+    assert_eq!(r.body["error"]["details"]["section"], "v1.1 §6.4");
+}

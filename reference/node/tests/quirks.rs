@@ -258,6 +258,13 @@ async fn violate(q: Quirk, n: &TestNode) -> Resp {
             e["attachments"] = json!([{"id": "file_01ARZ3NDEKTSV4RRFFQ69G5FAV", "blob_id": "blob_01ARZ3NDEKTSV4RRFFQ69G5FAV", "hash": format!("sha256:{}", "0".repeat(64))}]);
             alice.send(n, e).await
         }
+        Quirk::AcceptAgentWithoutDelegator
+        | Quirk::AcceptUnboundedAgentScope
+        | Quirk::AcceptIncompleteAgentDocument
+        | Quirk::AcceptAgentMembersOnOtherTypes
+        | Quirk::AcceptTeamWithoutMembers
+        | Quirk::AcceptTeamWithoutRoutingPolicy
+        | Quirk::AcceptServiceWithoutOperator => register_typed_violation(q, n).await,
         Quirk::AcceptAnySigningKeyId => register_extra_key(n, "erin", 23, "signing_keys").await,
         Quirk::AcceptAnyEncryptionKeyId => {
             register_extra_key(n, "fred", 24, "encryption_keys").await
@@ -313,6 +320,8 @@ async fn violate(q: Quirk, n: &TestNode) -> Resp {
         | Quirk::OmitDelegationRevokedEvent
         | Quirk::IgnoreThreadDelegate
         | Quirk::ForkWithoutEntry
+        | Quirk::ForkWithoutParentLink
+        | Quirk::MergeLeavesForkOpen
         | Quirk::IgnoreThreadMerge
         | Quirk::MergeMovesEnvelopes
         | Quirk::IgnoreThreadLink
@@ -403,6 +412,48 @@ const REFUSALS: &[(Quirk, u16, &str, u16)] = &[
     (Quirk::AcceptAnySigningKeyId, 400, "ENVELOPE_INVALID", 201),
     (
         Quirk::AcceptAnyEncryptionKeyId,
+        400,
+        "ENVELOPE_INVALID",
+        201,
+    ),
+    (
+        Quirk::AcceptAgentWithoutDelegator,
+        400,
+        "ENVELOPE_INVALID",
+        201,
+    ),
+    (
+        Quirk::AcceptUnboundedAgentScope,
+        400,
+        "ENVELOPE_INVALID",
+        201,
+    ),
+    (
+        Quirk::AcceptIncompleteAgentDocument,
+        400,
+        "ENVELOPE_INVALID",
+        201,
+    ),
+    (
+        Quirk::AcceptAgentMembersOnOtherTypes,
+        400,
+        "ENVELOPE_INVALID",
+        201,
+    ),
+    (
+        Quirk::AcceptTeamWithoutMembers,
+        400,
+        "ENVELOPE_INVALID",
+        201,
+    ),
+    (
+        Quirk::AcceptTeamWithoutRoutingPolicy,
+        400,
+        "ENVELOPE_INVALID",
+        201,
+    ),
+    (
+        Quirk::AcceptServiceWithoutOperator,
         400,
         "ENVELOPE_INVALID",
         201,
@@ -717,7 +768,9 @@ async fn thread_object_created_at_and_pending_parent_quirks() {
 }
 
 /// Quirks that break an observation rather than a refusal.
-const OBSERVED: [Quirk; 15] = [
+const OBSERVED: [Quirk; 17] = [
+    Quirk::ForkWithoutParentLink,
+    Quirk::MergeLeavesForkOpen,
     Quirk::IgnoreThreadDelegate,
     Quirk::ForkWithoutEntry,
     Quirk::IgnoreThreadMerge,
@@ -803,6 +856,29 @@ async fn holds(q: Quirk, n: &TestNode) -> bool {
                 .expect(200);
             let list = r.body["envelopes"].as_array().unwrap().clone();
             list.len() == 1 && list.iter().all(|e| e["thread_id"] == f.as_str())
+        }
+        Quirk::ForkWithoutParentLink | Quirk::MergeLeavesForkOpen => {
+            // The fork thread does not exist before the operation: the node creates it.
+            let f = n.thread_id();
+            let op = alice.op(
+                n,
+                &t,
+                "thread.fork@v1",
+                json!({"fork_thread_id": f, "forked_from": rid}),
+            );
+            alice.send(n, op).await.expect(201);
+            let fork = thread(&bob, &f).await;
+            if q == Quirk::ForkWithoutParentLink {
+                return fork["state"] == "active"
+                    && fork["linked_threads"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|l| l["thread_id"] == t.as_str() && l["relation"] == "parent");
+            }
+            let op = alice.op(n, &t, "thread.merge@v1", json!({"fork_thread_id": f}));
+            alice.send(n, op).await.expect(201);
+            thread(&bob, &f).await["state"] == "merged"
         }
         Quirk::IgnoreThreadLink => {
             let other = n.thread_id();
@@ -1001,6 +1077,37 @@ async fn register_raw(
         "signature": sign_b64url(&key, None, text.as_bytes()),
     });
     n.call("POST", "/v1/identity", None, Some(req)).await
+}
+
+/// The registration each type-member quirk waives (v1.1 §6.3/§6.4): a correct agent, team
+/// or service document with exactly one rule broken.
+async fn register_typed_violation(q: Quirk, n: &TestNode) -> Resp {
+    let (local, kind, seed) = match q {
+        Quirk::AcceptTeamWithoutMembers | Quirk::AcceptTeamWithoutRoutingPolicy => {
+            ("desk", "team", 30)
+        }
+        Quirk::AcceptServiceWithoutOperator => ("cron", "service", 31),
+        Quirk::AcceptAgentMembersOnOtherTypes => ("mallory", "human", 32),
+        _ => ("bot", "agent", 33),
+    };
+    let mut members = n.type_members("bot", "agent", 33).await;
+    if kind != "agent" {
+        members = match q {
+            Quirk::AcceptAgentMembersOnOtherTypes => json!({"delegator": members["delegator"]}),
+            _ => n.type_members(local, kind, seed).await,
+        };
+    }
+    let o = members.as_object_mut().unwrap();
+    match q {
+        Quirk::AcceptAgentWithoutDelegator => drop(o.remove("delegator")),
+        Quirk::AcceptUnboundedAgentScope => drop(o.insert("delegation_scope".into(), json!([]))),
+        Quirk::AcceptIncompleteAgentDocument => drop(o.remove("delegation_signature")),
+        Quirk::AcceptTeamWithoutMembers => drop(o.remove("members")),
+        Quirk::AcceptTeamWithoutRoutingPolicy => drop(o.remove("routing_policy")),
+        Quirk::AcceptServiceWithoutOperator => drop(o.remove("operator")),
+        _ => {}
+    }
+    n.post_registration(local, kind, seed, members).await
 }
 
 /// Registers `local` with a second key in `member` whose id has no typed prefix.

@@ -21,6 +21,7 @@ pub mod error;
 pub mod fuzzing;
 pub mod http_sig;
 pub mod id;
+pub mod identity_profile;
 pub mod jcs;
 pub mod keys;
 pub mod policy;

@@ -25,7 +25,9 @@ use loom_protocol::policy::{
     check_audience, check_bcc_copy, check_deletable, check_encryption_required,
 };
 use loom_protocol::task::{TaskRole, TaskState, check_task_transition};
-use loom_protocol::thread::{ThreadDag, ThreadLimits, ThreadOp, ThreadState};
+use loom_protocol::thread::{
+    LinkedThread, ThreadDag, ThreadLimits, ThreadOp, ThreadState, ThreadStatus,
+};
 use loom_protocol::{Address, ErrorCode, ProtocolError, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Value, json};
@@ -277,6 +279,9 @@ impl Service {
             }
         };
         tx.commit()?;
+        if let Some(fork) = fork_thread_of(&env, &h) {
+            cache.remove(&fork);
+        }
         let rt = cache
             .get_mut(&h.thread)
             .ok_or_else(|| ApiError::internal("thread cache"))?;
@@ -784,12 +789,22 @@ impl Service {
                 )?;
                 self.audit(tx, &h.sender.to_string(), "capability.revoked", id, payload)?;
             }
-            "thread.merge@v1" if self.quirk(Quirk::MergeMovesEnvelopes) => {
-                if let Some(fork) = param("fork_thread_id") {
-                    tx.exec(
-                        "UPDATE envelopes SET thread_id = ?2, event_seq = event_seq + 1000000, body = json_set(body, '$.thread_id', ?2) WHERE thread_id = ?1",
-                        params![fork, h.thread.to_string()],
-                    )?;
+            "thread.fork@v1" if !self.quirk(Quirk::ForkWithoutEntry) => {
+                if let Some(fork) = param("fork_thread_id").and_then(|f| ThreadId::parse(f).ok()) {
+                    self.materialize_fork(tx, next, fork, op.created_at)?;
+                }
+            }
+            "thread.merge@v1" if !self.quirk(Quirk::IgnoreThreadMerge) => {
+                if let Some(fork) = param("fork_thread_id").and_then(|f| ThreadId::parse(f).ok()) {
+                    if self.quirk(Quirk::MergeMovesEnvelopes) {
+                        tx.exec(
+                            "UPDATE envelopes SET thread_id = ?2, event_seq = event_seq + 1000000, body = json_set(body, '$.thread_id', ?2) WHERE thread_id = ?1",
+                            params![fork.to_string(), h.thread.to_string()],
+                        )?;
+                    }
+                    if !self.quirk(Quirk::MergeLeavesForkOpen) {
+                        self.mark_fork_merged(tx, fork)?;
+                    }
                 }
             }
             "delegation.revoked@v1" => {
@@ -823,6 +838,86 @@ impl Service {
             _ => {}
         }
         Ok(())
+    }
+
+    /// `thread.fork@v1` creates the fork thread (§11.4): it starts with the parent's
+    /// participants and subject and a `linked_threads[]` entry with relation `parent`. A fork
+    /// id naming an existing thread gets the `parent` link added. The thread cache is evicted
+    /// for the fork after commit ([`fork_thread_of`]).
+    fn materialize_fork(
+        &self,
+        tx: &Connection,
+        parent: &ThreadState,
+        fork: ThreadId,
+        at: Timestamp,
+    ) -> ApiResult<()> {
+        let now = self.env.now().to_rfc3339();
+        let link = LinkedThread {
+            thread_id: parent.id,
+            relation: "parent".into(),
+        };
+        let existing = self.stored_thread_state(tx, &fork)?;
+        let mut state = match existing {
+            Some(s) => s,
+            None => {
+                let mut s = parent.clone();
+                s.id = fork;
+                s.state = ThreadStatus::Active;
+                s.forks.clear();
+                s.linked_threads.clear();
+                s.last_event_seq = 0;
+                for p in s.participants.values_mut().filter(|p| p.left_at.is_none()) {
+                    p.joined_at = at;
+                }
+                s
+            }
+        };
+        if !self.quirk(Quirk::ForkWithoutParentLink) {
+            state.linked_threads.insert(link);
+        }
+        let state_json = serde_json::to_string(&state).map_err(ApiError::internal)?;
+        tx.exec(
+            "INSERT INTO threads (id, state, status, subject, created_at, updated_at, last_event_seq, envelope_count) VALUES (?1, ?2, ?3, ?4, ?5, ?5, 0, 0)
+             ON CONFLICT(id) DO UPDATE SET state = ?2, status = ?3, updated_at = ?5",
+            params![fork.to_string(), state_json, state.state.as_str(), state.subject, now],
+        )?;
+        self.sync_thread_index(tx, &state)
+    }
+
+    /// `thread.merge@v1` marks the fork thread's state `merged` (§11.4) when it lives here.
+    fn mark_fork_merged(&self, tx: &Connection, fork: ThreadId) -> ApiResult<()> {
+        let Some(mut state) = self.stored_thread_state(tx, &fork)? else {
+            return Ok(());
+        };
+        state.state = ThreadStatus::Merged;
+        let state_json = serde_json::to_string(&state).map_err(ApiError::internal)?;
+        tx.exec(
+            "UPDATE threads SET state = ?2, status = ?3, updated_at = ?4 WHERE id = ?1",
+            params![
+                fork.to_string(),
+                state_json,
+                state.state.as_str(),
+                self.env.now().to_rfc3339()
+            ],
+        )?;
+        self.sync_thread_index(tx, &state)
+    }
+
+    /// The thread state as stored (not cached), inside `tx`.
+    fn stored_thread_state(
+        &self,
+        tx: &Connection,
+        id: &ThreadId,
+    ) -> ApiResult<Option<ThreadState>> {
+        let row: Option<String> = tx
+            .row(
+                "SELECT state FROM threads WHERE id = ?1",
+                [id.to_string()],
+                |r| r.get(0),
+            )
+            .optional()?;
+        row.map(|s| serde_json::from_str(&s).map_err(ApiError::internal))
+            .transpose()
     }
 
     /// Tasks (§18.3): `task.create@v1` starts one; `task.state_update@v1` moves it by the
@@ -1264,4 +1359,19 @@ fn drop_nulls(v: &mut Value) {
         Value::Array(a) => a.iter_mut().for_each(drop_nulls),
         _ => {}
     }
+}
+
+/// The other thread a fork or merge operation changed (§11.4), whose cached runtime is stale.
+fn fork_thread_of(env: &Value, h: &Head) -> Option<ThreadId> {
+    if h.kind != "thread_op"
+        || !matches!(
+            h.intent.as_deref(),
+            Some("thread.fork@v1" | "thread.merge@v1")
+        )
+    {
+        return None;
+    }
+    str_at(env, "/content/structured/parameters/fork_thread_id")
+        .and_then(|f| ThreadId::parse(f).ok())
+        .filter(|f| *f != h.thread)
 }

@@ -252,6 +252,7 @@ impl Service {
                 self.quirk(crate::quirks::Quirk::AcceptAnyEncryptionKeyId),
             )?);
         }
+        let type_members = self.type_members(kind, &id, raw)?;
         let proof = &req.registration_proof;
         let Some((_, proof_key)) = signing.iter().find(|(kid, _)| *kid == proof.key_id) else {
             return Err(ApiError::bad_request(
@@ -323,6 +324,9 @@ impl Service {
             req.agent_info.as_ref(),
             &now,
         );
+        for (field, value) in type_members {
+            doc[field] = value;
+        }
         if self.quirk(crate::quirks::Quirk::AcceptNonCanonicalAddress) {
             doc["id"] = req.id.as_str().into();
         }
@@ -347,6 +351,94 @@ impl Service {
         )?;
         tx.commit()?;
         Ok(doc)
+    }
+
+    /// The members `kind` requires of the registered document (v1.1 §6.3 table, §6.4),
+    /// checked, with an agent's `delegation_signature` verified against a local delegator's
+    /// active signing keys (a remote delegator cannot be resolved inside a registration, so
+    /// only its form is checked). Returns the members to publish.
+    fn type_members(
+        &self,
+        kind: IdentityType,
+        id: &Address,
+        raw: &Value,
+    ) -> ApiResult<Vec<(&'static str, Value)>> {
+        use loom_protocol::identity_profile::{
+            TypeMembers, check_type_members, verify_agent_delegation,
+        };
+        let members = match check_type_members(kind, raw, self.env.now()) {
+            Ok(m) => m,
+            Err(e) if self.type_member_quirk(kind, &e.field) => {
+                return Ok(present_type_members(raw));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if let TypeMembers::Agent(d) = &members
+            && self.is_local(&d.delegator)
+            && !self.quirk(crate::quirks::Quirk::AcceptIncompleteAgentDocument)
+        {
+            let keys = self.active_signing_keys(&d.delegator)?;
+            if keys.is_empty() {
+                return Err(ApiError::bad_request(
+                    "delegator",
+                    format!(
+                        "{} is not a registered identity of this node with an active signing key",
+                        d.delegator
+                    ),
+                    "v1.1 §6.4",
+                ));
+            }
+            if !keys.iter().any(|k| verify_agent_delegation(k, id, d)) {
+                return Err(ApiError::new(
+                    ErrorCode::SignatureInvalid,
+                    "delegation_signature",
+                    "no active signing key of the delegator verifies delegation_signature over {delegator, delegate, scope, expires_at}",
+                    "v1.1 §6.4",
+                ));
+            }
+        }
+        Ok(members.document_members(raw))
+    }
+
+    /// Whether a quirk waives the type-member rule that failed on `field`.
+    fn type_member_quirk(&self, kind: IdentityType, field: &str) -> bool {
+        use crate::quirks::Quirk;
+        use loom_protocol::identity_profile::AGENT_MEMBERS;
+        let q = match field {
+            f if kind != IdentityType::Agent && AGENT_MEMBERS.contains(&f) => {
+                Quirk::AcceptAgentMembersOnOtherTypes
+            }
+            "delegator" => Quirk::AcceptAgentWithoutDelegator,
+            f if f.starts_with("delegation_scope") || f == "delegation_expires" => {
+                Quirk::AcceptUnboundedAgentScope
+            }
+            "agent_info" | "delegation_signature" => Quirk::AcceptIncompleteAgentDocument,
+            f if f.starts_with("members") => Quirk::AcceptTeamWithoutMembers,
+            "routing_policy" => Quirk::AcceptTeamWithoutRoutingPolicy,
+            "operator" => Quirk::AcceptServiceWithoutOperator,
+            _ => return false,
+        };
+        self.quirk(q)
+    }
+
+    /// The active signing keys of a local identity.
+    fn active_signing_keys(
+        &self,
+        identity: &Address,
+    ) -> ApiResult<Vec<ed25519_dalek::VerifyingKey>> {
+        let conn = self.store.conn();
+        let mut stmt = conn.prepare(
+            "SELECT public_key FROM identity_keys WHERE identity = ?1 AND purpose = 'signing' AND status = 'active' ORDER BY key_id",
+        )?;
+        let rows = stmt.query_map([identity.to_string()], |r| r.get::<_, String>(0))?;
+        let mut keys = Vec::new();
+        for pk in rows {
+            keys.push(
+                loom_protocol::keys::public_key_from_b64url(&pk?)
+                    .map_err(|e| ApiError::internal(e.reason))?,
+            );
+        }
+        Ok(keys)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -644,4 +736,19 @@ impl Service {
         drop(conn);
         self.resolve_identity(&caller.identity)
     }
+}
+
+/// Under a type-member quirk: whatever type members the request carries, published as given.
+fn present_type_members(raw: &Value) -> Vec<(&'static str, Value)> {
+    use loom_protocol::identity_profile::{AGENT_MEMBERS, SERVICE_MEMBERS, TEAM_MEMBERS};
+    AGENT_MEMBERS
+        .iter()
+        .chain(TEAM_MEMBERS.iter())
+        .chain(SERVICE_MEMBERS.iter())
+        .filter_map(|f| {
+            raw.get(*f)
+                .filter(|v| !v.is_null())
+                .map(|v| (*f, v.clone()))
+        })
+        .collect()
 }

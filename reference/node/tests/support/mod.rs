@@ -175,6 +175,70 @@ impl TestNode {
 
     /// Registers `local@node.test` of `kind` with a key from `seed`, then logs in.
     pub async fn register(&self, local: &str, kind: &str, seed: u8) -> Ident {
+        let members = self.type_members(local, kind, seed).await;
+        self.register_with(local, kind, seed, members).await
+    }
+
+    /// The members `kind` must carry (v1.1 §6.3/§6.4): an agent gets a sponsoring human
+    /// `sponsor-<local>` (registered here) as its delegator, with a signed, bounded delegation.
+    pub async fn type_members(&self, local: &str, kind: &str, seed: u8) -> Value {
+        match kind {
+            "agent" => {
+                let sponsor_local = format!("sponsor-{}", local.replace('.', "-"));
+                let sponsor =
+                    Box::pin(self.register(&sponsor_local, "human", seed.wrapping_add(101))).await;
+                let agent = format!("loom://{local}@{DOMAIN}");
+                let scope = vec!["*".to_owned()];
+                let expires = "2099-01-01T00:00:00Z";
+                let sig = loom_protocol::identity_profile::sign_agent_delegation(
+                    &sponsor.key,
+                    &sponsor.address,
+                    &agent,
+                    &scope,
+                    expires,
+                );
+                json!({
+                    "delegator": sponsor.address,
+                    "agent_info": {"provider": "loom-node tests"},
+                    "delegation_scope": scope,
+                    "delegation_expires": expires,
+                    "delegation_signature": sig,
+                })
+            }
+            "team" => json!({"members": [], "routing_policy": "all"}),
+            "service" => json!({"operator": "LOOM test suite"}),
+            _ => json!({}),
+        }
+    }
+
+    /// Registers `local@node.test` with extra document members (type-specific fields).
+    pub async fn register_with(&self, local: &str, kind: &str, seed: u8, members: Value) -> Ident {
+        let address = format!("loom://{local}@{DOMAIN}");
+        let key = signing_key_from_seed(&[seed; 32]);
+        let key_id = format!("k_sign_{}_1", local.replace('.', "_"));
+        self.post_registration(local, kind, seed, members)
+            .await
+            .expect(201);
+        let (token, refresh) = self.login(&address, &key, &key_id).await;
+        Ident {
+            address,
+            key,
+            key_id,
+            token,
+            refresh,
+            kind: kind.into(),
+        }
+    }
+
+    /// Challenge and `POST /v1/identity` for `local@node.test` (key from `seed`) with extra
+    /// document members; the response, whatever it is.
+    pub async fn post_registration(
+        &self,
+        local: &str,
+        kind: &str,
+        seed: u8,
+        members: Value,
+    ) -> Resp {
         let address = format!("loom://{local}@{DOMAIN}");
         let key = signing_key_from_seed(&[seed; 32]);
         let key_id = format!("k_sign_{}_1", local.replace('.', "_"));
@@ -193,6 +257,9 @@ impl TestNode {
             "display_name": local,
             "signing_keys": [{"key_id": key_id, "public_key_pem": public_key_to_spki_pem(&key.verifying_key())}],
         });
+        for (k, v) in members.as_object().into_iter().flatten() {
+            req[k] = v.clone();
+        }
         let hash = loom_node::service::identity::registration_document_hash(&req);
         let text = loom_node::service::identity::registration_text(
             &address,
@@ -205,18 +272,7 @@ impl TestNode {
             "key_id": key_id,
             "signature": sign_b64url(&key, None, text.as_bytes()),
         });
-        self.call("POST", "/v1/identity", None, Some(req))
-            .await
-            .expect(201);
-        let (token, refresh) = self.login(&address, &key, &key_id).await;
-        Ident {
-            address,
-            key,
-            key_id,
-            token,
-            refresh,
-            kind: kind.into(),
-        }
+        self.call("POST", "/v1/identity", None, Some(req)).await
     }
 
     /// The challenge/token exchange; returns (access, refresh).

@@ -532,6 +532,12 @@ impl ThreadState {
             }
             "thread.fork@v1" => {
                 let fork_id = param_thread(op, "fork_thread_id")?;
+                if fork_id == self.id {
+                    return Err(bad_param(
+                        "fork_thread_id",
+                        "a fork is a new thread, not the thread itself (§11.4)",
+                    ));
+                }
                 let forked_from = op
                     .parameters
                     .get("forked_from")
