@@ -46,6 +46,8 @@ pub struct Ctx {
     /// Multiplies every timeout (slow targets, `--timeout-scale`).
     pub timeout_scale: f64,
     registered: u32,
+    /// The human who delegates to the case's agents (§6.4), registered on first use.
+    sponsor: Option<Identity>,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -82,6 +84,7 @@ impl Ctx {
             transcripts: Vec::new(),
             timeout_scale,
             registered: 0,
+            sponsor: None,
         })
     }
 
@@ -152,16 +155,51 @@ impl Ctx {
             .await
     }
 
-    /// Registers and logs in a fresh identity `name-<case tag>-<n>` of `kind` on the target.
+    /// Registers and logs in a fresh identity `name-<case tag>-<n>` of `kind` on the target,
+    /// with the members its type requires ([`Ctx::type_members`]).
     pub async fn identity(&mut self, name: &str, kind: &str) -> Result<Ident, Finding> {
+        let id = self.fresh_identity(name, kind)?;
+        let members = self.type_members(id.address(), kind).await?;
+        self.register_and_login(id.with_members(members)).await
+    }
+
+    /// A fresh, unregistered identity `name-<case tag>-<n>` of `kind` (no type members).
+    pub fn fresh_identity(&mut self, name: &str, kind: &str) -> Result<Identity, Finding> {
         self.registered += 1;
         let local = format!("{name}-{}-{}", self.case_tag, self.registered);
         let address = format!("loom://{local}@{}", self.target.domain);
         let seed = self.factory.bytes32();
-        let id = Identity::from_seed(&address, &seed)
+        Ok(Identity::from_seed(&address, &seed)
             .map_err(|e| Finding::Error(format!("identity {address}: {e}")))?
-            .with_type(kind);
-        self.register_and_login(id).await
+            .with_type(kind))
+    }
+
+    /// The members an identity of `kind` at `address` must carry (v1.1 §6.3/§6.4): an agent
+    /// is delegated (scope `*`, 30 days) by the case's sponsoring human; a team has an empty
+    /// members list and routing policy `all`; a service names the harness as its operator.
+    pub async fn type_members(&mut self, address: &str, kind: &str) -> Result<Value, Finding> {
+        Ok(match kind {
+            "agent" => {
+                let expires = self.factory.now().plus_ms(30 * 24 * 3_600_000).to_rfc3339();
+                self.sponsor()
+                    .await?
+                    .delegate_agent(address, &["*".to_owned()], &expires)
+            }
+            "team" => serde_json::json!({"members": [], "routing_policy": "all"}),
+            "service" => serde_json::json!({"operator": "LOOM conformance harness"}),
+            _ => serde_json::json!({}),
+        })
+    }
+
+    /// The case's sponsoring human, registered on first use.
+    pub async fn sponsor(&mut self) -> Result<Identity, Finding> {
+        if let Some(s) = &self.sponsor {
+            return Ok(s.clone());
+        }
+        let id = self.fresh_identity("sponsor", "human")?;
+        let ident = self.register_and_login(id).await?;
+        self.sponsor = Some(ident.id.clone());
+        Ok(ident.id)
     }
 
     /// Registers `id` and logs it in, recording both exchanges; a target that refuses is a
@@ -200,6 +238,14 @@ impl Ctx {
     /// A fresh `env_` id.
     pub fn envelope_id(&mut self) -> String {
         self.factory.envelope_id()
+    }
+
+    /// The harness clock's now plus `days` (negative: in the past), RFC 3339.
+    pub fn now_plus_days(&self, days: i64) -> String {
+        self.factory
+            .now()
+            .plus_ms(days * 24 * 3_600_000)
+            .to_rfc3339()
     }
 
     /// The harness clock's now (RFC 3339).

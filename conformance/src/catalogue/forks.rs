@@ -135,6 +135,33 @@ async fn merge_marks(cx: &mut Ctx) -> Verdict {
     )
 }
 
+/// §11.4: the fork thread exists after the fork, active, with `linked_threads[]` relation
+/// `parent` naming the parent thread.
+async fn fork_thread_created(cx: &mut Ctx) -> Verdict {
+    let (alice, bob, t, root) = setup(cx).await?;
+    let f = fork(cx, &alice, &t, &root).await?;
+    let th = thread_obj(cx, &bob, &f).await?;
+    cx.expect_that(
+        has_link(&th, &t, "parent"),
+        format!("the fork thread's linked_threads[] holds {{thread_id: {t}, relation: parent}}"),
+        format!("linked_threads = {}", th["linked_threads"]),
+    )?;
+    cx.expect_eq("fork thread.state", &json!("active"), &th["state"])
+}
+
+/// §11.4: merge marks the fork *thread* merged, not only the parent's `forks[]` entry.
+async fn fork_thread_merged(cx: &mut Ctx) -> Verdict {
+    let (alice, bob, t, root) = setup(cx).await?;
+    let f = fork(cx, &alice, &t, &root).await?;
+    op_ok(cx, &alice, &t, MERGE, json!({"fork_thread_id": f})).await?;
+    let th = thread_obj(cx, &bob, &f).await?;
+    cx.expect_eq(
+        "fork thread.state after merge",
+        &json!("merged"),
+        &th["state"],
+    )
+}
+
 async fn merge_moves_nothing(cx: &mut Ctx) -> Verdict {
     let (alice, bob, t, root) = setup(cx).await?;
     let f = cx.thread_id();
@@ -322,6 +349,30 @@ pub const CASES: &[Case] = &[
         how: "Fork, then merge (201 each); the parent's forks[] entry has state merged, linked_threads[] holds {thread_id: fork, relation: merged_from}, and the parent stays active.",
         mutant: Mutant::Quirk("ignore-thread-merge"),
         run: |cx| Box::pin(merge_marks(cx)),
+    },
+    Case {
+        id: "core.ops.fork.thread-created",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §11.4", "v1.1 §10.1"],
+        requirement: "thread.fork@v1 MUST create the fork thread, whose linked_threads[] holds a relation `parent` to the thread it was forked from.",
+        covers: &["R-11.4-03"],
+        needs: P,
+        how: "Alice forks her thread (with Bob) into a fresh thread id (201); Bob GETs the fork thread: 200, state active, linked_threads[] holds {thread_id: parent, relation: parent}.",
+        mutant: Mutant::Quirk("fork-without-parent-link"),
+        run: |cx| Box::pin(fork_thread_created(cx)),
+    },
+    Case {
+        id: "core.ops.merge.fork-thread-merged",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §11.4", "v1.1 §10.4"],
+        requirement: "thread.merge@v1 MUST mark the fork thread's own state `merged`.",
+        covers: &["R-11.4-06"],
+        needs: P,
+        how: "Fork into a fresh thread id, then merge it (201 each); Bob GETs the fork thread: state merged.",
+        mutant: Mutant::Quirk("merge-leaves-fork-open"),
+        run: |cx| Box::pin(fork_thread_merged(cx)),
     },
     Case {
         id: "core.ops.merge.moves-nothing",

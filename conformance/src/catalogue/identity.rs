@@ -143,7 +143,7 @@ async fn me(cx: &mut Ctx) -> Verdict {
 }
 
 /// The identity `address` must not resolve (nothing was created).
-async fn expect_not_registered(cx: &mut Ctx, address: &str) -> Verdict {
+pub(super) async fn expect_not_registered(cx: &mut Ctx, address: &str) -> Verdict {
     let observer = cx.identity("observer", "human").await?;
     let i = cx.get(&resolve_path(address), &observer.token).await?;
     cx.expect_status(i, 404)

@@ -16,6 +16,7 @@ mod forks;
 mod idempotency;
 mod identifiers;
 mod identity;
+mod identity_types;
 mod limits;
 mod ops;
 mod ratelimit;
@@ -34,7 +35,7 @@ pub const RETIRED: &[&str] = &[];
 
 /// Every case, in catalogue order (area by area).
 pub fn all() -> Vec<&'static Case> {
-    let areas: [&'static [Case]; 24] = [
+    let areas: [&'static [Case]; 25] = [
         discovery::CASES,
         envelopes::CASES,
         signatures::CASES,
@@ -52,6 +53,7 @@ pub fn all() -> Vec<&'static Case> {
         blobs::CASES,
         compliance::CASES,
         identity::CASES,
+        identity_types::CASES,
         auth::CASES,
         api::CASES,
         errors::CASES,

@@ -19,6 +19,8 @@ pub struct Identity {
     kind: String,
     display_name: String,
     key: SigningKey,
+    /// Type-specific document members (v1.1 §6.3/§6.4), sent at registration.
+    members: serde_json::Map<String, Value>,
 }
 
 impl fmt::Debug for Identity {
@@ -72,6 +74,7 @@ impl Identity {
             kind: "human".into(),
             display_name: local,
             key: signing_key_from_seed(seed),
+            members: serde_json::Map::new(),
         })
     }
 
@@ -86,6 +89,37 @@ impl Identity {
     pub fn with_type(mut self, kind: &str) -> Identity {
         kind.clone_into(&mut self.kind);
         self
+    }
+
+    /// Adds the members the identity's type requires (v1.1 §6.3/§6.4), e.g. an agent's
+    /// [`Identity::delegate_agent`] members, a team's `members` and `routing_policy`, a
+    /// service's `operator`. Sent with the registration document.
+    pub fn with_members(mut self, members: Value) -> Identity {
+        if let Value::Object(m) = members {
+            self.members.extend(m);
+        }
+        self
+    }
+
+    /// The §6.4 members of an agent identity document for `agent`, delegated by this
+    /// identity with `scope` until `expires`: `delegator`, `agent_info`, `delegation_scope`,
+    /// `delegation_expires` and this identity's `delegation_signature`
+    /// ([`loom_protocol::identity_profile`]).
+    pub fn delegate_agent(&self, agent: &str, scope: &[String], expires: &str) -> Value {
+        let signature = loom_protocol::identity_profile::sign_agent_delegation(
+            &self.key,
+            &self.address,
+            agent,
+            scope,
+            expires,
+        );
+        json!({
+            "delegator": self.address,
+            "agent_info": {"provider": "loom-client"},
+            "delegation_scope": scope,
+            "delegation_expires": expires,
+            "delegation_signature": signature,
+        })
     }
 
     /// Sets the display name.
@@ -131,14 +165,18 @@ impl Identity {
     }
 
     /// The registration document without its proof: `{id, type, display_name,
-    /// signing_keys}`.
+    /// signing_keys}` plus the type's members ([`Identity::with_members`]).
     pub fn registration_document(&self) -> Value {
-        json!({
+        let mut doc = json!({
             "id": self.address,
             "type": self.kind,
             "display_name": self.display_name,
             "signing_keys": [{"key_id": self.key_id.as_str(), "public_key_pem": self.public_key_pem()}],
-        })
+        });
+        for (k, v) in &self.members {
+            doc[k] = v.clone();
+        }
+        doc
     }
 
     /// The registration request for a challenge: the document plus `registration_proof`.

@@ -75,6 +75,55 @@ fn loom_walkthrough() {
         "human",
     ]));
 
+    // An agent needs its delegator's signed delegation (v1.1 §6.4); a service its operator.
+    let ck = dir.join("bot.key");
+    ok(&loom(&["keygen", "--out", s(&ck)]));
+    let missing = loom(&[
+        "register",
+        "--node",
+        url,
+        "--identity",
+        "loom://bot.alice@node.test",
+        "--key",
+        s(&ck),
+        "--type",
+        "agent",
+    ]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("delegator"));
+    ok(&loom(&[
+        "register",
+        "--node",
+        url,
+        "--identity",
+        "loom://bot.alice@node.test",
+        "--key",
+        s(&ck),
+        "--type",
+        "agent",
+        "--delegator",
+        "loom://alice@node.test",
+        "--delegator-key",
+        s(&ak),
+        "--scope",
+        "read.*",
+        "--scope",
+        "reply.routine",
+    ]));
+    ok(&loom(&[
+        "register",
+        "--node",
+        url,
+        "--identity",
+        "loom://cron@node.test",
+        "--key",
+        s(&ck),
+        "--type",
+        "service",
+        "--members",
+        r#"{"operator": "Acme Ltd"}"#,
+    ]));
+
     // A second registration fails with the node's §24.1 error printed field by field.
     let dup = loom(&[
         "register",

@@ -17,9 +17,15 @@ async fn walkthrough(mut c: Client) -> Client {
     assert_eq!(doc.body["domain"], support::DOMAIN);
 
     let alice = Identity::from_seed("loom://alice@node.test", &[1; 32]).unwrap();
+    // bob is alice's agent: his document carries her signed delegation (v1.1 §6.4).
     let bob = Identity::from_seed("loom://bob@node.test", &[2; 32])
         .unwrap()
         .with_type("agent");
+    let bob = bob.clone().with_members(alice.delegate_agent(
+        bob.address(),
+        &["*".to_owned()],
+        "2099-01-01T00:00:00Z",
+    ));
     let reg = alice.register(&mut c).await.unwrap();
     assert_eq!(reg.transcript.status, 201);
     bob.register(&mut c).await.unwrap();

@@ -53,6 +53,22 @@ enum Command {
         /// Display name (default: the local part).
         #[arg(long)]
         display_name: Option<String>,
+        /// Type members as a JSON object (v1.1 §6.3): `{"members": [...], "routing_policy":
+        /// "all"}` for a team, `{"operator": "Acme Ltd"}` for a service.
+        #[arg(long, value_name = "JSON")]
+        members: Option<String>,
+        /// For `--type agent`: the delegating identity (v1.1 §6.4) …
+        #[arg(long, value_name = "LOOM_URI", requires = "delegator_key")]
+        delegator: Option<String>,
+        /// … its Ed25519 key file (signs `delegation_signature`) …
+        #[arg(long, value_name = "FILE", requires = "delegator")]
+        delegator_key: Option<PathBuf>,
+        /// … the delegated scopes (§13.2) …
+        #[arg(long = "scope", value_name = "SCOPE", default_value = "*")]
+        scopes: Vec<String>,
+        /// … and when the delegation ends (RFC 3339).
+        #[arg(long, value_name = "TIME", default_value = "2099-01-01T00:00:00Z")]
+        expires: String,
     },
     /// Log in (challenge → signed nonce → tokens, v1.1 §14.2).
     Login {
@@ -343,11 +359,28 @@ async fn run(command: Command) -> Result<(), Failure> {
             who,
             kind,
             display_name,
+            members,
+            delegator,
+            delegator_key,
+            scopes,
+            expires,
         } => {
             let mut ident =
                 load_identity(&who.identity, &who.key, who.key_id.as_deref())?.with_type(&kind);
             if let Some(n) = &display_name {
                 ident = ident.with_display_name(n);
+            }
+            if let Some(m) = &members {
+                let v: Value = serde_json::from_str(m)
+                    .ok()
+                    .filter(Value::is_object)
+                    .ok_or_else(|| input(format!("--members: not a JSON object: {m}")))?;
+                ident = ident.with_members(v);
+            }
+            if let (Some(d), Some(key)) = (&delegator, &delegator_key) {
+                let boss = load_identity(d, key, None)?;
+                let m = boss.delegate_agent(ident.address(), &scopes, &expires);
+                ident = ident.with_members(m);
             }
             let mut c = client(&conn, None)?;
             let r = ident.register(&mut c).await?;

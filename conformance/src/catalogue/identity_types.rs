@@ -1,0 +1,238 @@
+//! Identity documents by type (v1.1 §6.3 table, §6.4): an agent names its delegator and
+//! carries a bounded, signed delegation; a team its members and routing policy; a service
+//! its accountable operator; agent members are only for `type: "agent"`.
+//!
+//! Every case registers over the DESIGN.md §9 API with exactly one rule broken and expects a
+//! refusal that creates nothing; the positive halves check what the resolved document shows.
+
+use super::identity::{expect_not_registered, register, resolve_path};
+use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
+use crate::ctx::Ctx;
+use loom_client::Identity;
+use serde_json::{Map, Value, json};
+
+/// A fresh identity of `kind` with the members its type requires, edited by `edit`.
+async fn typed(
+    cx: &mut Ctx,
+    name: &str,
+    kind: &str,
+    members_of: &str,
+    edit: impl FnOnce(&mut Map<String, Value>),
+) -> Result<Identity, Finding> {
+    let id = cx.fresh_identity(name, kind)?;
+    let mut members = cx.type_members(id.address(), members_of).await?;
+    if let Some(m) = members.as_object_mut() {
+        edit(m);
+    }
+    Ok(id.with_members(members))
+}
+
+/// Registers `id`, expects a §24.1 refusal (4xx), and that nothing was created.
+async fn expect_registration_refused(cx: &mut Ctx, id: &Identity) -> Verdict {
+    let i = register(cx, id).await?;
+    cx.expect_refused(i)?;
+    expect_not_registered(cx, id.address()).await
+}
+
+/// Registers `id` (expects 201) and returns its resolved document.
+async fn registered_document(cx: &mut Ctx, id: &Identity) -> Result<Value, Finding> {
+    let i = register(cx, id).await?;
+    cx.expect_status(i, 201)?;
+    let observer = cx.identity("observer", "human").await?;
+    let i = cx.get(&resolve_path(id.address()), &observer.token).await?;
+    cx.body_of(i, 200)
+}
+
+async fn agent_delegator_required(cx: &mut Ctx) -> Verdict {
+    let bot = typed(cx, "bot", "agent", "agent", |m| {
+        m.remove("delegator");
+    })
+    .await?;
+    expect_registration_refused(cx, &bot).await
+}
+
+async fn agent_scope_bounded(cx: &mut Ctx) -> Verdict {
+    let sponsor = cx.sponsor().await?;
+    let later = cx.now_plus_days(30);
+    let bot = cx.fresh_identity("bot", "agent")?;
+    let unscoped = bot
+        .clone()
+        .with_members(sponsor.delegate_agent(bot.address(), &[], &later));
+    expect_registration_refused(cx, &unscoped).await?;
+    let past = cx.now_plus_days(-1);
+    let expired =
+        bot.with_members(sponsor.delegate_agent(unscoped.address(), &["read.*".to_owned()], &past));
+    expect_registration_refused(cx, &expired).await
+}
+
+async fn agent_document(cx: &mut Ctx) -> Verdict {
+    for missing in ["delegation_signature", "agent_info"] {
+        let bot = typed(cx, "bot", "agent", "agent", |m| {
+            m.remove(missing);
+        })
+        .await?;
+        expect_registration_refused(cx, &bot).await?;
+    }
+    let bot = typed(cx, "bot", "agent", "agent", |_| {}).await?;
+    let sent = bot.registration_document();
+    let doc = registered_document(cx, &bot).await?;
+    cx.expect_eq("type (v1.1 §6.4)", &json!("agent"), &doc["type"])?;
+    for m in [
+        "delegator",
+        "delegation_scope",
+        "delegation_expires",
+        "delegation_signature",
+    ] {
+        cx.expect_eq(&format!("{m} in the resolved document"), &sent[m], &doc[m])?;
+    }
+    cx.expect_that(
+        doc["agent_info"].is_object(),
+        "agent_info (an object) in the resolved document",
+        format!("agent_info = {}", doc["agent_info"]),
+    )
+}
+
+async fn agent_type_declared(cx: &mut Ctx) -> Verdict {
+    let impostor = typed(cx, "impostor", "human", "agent", |_| {}).await?;
+    expect_registration_refused(cx, &impostor).await
+}
+
+async fn team_members(cx: &mut Ctx) -> Verdict {
+    let desk = typed(cx, "desk", "team", "team", |m| {
+        m.remove("members");
+    })
+    .await?;
+    expect_registration_refused(cx, &desk).await?;
+    let member = cx.identity("member", "human").await?;
+    let list = json!([member.address()]);
+    let desk = typed(cx, "desk", "team", "team", |m| {
+        m.insert("members".into(), list.clone());
+    })
+    .await?;
+    let doc = registered_document(cx, &desk).await?;
+    cx.expect_eq(
+        "members in the resolved team document",
+        &list,
+        &doc["members"],
+    )
+}
+
+async fn team_routing_policy(cx: &mut Ctx) -> Verdict {
+    let desk = typed(cx, "desk", "team", "team", |m| {
+        m.remove("routing_policy");
+    })
+    .await?;
+    expect_registration_refused(cx, &desk).await?;
+    let desk = typed(cx, "desk", "team", "team", |_| {}).await?;
+    let doc = registered_document(cx, &desk).await?;
+    cx.expect_eq(
+        "routing_policy in the resolved team document",
+        &desk.registration_document()["routing_policy"],
+        &doc["routing_policy"],
+    )
+}
+
+async fn service_operator(cx: &mut Ctx) -> Verdict {
+    let cron = typed(cx, "cron", "service", "service", |m| {
+        m.remove("operator");
+    })
+    .await?;
+    expect_registration_refused(cx, &cron).await?;
+    let cron = typed(cx, "cron", "service", "service", |_| {}).await?;
+    let doc = registered_document(cx, &cron).await?;
+    cx.expect_eq(
+        "operator in the resolved service document",
+        &cron.registration_document()["operator"],
+        &doc["operator"],
+    )
+}
+
+const R: &[Need] = &[Need::Registration];
+
+/// Identity-type cases.
+pub const CASES: &[Case] = &[
+    Case {
+        id: "core.identity.agent.delegator-required",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §6.3", "v1.1 §6.4", "v1.0 §6.3"],
+        requirement: "An agent identity MUST have a delegator: registering one without it is refused.",
+        covers: &["R-6.3-02", "R-6.4-01"],
+        needs: R,
+        how: "Register an agent whose document carries every §6.4 member except delegator; expect a 4xx §24.1 refusal and the address not resolvable (404).",
+        mutant: Mutant::Quirk("accept-agent-without-delegator"),
+        run: |cx| Box::pin(agent_delegator_required(cx)),
+    },
+    Case {
+        id: "core.identity.agent.bounded-scope",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §6.3", "v1.1 §13.2"],
+        requirement: "An agent identity MUST have a bounded delegation scope: an empty scope or an already expired delegation is refused.",
+        covers: &["R-6.3-03"],
+        needs: R,
+        how: "Register an agent delegated (correctly signed) with delegation_scope [], then one whose delegation_expires is yesterday; expect both refused (4xx §24.1) and nothing registered.",
+        mutant: Mutant::Quirk("accept-unbounded-agent-scope"),
+        run: |cx| Box::pin(agent_scope_bounded(cx)),
+    },
+    Case {
+        id: "core.identity.agent.document",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §6.4", "v1.1 §6.2"],
+        requirement: "Agent identity documents MUST carry delegator, agent_info, delegation_scope, delegation_expires and delegation_signature, and type \"agent\".",
+        covers: &["R-6.4-01", "R-6.4-02"],
+        needs: R,
+        how: "Registrations missing delegation_signature, then agent_info, are refused; a complete agent registers (201) and resolves with type agent and the five members as sent.",
+        mutant: Mutant::Quirk("accept-incomplete-agent-document"),
+        run: |cx| Box::pin(agent_document(cx)),
+    },
+    Case {
+        id: "core.identity.agent.type-declared",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §6.4"],
+        requirement: "Agents MUST set type \"agent\" in their identity document: a document carrying an agent's delegation under another type is refused.",
+        covers: &["R-6.4-02"],
+        needs: R,
+        how: "Register type human with a complete, signed agent delegation (delegator, scope, …); expect a 4xx §24.1 refusal and nothing registered.",
+        mutant: Mutant::Quirk("accept-agent-members-on-other-types"),
+        run: |cx| Box::pin(agent_type_declared(cx)),
+    },
+    Case {
+        id: "core.identity.team.members",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §6.3"],
+        requirement: "A team identity MUST have a members list.",
+        covers: &["R-6.3-06"],
+        needs: R,
+        how: "Register a team without members (refused, nothing created); register one with a member (201) and resolve it: members as sent.",
+        mutant: Mutant::Quirk("accept-team-without-members"),
+        run: |cx| Box::pin(team_members(cx)),
+    },
+    Case {
+        id: "core.identity.team.routing-policy",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §6.3"],
+        requirement: "A team identity MUST have a routing policy.",
+        covers: &["R-6.3-07"],
+        needs: R,
+        how: "Register a team without routing_policy (refused, nothing created); register one with routing_policy \"all\" (201) and resolve it: routing_policy as sent.",
+        mutant: Mutant::Quirk("accept-team-without-routing-policy"),
+        run: |cx| Box::pin(team_routing_policy(cx)),
+    },
+    Case {
+        id: "core.identity.service.operator",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §6.3"],
+        requirement: "A service identity MUST have an operator field naming the accountable human or organisation.",
+        covers: &["R-6.3-08"],
+        needs: R,
+        how: "Register a service without operator (refused, nothing created); register one with an operator (201) and resolve it: operator as sent.",
+        mutant: Mutant::Quirk("accept-service-without-operator"),
+        run: |cx| Box::pin(service_operator(cx)),
+    },
+];
