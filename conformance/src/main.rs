@@ -346,7 +346,7 @@ async fn selftest(jobs: usize, only: Vec<String>) -> ExitCode {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let started = Instant::now();
     eprintln!(
-        "loom-conformance selftest: {} cases against the clean embedded node, then each MUST case against its quirk",
+        "loom-conformance selftest: {} cases against the clean embedded node, then each case that names a quirk against that quirk",
         cases.len()
     );
     let st = match loom_conformance::selftest::selftest(&cases, &cfg, clock).await {

@@ -1,7 +1,9 @@
 //! The mutation self-test (DESIGN.md §4–§5): the whole catalogue must pass against the clean
 //! reference node, and every MUST case must fail against the reference node running the
 //! quirk that turns off exactly the check the case is about. A MUST case no quirk can make
-//! fail is a defect of the catalogue, and coverage says how many there are.
+//! fail is a defect of the catalogue, and coverage says how many there are. SHOULD cases
+//! that name a quirk are run against it too and must not pass there (they report
+//! `non-strict`), so they are proven able to detect what they check.
 
 use crate::case::{Case, Mutant, Strength};
 use crate::outcome::{CaseResult, Outcome};
@@ -21,7 +23,7 @@ pub struct Mutation {
     pub quirk: Option<&'static str>,
     /// Outcome against the clean node.
     pub clean: Outcome,
-    /// Outcome against the quirked node (MUST cases with a quirk).
+    /// Outcome against the quirked node (cases that name a quirk).
     pub mutated: Option<Outcome>,
     /// Why the case is not proven, when it is not.
     pub problem: Option<String>,
@@ -88,7 +90,7 @@ pub async fn selftest(
     let clean = run_against(Quirks::none(), cases, cfg, clock.clone()).await?;
     let mut by_quirk: BTreeMap<&'static str, Vec<&'static Case>> = BTreeMap::new();
     for c in cases {
-        if let (Strength::Must, Mutant::Quirk(q)) = (c.strength, c.mutant) {
+        if let Mutant::Quirk(q) = c.mutant {
             by_quirk.entry(q).or_default().push(c);
         }
     }
@@ -123,7 +125,13 @@ pub async fn selftest(
             } else if let Some(u) = unknown.get(c.id) {
                 Some(u.clone())
             } else if c.strength != Strength::Must {
-                None
+                match (c.mutant, m) {
+                    (Mutant::Quirk(q), Some(Outcome::Pass)) => Some(format!(
+                        "still passes against the node with the `{q}` quirk: the {} case does not detect the broken rule",
+                        c.strength
+                    )),
+                    _ => None,
+                }
             } else {
                 match (c.mutant, m) {
                     (Mutant::NotApplicable(why), _) => Some(format!("no quirk proves this MUST case can fail: {why}")),

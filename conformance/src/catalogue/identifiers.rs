@@ -1,6 +1,7 @@
-//! Typed ID prefixes (v1.1 §8.4): attachment ids in envelopes and key ids at registration.
+//! Typed ID prefixes (v1.1 §8.4): capability token ids at issue, attachment ids in envelopes and key ids at registration.
 
 use super::identity::{challenge, challenge_id, fresh};
+use super::thread_kit::{Grant, token};
 use crate::case::{Case, Mutant, Need, Strength, Verdict};
 use crate::ctx::Ctx;
 use loom_client::identity::{registration_document_hash, registration_text};
@@ -8,6 +9,37 @@ use loom_protocol::keys::{public_key_to_spki_pem, sign_b64url};
 use serde_json::{Value, json};
 
 const P: &[Need] = &[Need::Provisioning];
+
+/// §8.4: a capability token whose id is not `cap_` + ULID is refused at issue; the same
+/// token with a `cap_` id is accepted and listed under that id.
+async fn capability_wrong_prefix(cx: &mut Ctx) -> Verdict {
+    let alice = cx.identity("alice", "human").await?;
+    let bob = cx.identity("bob", "human").await?;
+    let (t, _) = cx.start_thread(&alice, &[&bob]).await?;
+    let grants: &[&str] = &["label"];
+    let mut tok = token(cx, &alice, &bob, &Grant::new(&t, grants));
+    let good_id = tok["id"].as_str().unwrap_or_default().to_owned();
+    tok["id"] = good_id.replacen("cap_", "tok_", 1).into();
+    let _ = loom_protocol::capability::sign_capability_token(
+        &mut tok,
+        alice.id.signing_key(),
+        alice.id.key_id_typed(),
+    );
+    let i = cx
+        .call("POST", "/v1/capabilities", Some(&alice.token), Some(&tok))
+        .await?;
+    cx.expect_refused(i)?;
+    let tok = token(cx, &alice, &bob, &Grant::new(&t, grants));
+    let i = cx
+        .call("POST", "/v1/capabilities", Some(&alice.token), Some(&tok))
+        .await?;
+    let st = cx.t(i).status;
+    cx.expect_that(
+        st == 200 || st == 201,
+        "the same token with a cap_ id issued (2xx, v1.1 §16.4)",
+        format!("HTTP {st}"),
+    )
+}
 
 async fn attachment_wrong_prefix(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
@@ -74,6 +106,18 @@ async fn encryption_key_wrong_prefix(cx: &mut Ctx) -> Verdict {
 
 /// Identifier cases.
 pub const CASES: &[Case] = &[
+    Case {
+        id: "core.structure.id.capability-prefix",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §8.4", "v1.1 §12.1", "v1.0 §8.3"],
+        requirement: "Capability token IDs MUST use the prefix cap_: a token whose id has another prefix is refused.",
+        covers: &["R-8.4-06"],
+        needs: P,
+        how: "Alice signs a §12.1 token for Bob with id tok_<ULID> and POSTs it to /v1/capabilities: 4xx §24.1; the same token with id cap_<ULID> is issued (2xx).",
+        mutant: Mutant::Quirk("accept-any-capability-id"),
+        run: |cx| Box::pin(capability_wrong_prefix(cx)),
+    },
     Case {
         id: "core.structure.id.attachment-prefix",
         level: 1,

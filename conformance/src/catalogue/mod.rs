@@ -1,6 +1,7 @@
 //! The catalogue: every case, by area. IDs are stable and never renumbered; a retired case
 //! keeps its ID reserved (listed in [`RETIRED`]).
 
+mod addresses;
 mod api;
 mod audience;
 mod auth;
@@ -35,7 +36,7 @@ pub const RETIRED: &[&str] = &[];
 
 /// Every case, in catalogue order (area by area).
 pub fn all() -> Vec<&'static Case> {
-    let areas: [&'static [Case]; 25] = [
+    let areas: [&'static [Case]; 26] = [
         discovery::CASES,
         envelopes::CASES,
         signatures::CASES,
@@ -54,6 +55,7 @@ pub fn all() -> Vec<&'static Case> {
         compliance::CASES,
         identity::CASES,
         identity_types::CASES,
+        addresses::CASES,
         auth::CASES,
         api::CASES,
         errors::CASES,

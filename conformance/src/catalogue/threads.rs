@@ -207,6 +207,41 @@ async fn self_parent(cx: &mut Ctx) -> Verdict {
     cx.expect_error(i, 400, "ENVELOPE_INVALID")
 }
 
+/// §10.2: one parent. A reply naming two parents in a `parent_id` list is refused.
+async fn single_parent(cx: &mut Ctx) -> Verdict {
+    let alice = cx.identity("alice", "human").await?;
+    let bob = cx.identity("bob", "human").await?;
+    let (t, root) = cx.start_thread(&alice, &[&bob]).await?;
+    let (i, second) = reply(cx, &alice, &t, root["id"].as_str(), &[&bob], "second").await?;
+    cx.expect_status(i, 201)?;
+    let mut e = cx.message(&alice, &t, None, &[&bob], "two parents");
+    e["parent_id"] = json!([root["id"], second["id"]]);
+    alice.sign(&mut e);
+    let i = cx.send(&alice, &e).await?;
+    cx.expect_error(i, 400, "ENVELOPE_INVALID")
+}
+
+/// §11.6 SHOULD: an envelope created on this node carries `meta.origin_event_seq`, which
+/// for a local envelope is its own `event_seq`.
+async fn origin_event_seq(cx: &mut Ctx) -> Verdict {
+    let alice = cx.identity("alice", "human").await?;
+    let bob = cx.identity("bob", "human").await?;
+    let (t, root) = cx.start_thread(&alice, &[&bob]).await?;
+    let (i, _) = reply(cx, &alice, &t, root["id"].as_str(), &[&bob], "local").await?;
+    let body = cx.body_of(i, 201)?;
+    let origin = body.pointer("/meta/origin_event_seq").cloned();
+    cx.expect_that(
+        origin.as_ref().is_some_and(Value::is_u64),
+        "meta.origin_event_seq (an integer) on a locally created envelope (v1.1 §11.6)",
+        format!("meta = {}", body["meta"]),
+    )?;
+    cx.expect_eq(
+        "meta.origin_event_seq of a local envelope (its own event_seq)",
+        &body["meta"]["event_seq"],
+        &origin.unwrap_or(Value::Null),
+    )
+}
+
 async fn cycle(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
@@ -375,6 +410,30 @@ pub const CASES: &[Case] = &[
         how: "Send a signed reply whose parent_id equals its id; expect 400 ENVELOPE_INVALID.",
         mutant: Mutant::Quirk("allow-dag-cycles"),
         run: |cx| Box::pin(self_parent(cx)),
+    },
+    Case {
+        id: "core.dag.single-parent",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §10.2", "v1.1 §8.1"],
+        requirement: "parent_id MUST reference at most one envelope: a reply naming a list of parents is refused.",
+        covers: &["R-10.2-01"],
+        needs: P,
+        how: "Alice starts a thread and replies; a signed envelope with parent_id = [root, reply] is refused with 400 ENVELOPE_INVALID.",
+        mutant: Mutant::Quirk("accept-parent-id-array"),
+        run: |cx| Box::pin(single_parent(cx)),
+    },
+    Case {
+        id: "core.dag.event-seq.origin",
+        level: 1,
+        strength: Strength::Should,
+        spec: &["v1.1 §11.6"],
+        requirement: "Nodes SHOULD set meta.origin_event_seq on envelopes created locally.",
+        covers: &["R-11.6-03"],
+        needs: P,
+        how: "Reply in a fresh thread; the 201 body's meta.origin_event_seq is an integer equal to its meta.event_seq.",
+        mutant: Mutant::Quirk("omit-origin-event-seq"),
+        run: |cx| Box::pin(origin_event_seq(cx)),
     },
     Case {
         id: "core.dag.cycle.two-envelopes",

@@ -181,11 +181,23 @@ pub enum Quirk {
     ForkWithoutParentLink,
     /// Apply `thread.merge@v1` to the parent but leave the fork thread's state unchanged (v1.1 §11.4).
     MergeLeavesForkOpen,
+    /// Register addresses whose local part breaks `[a-z0-9][a-z0-9._-]{0,63}` (v1.1 §6.1).
+    AcceptAnyLocalPart,
+    /// Resolve identities by the address exactly as written, so a mixed-case lookup finds nothing (v1.1 §6.1: addresses compare case-insensitively).
+    CaseSensitiveAddressLookup,
+    /// Register `bridge://` addresses through the identity API (v1.1 §6.1: the scheme is reserved for bridged identities).
+    AllowBridgeRegistration,
+    /// Issue capability tokens whose id lacks the `cap_` prefix (v1.1 §8.4).
+    AcceptAnyCapabilityId,
+    /// Accept a `parent_id` list, threading under its first entry (v1.1 §10.2: a single parent).
+    AcceptParentIdArray,
+    /// Leave `meta.origin_event_seq` off locally created envelopes (v1.1 §11.6 SHOULD).
+    OmitOriginEventSeq,
 }
 
 impl Quirk {
     /// Every quirk, in declaration order.
-    pub const ALL: [Quirk; 80] = [
+    pub const ALL: [Quirk; 86] = [
         Quirk::AcceptBadSignature,
         Quirk::AllowDuplicateIds,
         Quirk::SkipEnvelopeValidation,
@@ -266,6 +278,12 @@ impl Quirk {
         Quirk::AcceptServiceWithoutOperator,
         Quirk::ForkWithoutParentLink,
         Quirk::MergeLeavesForkOpen,
+        Quirk::AcceptAnyLocalPart,
+        Quirk::CaseSensitiveAddressLookup,
+        Quirk::AllowBridgeRegistration,
+        Quirk::AcceptAnyCapabilityId,
+        Quirk::AcceptParentIdArray,
+        Quirk::OmitOriginEventSeq,
     ];
 
     /// The kebab-case name used on the command line and in reports.

@@ -265,6 +265,34 @@ async fn violate(q: Quirk, n: &TestNode) -> Resp {
         | Quirk::AcceptTeamWithoutMembers
         | Quirk::AcceptTeamWithoutRoutingPolicy
         | Quirk::AcceptServiceWithoutOperator => register_typed_violation(q, n).await,
+        Quirk::AcceptAnyLocalPart => {
+            n.post_registration("-dash-first", "human", 34, json!({}))
+                .await
+        }
+        Quirk::AllowBridgeRegistration => {
+            register_as(n, &format!("bridge://gina@{}", support::DOMAIN), 35).await
+        }
+        Quirk::AcceptAnyCapabilityId => {
+            use loom_protocol::id::{KeyId, KeyKind};
+            let ulid = n.node.service().env.ids().ulid();
+            let mut token = json!({
+                "loom": "1.1", "id": format!("tok_{ulid}"),
+                "issued_by": alice.address, "issued_to": bob.address,
+                "created_at": n.now(), "expires_at": null, "single_use": false, "epoch": 0,
+                "grants": ["label"], "scope": {"thread_id": t},
+            });
+            let kid = KeyId::parse(&alice.key_id, KeyKind::Signing).unwrap();
+            loom_protocol::capability::sign_capability_token(&mut token, &alice.key, &kid).unwrap();
+            n.call("POST", "/v1/capabilities", Some(&alice.token), Some(token))
+                .await
+        }
+        Quirk::AcceptParentIdArray => {
+            let second = alice.message(n, &t, Some(rid), &[&bob], "second");
+            alice.send(n, second.clone()).await.expect(201);
+            let mut e = alice.message(n, &t, Some(rid), &[&bob], "merge-like reply");
+            e["parent_id"] = json!([rid, second["id"]]);
+            alice.send(n, e).await
+        }
         Quirk::AcceptAnySigningKeyId => register_extra_key(n, "erin", 23, "signing_keys").await,
         Quirk::AcceptAnyEncryptionKeyId => {
             register_extra_key(n, "fred", 24, "encryption_keys").await
@@ -304,6 +332,7 @@ async fn violate(q: Quirk, n: &TestNode) -> Resp {
             .await
         }
         Quirk::OmitEventSeq
+        | Quirk::OmitOriginEventSeq
         | Quirk::IncompleteThreadObject
         | Quirk::RestampCreatedAt
         | Quirk::RejectMissingParent
@@ -322,6 +351,7 @@ async fn violate(q: Quirk, n: &TestNode) -> Resp {
         | Quirk::ForkWithoutEntry
         | Quirk::ForkWithoutParentLink
         | Quirk::MergeLeavesForkOpen
+        | Quirk::CaseSensitiveAddressLookup
         | Quirk::IgnoreThreadMerge
         | Quirk::MergeMovesEnvelopes
         | Quirk::IgnoreThreadLink
@@ -416,6 +446,10 @@ const REFUSALS: &[(Quirk, u16, &str, u16)] = &[
         "ENVELOPE_INVALID",
         201,
     ),
+    (Quirk::AcceptAnyLocalPart, 400, "ENVELOPE_INVALID", 201),
+    (Quirk::AllowBridgeRegistration, 400, "ENVELOPE_INVALID", 201),
+    (Quirk::AcceptAnyCapabilityId, 400, "ENVELOPE_INVALID", 201),
+    (Quirk::AcceptParentIdArray, 400, "ENVELOPE_INVALID", 201),
     (
         Quirk::AcceptAgentWithoutDelegator,
         400,
@@ -489,14 +523,19 @@ async fn each_quirk_turns_off_exactly_its_check() {
 
 #[tokio::test]
 async fn omit_event_seq_drops_meta_event_seq() {
-    for (q, present) in [(None, true), (Some(Quirk::OmitEventSeq), false)] {
-        let n = node(q);
-        let alice = n.register("alice", "human", 1).await;
-        let r = alice
-            .send(&n, alice.message(&n, &n.thread_id(), None, &[&alice], "x"))
-            .await
-            .expect(201);
-        assert_eq!(r.body["meta"].get("event_seq").is_some(), present, "{q:?}");
+    for (q, member) in [
+        (Quirk::OmitEventSeq, "event_seq"),
+        (Quirk::OmitOriginEventSeq, "origin_event_seq"),
+    ] {
+        for (quirk, present) in [(None, true), (Some(q), false)] {
+            let n = node(quirk);
+            let alice = n.register("alice", "human", 1).await;
+            let r = alice
+                .send(&n, alice.message(&n, &n.thread_id(), None, &[&alice], "x"))
+                .await
+                .expect(201);
+            assert_eq!(r.body["meta"].get(member).is_some(), present, "{quirk:?}");
+        }
     }
 }
 
@@ -576,6 +615,7 @@ async fn bare_error_bodies_drop_the_section_24_1_body() {
 fn every_quirk_is_exercised() {
     let special = [
         Quirk::OmitEventSeq,
+        Quirk::OmitOriginEventSeq,
         Quirk::IgnoreIdempotencyKey,
         Quirk::DisableRateLimit,
         Quirk::BareErrorBodies,
@@ -768,7 +808,8 @@ async fn thread_object_created_at_and_pending_parent_quirks() {
 }
 
 /// Quirks that break an observation rather than a refusal.
-const OBSERVED: [Quirk; 17] = [
+const OBSERVED: [Quirk; 18] = [
+    Quirk::CaseSensitiveAddressLookup,
     Quirk::ForkWithoutParentLink,
     Quirk::MergeLeavesForkOpen,
     Quirk::IgnoreThreadDelegate,
@@ -856,6 +897,12 @@ async fn holds(q: Quirk, n: &TestNode) -> bool {
                 .expect(200);
             let list = r.body["envelopes"].as_array().unwrap().clone();
             list.len() == 1 && list.iter().all(|e| e["thread_id"] == f.as_str())
+        }
+        Quirk::CaseSensitiveAddressLookup => {
+            let mixed = bob.address.replacen("loom://bob@", "loom://BoB@", 1);
+            let path = format!("/v1/identity/{}", urlencode(&mixed));
+            let r = n.call("GET", &path, None, None).await;
+            r.status.as_u16() == 200 && r.body["id"] == bob.address.as_str()
         }
         Quirk::ForkWithoutParentLink | Quirk::MergeLeavesForkOpen => {
             // The fork thread does not exist before the operation: the node creates it.
@@ -1110,6 +1157,37 @@ async fn register_typed_violation(q: Quirk, n: &TestNode) -> Resp {
     n.post_registration(local, kind, seed, members).await
 }
 
+/// Challenge and registration of exactly `address` (a human, key from `seed`); the first
+/// refusal, or the registration's response.
+async fn register_as(n: &TestNode, address: &str, seed: u8) -> Resp {
+    let key = signing_key_from_seed(&[seed; 32]);
+    let key_id = "k_sign_as_1";
+    let ch = n
+        .call(
+            "POST",
+            "/v1/identity/challenge",
+            None,
+            Some(json!({"identity": address, "key_id": key_id})),
+        )
+        .await;
+    if ch.status.as_u16() != 200 {
+        return ch;
+    }
+    let mut req = json!({
+        "id": address, "type": "human", "display_name": "as",
+        "signing_keys": [{"key_id": key_id, "public_key_pem": public_key_to_spki_pem(&key.verifying_key())}],
+    });
+    let hash = loom_node::service::identity::registration_document_hash(&req);
+    let nonce = ch.body["nonce"].as_str().unwrap();
+    let text = loom_node::service::identity::registration_text(address, key_id, &hash, nonce);
+    req["registration_proof"] = json!({
+        "challenge_id": ch.body["challenge_id"],
+        "key_id": key_id,
+        "signature": sign_b64url(&key, None, text.as_bytes()),
+    });
+    n.call("POST", "/v1/identity", None, Some(req)).await
+}
+
 /// Registers `local` with a second key in `member` whose id has no typed prefix.
 async fn register_extra_key(n: &TestNode, local: &str, seed: u8, member: &str) -> Resp {
     let address = format!("loom://{local}@{}", support::DOMAIN);
@@ -1346,4 +1424,11 @@ async fn unprefixed_event_ids_drop_the_evt_prefix() {
             assert_eq!(id.starts_with("evt_"), prefixed, "{q:?}: {e}");
         }
     }
+}
+
+/// Percent-encodes an address for a path segment (`:`, `/`, `@`).
+fn urlencode(s: &str) -> String {
+    s.replace(':', "%3A")
+        .replace('/', "%2F")
+        .replace('@', "%40")
 }

@@ -69,7 +69,17 @@ async fn resolve(State(s): State<AppState>, Path(address): Path<String>) -> R {
     } else {
         format!("loom://{address}")
     };
-    let addr = crate::service::parse_address("identity", &full)?;
+    // §6.1: addresses compare case-insensitively, so a lookup normalizes before it compares.
+    let addr = loom_protocol::Address::parse(&full).map_err(|e| {
+        ApiError::bad_request("identity", format!("not a LOOM address: {e}"), "v1.1 §6.1")
+    })?;
+    if s.quirk(crate::quirks::Quirk::CaseSensitiveAddressLookup) && addr.to_string() != full {
+        return Err(ApiError::not_found(
+            loom_protocol::ErrorCode::IdentityNotFound,
+            "identity",
+            &full,
+        ));
+    }
     Ok(json_response(StatusCode::OK, s.resolve_identity(&addr)?))
 }
 

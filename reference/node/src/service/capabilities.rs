@@ -85,14 +85,25 @@ fn timestamp_member(o: &Map<String, Value>, k: &str) -> ApiResult<Option<Timesta
 }
 
 /// The §12.1 token structure: every member present with its type, grants from §12.2.
-fn token_shape(token: &Value, now: Timestamp) -> ApiResult<TokenShape> {
+fn token_shape(token: &Value, now: Timestamp, any_id: bool) -> ApiResult<TokenShape> {
     let o = token
         .as_object()
         .ok_or_else(|| invalid("$body", "a capability token is a JSON object"))?;
     if o.get("loom").and_then(Value::as_str) != Some("1.1") {
         return Err(invalid("loom", "loom must be \"1.1\""));
     }
-    let id = CapabilityId::parse(str_member(o, "id")?).map_err(|e| invalid("id", e.to_string()))?;
+    let raw_id = str_member(o, "id")?;
+    let id = CapabilityId::parse(raw_id)
+        .or_else(|e| {
+            // The quirk keeps the ULID of an id with another prefix (`tok_…`).
+            let ulid = raw_id.rsplit('_').next().unwrap_or_default();
+            if any_id {
+                CapabilityId::parse(&format!("cap_{ulid}")).map_err(|_| e)
+            } else {
+                Err(e)
+            }
+        })
+        .map_err(|e| invalid("id", e.to_string()))?;
     let issued_by = parse_address("issued_by", str_member(o, "issued_by")?)?;
     let issued_to = parse_address("issued_to", str_member(o, "issued_to")?)?;
     timestamp_member(o, "created_at")?
@@ -260,7 +271,11 @@ impl Service {
     /// `cap_epoch` (§12.3). Returns the token as stored.
     pub fn issue_capability(&self, caller: &Caller, token: Value) -> ApiResult<Value> {
         let now = self.env.now();
-        let t = token_shape(&token, now)?;
+        let t = token_shape(
+            &token,
+            now,
+            self.quirk(crate::quirks::Quirk::AcceptAnyCapabilityId),
+        )?;
         if t.issued_by != caller.identity {
             return Err(denied(
                 "issued_by",

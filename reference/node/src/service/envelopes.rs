@@ -70,7 +70,9 @@ struct Head {
     created_at: Timestamp,
 }
 
-fn head(env: &Value) -> ApiResult<Head> {
+/// The members the node acts on; `multi_parent` (a quirk) reads the first of a `parent_id`
+/// list instead of refusing it (v1.1 §10.2).
+fn head(env: &Value, multi_parent: bool) -> ApiResult<Head> {
     let bad =
         |f: &str| ApiError::bad_request(f, format!("{f} is missing or malformed"), "v1.1 §8.2");
     Ok(Head {
@@ -82,6 +84,10 @@ fn head(env: &Value) -> ApiResult<Head> {
             .ok_or_else(|| bad("thread_id"))?,
         parent: match env.get("parent_id") {
             None | Some(Value::Null) => None,
+            Some(Value::Array(list)) if multi_parent => list
+                .first()
+                .and_then(Value::as_str)
+                .and_then(|s| EnvelopeId::parse(s).ok()),
             Some(v) => Some(
                 v.as_str()
                     .and_then(|s| EnvelopeId::parse(s).ok())
@@ -170,6 +176,7 @@ impl Service {
                 || self.quirk(Quirk::AllowDagCycles)
                 || self.quirk(Quirk::AcceptBadSignature)
                 || self.quirk(Quirk::AcceptAnyAttachmentId)
+                || self.quirk(Quirk::AcceptParentIdArray)
             {
                 let first = validate_envelope_all(&env)
                     .into_iter()
@@ -194,9 +201,9 @@ impl Service {
         }
         let (h, filled) = if self.quirk(Quirk::SkipEnvelopeValidation) {
             let filled = self.fill_head_members(&env, caller);
-            (head(&filled)?, Some(filled))
+            (head(&filled, false)?, Some(filled))
         } else {
-            (head(&env)?, None)
+            (head(&env, self.quirk(Quirk::AcceptParentIdArray))?, None)
         };
         if h.sender != caller.identity && !self.quirk(Quirk::AllowSenderSpoofing) {
             return Err(ApiError::new(
@@ -342,6 +349,9 @@ impl Service {
                 && e.rule.contains("own parent")
                 && self.quirk(Quirk::AllowDagCycles))
             || (e.code == ErrorCode::SignatureInvalid && self.quirk(Quirk::AcceptBadSignature))
+            || (e.field == "parent_id"
+                && e.rule.starts_with("a single parent")
+                && self.quirk(Quirk::AcceptParentIdArray))
             || (e.field.starts_with("attachments[")
                 && e.field.ends_with("].id")
                 && self.quirk(Quirk::AcceptAnyAttachmentId))
@@ -588,6 +598,9 @@ impl Service {
         });
         if self.quirk(Quirk::OmitEventSeq) {
             meta.as_object_mut().map(|m| m.remove("event_seq"));
+        }
+        if self.quirk(Quirk::OmitOriginEventSeq) {
+            meta.as_object_mut().map(|m| m.remove("origin_event_seq"));
         }
         env["meta"] = meta;
         if self.quirk(Quirk::RestampCreatedAt) {

@@ -1,7 +1,7 @@
 //! Identity registration, resolution and key management (v1.1 §6, §16.3; registration as the
 //! existing v1.1 node does it, DESIGN.md §9).
 
-use super::{Caller, Service, parse_address};
+use super::{Caller, Service};
 use crate::error::{ApiError, ApiResult};
 use crate::store::Cached;
 use loom_protocol::documents::IdentityType;
@@ -135,7 +135,7 @@ fn parse_key(
 impl Service {
     /// Issues a challenge for `purpose` (registration or login), single use, 5 minutes.
     pub fn issue_challenge(&self, purpose: &str, req: &ChallengeRequest) -> ApiResult<Value> {
-        let identity = parse_address("identity", &req.identity)?;
+        let identity = self.parse_registrant("identity", &req.identity)?;
         KeyId::parse(&req.key_id, KeyKind::Signing)
             .map_err(|e| ApiError::bad_request("key_id", e.to_string(), "v1.1 §8.4"))?;
         let challenge_id = format!("ch_{}", self.env.ids().ulid());
@@ -214,9 +214,18 @@ impl Service {
                 ApiError::bad_request("id", format!("not a LOOM address: {e}"), "v1.1 §6.1")
             })?
         } else {
-            parse_address("id", &req.id)?
+            self.parse_registrant("id", &req.id)?
         };
-        if !self.is_local(&id) {
+        if id.is_bridge() && !self.quirk(crate::quirks::Quirk::AllowBridgeRegistration) {
+            return Err(ApiError::bad_request(
+                "id",
+                format!(
+                    "{id}: the bridge:// scheme is reserved for bridged identities, which the Email Bridge creates; they are not registered"
+                ),
+                "v1.1 §6.1",
+            ));
+        }
+        if !self.is_local(&id) && !id.is_bridge() {
             return Err(ApiError::bad_request(
                 "id",
                 format!(

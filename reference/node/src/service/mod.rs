@@ -137,6 +137,27 @@ impl Service {
 }
 
 /// Parses an address from request data, naming the field on failure.
+/// A `loom://local@domain` address taken as written, without the §6.1 local-part rule (for
+/// the `accept-any-local-part` quirk only).
+fn lenient_loom_address(s: &str) -> Option<Address> {
+    let (local, domain) = s.strip_prefix("loom://")?.rsplit_once('@')?;
+    (!local.is_empty() && !domain.is_empty()).then(|| Address::Loom {
+        local: local.to_owned(),
+        domain: domain.to_owned(),
+    })
+}
+
+impl Service {
+    /// The address a registration or challenge names (§6.1), through [`parse_address`];
+    /// the `accept-any-local-part` quirk lets an invalid local part through.
+    pub(crate) fn parse_registrant(&self, field: &str, s: &str) -> ApiResult<Address> {
+        match parse_address(field, s) {
+            Err(e) if self.quirk(Quirk::AcceptAnyLocalPart) => lenient_loom_address(s).ok_or(e),
+            r => r,
+        }
+    }
+}
+
 pub fn parse_address(field: &str, s: &str) -> ApiResult<Address> {
     Address::parse_wire(s)
         .map_err(|e| ApiError::bad_request(field, format!("not a LOOM address: {e}"), "v1.1 §6.1"))

@@ -64,7 +64,13 @@ pub fn validate_envelope_all(v: &Value) -> Vec<ProtocolError> {
     c.loom_version(obj);
     let id = c.id::<EnvelopeId>(obj, "id", true, EnvelopeId::parse);
     c.id::<ThreadId>(obj, "thread_id", true, ThreadId::parse);
-    if let Some(parent) = c.id::<EnvelopeId>(obj, "parent_id", false, EnvelopeId::parse)
+    if obj.get("parent_id").is_some_and(Value::is_array) {
+        c.bad(
+            "parent_id",
+            "a single parent: parent_id references at most one envelope, not a list",
+            "v1.1 §10.2",
+        );
+    } else if let Some(parent) = c.id::<EnvelopeId>(obj, "parent_id", false, EnvelopeId::parse)
         && Some(parent) == id
     {
         c.bad(

@@ -1,0 +1,154 @@
+//! LOOM addresses (v1.1 §6.1): the local-part syntax, case-insensitive comparison and the
+//! reserved `bridge://` scheme, observed through registration and resolution.
+
+use super::identity::{challenge_id, expect_not_registered, register, resolve_path};
+use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
+use crate::ctx::Ctx;
+use loom_client::identity::{registration_document_hash, registration_text};
+use loom_protocol::keys::{public_key_to_spki_pem, sign_b64url, signing_key_from_seed};
+use serde_json::json;
+
+/// Tries to register exactly `address` (a human with a fresh key): challenge, then the
+/// signed registration. Returns the deciding exchange: the challenge when it is refused,
+/// otherwise the registration.
+async fn try_register(cx: &mut Ctx, address: &str) -> Result<usize, Finding> {
+    let key = signing_key_from_seed(&cx.seed32());
+    let key_id = "k_sign_addr_1";
+    let i = cx
+        .call(
+            "POST",
+            "/v1/identity/challenge",
+            None,
+            Some(&json!({"identity": address, "key_id": key_id})),
+        )
+        .await?;
+    if cx.t(i).status != 200 {
+        return Ok(i);
+    }
+    let ch = cx.json(i);
+    let mut req = json!({
+        "id": address,
+        "type": "human",
+        "display_name": "address probe",
+        "signing_keys": [{"key_id": key_id, "public_key_pem": public_key_to_spki_pem(&key.verifying_key())}],
+    });
+    let hash = registration_document_hash(&req);
+    let text = registration_text(address, key_id, &hash, ch["nonce"].as_str().unwrap_or(""));
+    req["registration_proof"] = json!({
+        "challenge_id": challenge_id(&ch),
+        "key_id": key_id,
+        "signature": sign_b64url(&key, None, text.as_bytes()),
+    });
+    cx.call("POST", "/v1/identity", None, Some(&req)).await
+}
+
+/// `address` cannot be registered: a 4xx §24.1 refusal at the challenge or the registration.
+async fn expect_unregistrable(cx: &mut Ctx, address: &str, why: &str) -> Verdict {
+    let i = try_register(cx, address).await?;
+    let st = cx.t(i).status;
+    cx.expect_that(
+        (400..500).contains(&st),
+        format!("registering {address} refused (4xx): {why}"),
+        format!("HTTP {st}"),
+    )?;
+    cx.expect_error_shape(i)
+}
+
+async fn local_part_syntax(cx: &mut Ctx) -> Verdict {
+    let base = cx.fresh_identity("lp", "human")?;
+    let local = base.address()["loom://".len()..]
+        .split('@')
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let domain = cx.target.domain.clone();
+    // The longest valid local part (64 characters) registers.
+    let longest = format!("{local}{}", "x".repeat(64usize.saturating_sub(local.len())));
+    let id = loom_client::Identity::from_seed(&format!("loom://{longest}@{domain}"), &cx.seed32())
+        .map_err(|e| Finding::Error(e.to_string()))?;
+    let i = register(cx, &id).await?;
+    cx.expect_status(i, 201)?;
+    for (bad, why) in [
+        (format!("-{local}"), "a local part starts with [a-z0-9]"),
+        (
+            format!("{local}+tag"),
+            "a local part holds only [a-z0-9._-]",
+        ),
+        (
+            format!("{longest}y"),
+            "a local part is at most 64 characters",
+        ),
+    ] {
+        let address = format!("loom://{bad}@{domain}");
+        expect_unregistrable(cx, &address, why).await?;
+    }
+    Ok(())
+}
+
+async fn compare_case_insensitive(cx: &mut Ctx) -> Verdict {
+    let alice = cx.identity("alice", "human").await?;
+    let lower = alice.address().to_owned();
+    let mixed = format!("loom://{}", lower["loom://".len()..].to_uppercase());
+    let i = cx.get(&resolve_path(&mixed), &alice.token).await?;
+    let doc = cx.body_of(i, 200)?;
+    cx.expect_eq(
+        "id of the identity resolved by its upper-case spelling",
+        &json!(lower),
+        &doc["id"],
+    )
+}
+
+async fn bridge_reserved(cx: &mut Ctx) -> Verdict {
+    let probe = cx.fresh_identity("bridged", "human")?;
+    let local = &probe.address()["loom://".len()..];
+    let address = format!("bridge://{local}");
+    expect_unregistrable(
+        cx,
+        &address,
+        "bridge:// is reserved for identities the Email Bridge creates",
+    )
+    .await?;
+    expect_not_registered(cx, &address).await
+}
+
+const R: &[Need] = &[Need::Registration];
+
+/// Address cases.
+pub const CASES: &[Case] = &[
+    Case {
+        id: "core.address.local-part.syntax",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §6.1", "v1.0 §6.1"],
+        requirement: "Local parts of LOOM addresses MUST match [a-z0-9][a-z0-9._-]{0,63}.",
+        covers: &["R-6.1-01"],
+        needs: R,
+        how: "A 64-character local part registers (201); local parts starting with '-', holding '+', or 65 characters long are refused (4xx §24.1 at the challenge or the registration).",
+        mutant: Mutant::Quirk("accept-any-local-part"),
+        run: |cx| Box::pin(local_part_syntax(cx)),
+    },
+    Case {
+        id: "core.address.compare.case-insensitive",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §6.1"],
+        requirement: "Nodes MUST compare LOOM addresses case-insensitively.",
+        covers: &["R-6.1-04"],
+        needs: R,
+        how: "Register alice; GET /v1/identity/{her address in upper case, percent-encoded}: 200 with her canonical lowercase id.",
+        mutant: Mutant::Quirk("case-sensitive-address-lookup"),
+        run: |cx| Box::pin(compare_case_insensitive(cx)),
+    },
+    Case {
+        id: "core.address.bridge.reserved",
+        level: 1,
+        strength: Strength::Must,
+        spec: &["v1.1 §6.1", "loom-core-profile"],
+        requirement: "The bridge:// scheme is reserved for bridged identities: it cannot be registered through the identity API.",
+        covers: &["R-6.1-07"],
+        needs: R,
+        how: "Register bridge://{fresh local}@{target domain} as a human with a valid proof; expect a 4xx §24.1 refusal and the address not resolvable (404).",
+        mutant: Mutant::Quirk("allow-bridge-registration"),
+        run: |cx| Box::pin(bridge_reserved(cx)),
+    },
+];
