@@ -1,1 +1,0 @@
-//! `process.yaml` loading and validation (package guide).
