@@ -240,12 +240,14 @@ impl Ctx {
         self.factory.envelope_id()
     }
 
-    /// The harness clock's now plus `days` (negative: in the past), RFC 3339.
+    /// The harness clock's now shifted by `ms` (negative: in the past), RFC 3339.
+    pub fn now_plus_ms(&self, ms: i64) -> String {
+        self.factory.now().plus_ms(ms).to_rfc3339()
+    }
+
+    /// The harness clock's now shifted by whole days.
     pub fn now_plus_days(&self, days: i64) -> String {
-        self.factory
-            .now()
-            .plus_ms(days * 24 * 3_600_000)
-            .to_rfc3339()
+        self.now_plus_ms(days * 24 * 3_600_000)
     }
 
     /// The harness clock's now (RFC 3339).

@@ -2,9 +2,7 @@
 //! `loom_protocol::capability::sign_capability_token`, presented in
 //! `content.structured.parameters.capability_token` of a `thread_op` (§12.4 preferred form).
 
-use super::thread_kit::{
-    Grant, expect_state, now_plus_ms, op_ok, op_with_token, send_op, thread_obj, token,
-};
+use super::thread_kit::{Grant, expect_state, op_ok, op_with_token, send_op, thread_obj, token};
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
 use crate::ctx::{Ctx, Ident};
 use serde_json::{Value, json};
@@ -57,7 +55,7 @@ async fn admin_superset(cx: &mut Ctx) -> Verdict {
 async fn expired(cx: &mut Ctx) -> Verdict {
     let (alice, bob, _, t) = setup(cx).await?;
     let g = Grant {
-        expires_at: Some(now_plus_ms(cx, -3_600_000)),
+        expires_at: Some(cx.now_plus_ms(-3_600_000)),
         ..Grant::new(&t, &["resolve"])
     };
     let tok = token(cx, &alice, &bob, &g);

@@ -4,7 +4,6 @@
 
 use crate::case::{Finding, Verdict};
 use crate::ctx::{Ctx, Ident};
-use loom_protocol::Timestamp;
 use serde_json::{Value, json};
 
 /// `GET /v1/threads/{t}` as `who`; must be 200.
@@ -80,13 +79,6 @@ pub async fn reply(
 /// A fresh `cap_` id (ULID from the case's id generator).
 pub fn cap_id(cx: &mut Ctx) -> String {
     cx.envelope_id().replacen("env_", "cap_", 1)
-}
-
-/// The harness clock's now shifted by `ms` (RFC 3339).
-pub fn now_plus_ms(cx: &Ctx, ms: i64) -> String {
-    Timestamp::parse(&cx.now())
-        .map(|t| t.plus_ms(ms).to_rfc3339())
-        .unwrap_or_default()
 }
 
 /// What a capability token grants.

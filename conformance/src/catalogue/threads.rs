@@ -107,7 +107,7 @@ async fn build_dag(cx: &mut Ctx) -> Result<(Ident, String, Vec<Value>), Finding>
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
     let t = cx.thread_id();
-    let at = |cx: &Ctx, s: i64| super::thread_kit::now_plus_ms(cx, -s * 1000);
+    let at = |cx: &Ctx, s: i64| cx.now_plus_ms(-s * 1000);
     let mut sent: Vec<Value> = Vec::new();
     let plan: [(&str, Option<usize>, i64); 5] = [
         ("R", None, 60),

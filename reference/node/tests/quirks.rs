@@ -270,7 +270,9 @@ async fn violate(q: Quirk, n: &TestNode) -> Resp {
                 .await
         }
         Quirk::AllowBridgeRegistration => {
-            register_as(n, &format!("bridge://gina@{}", support::DOMAIN), 35).await
+            let bridged = format!("bridge://gina@{}", support::DOMAIN);
+            n.post_registration_as(&bridged, "human", 35, json!({}))
+                .await
         }
         Quirk::AcceptAnyCapabilityId => {
             use loom_protocol::id::{KeyId, KeyKind};
@@ -1155,37 +1157,6 @@ async fn register_typed_violation(q: Quirk, n: &TestNode) -> Resp {
         _ => {}
     }
     n.post_registration(local, kind, seed, members).await
-}
-
-/// Challenge and registration of exactly `address` (a human, key from `seed`); the first
-/// refusal, or the registration's response.
-async fn register_as(n: &TestNode, address: &str, seed: u8) -> Resp {
-    let key = signing_key_from_seed(&[seed; 32]);
-    let key_id = "k_sign_as_1";
-    let ch = n
-        .call(
-            "POST",
-            "/v1/identity/challenge",
-            None,
-            Some(json!({"identity": address, "key_id": key_id})),
-        )
-        .await;
-    if ch.status.as_u16() != 200 {
-        return ch;
-    }
-    let mut req = json!({
-        "id": address, "type": "human", "display_name": "as",
-        "signing_keys": [{"key_id": key_id, "public_key_pem": public_key_to_spki_pem(&key.verifying_key())}],
-    });
-    let hash = loom_node::service::identity::registration_document_hash(&req);
-    let nonce = ch.body["nonce"].as_str().unwrap();
-    let text = loom_node::service::identity::registration_text(address, key_id, &hash, nonce);
-    req["registration_proof"] = json!({
-        "challenge_id": ch.body["challenge_id"],
-        "key_id": key_id,
-        "signature": sign_b64url(&key, None, text.as_bytes()),
-    });
-    n.call("POST", "/v1/identity", None, Some(req)).await
 }
 
 /// Registers `local` with a second key in `member` whose id has no typed prefix.

@@ -1179,15 +1179,7 @@ impl Service {
         {
             return Ok(Some(rt.state.clone()));
         }
-        let row: Option<String> = conn
-            .row(
-                "SELECT state FROM threads WHERE id = ?1",
-                [id.to_string()],
-                |r| r.get(0),
-            )
-            .optional()?;
-        row.map(|s| serde_json::from_str(&s).map_err(ApiError::internal))
-            .transpose()
+        self.stored_thread_state(conn, id)
     }
 
     /// `GET /v1/envelopes/{id}` under the audience rules (§8.3).

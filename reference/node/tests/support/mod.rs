@@ -240,8 +240,37 @@ impl TestNode {
         members: Value,
     ) -> Resp {
         let address = format!("loom://{local}@{DOMAIN}");
+        self.post_registration_as(&address, kind, seed, members)
+            .await
+    }
+
+    /// [`TestNode::post_registration`] for exactly `address` (any scheme or spelling); the key
+    /// id is `k_sign_<local part>_1` with characters outside `[a-z0-9_-]` as `_`.
+    pub async fn post_registration_as(
+        &self,
+        address: &str,
+        kind: &str,
+        seed: u8,
+        members: Value,
+    ) -> Resp {
+        let local = address
+            .split("://")
+            .nth(1)
+            .unwrap_or(address)
+            .split('@')
+            .next()
+            .unwrap_or_default();
         let key = signing_key_from_seed(&[seed; 32]);
-        let key_id = format!("k_sign_{}_1", local.replace('.', "_"));
+        let key_id: String = format!("k_sign_{local}_1")
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
         let ch = self
             .call(
                 "POST",
@@ -264,7 +293,7 @@ impl TestNode {
         }
         let hash = loom_node::service::identity::registration_document_hash(&req);
         let text = loom_node::service::identity::registration_text(
-            &address,
+            address,
             &key_id,
             &hash,
             ch.body["nonce"].as_str().unwrap(),
