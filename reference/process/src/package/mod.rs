@@ -1,1 +1,5 @@
 //! `process.yaml` loading and validation (package guide).
+
+pub mod model;
+
+pub use model::*;

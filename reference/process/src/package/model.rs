@@ -1,0 +1,1181 @@
+//! The typed model of a process definition (`process.yaml`), field for field as the package
+//! guide documents it (guide "process.yaml reference" and the sections it links).
+//!
+//! Deserializing gives the *shape*; the rules the guide states about values (ranges, DAG,
+//! allowlists, risk floors) live in the validator (`package::validate`), so a [`Process`]
+//! obtained through [`crate::package::load_str`] or [`crate::package::load_dir`] has passed
+//! every rule. Optional fields the guide gives a default for expose it through a method
+//! (`Phase::model_tier()` …) so the default is written in one place.
+//!
+//! Where the guide names a block but does not spell out all of its keys
+//! (`verification.policy`, `verification.remediation`, `evidence`, `prompt_contracts`), the
+//! documented keys are typed and everything else is kept verbatim in an `other` map (lenient
+//! reading: such keys are neither rejected nor warned about).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A whole `process.yaml` (guide "process.yaml reference").
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct Process {
+    /// Kebab-case name, `^[a-z0-9][a-z0-9-]*$` (guide "Metadata").
+    pub name: String,
+    /// Version string, e.g. `"1.0"` (guide "Metadata").
+    #[serde(default)]
+    pub version: Option<String>,
+    /// Process contract version: 1 (legacy) or 2 (guide "Process contract v2"). Absent means
+    /// a legacy v1 definition (guide "Migrating v1 to v2").
+    #[serde(default)]
+    pub schema_version: Option<i64>,
+    /// What the process does (guide "Metadata").
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Author (guide "Metadata").
+    #[serde(default)]
+    pub author: Option<String>,
+    /// Discovery tags; also used to infer high-risk intent (guide "Risk level and rigor floors").
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Second-person persona text (guide "Persona").
+    #[serde(default)]
+    pub persona: Option<String>,
+    /// Free-text tool instructions (guide "Tool guidance").
+    #[serde(default)]
+    pub tool_guidance: Option<String>,
+    /// Required/excluded tools (guide "Tool guidance").
+    #[serde(default)]
+    pub tools: Option<Tools>,
+    /// Auth resources resolved before execution (guide "Auth requirements").
+    #[serde(default)]
+    pub auth: Option<Auth>,
+    /// How binding the phase order is (guide "Phase mode"); see [`Process::phase_mode`].
+    #[serde(default)]
+    pub phase_mode: Option<PhaseMode>,
+    /// Risk level selecting the validity floor (guide "Risk level and rigor floors").
+    #[serde(default)]
+    pub risk_level: Option<RiskLevel>,
+    /// Canonical deliverable ownership (guide "Output coordination").
+    #[serde(default)]
+    pub output_coordination: Option<OutputCoordination>,
+    /// Python dependencies installed by `loom install` (guide "Dependencies").
+    #[serde(default)]
+    pub dependencies: Vec<String>,
+    /// Process-level validity contract (guide "Validity contract (claim and evidence rigor)").
+    #[serde(default)]
+    pub validity_contract: Option<ValidityContract>,
+    /// The phase DAG (guide "Phases").
+    #[serde(default)]
+    pub phases: Vec<Phase>,
+    /// Verification rules, policy and remediation (guide "Verification rules").
+    #[serde(default)]
+    pub verification: Option<Verification>,
+    /// Evidence record schema and extraction (guide "Process contract v2").
+    #[serde(default)]
+    pub evidence: Option<Evidence>,
+    /// Process-specific prompt instructions (guide "Process contract v2").
+    #[serde(default)]
+    pub prompt_contracts: Option<PromptContracts>,
+    /// Memory types to extract (guide "Memory types").
+    #[serde(default)]
+    pub memory: Option<Memory>,
+    /// What to look for in the workspace before planning (guide "Workspace analysis").
+    #[serde(default)]
+    pub workspace_analysis: Option<WorkspaceAnalysis>,
+    /// Few-shot planner examples (guide "Planner examples").
+    #[serde(default)]
+    pub planner_examples: Vec<PlannerExample>,
+    /// When and how to re-plan (guide "Replanning").
+    #[serde(default)]
+    pub replanning: Option<Replanning>,
+    /// Embedded test contracts (guide "Process test manifest").
+    #[serde(default)]
+    pub tests: Vec<TestCase>,
+}
+
+impl Process {
+    /// The effective phase mode. The guide gives no default; `guided` is the mode it
+    /// recommends "for most analytical workflows" (guide "Choosing a phase mode").
+    pub fn phase_mode(&self) -> PhaseMode {
+        self.phase_mode.unwrap_or(PhaseMode::Guided)
+    }
+
+    /// The contract version; absent means legacy v1 (guide "Migrating v1 to v2").
+    pub fn schema_version(&self) -> i64 {
+        self.schema_version.unwrap_or(1)
+    }
+
+    /// The phase with this id, if declared.
+    pub fn phase(&self, id: &str) -> Option<&Phase> {
+        self.phases.iter().find(|p| p.id == id)
+    }
+}
+
+/// `tools:` (guide "Tool guidance").
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct Tools {
+    /// Tools that must be available; Loom fails fast if one is missing.
+    #[serde(default)]
+    pub required: Vec<String>,
+    /// Tools the model should not use; must not overlap `required`.
+    #[serde(default)]
+    pub excluded: Vec<String>,
+}
+
+/// `auth:` (guide "Auth requirements").
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct Auth {
+    /// Required auth resources for preflight.
+    #[serde(default)]
+    pub required: Vec<AuthRequirement>,
+}
+
+/// One `auth.required[]` entry (guide "Auth requirements").
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct AuthRequirement {
+    /// Provider key; optional when `resource_ref` or `resource_id` is supplied.
+    #[serde(default)]
+    pub provider: Option<String>,
+    /// `api` or `mcp` (the guide lists it without "optional").
+    pub source: AuthSource,
+    /// Stable selector: `mcp:<alias>`, `api_integration:<name>` or `tool:<name>`.
+    #[serde(default)]
+    pub resource_ref: Option<String>,
+    /// Workspace-specific immutable resource id.
+    #[serde(default)]
+    pub resource_id: Option<String>,
+    /// Allowed credential modes.
+    #[serde(default)]
+    pub modes: Vec<AuthMode>,
+    /// Env keys that must be present in the profile env.
+    #[serde(default)]
+    pub required_env_keys: Vec<String>,
+    /// MCP alias constraint; only valid when `source: mcp`.
+    #[serde(default)]
+    pub mcp_server: Option<String>,
+}
+
+/// `auth.required[].source` (guide "Auth requirements").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthSource {
+    /// An HTTP API integration.
+    Api,
+    /// An MCP server.
+    Mcp,
+}
+
+/// `auth.required[].modes[]` (guide "Auth requirements").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthMode {
+    /// A static API key.
+    ApiKey,
+    /// OAuth 2 with PKCE.
+    Oauth2Pkce,
+    /// OAuth 2 device flow.
+    Oauth2Device,
+    /// Credentials passed through the environment.
+    EnvPassthrough,
+    /// Credentials from a CLI's own login.
+    CliPassthrough,
+}
+
+/// `phase_mode` (guide "Phase mode").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PhaseMode {
+    /// Phases execute in dependency order; no skipping.
+    Strict,
+    /// Phases are recommended but can be reordered or skipped.
+    Guided,
+    /// Phases are hints; the planner is free to restructure.
+    Suggestive,
+}
+
+/// `risk_level` (guide "Risk level and rigor floors").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RiskLevel {
+    /// Low risk: 0.65 / 0.35 floor, temporal gate off.
+    Low,
+    /// Medium risk: same floor as low.
+    Medium,
+    /// High risk: 0.8 / 0.2 floor, temporal gate on; core constraints cannot be weakened.
+    High,
+    /// Critical risk: same floor as high.
+    Critical,
+}
+
+impl RiskLevel {
+    /// True for `high` and `critical`, the levels with the strict floor profile.
+    pub fn is_high(self) -> bool {
+        matches!(self, RiskLevel::High | RiskLevel::Critical)
+    }
+
+    /// The YAML spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RiskLevel::Low => "low",
+            RiskLevel::Medium => "medium",
+            RiskLevel::High => "high",
+            RiskLevel::Critical => "critical",
+        }
+    }
+}
+
+/// `output_coordination:` (guide "Output coordination").
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct OutputCoordination {
+    /// Canonical deliverable ownership: `direct` or `fan_in`.
+    #[serde(default)]
+    pub strategy: Option<OutputStrategy>,
+    /// Normalized workspace-relative root for intermediate artifacts.
+    #[serde(default)]
+    pub intermediate_root: Option<String>,
+    /// Whether a canonical deliverable may have only one writer.
+    #[serde(default)]
+    pub enforce_single_writer: Option<bool>,
+    /// Fan-in finalizer publish behaviour.
+    #[serde(default)]
+    pub publish_mode: Option<PublishMode>,
+    /// What to do when canonical deliverable writers conflict.
+    #[serde(default)]
+    pub conflict_policy: Option<ConflictPolicy>,
+    /// Whether fan-in finalizers need every worker's artifacts.
+    #[serde(default)]
+    pub finalizer_input_policy: Option<FinalizerInputPolicy>,
+}
+
+impl OutputCoordination {
+    /// The default intermediate root shown by the guide (guide "Output coordination").
+    pub const DEFAULT_INTERMEDIATE_ROOT: &'static str = ".loom/phase-artifacts";
+}
+
+/// `output_coordination.strategy` and `phases[].output_strategy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputStrategy {
+    /// Workers write canonical deliverables directly.
+    Direct,
+    /// Workers write intermediates; a `<phase>__finalize_output` finalizer publishes.
+    FanIn,
+}
+
+/// `output_coordination.publish_mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PublishMode {
+    /// Staged writes + commit.
+    Transactional,
+    /// Publish what can be published.
+    BestEffort,
+}
+
+/// `output_coordination.conflict_policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConflictPolicy {
+    /// Defer conflicting writers, first in first out.
+    DeferFifo,
+    /// Fail on the first conflict.
+    FailFast,
+}
+
+/// `finalizer_input_policy` (process level and phase override).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinalizerInputPolicy {
+    /// The finalizer needs artifacts from every worker.
+    RequireAllWorkers,
+    /// The finalizer may continue with partial worker coverage.
+    AllowPartial,
+}
+
+/// One entry of `phases:` (guide "Phases", field table).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct Phase {
+    /// Unique, kebab-case identifier (required).
+    pub id: String,
+    /// What the phase accomplishes and how (required).
+    pub description: String,
+    /// Phase ids that must complete first; `[]` for root phases (required).
+    pub depends_on: Vec<String>,
+    /// 1 (fast) .. 3 (powerful); default 2. See [`Phase::model_tier`].
+    #[serde(default)]
+    pub model_tier: Option<i64>,
+    /// 1 (light) .. 2 (thorough); default 1. See [`Phase::verification_tier`].
+    #[serde(default)]
+    pub verification_tier: Option<i64>,
+    /// If true, failure here blocks the entire process. Default false.
+    #[serde(default)]
+    pub is_critical_path: bool,
+    /// If true, a final phase combining prior work. Default false.
+    #[serde(default)]
+    pub is_synthesis: bool,
+    /// Phase override of `output_coordination.strategy`.
+    #[serde(default)]
+    pub output_strategy: Option<OutputStrategy>,
+    /// Phase override of `output_coordination.finalizer_input_policy`.
+    #[serde(default)]
+    pub finalizer_input_policy: Option<FinalizerInputPolicy>,
+    /// Concrete completion criteria.
+    #[serde(default)]
+    pub acceptance_criteria: Option<String>,
+    /// Expected output files, `"filename.md — description"`; see [`deliverable_filename`].
+    #[serde(default)]
+    pub deliverables: Vec<String>,
+    /// Phase-level validity override (merged with process defaults).
+    #[serde(default)]
+    pub validity_contract: Option<ValidityContract>,
+    /// Gate-driven loop policy (guide "Phase iteration loops").
+    #[serde(default)]
+    pub iteration: Option<Iteration>,
+}
+
+impl Phase {
+    /// Default model tier (guide "Phases": "Default 2").
+    pub const DEFAULT_MODEL_TIER: i64 = 2;
+    /// Default verification tier (guide "Phases": "Default 1").
+    pub const DEFAULT_VERIFICATION_TIER: i64 = 1;
+
+    /// The effective model tier.
+    pub fn model_tier(&self) -> i64 {
+        self.model_tier.unwrap_or(Self::DEFAULT_MODEL_TIER)
+    }
+
+    /// The effective verification tier.
+    pub fn verification_tier(&self) -> i64 {
+        self.verification_tier
+            .unwrap_or(Self::DEFAULT_VERIFICATION_TIER)
+    }
+
+    /// The exact deliverable filenames (the part of each entry before its description).
+    pub fn deliverable_filenames(&self) -> Vec<&str> {
+        self.deliverables
+            .iter()
+            .map(|d| deliverable_filename(d))
+            .collect()
+    }
+
+    /// The phase's effective output strategy given the process-level coordination.
+    pub fn output_strategy(&self, process: Option<&OutputCoordination>) -> OutputStrategy {
+        self.output_strategy
+            .or_else(|| process.and_then(|c| c.strategy))
+            .unwrap_or(OutputStrategy::Direct)
+    }
+
+    /// True when the iteration loop is switched on.
+    pub fn iterates(&self) -> bool {
+        self.iteration
+            .as_ref()
+            .is_some_and(|i| i.enabled == Some(true))
+    }
+}
+
+/// The filename part of a deliverable entry (guide "Phases": deliverables are
+/// `"filename.md — description"` and "enforced by exact filename").
+///
+/// The guide always separates the two with a spaced em dash; we also accept a spaced en dash
+/// or hyphen (` – `, ` - `) and treat an entry without a separator as a bare filename.
+pub fn deliverable_filename(entry: &str) -> &str {
+    const SEPARATORS: [&str; 3] = [" — ", " – ", " - "];
+    let cut = SEPARATORS
+        .iter()
+        .filter_map(|sep| entry.find(sep))
+        .min()
+        .unwrap_or(entry.len());
+    entry[..cut].trim()
+}
+
+/// `validity_contract:` at process or phase level; every field optional so that levels can be
+/// merged (guide "Validity contract (claim and evidence rigor)"). The resolved, concrete form
+/// is `package::validity::ResolvedValidity`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+pub struct ValidityContract {
+    /// Master switch for the validity pipeline.
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// Claim extraction switch.
+    #[serde(default)]
+    pub claim_extraction: Option<ClaimExtraction>,
+    /// Claim categories with stricter support floors.
+    #[serde(default)]
+    pub critical_claim_types: Option<Vec<String>>,
+    /// Minimum supported/extracted ratio, 0..1.
+    #[serde(default)]
+    pub min_supported_ratio: Option<f64>,
+    /// Maximum unresolved/extracted ratio, 0..1.
+    #[serde(default)]
+    pub max_unverified_ratio: Option<f64>,
+    /// Maximum contradicted claims, >= 0.
+    #[serde(default)]
+    pub max_contradicted_count: Option<i64>,
+    /// `drop` or `rewrite_uncertainty`.
+    #[serde(default)]
+    pub prune_mode: Option<PruneMode>,
+    /// Requires fact checker use before synthesis passes.
+    #[serde(default)]
+    pub require_fact_checker_for_synthesis: Option<bool>,
+    /// Final synthesis gate.
+    #[serde(default)]
+    pub final_gate: Option<FinalGate>,
+}
+
+/// `validity_contract.claim_extraction`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct ClaimExtraction {
+    /// Enables claim extraction and claim lifecycle tracking.
+    #[serde(default)]
+    pub enabled: Option<bool>,
+}
+
+/// `validity_contract.prune_mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PruneMode {
+    /// Remove unresolved claims.
+    Drop,
+    /// Keep uncertainty notes, exclude unresolved claims from synthesis context.
+    RewriteUncertainty,
+}
+
+/// `validity_contract.final_gate`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+pub struct FinalGate {
+    /// Excludes unresolved claims from synthesis input.
+    #[serde(default)]
+    pub enforce_verified_context_only: Option<bool>,
+    /// Minimum verification tier for synthesis phases, >= 1.
+    #[serde(default)]
+    pub synthesis_min_verification_tier: Option<i64>,
+    /// Required support ratio for critical claim types, 0..1.
+    #[serde(default)]
+    pub critical_claim_support_ratio: Option<f64>,
+    /// Temporal checks.
+    #[serde(default)]
+    pub temporal_consistency: Option<TemporalConsistency>,
+}
+
+/// `validity_contract.final_gate.temporal_consistency`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct TemporalConsistency {
+    /// Temporal gate switch.
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// Require claims to align with `as_of`.
+    #[serde(default)]
+    pub require_as_of_alignment: Option<bool>,
+    /// Check cross-claim date conflicts.
+    #[serde(default)]
+    pub enforce_cross_claim_date_conflict_check: Option<bool>,
+    /// Stale-source age limit in days; 0 means no limit (the guide's default value).
+    #[serde(default)]
+    pub max_source_age_days: Option<i64>,
+    /// Explicit reporting date; `""` means none.
+    #[serde(default)]
+    pub as_of: Option<String>,
+}
+
+/// `phases[].iteration` (guide "Phase iteration loops").
+///
+/// The guide lists which fields are required *when `enabled: true`*; they are therefore
+/// optional here and checked by the validator. An `iteration` block without `enabled` is
+/// off (the guide gives no default; off is the lenient reading).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+pub struct Iteration {
+    /// Loop switch.
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// Loop attempt cap, 1..6.
+    #[serde(default)]
+    pub max_attempts: Option<i64>,
+    /// `targeted_remediation` or `full_rerun`.
+    #[serde(default)]
+    pub strategy: Option<IterationStrategy>,
+    /// Stop when score-like gates do not improve for N attempts.
+    #[serde(default)]
+    pub stop_on_no_improvement_attempts: Option<i64>,
+    /// Hard cap across loop + retry churn, >= `max_attempts`.
+    #[serde(default)]
+    pub max_total_runner_invocations: Option<i64>,
+    /// Bounded replans after loop exhaustion.
+    #[serde(default)]
+    pub max_replans_after_exhaustion: Option<i64>,
+    /// If false, terminate instead of requesting a replan.
+    #[serde(default)]
+    pub replan_on_exhaustion: Option<bool>,
+    /// Per-loop budgets.
+    #[serde(default)]
+    pub iteration_budget: Option<IterationBudget>,
+    /// Gates evaluated after each attempt.
+    #[serde(default)]
+    pub gates: Vec<Gate>,
+}
+
+/// `iteration.strategy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IterationStrategy {
+    /// Retry with remediation aimed at the failing gates.
+    TargetedRemediation,
+    /// Re-run the whole phase.
+    FullRerun,
+}
+
+/// `iteration.iteration_budget` (all three required and > 0 when iteration is enabled).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct IterationBudget {
+    /// Per-loop wall-clock cap in seconds.
+    #[serde(default)]
+    pub max_wall_clock_seconds: Option<i64>,
+    /// Per-loop token cap.
+    #[serde(default)]
+    pub max_tokens: Option<i64>,
+    /// Per-loop tool call cap.
+    #[serde(default)]
+    pub max_tool_calls: Option<i64>,
+}
+
+/// One `iteration.gates[]` entry (guide "Phase iteration loops", gate table).
+///
+/// One struct for all four types (the guide lists "key fields" per type); the validator
+/// checks that each type has its key fields. Use [`Gate::kind`] for a typed view.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct Gate {
+    /// Gate id (the guide's examples always give one; not listed as a key field).
+    #[serde(default)]
+    pub id: Option<String>,
+    /// Gate type.
+    #[serde(rename = "type")]
+    pub gate_type: GateType,
+    /// Whether a failing gate blocks; see [`Gate::is_blocking`] for the default.
+    #[serde(default)]
+    pub blocking: Option<bool>,
+    /// `tool_metric`: tool whose structured output is read.
+    #[serde(default)]
+    pub tool: Option<String>,
+    /// `tool_metric`: dotted path into the tool's output data.
+    #[serde(default)]
+    pub metric_path: Option<String>,
+    /// `tool_metric`, `command_exit`, `verifier_field`: comparison operator.
+    #[serde(default)]
+    pub operator: Option<Operator>,
+    /// `tool_metric`, `command_exit`, `verifier_field`: the value compared against.
+    #[serde(default)]
+    pub value: Option<Value>,
+    /// `artifact_regex`: what the pattern runs over.
+    #[serde(default)]
+    pub target: Option<ArtifactTarget>,
+    /// `artifact_regex`: the regex.
+    #[serde(default)]
+    pub pattern: Option<String>,
+    /// `artifact_regex`: whether the pattern must match (default true) or must not.
+    #[serde(default)]
+    pub expect_match: Option<bool>,
+    /// `command_exit`: argv tokens.
+    #[serde(default)]
+    pub command: Option<GateCommand>,
+    /// `command_exit`: timeout in seconds, > 0.
+    #[serde(default)]
+    pub timeout_seconds: Option<i64>,
+    /// `verifier_field`: the verifier output field compared.
+    #[serde(default)]
+    pub field: Option<String>,
+}
+
+impl Gate {
+    /// Whether the gate blocks. The guide gives no default: an explicit `blocking` wins;
+    /// otherwise deterministic gates block and `verifier_field` gates (advisory-only in the
+    /// MVP) do not.
+    pub fn is_blocking(&self) -> bool {
+        self.blocking
+            .unwrap_or(self.gate_type != GateType::VerifierField)
+    }
+
+    /// A typed view of the gate's key fields; `None` if one is missing (the validator
+    /// reports that, so a loaded process always has `Some`).
+    pub fn kind(&self) -> Option<GateKind<'_>> {
+        Some(match self.gate_type {
+            GateType::ToolMetric => GateKind::ToolMetric {
+                tool: self.tool.as_deref()?,
+                metric_path: self.metric_path.as_deref()?,
+                operator: self.operator?,
+                value: self.value.as_ref()?,
+            },
+            GateType::ArtifactRegex => GateKind::ArtifactRegex {
+                target: self.target.unwrap_or(ArtifactTarget::Auto),
+                pattern: self.pattern.as_deref()?,
+                expect_match: self.expect_match.unwrap_or(true),
+            },
+            GateType::CommandExit => GateKind::CommandExit {
+                argv: match self.command.as_ref()? {
+                    GateCommand::Argv(argv) => argv,
+                    GateCommand::Line(_) => return None,
+                },
+                operator: self.operator.unwrap_or(Operator::Eq),
+                value: self.value.as_ref().and_then(Value::as_i64).unwrap_or(0),
+                timeout_seconds: self.timeout_seconds,
+            },
+            GateType::VerifierField => GateKind::VerifierField {
+                field: self.field.as_deref()?,
+                operator: self.operator?,
+                value: self.value.as_ref()?,
+            },
+        })
+    }
+}
+
+/// Typed view of a gate (see [`Gate::kind`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum GateKind<'a> {
+    /// Compare a structured tool output metric.
+    ToolMetric {
+        /// Tool name.
+        tool: &'a str,
+        /// Dotted metric path.
+        metric_path: &'a str,
+        /// Operator.
+        operator: Operator,
+        /// Threshold.
+        value: &'a Value,
+    },
+    /// Regex over files or output text.
+    ArtifactRegex {
+        /// Target (default `auto`).
+        target: ArtifactTarget,
+        /// Pattern.
+        pattern: &'a str,
+        /// Must match (true) or must not match (false).
+        expect_match: bool,
+    },
+    /// Run an allowlisted command and compare its exit code (default `eq 0`).
+    CommandExit {
+        /// argv tokens.
+        argv: &'a [String],
+        /// Operator.
+        operator: Operator,
+        /// Expected exit code.
+        value: i64,
+        /// Timeout.
+        timeout_seconds: Option<i64>,
+    },
+    /// Compare a structured verifier field (advisory only).
+    VerifierField {
+        /// Field name.
+        field: &'a str,
+        /// Operator.
+        operator: Operator,
+        /// Value.
+        value: &'a Value,
+    },
+}
+
+/// `gates[].type` (guide "Phase iteration loops", gate table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateType {
+    /// Compare structured tool output metric.
+    ToolMetric,
+    /// Regex check over files or output text.
+    ArtifactRegex,
+    /// Run allowlisted command and compare exit code.
+    CommandExit,
+    /// Compare structured verifier fields.
+    VerifierField,
+}
+
+impl GateType {
+    /// Deterministic gate types, the ones that can satisfy "at least one deterministic
+    /// blocking gate" (guide "Phase iteration loops", MVP constraint 1).
+    pub fn is_deterministic(self) -> bool {
+        !matches!(self, GateType::VerifierField)
+    }
+}
+
+/// Gate comparison operator. The guide shows only `gte`; we accept the usual six
+/// (`eq`, `ne`/`neq`, `gt`, `gte`, `lt`, `lte`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Operator {
+    /// Equal.
+    Eq,
+    /// Not equal.
+    #[serde(alias = "neq")]
+    Ne,
+    /// Greater than.
+    Gt,
+    /// Greater than or equal.
+    Gte,
+    /// Less than.
+    Lt,
+    /// Less than or equal.
+    Lte,
+}
+
+impl Operator {
+    /// True for ordering comparisons, which make a gate "score-like".
+    pub fn is_ordering(self) -> bool {
+        matches!(
+            self,
+            Operator::Gt | Operator::Gte | Operator::Lt | Operator::Lte
+        )
+    }
+}
+
+/// `artifact_regex.target` (guide "Phase iteration loops", MVP constraint 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArtifactTarget {
+    /// Let the runtime choose.
+    Auto,
+    /// The phase's declared deliverables.
+    Deliverables,
+    /// Files changed in the attempt.
+    ChangedFiles,
+    /// The phase summary.
+    Summary,
+    /// The phase's text output.
+    Output,
+}
+
+/// `command_exit.command`: argv tokens (the only valid form) or a single command line, which
+/// the validator rejects (guide "Phase iteration loops", MVP constraint 5).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum GateCommand {
+    /// Tokenized argv list.
+    Argv(Vec<String>),
+    /// A shell-style command line (rejected).
+    Line(String),
+}
+
+/// `verification:` (guide "Verification rules").
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+pub struct Verification {
+    /// Runtime verification policy (v2).
+    #[serde(default)]
+    pub policy: Option<VerificationPolicy>,
+    /// Remediation metadata (v2).
+    #[serde(default)]
+    pub remediation: Option<Remediation>,
+    /// Regex and LLM rules.
+    #[serde(default)]
+    pub rules: Vec<VerificationRule>,
+}
+
+/// `verification.policy` (guide "Process contract v2").
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+pub struct VerificationPolicy {
+    /// `llm_first` or `static_first`.
+    #[serde(default)]
+    pub mode: Option<PolicyMode>,
+    /// Verifier output contract.
+    #[serde(default)]
+    pub output_contract: Option<OutputContract>,
+    /// Keys the guide mentions without a shape (static safety checks, semantic checks).
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+/// `verification.policy.mode` ("LLM-first/static-first mode").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicyMode {
+    /// LLM verification first.
+    LlmFirst,
+    /// Static checks first.
+    StaticFirst,
+}
+
+/// `verification.policy.output_contract`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct OutputContract {
+    /// Fields the verifier output must carry; must include `passed` (guide "Migrating v1 to v2").
+    #[serde(default)]
+    pub required_fields: Vec<String>,
+}
+
+/// `verification.remediation` (guide "Process contract v2").
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+pub struct Remediation {
+    /// Default remediation strategy name, e.g. `targeted-remediation`.
+    #[serde(default)]
+    pub default_strategy: Option<String>,
+    /// Keys the guide mentions without a shape (retry budget, critical-path behaviour).
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+/// One `verification.rules[]` entry (guide "Verification rules").
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct VerificationRule {
+    /// Rule name.
+    pub name: String,
+    /// What the rule checks.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Regex pattern (`type: regex`) or natural-language prompt (`type: llm`).
+    pub check: String,
+    /// `error` rejects the phase result; `warning` is noted. See [`VerificationRule::severity`].
+    #[serde(default)]
+    pub severity: Option<Severity>,
+    /// `regex` or `llm`.
+    #[serde(rename = "type")]
+    pub rule_type: RuleType,
+    /// `output` (default) or `deliverables`.
+    #[serde(default)]
+    pub target: Option<RuleTarget>,
+}
+
+impl VerificationRule {
+    /// Effective severity. The guide gives no default; `warning` ("noted but does not
+    /// block") is the lenient reading.
+    pub fn severity(&self) -> Severity {
+        self.severity.unwrap_or(Severity::Warning)
+    }
+
+    /// Effective target (guide: "Target (optional, defaults to output)").
+    pub fn target(&self) -> RuleTarget {
+        self.target.unwrap_or(RuleTarget::Output)
+    }
+}
+
+/// Verification rule severity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Verification fails; the phase result is rejected.
+    Error,
+    /// Noted but does not block.
+    Warning,
+}
+
+/// Verification rule type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleType {
+    /// Deterministic regular expression.
+    Regex,
+    /// Natural-language prompt evaluated by a model.
+    Llm,
+}
+
+/// Verification rule target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleTarget {
+    /// The phase's text output.
+    Output,
+    /// The delivered files.
+    Deliverables,
+}
+
+/// `evidence:` (guide "Process contract v2": record schema, extraction mappings,
+/// summarization controls).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+pub struct Evidence {
+    /// Evidence record schema.
+    #[serde(default)]
+    pub record_schema: Option<EvidenceRecordSchema>,
+    /// Extraction mappings (shape not specified by the guide).
+    #[serde(default)]
+    pub extraction: Option<Value>,
+    /// Other keys (e.g. summarization controls; shape not specified by the guide).
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+/// `evidence.record_schema`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct EvidenceRecordSchema {
+    /// Fields every evidence record must carry.
+    #[serde(default)]
+    pub required_fields: Vec<String>,
+    /// Facets records are indexed by.
+    #[serde(default)]
+    pub facets: Vec<String>,
+}
+
+/// `prompt_contracts:` (guide "Process contract v2", "Migrating v1 to v2").
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+pub struct PromptContracts {
+    /// Process-specific executor instructions.
+    #[serde(default)]
+    pub executor_instructions: Option<String>,
+    /// Process-specific verifier instructions.
+    #[serde(default)]
+    pub verifier_instructions: Option<String>,
+    /// Remediation wording (moved here from v1 verification text).
+    #[serde(default)]
+    pub remediation_instructions: Option<String>,
+    /// Evidence-contract activation.
+    #[serde(default)]
+    pub evidence_contract: Option<EvidenceContract>,
+    /// Other keys (shape not specified by the guide).
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+/// `prompt_contracts.evidence_contract`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct EvidenceContract {
+    /// Switch.
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// Phase ids it applies to, or `"*"` for all.
+    #[serde(default)]
+    pub applies_to_phases: Vec<String>,
+}
+
+/// `memory:` (guide "Memory types").
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct Memory {
+    /// Memory types the extraction model pulls from each phase's output.
+    #[serde(default)]
+    pub extract_types: Vec<MemoryType>,
+    /// Extraction guidance text.
+    #[serde(default)]
+    pub extraction_guidance: Option<String>,
+}
+
+/// One `memory.extract_types[]` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct MemoryType {
+    /// Type name, e.g. `evidence_finding`.
+    #[serde(rename = "type")]
+    pub memory_type: String,
+    /// What the type captures.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// `workspace_analysis:` (guide "Workspace analysis").
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct WorkspaceAnalysis {
+    /// Patterns shown to the planner, `"*.csv — description"`.
+    #[serde(default)]
+    pub scan_for: Vec<String>,
+    /// Guidance injected into the system prompt.
+    #[serde(default)]
+    pub guidance: Option<String>,
+}
+
+/// One `planner_examples[]` entry (guide "Planner examples").
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct PlannerExample {
+    /// One-sentence goal.
+    pub goal: String,
+    /// Subtasks mirroring the phase ids.
+    #[serde(default)]
+    pub subtasks: Vec<PlannerSubtask>,
+}
+
+/// One planner example subtask.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct PlannerSubtask {
+    /// Subtask id (should be a phase id).
+    pub id: String,
+    /// Scenario-specific description.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Subtask ids this depends on.
+    #[serde(default)]
+    pub depends_on: Vec<String>,
+    /// Model tier 1..3.
+    #[serde(default)]
+    pub model_tier: Option<i64>,
+}
+
+/// `replanning:` (guide "Replanning").
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct Replanning {
+    /// When to re-plan.
+    #[serde(default)]
+    pub triggers: Option<String>,
+    /// How to adapt.
+    #[serde(default)]
+    pub guidance: Option<String>,
+}
+
+/// One `tests[]` entry (guide "Process test manifest").
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct TestCase {
+    /// Unique per package (required).
+    pub id: String,
+    /// `deterministic` (scripted model backend) or `live`. The guide gives no default;
+    /// absent means `deterministic`, the CI mode. See [`TestCase::mode`].
+    #[serde(default)]
+    pub mode: Option<TestMode>,
+    /// The goal the run is given (required).
+    pub goal: String,
+    /// Timeout in seconds, > 0.
+    #[serde(default)]
+    pub timeout_seconds: Option<i64>,
+    /// Whether the case needs network access.
+    #[serde(default)]
+    pub requires_network: Option<bool>,
+    /// Tools the case needs.
+    #[serde(default)]
+    pub requires_tools: Vec<String>,
+    /// What a passing run looks like.
+    #[serde(default)]
+    pub acceptance: Option<TestAcceptance>,
+}
+
+impl TestCase {
+    /// Effective mode.
+    pub fn mode(&self) -> TestMode {
+        self.mode.unwrap_or(TestMode::Deterministic)
+    }
+}
+
+/// `tests[].mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestMode {
+    /// Scripted model backend, reproducible.
+    Deterministic,
+    /// Real providers and external tools.
+    Live,
+}
+
+/// `tests[].acceptance`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct TestAcceptance {
+    /// Phase expectations.
+    #[serde(default)]
+    pub phases: Option<AcceptancePhases>,
+    /// Deliverable expectations.
+    #[serde(default)]
+    pub deliverables: Option<AcceptanceDeliverables>,
+    /// Verification expectations.
+    #[serde(default)]
+    pub verification: Option<AcceptanceVerification>,
+}
+
+/// `tests[].acceptance.phases`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct AcceptancePhases {
+    /// Phase ids the run must include.
+    #[serde(default)]
+    pub must_include: Vec<String>,
+}
+
+/// `tests[].acceptance.deliverables`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct AcceptanceDeliverables {
+    /// Files that must exist after the run.
+    #[serde(default)]
+    pub must_exist: Vec<String>,
+}
+
+/// `tests[].acceptance.verification`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct AcceptanceVerification {
+    /// Regexes that must not appear in verification output.
+    #[serde(default)]
+    pub forbidden_patterns: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deliverable_filename_cuts_at_the_spaced_dash() {
+        assert_eq!(deliverable_filename("report.md — the report"), "report.md");
+        assert_eq!(deliverable_filename("data.csv - rows"), "data.csv");
+        assert_eq!(deliverable_filename("plain.txt"), "plain.txt");
+        assert_eq!(deliverable_filename("a-b.md — x - y"), "a-b.md");
+    }
+
+    #[test]
+    fn gate_blocking_defaults_by_type() {
+        let gate = |t| Gate {
+            id: None,
+            gate_type: t,
+            blocking: None,
+            tool: None,
+            metric_path: None,
+            operator: None,
+            value: None,
+            target: None,
+            pattern: None,
+            expect_match: None,
+            command: None,
+            timeout_seconds: None,
+            field: None,
+        };
+        assert!(gate(GateType::ToolMetric).is_blocking());
+        assert!(!gate(GateType::VerifierField).is_blocking());
+    }
+
+    /// The guide's quick-start definition plus its iteration example deserialize as-is.
+    #[test]
+    fn guide_examples_deserialize() {
+        let yaml = r#"
+name: my-process
+version: "1.0"
+schema_version: 2
+risk_level: medium
+phase_mode: guided
+phases:
+  - id: rewrite
+    description: Improve draft quality.
+    depends_on: []
+    deliverables:
+      - "draft.md — rewritten draft"
+    iteration:
+      enabled: true
+      max_attempts: 4
+      strategy: targeted_remediation
+      stop_on_no_improvement_attempts: 2
+      max_total_runner_invocations: 6
+      max_replans_after_exhaustion: 2
+      replan_on_exhaustion: true
+      iteration_budget: {max_wall_clock_seconds: 600, max_tokens: 100000, max_tool_calls: 20}
+      gates:
+        - id: score
+          type: tool_metric
+          blocking: true
+          tool: humanize_writing
+          metric_path: report.humanization_score
+          operator: gte
+          value: 80
+        - id: tests
+          type: command_exit
+          command: [cargo, test]
+verification:
+  policy:
+    mode: llm_first
+    static_checks: [x]
+tests:
+  - id: smoke
+    goal: "Analyze"
+"#;
+        let p: Process = serde_saphyr::from_str(yaml).expect("guide example");
+        assert_eq!(p.phases[0].deliverable_filenames(), vec!["draft.md"]);
+        let it = p.phases[0].iteration.as_ref().unwrap();
+        assert_eq!(it.max_attempts, Some(4));
+        assert!(matches!(
+            it.gates[1].kind(),
+            Some(GateKind::CommandExit {
+                value: 0,
+                operator: Operator::Eq,
+                ..
+            })
+        ));
+        assert!(
+            p.verification
+                .unwrap()
+                .policy
+                .unwrap()
+                .other
+                .contains_key("static_checks")
+        );
+        assert_eq!(p.tests[0].mode(), TestMode::Deterministic);
+        assert_eq!(p.phases[0].model_tier(), 2);
+    }
+}
