@@ -57,6 +57,8 @@ pub enum JudgeStatus {
     Fail,
     /// The judge could not decide (refused command, model error, bad pattern).
     Error,
+    /// The check was not run (e.g. `command_exit` gates disabled at runtime).
+    Skipped,
 }
 
 impl JudgeStatus {
@@ -66,6 +68,7 @@ impl JudgeStatus {
             JudgeStatus::Pass => "pass",
             JudgeStatus::Fail => "fail",
             JudgeStatus::Error => "error",
+            JudgeStatus::Skipped => "skipped",
         }
     }
 }
@@ -82,7 +85,8 @@ pub struct JudgeResult {
 }
 
 impl JudgeResult {
-    fn new(status: JudgeStatus, reasons: Vec<String>, evidence: Vec<String>) -> Self {
+    /// A result.
+    pub fn new(status: JudgeStatus, reasons: Vec<String>, evidence: Vec<String>) -> Self {
         JudgeResult {
             status,
             reasons,

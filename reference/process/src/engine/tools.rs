@@ -251,6 +251,20 @@ impl ToolExecutor {
         self.finish_command(cmd, argv)
     }
 
+    /// [`ToolExecutor::run_argv`] with a different timeout (a `command_exit` gate's
+    /// `timeout_seconds`).
+    pub fn run_argv_with_timeout(
+        &mut self,
+        argv: &[String],
+        cwd: Option<&str>,
+        timeout: Duration,
+    ) -> Observation {
+        let saved = std::mem::replace(&mut self.timeout, timeout);
+        let o = self.run_argv(argv, cwd);
+        self.timeout = saved;
+        o
+    }
+
     fn finish_command(&self, cmd: Command, argv: &[String]) -> Observation {
         let shown = argv.join(" ");
         match run_with_timeout(cmd, self.timeout) {
