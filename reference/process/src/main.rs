@@ -1,6 +1,10 @@
-//! `loom-process`: validate, run and test process packages.
+//! `loom-process`: validate, review, run and test process packages.
+
+use clap::Parser;
 
 fn main() {
-    eprintln!("loom-process: no commands yet");
-    std::process::exit(2);
+    let cli = loom_process::cli::Cli::parse();
+    let mut stdout = std::io::stdout().lock();
+    let code = loom_process::cli::run(cli, &mut stdout);
+    std::process::exit(code);
 }

@@ -9,10 +9,8 @@
 //!
 //! Where the guide names a block but does not spell out all of its keys
 //! (`verification.policy`, `verification.remediation`, `evidence`, `prompt_contracts`), the
-//! documented keys are typed and everything else is kept verbatim in an `other` map (lenient
-//! reading: such keys are neither rejected nor warned about).
-
-use std::collections::BTreeMap;
+//! documented keys are typed and other keys are accepted without a warning (lenient reading;
+//! see `rules::LENIENT_BLOCKS`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -774,9 +772,6 @@ pub struct VerificationPolicy {
     /// Verifier output contract.
     #[serde(default)]
     pub output_contract: Option<OutputContract>,
-    /// Keys the guide mentions without a shape (static safety checks, semantic checks).
-    #[serde(flatten)]
-    pub other: BTreeMap<String, Value>,
 }
 
 /// `verification.policy.mode` ("LLM-first/static-first mode").
@@ -803,9 +798,6 @@ pub struct Remediation {
     /// Default remediation strategy name, e.g. `targeted-remediation`.
     #[serde(default)]
     pub default_strategy: Option<String>,
-    /// Keys the guide mentions without a shape (retry budget, critical-path behaviour).
-    #[serde(flatten)]
-    pub other: BTreeMap<String, Value>,
 }
 
 /// One `verification.rules[]` entry (guide "Verification rules").
@@ -882,9 +874,6 @@ pub struct Evidence {
     /// Extraction mappings (shape not specified by the guide).
     #[serde(default)]
     pub extraction: Option<Value>,
-    /// Other keys (e.g. summarization controls; shape not specified by the guide).
-    #[serde(flatten)]
-    pub other: BTreeMap<String, Value>,
 }
 
 /// `evidence.record_schema`.
@@ -913,9 +902,6 @@ pub struct PromptContracts {
     /// Evidence-contract activation.
     #[serde(default)]
     pub evidence_contract: Option<EvidenceContract>,
-    /// Other keys (shape not specified by the guide).
-    #[serde(flatten)]
-    pub other: BTreeMap<String, Value>,
 }
 
 /// `prompt_contracts.evidence_contract`.
@@ -1167,13 +1153,9 @@ tests:
                 ..
             })
         ));
-        assert!(
-            p.verification
-                .unwrap()
-                .policy
-                .unwrap()
-                .other
-                .contains_key("static_checks")
+        assert_eq!(
+            p.verification.unwrap().policy.unwrap().mode,
+            Some(PolicyMode::LlmFirst)
         );
         assert_eq!(p.tests[0].mode(), TestMode::Deterministic);
         assert_eq!(p.phases[0].model_tier(), 2);

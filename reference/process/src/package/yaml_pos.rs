@@ -1,0 +1,817 @@
+//! A positioned YAML node tree and a serde deserializer over it.
+//!
+//! serde-saphyr parses the text (YAML 1.2 scalars, anchors, merge keys, duplicate-key
+//! rejection) and its `Spanned<T>` gives every node's 1-based line/column. We keep those in a
+//! small [`Node`] tree, then deserialize the typed model from the tree with [`NodeDeserializer`],
+//! which knows the path of every value it visits. That gives every diagnostic its path and
+//! position: type mismatches, missing fields and unknown keys as well as the validator's
+//! semantic rules (which look positions up with [`Node::position_of`]).
+
+use std::cell::RefCell;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use serde_saphyr::Spanned;
+
+/// A 1-based line/column position (0/0 when unknown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct Pos {
+    /// 1-based line.
+    pub line: u64,
+    /// 1-based column.
+    pub column: u64,
+}
+
+impl Pos {
+    fn of(loc: &serde_saphyr::Location) -> Pos {
+        Pos {
+            line: loc.line(),
+            column: loc.column(),
+        }
+    }
+}
+
+/// A YAML node with its position.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    /// Where the node starts.
+    pub pos: Pos,
+    /// The value.
+    pub kind: NodeKind,
+}
+
+/// A YAML value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeKind {
+    /// `~`, `null` or empty.
+    Null,
+    /// `true` / `false`.
+    Bool(bool),
+    /// An integer that fits `i64`.
+    Int(i64),
+    /// An integer above `i64::MAX`.
+    UInt(u64),
+    /// A float.
+    Float(f64),
+    /// A string scalar.
+    Str(String),
+    /// A sequence.
+    Seq(Vec<Node>),
+    /// A mapping in document order; keys are scalars rendered as text.
+    Map(Vec<(Key, Node)>),
+}
+
+/// A mapping key with its position.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Key {
+    /// The key text.
+    pub name: String,
+    /// Where the key is.
+    pub pos: Pos,
+}
+
+impl NodeKind {
+    /// A short name of the node's YAML type for messages.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            NodeKind::Null => "null",
+            NodeKind::Bool(_) => "a boolean",
+            NodeKind::Int(_) | NodeKind::UInt(_) => "an integer",
+            NodeKind::Float(_) => "a float",
+            NodeKind::Str(_) => "a string",
+            NodeKind::Seq(_) => "a sequence",
+            NodeKind::Map(_) => "a mapping",
+        }
+    }
+}
+
+impl Node {
+    /// Parses YAML text into a positioned tree. The error carries saphyr's message and position.
+    pub fn parse(text: &str) -> Result<Node, (String, Pos, bool)> {
+        match serde_saphyr::from_str::<Option<Node>>(text) {
+            Ok(Some(node)) => Ok(node),
+            Ok(None) => Ok(Node {
+                pos: Pos { line: 1, column: 1 },
+                kind: NodeKind::Null,
+            }),
+            Err(err) => {
+                let pos = err.location().map(|l| Pos::of(&l)).unwrap_or_default();
+                let inner = err.without_snippet();
+                let duplicate = matches!(inner, serde_saphyr::Error::DuplicateMappingKey { .. });
+                let msg = first_line(&inner.to_string());
+                Err((msg, pos, duplicate))
+            }
+        }
+    }
+
+    /// Parses YAML text letting the last duplicate key win (used only to locate a duplicate
+    /// key that [`Node::parse`] rejected).
+    pub fn parse_last_wins(text: &str) -> Option<Node> {
+        let mut options = serde_saphyr::Options::default();
+        options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::LastWins;
+        serde_saphyr::from_str_with_options::<Option<Node>>(text, options)
+            .ok()
+            .flatten()
+    }
+
+    /// The diagnostic path of the mapping key written at `pos`, if any.
+    pub fn key_path_at(&self, pos: Pos) -> Option<String> {
+        match &self.kind {
+            NodeKind::Map(entries) => entries.iter().find_map(|(key, value)| {
+                if key.pos == pos {
+                    Some(key.name.clone())
+                } else {
+                    value.key_path_at(pos).map(|p| join_key(&key.name, &p))
+                }
+            }),
+            NodeKind::Seq(items) => items.iter().enumerate().find_map(|(i, item)| {
+                item.key_path_at(pos).map(|p| {
+                    if p.starts_with('[') {
+                        format!("[{i}]{p}")
+                    } else {
+                        format!("[{i}].{p}")
+                    }
+                })
+            }),
+            _ => None,
+        }
+    }
+
+    /// The node at a diagnostic path such as `phases[2].iteration.gates[0].type`, if present.
+    pub fn get(&self, path: &str) -> Option<&Node> {
+        let mut node = self;
+        for step in parse_path(path)? {
+            node = match (step, &node.kind) {
+                (Step::Key(k), NodeKind::Map(entries)) => {
+                    &entries.iter().find(|(key, _)| key.name == k)?.1
+                }
+                (Step::Index(i), NodeKind::Seq(items)) => items.get(i)?,
+                _ => return None,
+            };
+        }
+        Some(node)
+    }
+
+    /// The position of the deepest existing node along `path` (the node itself if it exists,
+    /// otherwise its nearest present ancestor, e.g. the mapping missing a required key).
+    pub fn position_of(&self, path: &str) -> Pos {
+        let mut best = self.pos;
+        let Some(steps) = parse_path(path) else {
+            return best;
+        };
+        let mut node = self;
+        for step in steps {
+            let next = match (step, &node.kind) {
+                (Step::Key(k), NodeKind::Map(entries)) => {
+                    entries.iter().find(|(key, _)| key.name == k).map(|e| &e.1)
+                }
+                (Step::Index(i), NodeKind::Seq(items)) => items.get(i),
+                _ => None,
+            };
+            match next {
+                Some(n) => {
+                    node = n;
+                    best = n.pos;
+                }
+                None => break,
+            }
+        }
+        best
+    }
+}
+
+fn first_line(msg: &str) -> String {
+    msg.lines().next().unwrap_or("").trim().to_string()
+}
+
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// Splits `a.b[2].c` into steps; `None` for a malformed path.
+fn parse_path(path: &str) -> Option<Vec<Step<'_>>> {
+    let mut steps = Vec::new();
+    if path.is_empty() {
+        return Some(steps);
+    }
+    for part in path.split('.') {
+        let (key, mut rest) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        if !key.is_empty() {
+            steps.push(Step::Key(key));
+        }
+        while let Some(stripped) = rest.strip_prefix('[') {
+            let end = stripped.find(']')?;
+            steps.push(Step::Index(stripped[..end].parse().ok()?));
+            rest = &stripped[end + 1..];
+        }
+    }
+    Some(steps)
+}
+
+// ---- building the tree from serde-saphyr ---------------------------------------------------
+
+impl<'de> Deserialize<'de> for Node {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let spanned = Spanned::<NodeKind>::deserialize(deserializer)?;
+        Ok(Node {
+            pos: Pos::of(&spanned.referenced),
+            kind: spanned.value,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for NodeKind {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(KindVisitor)
+    }
+}
+
+struct KindVisitor;
+
+impl<'de> Visitor<'de> for KindVisitor {
+    type Value = NodeKind;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any YAML value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<NodeKind, E> {
+        Ok(NodeKind::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<NodeKind, E> {
+        Ok(NodeKind::Int(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<NodeKind, E> {
+        Ok(i64::try_from(v).map_or(NodeKind::UInt(v), NodeKind::Int))
+    }
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<NodeKind, E> {
+        i64::try_from(v)
+            .map(NodeKind::Int)
+            .map_err(|_| E::custom("integer out of range"))
+    }
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<NodeKind, E> {
+        u64::try_from(v)
+            .map(|v| i64::try_from(v).map_or(NodeKind::UInt(v), NodeKind::Int))
+            .map_err(|_| E::custom("integer out of range"))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<NodeKind, E> {
+        Ok(NodeKind::Float(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<NodeKind, E> {
+        Ok(NodeKind::Str(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<NodeKind, E> {
+        Ok(NodeKind::Str(v))
+    }
+    fn visit_unit<E>(self) -> Result<NodeKind, E> {
+        Ok(NodeKind::Null)
+    }
+    fn visit_none<E>(self) -> Result<NodeKind, E> {
+        Ok(NodeKind::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<NodeKind, D::Error> {
+        NodeKind::deserialize(d)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<NodeKind, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Node>()? {
+            items.push(item);
+        }
+        Ok(NodeKind::Seq(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<NodeKind, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(key) = map.next_key::<Node>()? {
+            let name = match &key.kind {
+                NodeKind::Str(s) => s.clone(),
+                NodeKind::Int(i) => i.to_string(),
+                NodeKind::UInt(u) => u.to_string(),
+                NodeKind::Bool(b) => b.to_string(),
+                NodeKind::Float(f) => f.to_string(),
+                NodeKind::Null => "null".to_string(),
+                NodeKind::Seq(_) | NodeKind::Map(_) => {
+                    return Err(de::Error::custom("mapping keys must be scalars"));
+                }
+            };
+            let value = map.next_value::<Node>()?;
+            entries.push((Key { name, pos: key.pos }, value));
+        }
+        Ok(NodeKind::Map(entries))
+    }
+}
+
+// ---- deserializing the model from the tree ----------------------------------------------------
+
+/// What went wrong while deserializing the model from the tree.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ShapeErrorKind {
+    /// A required key is absent.
+    MissingField,
+    /// A string is not one of the allowed values.
+    UnknownVariant,
+    /// The node has the wrong YAML type.
+    WrongType,
+}
+
+/// A deserialization error with the path and position of the node it is about.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShapeError {
+    /// The kind of problem.
+    pub kind: ShapeErrorKind,
+    /// Diagnostic path of the node (for a missing field: the field's path).
+    pub path: String,
+    /// Position of the node (for a missing field: the enclosing mapping).
+    pub pos: Pos,
+    /// Human-readable message.
+    pub message: String,
+}
+
+/// A key the model does not know (reported as a warning).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnknownKey {
+    /// Path of the key.
+    pub path: String,
+    /// Position of the key.
+    pub pos: Pos,
+    /// The fields the enclosing mapping accepts.
+    pub expected: &'static [&'static str],
+}
+
+/// The serde error type of [`NodeDeserializer`]; the located detail is kept in the context so
+/// that serde's own error constructors (`missing_field`, `unknown_variant`) can be placed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeError {
+    /// Message.
+    pub message: String,
+    /// Kind.
+    pub kind: ShapeErrorKind,
+    /// For a missing field: its name (the enclosing mapping extends its path with it).
+    pub missing: Option<&'static str>,
+    /// Path and position, filled in by the deserializer closest to the failure.
+    pub at: Option<(String, Pos)>,
+}
+
+impl fmt::Display for DeError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for DeError {}
+
+impl de::Error for DeError {
+    fn custom<T: fmt::Display>(msg: T) -> Self {
+        DeError {
+            message: msg.to_string(),
+            kind: ShapeErrorKind::WrongType,
+            missing: None,
+            at: None,
+        }
+    }
+    fn missing_field(field: &'static str) -> Self {
+        DeError {
+            message: format!("missing required key `{field}`"),
+            kind: ShapeErrorKind::MissingField,
+            missing: Some(field),
+            at: None,
+        }
+    }
+    fn unknown_variant(variant: &str, expected: &'static [&'static str]) -> Self {
+        DeError {
+            message: format!(
+                "`{variant}` is not one of {}",
+                expected
+                    .iter()
+                    .map(|e| format!("`{e}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            kind: ShapeErrorKind::UnknownVariant,
+            missing: None,
+            at: None,
+        }
+    }
+}
+
+/// Deserializes `T` from a tree, collecting unknown keys.
+pub fn from_node<'a, T: Deserialize<'a>>(
+    node: &'a Node,
+) -> Result<(T, Vec<UnknownKey>), ShapeError> {
+    let unknown = RefCell::new(Vec::new());
+    let result = T::deserialize(NodeDeserializer {
+        node,
+        path: String::new(),
+        unknown: &unknown,
+    });
+    match result {
+        Ok(value) => Ok((value, unknown.into_inner())),
+        Err(err) => {
+            let (path, pos) = err.at.unwrap_or((String::new(), node.pos));
+            Err(ShapeError {
+                kind: err.kind,
+                path,
+                pos,
+                message: err.message,
+            })
+        }
+    }
+}
+
+/// Appends a key to a diagnostic path.
+pub fn join_key(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// A serde deserializer over one [`Node`] at a known path.
+#[derive(Debug)]
+pub struct NodeDeserializer<'a, 'u> {
+    node: &'a Node,
+    path: String,
+    unknown: &'u RefCell<Vec<UnknownKey>>,
+}
+
+impl<'a, 'u> NodeDeserializer<'a, 'u> {
+    fn child(&self, node: &'a Node, path: String) -> Self {
+        NodeDeserializer {
+            node,
+            path,
+            unknown: self.unknown,
+        }
+    }
+
+    /// Places an error that has no location yet at this node (or, for a missing field, at the
+    /// field's path under this mapping).
+    fn locate(&self, mut err: DeError) -> DeError {
+        if err.at.is_none() {
+            let path = match err.missing.take() {
+                Some(field) => join_key(&self.path, field),
+                None => self.path.clone(),
+            };
+            err.at = Some((path, self.node.pos));
+        }
+        err
+    }
+
+    fn wrong_type(&self, expected: &str) -> DeError {
+        DeError {
+            message: format!("expected {expected}, found {}", self.node.kind.type_name()),
+            kind: ShapeErrorKind::WrongType,
+            missing: None,
+            at: Some((self.path.clone(), self.node.pos)),
+        }
+    }
+}
+
+impl<'de, 'a: 'de, 'u> Deserializer<'de> for NodeDeserializer<'a, 'u> {
+    type Error = DeError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        let result = match &self.node.kind {
+            NodeKind::Null => visitor.visit_unit(),
+            NodeKind::Bool(b) => visitor.visit_bool(*b),
+            NodeKind::Int(i) => visitor.visit_i64(*i),
+            NodeKind::UInt(u) => visitor.visit_u64(*u),
+            NodeKind::Float(f) => visitor.visit_f64(*f),
+            NodeKind::Str(s) => visitor.visit_borrowed_str(s),
+            NodeKind::Seq(items) => visitor.visit_seq(SeqDe {
+                items: items.iter(),
+                index: 0,
+                parent: &self,
+            }),
+            NodeKind::Map(entries) => visitor.visit_map(MapDe {
+                entries: entries.iter(),
+                value: None,
+                parent: &self,
+            }),
+        };
+        result.map_err(|e| self.locate(e))
+    }
+
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        match self.node.kind {
+            NodeKind::Bool(b) => visitor.visit_bool(b).map_err(|e| self.locate(e)),
+            _ => Err(self.wrong_type("a boolean")),
+        }
+    }
+
+    fn deserialize_i64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        match self.node.kind {
+            NodeKind::Int(i) => visitor.visit_i64(i).map_err(|e| self.locate(e)),
+            _ => Err(self.wrong_type("an integer")),
+        }
+    }
+
+    fn deserialize_u64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        match self.node.kind {
+            NodeKind::Int(i) if i >= 0 => visitor.visit_i64(i).map_err(|e| self.locate(e)),
+            NodeKind::UInt(u) => visitor.visit_u64(u).map_err(|e| self.locate(e)),
+            _ => Err(self.wrong_type("a non-negative integer")),
+        }
+    }
+
+    fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        match self.node.kind {
+            NodeKind::Float(f) => visitor.visit_f64(f),
+            // Whole numbers are valid ratios (`critical_claim_support_ratio: 1`).
+            NodeKind::Int(i) => visitor.visit_f64(i as f64),
+            _ => return Err(self.wrong_type("a number")),
+        }
+        .map_err(|e| self.locate(e))
+    }
+
+    fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        self.deserialize_f64(visitor)
+    }
+
+    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        match &self.node.kind {
+            NodeKind::Str(s) => visitor.visit_borrowed_str(s).map_err(|e| self.locate(e)),
+            _ => Err(self.wrong_type("a string")),
+        }
+    }
+
+    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        self.deserialize_str(visitor)
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        match self.node.kind {
+            NodeKind::Null => visitor.visit_none(),
+            _ => {
+                let node = self.node;
+                let path = self.path.clone();
+                let unknown = self.unknown;
+                visitor.visit_some(NodeDeserializer {
+                    node,
+                    path,
+                    unknown,
+                })
+            }
+        }
+    }
+
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        static EMPTY: [Node; 0] = [];
+        match &self.node.kind {
+            // An empty value (`depends_on:`) reads as an empty list, as YAML authors expect.
+            NodeKind::Null => visitor
+                .visit_seq(SeqDe {
+                    items: EMPTY.iter(),
+                    index: 0,
+                    parent: &self,
+                })
+                .map_err(|e| self.locate(e)),
+            NodeKind::Seq(items) => visitor
+                .visit_seq(SeqDe {
+                    items: items.iter(),
+                    index: 0,
+                    parent: &self,
+                })
+                .map_err(|e| self.locate(e)),
+            _ => Err(self.wrong_type("a sequence")),
+        }
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        match &self.node.kind {
+            NodeKind::Map(entries) => visitor
+                .visit_map(MapDe {
+                    entries: entries.iter(),
+                    value: None,
+                    parent: &self,
+                })
+                .map_err(|e| self.locate(e)),
+            _ => Err(self.wrong_type("a mapping")),
+        }
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        let NodeKind::Map(entries) = &self.node.kind else {
+            return Err(self.wrong_type("a mapping"));
+        };
+        for (key, _) in entries {
+            if !fields.contains(&key.name.as_str()) {
+                self.unknown.borrow_mut().push(UnknownKey {
+                    path: join_key(&self.path, &key.name),
+                    pos: key.pos,
+                    expected: fields,
+                });
+            }
+        }
+        let known: Vec<&(Key, Node)> = entries
+            .iter()
+            .filter(|(k, _)| fields.contains(&k.name.as_str()))
+            .collect();
+        visitor
+            .visit_map(MapDe {
+                entries: known.into_iter(),
+                value: None,
+                parent: &self,
+            })
+            .map_err(|e| self.locate(e))
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        match &self.node.kind {
+            NodeKind::Str(s) => visitor
+                .visit_enum(s.as_str().into_deserializer())
+                .map_err(|e: DeError| self.locate(e)),
+            _ => Err(self.wrong_type("a string")),
+        }
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_unit()
+    }
+
+    serde::forward_to_deserialize_any! {
+        i8 i16 i32 i128 u8 u16 u32 u128 char bytes byte_buf unit unit_struct tuple
+        tuple_struct identifier
+    }
+}
+
+struct SeqDe<'p, 'a, 'u, I> {
+    items: I,
+    index: usize,
+    parent: &'p NodeDeserializer<'a, 'u>,
+}
+
+impl<'de, 'a: 'de, 'u, I: Iterator<Item = &'a Node>> SeqAccess<'de> for SeqDe<'_, 'a, 'u, I> {
+    type Error = DeError;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, DeError> {
+        let Some(node) = self.items.next() else {
+            return Ok(None);
+        };
+        let path = format!("{}[{}]", self.parent.path, self.index);
+        self.index += 1;
+        let child = self.parent.child(node, path);
+        let located = NodeDeserializer {
+            node: child.node,
+            path: child.path.clone(),
+            unknown: child.unknown,
+        };
+        seed.deserialize(child)
+            .map(Some)
+            .map_err(|e| located.locate(e))
+    }
+}
+
+struct MapDe<'p, 'a, 'u, I> {
+    entries: I,
+    value: Option<(&'a Node, String)>,
+    parent: &'p NodeDeserializer<'a, 'u>,
+}
+
+impl<'de, 'a: 'de, 'u, I> MapAccess<'de> for MapDe<'_, 'a, 'u, I>
+where
+    I: Iterator<Item = &'a (Key, Node)>,
+{
+    type Error = DeError;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, DeError> {
+        let Some((key, value)) = self.entries.next() else {
+            return Ok(None);
+        };
+        let path = join_key(&self.parent.path, &key.name);
+        self.value = Some((value, path));
+        let key_de: de::value::BorrowedStrDeserializer<'de, DeError> =
+            de::value::BorrowedStrDeserializer::new(key.name.as_str());
+        seed.deserialize(key_de).map(Some)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, DeError> {
+        let (node, path) = self
+            .value
+            .take()
+            .ok_or_else(|| <DeError as de::Error>::custom("value requested before key"))?;
+        let child = self.parent.child(node, path);
+        let located = NodeDeserializer {
+            node: child.node,
+            path: child.path.clone(),
+            unknown: child.unknown,
+        };
+        seed.deserialize(child).map_err(|e| located.locate(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::package::model::Process;
+
+    fn shape(yaml: &str) -> ShapeError {
+        let node = Node::parse(yaml).expect("parses");
+        from_node::<Process>(&node).expect_err("shape error")
+    }
+
+    #[test]
+    fn positions_are_one_based_and_follow_paths() {
+        let node = Node::parse("name: x\nphases:\n  - id: a\n    depends_on: [b]\n").unwrap();
+        assert_eq!(node.position_of("name"), Pos { line: 1, column: 7 });
+        assert_eq!(
+            node.position_of("phases[0].depends_on[0]"),
+            Pos {
+                line: 4,
+                column: 18
+            }
+        );
+        // A missing key points at its nearest present ancestor.
+        assert_eq!(
+            node.position_of("phases[0].description"),
+            Pos { line: 3, column: 5 }
+        );
+    }
+
+    #[test]
+    fn wrong_type_is_located() {
+        let err = shape(
+            "name: x\nphases:\n  - id: a\n    description: d\n    depends_on: []\n    model_tier: high\n",
+        );
+        assert_eq!(err.kind, ShapeErrorKind::WrongType);
+        assert_eq!(err.path, "phases[0].model_tier");
+        assert_eq!(
+            err.pos,
+            Pos {
+                line: 6,
+                column: 17
+            }
+        );
+    }
+
+    #[test]
+    fn missing_field_is_placed_under_its_mapping() {
+        let err = shape("name: x\nphases:\n  - id: a\n    depends_on: []\n");
+        assert_eq!(err.kind, ShapeErrorKind::MissingField);
+        assert_eq!(err.path, "phases[0].description");
+        assert_eq!(err.pos, Pos { line: 3, column: 5 });
+    }
+
+    #[test]
+    fn unknown_variant_is_located() {
+        let err = shape("name: x\nphase_mode: loose\n");
+        assert_eq!(err.kind, ShapeErrorKind::UnknownVariant);
+        assert_eq!(err.path, "phase_mode");
+        assert_eq!(
+            err.pos,
+            Pos {
+                line: 2,
+                column: 13
+            }
+        );
+        assert!(err.message.contains("`strict`"), "{}", err.message);
+    }
+
+    #[test]
+    fn unknown_keys_are_collected_not_fatal() {
+        let node = Node::parse("name: x\nfavourite_colour: red\ntools:\n  requird: [a]\n").unwrap();
+        let (p, unknown) = from_node::<Process>(&node).unwrap();
+        assert_eq!(p.name, "x");
+        let paths: Vec<_> = unknown.iter().map(|u| u.path.as_str()).collect();
+        assert_eq!(paths, ["favourite_colour", "tools.requird"]);
+        assert_eq!(unknown[1].pos, Pos { line: 4, column: 3 });
+    }
+
+    #[test]
+    fn duplicate_keys_and_syntax_errors_fail_parsing_with_a_position() {
+        let (msg, pos, dup) = Node::parse("name: a\nname: b\n").unwrap_err();
+        assert!(msg.contains("duplicate"), "{msg}");
+        assert!(dup);
+        assert_eq!(pos.line, 2);
+        let (_, pos, dup) = Node::parse("name: [a\n").unwrap_err();
+        assert!(!dup);
+        assert!(pos.line >= 1);
+    }
+}
