@@ -129,7 +129,10 @@ fn run_rejects_bad_inputs_with_exit_2() {
         .args(["--goal", "g", "--model", "gpt:x", "--workspace"])
         .arg(dir.path()));
     assert_eq!(code, 2);
-    assert!(text.contains("expected scripted:FILE"), "{text}");
+    assert!(
+        text.contains("expected scripted:FILE or chat:MODEL"),
+        "{text}"
+    );
     std::fs::write(dir.path().join("bad.yaml"), "name: Bad_Name\nphases: []\n").unwrap();
     let (code, text) = out(bin()
         .arg("run")

@@ -9,13 +9,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::exit;
+use crate::engine::chat::{ChatConfig, ChatModel, DialFetch};
 use crate::engine::clock::{Clock, ManualClock, SystemClock};
 use crate::engine::event::{summarize, to_jsonl};
 use crate::engine::model::{Model, ScriptedModel};
 use crate::engine::policy::{DenyConfirm, TaskConfig};
+use crate::engine::tools::Fetch;
 use crate::package::dir::LoadedPackage;
 use crate::runner::testcase::DETERMINISTIC_START_MS;
 use crate::runner::{Env, RunOptions, RunRequest, RunStatus};
+use loom_plsp::http::HyperDial;
 
 /// Which clock stamps the events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
@@ -39,7 +42,9 @@ pub struct Args {
     /// The workspace directory (created if missing).
     #[arg(long)]
     pub workspace: PathBuf,
-    /// The model backend: `scripted:FILE` (a script, see README "Running").
+    /// The model backend: `scripted:FILE` (a script, see README "Running") or `chat:MODEL`
+    /// (OpenAI-compatible; `LOOM_PROCESS_BASE_URL`/`OPENAI_BASE_URL`, `LOOM_PROCESS_API_KEY`/
+    /// `OPENAI_API_KEY`).
     #[arg(long)]
     pub model: String,
     /// Write the events as JSONL here.
@@ -71,14 +76,25 @@ pub fn load(path: &Path, out: &mut dyn Write) -> std::io::Result<Option<LoadedPa
     }
 }
 
-/// Parses `--model`.
-pub fn model_from_spec(spec: &str) -> Result<Arc<dyn Model>, String> {
+/// Largest HTTP response body the CLI accepts (model replies, fetched pages).
+const MAX_HTTP_BODY: usize = 8 << 20;
+
+/// Parses `--model`; `env` reads environment variables (only for `chat:`).
+pub fn model_from_spec(
+    spec: &str,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn Model>, String> {
     match spec.split_once(':') {
         Some(("scripted", file)) if !file.is_empty() => ScriptedModel::from_file(Path::new(file))
             .map(|m| Arc::new(m) as Arc<dyn Model>)
             .map_err(|e| e.0),
+        Some(("chat", name)) if !name.is_empty() => {
+            let config = ChatConfig::from_env(name, env)?;
+            let dial = Arc::new(HyperDial::new(MAX_HTTP_BODY));
+            Ok(Arc::new(ChatModel::new(config, dial)?))
+        }
         _ => Err(format!(
-            "--model {spec:?}: expected scripted:FILE (the scripted backend, README \"Running\")"
+            "--model {spec:?}: expected scripted:FILE or chat:MODEL (README \"Running\")"
         )),
     }
 }
@@ -100,7 +116,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> std::io::Result<i32> {
     let Some(pkg) = load(&args.path, out)? else {
         return Ok(exit::USAGE);
     };
-    let model = match model_from_spec(&args.model) {
+    let model = match model_from_spec(&args.model, |k| std::env::var(k).ok()) {
         Ok(m) => m,
         Err(e) => {
             writeln!(out, "error: {e}")?;
@@ -124,10 +140,22 @@ pub fn run(args: &Args, out: &mut dyn Write) -> std::io::Result<i32> {
         ClockKind::System => Arc::new(SystemClock),
         ClockKind::Manual => Arc::new(ManualClock::ticking(DETERMINISTIC_START_MS, 1)),
     };
+    let fetch: Option<Arc<dyn Fetch>> = if task.risk_policy.allow_network {
+        match DialFetch::new(Arc::new(HyperDial::new(MAX_HTTP_BODY))) {
+            Ok(f) => Some(Arc::new(f)),
+            Err(e) => {
+                writeln!(out, "error: {e}")?;
+                return Ok(exit::USAGE);
+            }
+        }
+    } else {
+        None
+    };
     let env = Env {
         model,
         clock,
         confirm: Arc::new(DenyConfirm),
+        fetch,
     };
     let req = RunRequest {
         goal: args.goal.clone(),

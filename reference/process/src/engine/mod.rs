@@ -8,6 +8,7 @@
 //! - [`patch`]: the strict unified-diff applier behind `fs.applyPatch`;
 //! - [`tools`]: executes tool actions in a workspace under the policy;
 //! - [`model`]: the [`model::Model`] seam and its scripted backend;
+//! - [`chat`]: an OpenAI-compatible chat-completions model over `loom-plsp`'s HTTP seam;
 //! - [`judge`]: loop-engine "Judge Rules + Result";
 //! - [`evidence`]: loop-engine "Evidence Pack (per iteration)";
 //! - [`plan`]: loop-engine "Plan Schema";
@@ -15,6 +16,7 @@
 
 pub mod action;
 pub mod budget;
+pub mod chat;
 pub mod clock;
 pub mod event;
 pub mod evidence;

@@ -38,7 +38,7 @@ use crate::engine::evidence::EvidencePack;
 use crate::engine::model::Model;
 use crate::engine::plan::{Plan, PlanStep, StepStatus};
 use crate::engine::policy::{Confirm, TaskConfig};
-use crate::engine::tools::ToolExecutor;
+use crate::engine::tools::{Fetch, ToolExecutor};
 use crate::package::{PhaseMode, Process};
 use serde::Serialize;
 use serde_json::json;
@@ -178,6 +178,8 @@ pub struct Env {
     pub clock: Arc<dyn Clock>,
     /// Who confirms non-allowlisted commands under `commandPolicy: confirm`.
     pub confirm: Arc<dyn Confirm>,
+    /// How `browser.fetch` reaches the network when the task allows it (none: refused).
+    pub fetch: Option<Arc<dyn Fetch>>,
 }
 
 /// Mutable state shared by the phases of one run.
@@ -246,13 +248,16 @@ fn plan_for(process: &Process, goal: &str, order: &[String]) -> Plan {
 /// unschedulable DAG); everything after that is reported through events and the outcome.
 pub fn run(process: &Process, env: &Env, req: &RunRequest) -> Result<RunOutcome, String> {
     let waves = schedule::waves(process)?;
-    let exec = ToolExecutor::new(
+    let mut exec = ToolExecutor::new(
         &req.workspace,
         req.task.risk_policy.clone(),
         env.confirm.clone(),
         env.clock.clone(),
     )?
     .with_timeout(req.options.command_timeout);
+    if let Some(f) = &env.fetch {
+        exec = exec.with_fetch(f.clone());
+    }
     let workspace = exec.workspace().to_path_buf();
     let order: Vec<String> = waves.iter().flatten().cloned().collect();
     let b = &req.task.budget;

@@ -188,6 +188,7 @@ pub fn run_case(
         model: Arc::new(model),
         clock: Arc::new(ManualClock::ticking(DETERMINISTIC_START_MS, 1)),
         confirm,
+        fetch: None,
     };
     let req = RunRequest {
         goal: case.goal.clone(),
