@@ -385,3 +385,80 @@ pub fn run(process: &Process, env: &Env, req: &RunRequest) -> Result<RunOutcome,
         workspace,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::action::ToolAction;
+    use crate::engine::clock::ManualClock;
+    use crate::engine::model::{MockModel, ModelReply, Purpose};
+    use crate::engine::policy::DenyConfirm;
+    use mockall::Sequence;
+
+    /// The model is asked for phases in schedule order, once each, with the phase's prompt and
+    /// the run's goal; a reply without actions ends the attempt.
+    #[test]
+    fn the_model_is_driven_phase_by_phase_in_schedule_order() {
+        let process: Process = serde_saphyr::from_str(
+            "name: p\npersona: You are terse.\nphases:\n  - {id: b, description: B, depends_on: [a], deliverables: [b.md]}\n  - {id: a, description: A, depends_on: []}\n",
+        )
+        .unwrap();
+        let mut model = MockModel::new();
+        let mut seq = Sequence::new();
+        model.expect_name().return_const("mock".to_owned());
+        model
+            .expect_reply()
+            .withf(|r| {
+                r.phase_id == "a"
+                    && r.turn == 1
+                    && r.goal == "G"
+                    && r.system.starts_with("You are terse.")
+            })
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_| {
+                Ok(ModelReply {
+                    message: "nothing to do".into(),
+                    ..Default::default()
+                })
+            });
+        model
+            .expect_reply()
+            .withf(|r| r.phase_id == "b" && r.purpose == Purpose::Act && r.system.contains("b.md"))
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_| {
+                Ok(ModelReply {
+                    actions: vec![ToolAction::FsWrite {
+                        id: "w".into(),
+                        path: "b.md".into(),
+                        content: "b".into(),
+                    }],
+                    done: true,
+                    ..Default::default()
+                })
+            });
+        let dir = tempfile::tempdir().unwrap();
+        let env = Env {
+            model: Arc::new(model),
+            clock: Arc::new(ManualClock::new(0)),
+            confirm: Arc::new(DenyConfirm),
+            fetch: None,
+        };
+        let req = RunRequest {
+            goal: "G".into(),
+            workspace: dir.path().to_path_buf(),
+            seed: 1,
+            task: TaskConfig::default(),
+            options: RunOptions::default(),
+        };
+        let out = run(&process, &env, &req).unwrap();
+        assert_eq!(out.status, RunStatus::Completed);
+        assert_eq!(out.started, ["a", "b"]);
+        assert_eq!(
+            out.plan.version, 5,
+            "pending→in_progress→done for two steps"
+        );
+        assert!(out.plan.steps.iter().all(|s| s.done));
+    }
+}
