@@ -612,3 +612,152 @@ fn events_name_the_run_and_count_from_one() {
         json!({"scope": "run", "from": "running", "to": "completed"})
     );
 }
+
+fn coordinated(coord: &str, b_extra: &str) -> String {
+    format!(
+        "name: o\noutput_coordination:\n{coord}phases:\n  - {{id: a, description: A, depends_on: [], deliverables: [a.md]}}\n  - {{id: b, description: B, depends_on: [a], deliverables: [\"report.md — r\", \"data.csv — d\"]{b_extra}}}\n"
+    )
+}
+
+#[test]
+fn fan_in_phases_publish_through_their_finalizer() {
+    let yaml = coordinated("  strategy: fan_in\n  intermediate_root: .loom/work\n", "");
+    let model = FnModel(Box::new(|r| {
+        let actions = match r.phase_id.as_str() {
+            "a" => vec![write("a", ".loom/work/a/a.md", "A")],
+            _ => {
+                assert!(
+                    r.system
+                        .contains("under .loom/work/b/; the phase finalizer publishes them"),
+                    "{}",
+                    r.system
+                );
+                vec![
+                    write("r", ".loom/work/b/report.md", "R"),
+                    write("d", ".loom/work/b/data.csv", "D"),
+                ]
+            }
+        };
+        Ok(ModelReply {
+            actions,
+            done: true,
+            ..Default::default()
+        })
+    }));
+    let (out, dir) = quick(&process(&yaml), Arc::new(model));
+    assert_eq!(out.status, RunStatus::Completed, "{:?}", out.phases);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("report.md")).unwrap(),
+        "R"
+    );
+    let fin: Vec<String> = kinds(&out)
+        .into_iter()
+        .filter(|(k, p)| k == "StateChanged" && p["scope"] == "finalizer")
+        .map(|(_, p)| {
+            format!(
+                "{}:{}",
+                p["phase"].as_str().unwrap(),
+                p["to"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        fin,
+        [
+            "a__finalize_output:running",
+            "a__finalize_output:completed",
+            "b__finalize_output:running",
+            "b__finalize_output:completed"
+        ]
+    );
+}
+
+#[test]
+fn fan_in_require_all_workers_publishes_nothing_when_an_input_is_missing() {
+    let only_report = |r: &loom_process::engine::model::ModelRequest| {
+        let actions = match r.phase_id.as_str() {
+            "a" => vec![write("a", "a.md", "A")],
+            _ => vec![write("r", ".loom/phase-artifacts/b/report.md", "R")],
+        };
+        Ok(ModelReply {
+            actions,
+            done: true,
+            ..Default::default()
+        })
+    };
+    let yaml = coordinated("  strategy: direct\n", ", output_strategy: fan_in");
+    let (out, dir) = quick(&process(&yaml), Arc::new(FnModel(Box::new(only_report))));
+    assert_eq!(out.phases["a"].status, PhaseStatus::Completed);
+    assert_eq!(out.phases["b"].status, PhaseStatus::Failed);
+    assert!(!dir.path().join("report.md").exists());
+    assert!(
+        out.evidence[1]
+            .errors
+            .iter()
+            .any(|e| e
+                .contains("finalizer_input_missing: .loom/phase-artifacts/b/data.csv not found")),
+        "{:?}",
+        out.evidence[1]
+    );
+    let yaml = coordinated(
+        "  strategy: direct\n",
+        ", output_strategy: fan_in, finalizer_input_policy: allow_partial",
+    );
+    let (out, dir) = quick(&process(&yaml), Arc::new(FnModel(Box::new(only_report))));
+    assert!(
+        dir.path().join("report.md").exists(),
+        "allow_partial publishes what exists"
+    );
+    assert_eq!(
+        out.phases["b"].status,
+        PhaseStatus::Failed,
+        "data.csv is still a missing deliverable"
+    );
+}
+
+#[test]
+fn single_writer_conflicts_are_deferred_or_fail_fast() {
+    let intruder = |r: &loom_process::engine::model::ModelRequest| {
+        let actions = match r.phase_id.as_str() {
+            "a" => vec![write("steal", "report.md", "mine"), write("a", "a.md", "A")],
+            _ => vec![write("r", "report.md", "R"), write("d", "data.csv", "D")],
+        };
+        Ok(ModelReply {
+            actions,
+            done: true,
+            ..Default::default()
+        })
+    };
+    let yaml = coordinated(
+        "  enforce_single_writer: true\n  conflict_policy: defer_fifo\n",
+        "",
+    );
+    let (out, dir) = quick(&process(&yaml), Arc::new(FnModel(Box::new(intruder))));
+    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("report.md")).unwrap(),
+        "R"
+    );
+    let refused = kinds(&out)
+        .into_iter()
+        .find(|(k, p)| k == "Observation" && p["toolCallId"] == "steal")
+        .unwrap()
+        .1;
+    assert!(
+        refused["observation"]["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with(
+                "enforce_single_writer: report.md is a canonical deliverable of phase b, not a"
+            )
+    );
+    let yaml = coordinated(
+        "  enforce_single_writer: true\n  conflict_policy: fail_fast\n",
+        "",
+    );
+    let (out, _dir) = quick(&process(&yaml), Arc::new(FnModel(Box::new(intruder))));
+    assert_eq!(
+        (out.phases["a"].status, out.phases["a"].stop_reason.as_str()),
+        (PhaseStatus::Failed, "write_conflict")
+    );
+}

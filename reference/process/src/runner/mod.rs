@@ -9,6 +9,8 @@
 //!   iteration loops").
 //! - [`checks`]: deliverables (guide "Phases"), verification rules (guide "Verification
 //!   rules") and gates (guide "Phase iteration loops", gate table).
+//! - [`output`]: output coordination — single-writer deliverables and the fan-in finalizer
+//!   (guide "Output coordination").
 //! - [`prompt`]: the system prompt a phase's model turns get.
 //! - [`testcase`]: the `tests:` manifest in deterministic mode (guide "Process test manifest").
 //!
@@ -26,6 +28,7 @@
 //! run was not failed), or `failed`.
 
 pub mod checks;
+pub mod output;
 pub mod phase;
 pub mod prompt;
 pub mod schedule;

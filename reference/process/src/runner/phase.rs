@@ -18,15 +18,15 @@
 //!
 //! Stop reasons: `passed`, `max_attempts`, `max_total_runner_invocations`, `no_improvement`,
 //! `budget_iterations`, `budget_tool_calls`, `budget_wall_time`, `budget_tokens`,
-//! `model_error`, `max_turns`.
+//! `model_error`, `max_turns`, `write_conflict` (see [`super::output`]).
 
 use super::checks::{self, AttemptView, Check};
-use super::{PhaseOutcome, PhaseStatus, RunState, prompt};
+use super::{PhaseOutcome, PhaseStatus, RunState, output, prompt};
 use crate::engine::action::{Observation, ToolAction};
 use crate::engine::budget::{Budget, Limits};
 use crate::engine::event::EventType;
 use crate::engine::evidence::{EvidencePack, diff_id};
-use crate::engine::judge::JudgeStatus;
+use crate::engine::judge::{JudgeResult, JudgeStatus};
 use crate::engine::model::{ModelRequest, Purpose};
 use crate::engine::plan::StepStatus;
 use crate::package::{IterationStrategy, Operator, Phase};
@@ -67,7 +67,8 @@ fn run_turns(
         calls: Vec::new(),
         stop: None,
     };
-    let system = prompt::system_prompt(st.process, ph);
+    let fan_in = output::is_fan_in(st, ph).then(|| output::intermediate_dir(st, ph));
+    let system = prompt::system_prompt(st.process, ph, fan_in.as_deref());
     let max_turns = st.req.options.max_turns_per_attempt.max(1);
     for turn in 1..=max_turns {
         if let Some(x) = exhausted(st, lp) {
@@ -126,7 +127,11 @@ fn run_turns(
             }
             let call = json!({"phase": ph.id, "attempt": attempt, "toolCallId": action.id(), "type": action.type_name()});
             st.emit(EventType::ToolCallStarted, call.clone());
-            let obs = st.exec.execute(action);
+            let conflict = output::check_write(st, ph, action);
+            let obs = match &conflict {
+                Some(c) => Observation::fail(c.reason.clone()),
+                None => st.exec.execute(action),
+            };
             lp.tool_calls += 1;
             st.run_budget.tool_calls += 1;
             let mut fin = call.clone();
@@ -137,6 +142,10 @@ fn run_turns(
                 json!({"phase": ph.id, "attempt": attempt, "toolCallId": action.id(), "observation": obs}),
             );
             out.calls.push((action.clone(), obs));
+            if conflict.is_some_and(|c| c.fail_fast) {
+                out.stop = Some("write_conflict".into());
+                return out;
+            }
         }
         if reply.done || reply.actions.is_empty() {
             return out;
@@ -286,7 +295,23 @@ pub(crate) fn run_phase(st: &mut RunState<'_>, ph: &Phase, wave: usize) -> Phase
             changed: &changed,
             calls: &turns.calls,
         };
-        let mut all: Vec<Check> = checks::deliverables(st, &view);
+        let mut all: Vec<Check> = Vec::new();
+        if output::is_fan_in(st, ph) && turns.stop.as_deref() != Some("write_conflict") {
+            let reasons = output::finalize(st, ph, attempt);
+            let status = if reasons.is_empty() {
+                JudgeStatus::Pass
+            } else {
+                JudgeStatus::Fail
+            };
+            all.push(Check {
+                kind: "finalizer",
+                name: output::finalizer_id(&ph.id),
+                blocking: true,
+                result: JudgeResult::new(status, reasons, vec![]),
+                score: None,
+            });
+        }
+        all.extend(checks::deliverables(st, &view));
         let (rule_checks, rule_tokens) = checks::rules(st, &view);
         for b in [&mut lp, &mut st.run_budget] {
             b.tokens = b.tokens.saturating_add(rule_tokens);
@@ -307,7 +332,10 @@ pub(crate) fn run_phase(st: &mut RunState<'_>, ph: &Phase, wave: usize) -> Phase
         for c in &all {
             emit_check(st, ph, attempt, c);
         }
-        let passed = turns.stop.as_deref() != Some("model_error") && !all.iter().any(Check::blocks);
+        let passed = !matches!(
+            turns.stop.as_deref(),
+            Some("model_error" | "write_conflict")
+        ) && !all.iter().any(Check::blocks);
 
         let mut tool_calls: Vec<String> =
             turns.calls.iter().map(|(a, _)| a.id().to_owned()).collect();

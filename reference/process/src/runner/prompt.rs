@@ -6,8 +6,9 @@
 use crate::engine::action::ACTION_TYPES;
 use crate::package::{Phase, Process};
 
-/// The system prompt for `phase`.
-pub fn system_prompt(process: &Process, phase: &Phase) -> String {
+/// The system prompt for `phase`. `fan_in_dir` is set for a fan-in phase: its deliverables
+/// are written there and published by the finalizer (guide "Output coordination").
+pub fn system_prompt(process: &Process, phase: &Phase, fan_in_dir: Option<&str>) -> String {
     let mut s = String::new();
     let mut section = |title: &str, body: &str| {
         let body = body.trim();
@@ -48,11 +49,18 @@ pub fn system_prompt(process: &Process, phase: &Phase) -> String {
         phase.acceptance_criteria.as_deref().unwrap_or(""),
     );
     let files = phase.deliverable_filenames();
-    if !files.is_empty() {
-        section(
+    match fan_in_dir {
+        _ if files.is_empty() => {}
+        None => section(
             "Deliverables (create or update exactly these workspace paths)",
             &files.join("\n"),
-        );
+        ),
+        Some(dir) => section(
+            &format!(
+                "Deliverables (write exactly these files under {dir}/; the phase finalizer publishes them)"
+            ),
+            &files.join("\n"),
+        ),
     }
     section(
         "Tool actions (Loop Engine Tool Action Schema v1)",
@@ -71,11 +79,18 @@ mod tests {
             "name: p\npersona: You are careful.\ntool_guidance: Use Markdown.\nphases:\n  - id: a\n    description: Do A.\n    depends_on: []\n    acceptance_criteria: A is done.\n    deliverables: [\"a.md — the A\"]\n",
         )
         .unwrap();
-        let s = system_prompt(&p, &p.phases[0]);
+        let s = system_prompt(&p, &p.phases[0], None);
         assert!(s.starts_with("You are careful."), "{s}");
         assert!(s.contains("Tool guidance:\nUse Markdown."));
         assert!(s.contains("Phase a:\nDo A."));
         assert!(s.contains("exactly these workspace paths):\na.md\n"), "{s}");
         assert!(s.contains("fs.applyPatch"));
+        let s = system_prompt(&p, &p.phases[0], Some(".loom/phase-artifacts/a"));
+        assert!(
+            s.contains(
+                "under .loom/phase-artifacts/a/; the phase finalizer publishes them):\na.md\n"
+            ),
+            "{s}"
+        );
     }
 }
