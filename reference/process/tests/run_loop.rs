@@ -761,3 +761,39 @@ fn single_writer_conflicts_are_deferred_or_fail_fast() {
         (PhaseStatus::Failed, "write_conflict")
     );
 }
+
+#[test]
+fn excluded_tools_are_refused_and_policy_mode_orders_rules() {
+    let yaml = "name: x\ntools:\n  excluded: [terminal.exec]\nphases:\n  - {id: p, description: P, depends_on: []}\nverification:\n  policy: {mode: static_first}\n  rules:\n    - {name: judge, check: ok?, type: llm, severity: warning}\n    - {name: plain, check: NEVER, type: regex, severity: error}\n";
+    let model = FnModel(Box::new(|r| match r.purpose {
+        Purpose::Act => Ok(ModelReply {
+            actions: vec![ToolAction::TerminalExec {
+                id: "x".into(),
+                cmd: "cargo test".into(),
+                cwd: None,
+            }],
+            done: true,
+            ..Default::default()
+        }),
+        Purpose::Judge { .. } => Ok(ModelReply {
+            verdict: Some(true),
+            ..Default::default()
+        }),
+    }));
+    let (out, _d) = quick(&process(yaml), Arc::new(model));
+    let obs = kinds(&out)
+        .into_iter()
+        .find(|(k, _)| k == "Observation")
+        .unwrap()
+        .1;
+    assert_eq!(
+        obs["observation"]["summary"],
+        "tools.excluded: this process does not use terminal.exec (guide \"Tool guidance\")"
+    );
+    let rules: Vec<String> = kinds(&out)
+        .into_iter()
+        .filter(|(k, p)| k == "JudgeResult" && p["kind"] == "rule")
+        .map(|(_, p)| p["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(rules, ["plain", "judge"]);
+}

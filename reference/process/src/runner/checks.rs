@@ -8,6 +8,8 @@
 //!   attempt, `warning` is recorded only. Rules apply to every phase; `output` is the text of
 //!   the attempt's agent messages, `deliverables` the phase's deliverable files.
 //! - `llm` rules go through the model ([`crate::engine::judge::judge_llm`]).
+//! - `verification.policy.mode`: `static_first` evaluates regex rules before llm rules,
+//!   `llm_first` the reverse; without a mode, declaration order.
 //! - `artifact_regex` targets: `deliverables` (the phase's files), `changed_files` (files the
 //!   attempt wrote), `summary` (the attempt's last agent message), `output` (all its agent
 //!   messages), `auto` (deliverables when the phase declares any, otherwise output).
@@ -31,7 +33,7 @@ use crate::engine::judge::{
 use crate::engine::model::{ModelRequest, Purpose};
 use crate::engine::tools::read_workspace_file;
 use crate::package::{
-    ArtifactTarget, Gate, GateKind, Operator, Phase, RuleTarget, RuleType, Severity,
+    ArtifactTarget, Gate, GateKind, Operator, Phase, PolicyMode, RuleTarget, RuleType, Severity,
 };
 use serde_json::{Value as Json, json};
 
@@ -159,7 +161,16 @@ pub(crate) fn rules(st: &RunState<'_>, view: &AttemptView<'_>) -> (Vec<Check>, u
     };
     let mut tokens = 0;
     let mut out = Vec::new();
-    for rule in &v.rules {
+    // `verification.policy.mode` (guide "Process contract v2"): static_first runs the regex
+    // rules before the llm rules, llm_first the other way round; absent keeps declaration
+    // order. The sort is stable.
+    let mut ordered: Vec<&crate::package::VerificationRule> = v.rules.iter().collect();
+    match v.policy.as_ref().and_then(|p| p.mode) {
+        Some(PolicyMode::StaticFirst) => ordered.sort_by_key(|r| r.rule_type != RuleType::Regex),
+        Some(PolicyMode::LlmFirst) => ordered.sort_by_key(|r| r.rule_type != RuleType::Llm),
+        None => {}
+    }
+    for rule in ordered {
         let texts = match rule.target() {
             RuleTarget::Output => output_text(view),
             RuleTarget::Deliverables => deliverable_texts(st, view.phase),

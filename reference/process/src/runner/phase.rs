@@ -13,6 +13,9 @@
 //!    the model as feedback (both strategies get the feedback).
 //! 4. Exit when all blocking checks pass, or limits/budgets are exhausted.
 //!
+//! A proposed action whose type is listed in `tools.excluded` (guide "Tool guidance") is
+//! refused with an observation.
+//!
 //! `replan_on_exhaustion`/`max_replans_after_exhaustion` need a planner; this runner has
 //! none, so an exhausted loop ends the phase as failed (README "Running").
 //!
@@ -128,8 +131,17 @@ fn run_turns(
             let call = json!({"phase": ph.id, "attempt": attempt, "toolCallId": action.id(), "type": action.type_name()});
             st.emit(EventType::ToolCallStarted, call.clone());
             let conflict = output::check_write(st, ph, action);
+            let excluded = st
+                .process
+                .tools
+                .as_ref()
+                .is_some_and(|t| t.excluded.iter().any(|x| x == action.type_name()));
             let obs = match &conflict {
                 Some(c) => Observation::fail(c.reason.clone()),
+                None if excluded => Observation::fail(format!(
+                    "tools.excluded: this process does not use {} (guide \"Tool guidance\")",
+                    action.type_name()
+                )),
                 None => st.exec.execute(action),
             };
             lp.tool_calls += 1;
