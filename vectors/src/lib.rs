@@ -172,6 +172,7 @@ pub const AREA_MINIMUMS: &[(&str, usize)] = &[
     ("plsp-serialize", 20),
     ("plsp-state", 25),
     ("plsp-engine", 50),
+    ("process-yaml", 100),
 ];
 
 /// Every vector file in `dir`, sorted by name, loaded and checked.

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 pub const ADAPTER_PROTOCOL_VERSION: u32 = 1;
 
 /// Test and group members that describe the test rather than feed the implementation.
-pub const RESERVED_MEMBERS: [&str; 9] = [
+pub const RESERVED_MEMBERS: [&str; 10] = [
     "id",
     "comment",
     "flags",
@@ -23,6 +23,7 @@ pub const RESERVED_MEMBERS: [&str; 9] = [
     "result",
     "expected",
     "expected_error",
+    "expected_error_path",
     "kind",
     "tests",
 ];
@@ -68,6 +69,11 @@ pub struct Answer {
     /// The error code of an `invalid` answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Where in the input the error is (areas whose tests carry `expected_error_path`, e.g.
+    /// `phases[2].depends_on[0]` in `process-yaml`); judged only when the test has one.
+    /// (Boxed to keep `Answer` small: it is an `Err` type in reference modules.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_path: Option<Box<String>>,
     /// Free text explaining the verdict (shown in reports, never judged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
@@ -81,6 +87,7 @@ impl Answer {
             result: Verdict::Valid,
             output: Some(output.into()),
             error: None,
+            error_path: None,
             detail: None,
         }
     }
@@ -92,6 +99,7 @@ impl Answer {
             result: Verdict::Valid,
             output: None,
             error: None,
+            error_path: None,
             detail: None,
         }
     }
@@ -103,7 +111,20 @@ impl Answer {
             result: Verdict::Invalid,
             output: None,
             error: Some(code.into()),
+            error_path: None,
             detail: Some(detail.into()),
+        }
+    }
+
+    /// An `invalid` answer that also says where the error is (`error_path`).
+    pub fn invalid_at(
+        code: impl Into<String>,
+        path: impl Into<String>,
+        detail: impl Into<String>,
+    ) -> Answer {
+        Answer {
+            error_path: Some(Box::new(path.into())),
+            ..Answer::invalid(code, detail)
         }
     }
 
@@ -114,6 +135,7 @@ impl Answer {
             result: Verdict::Unsupported,
             output: None,
             error: None,
+            error_path: None,
             detail: Some(detail.into()),
         }
     }
@@ -158,7 +180,8 @@ pub enum Judgement {
 }
 
 /// Judges `answer` against `test`: the verdict must match; an invalid test also needs the
-/// expected error code; a valid test with an `expected` member needs exactly that output.
+/// expected error code (and, when the test has `expected_error_path`, that error path); a
+/// valid test with an `expected` member needs exactly that output.
 pub fn judge(test: &Value, answer: &Answer) -> Judgement {
     let expected_result = test["result"].as_str().unwrap_or_default();
     let why = |s: String| match &answer.detail {
@@ -182,13 +205,24 @@ pub fn judge(test: &Value, answer: &Answer) -> Judgement {
         },
         ("invalid", Verdict::Invalid) => {
             let exp = test["expected_error"].as_str().unwrap_or_default();
-            if answer.error.as_deref() == Some(exp) {
-                Judgement::Pass
-            } else {
+            let exp_path = test.get("expected_error_path").and_then(Value::as_str);
+            if answer.error.as_deref() != Some(exp) {
                 why(format!(
                     "expected invalid with error {exp}, got invalid with error {}",
                     answer.error.as_deref().unwrap_or("(none)")
                 ))
+            } else if let Some(path) = exp_path
+                && answer.error_path.as_deref().map(String::as_str) != Some(path)
+            {
+                why(format!(
+                    "expected invalid with error {exp} at {path}, got it at {}",
+                    answer
+                        .error_path
+                        .as_deref()
+                        .map_or("(no path)", String::as_str)
+                ))
+            } else {
+                Judgement::Pass
             }
         }
         ("valid", Verdict::Invalid) => why(format!(
@@ -200,5 +234,30 @@ pub fn judge(test: &Value, answer: &Answer) -> Judgement {
             test["expected_error"].as_str().unwrap_or_default()
         )),
         (other, _) => Judgement::Fail(format!("the test's result {other:?} is not valid/invalid")),
+    }
+}
+
+#[cfg(test)]
+mod error_path_tests {
+    use super::*;
+
+    /// `expected_error_path`, when a test has it, is judged against the answer's `error_path`.
+    #[test]
+    fn error_path_is_judged_only_when_the_test_pins_one() {
+        let test = serde_json::json!({"result": "invalid", "expected_error": "r", "expected_error_path": "a[0]"});
+        assert_eq!(
+            judge(&test, &Answer::invalid_at("r", "a[0]", "")),
+            Judgement::Pass
+        );
+        assert!(matches!(
+            judge(&test, &Answer::invalid_at("r", "a[1]", "")),
+            Judgement::Fail(_)
+        ));
+        assert!(matches!(
+            judge(&test, &Answer::invalid("r", "")),
+            Judgement::Fail(_)
+        ));
+        let no_path = serde_json::json!({"result": "invalid", "expected_error": "r"});
+        assert_eq!(judge(&no_path, &Answer::invalid("r", "")), Judgement::Pass);
     }
 }

@@ -15,6 +15,7 @@ pub mod jcs_numbers;
 pub mod keys;
 pub mod notation;
 pub mod plsp;
+pub mod process_yaml;
 pub mod schema;
 pub mod scope_matching;
 pub mod task_state;
@@ -123,6 +124,11 @@ pub const GENERATED: &[GeneratedArea] = &[
         area: "plsp-engine",
         build: plsp::engine_file,
         schema: plsp::engine_schema,
+    },
+    GeneratedArea {
+        area: "process-yaml",
+        build: process_yaml::build,
+        schema: process_yaml::schema,
     },
 ];
 

@@ -42,6 +42,11 @@ pub const PROTOCOL_ERRORS: &[&str] = &[
     "INTERNAL_ERROR",
 ];
 
+/// Areas whose invalid tests may also pin where the error is: `expected_error_path`, a path
+/// into the input (e.g. `phases[2].depends_on[0]`), judged against the answer's `error_path`.
+/// Other areas' schemas do not allow the member.
+pub const AREAS_WITH_ERROR_PATHS: &[&str] = &["process-yaml"];
+
 /// A schema that accepts a string.
 pub fn string() -> Value {
     json!({"type": "string"})
@@ -79,6 +84,13 @@ impl AreaSchema {
             ("expected_error", json!({"enum": self.errors})),
         ] {
             test_props.insert(k.to_owned(), v);
+        }
+        let with_paths = AREAS_WITH_ERROR_PATHS.contains(&area);
+        if with_paths {
+            test_props.insert(
+                "expected_error_path".to_owned(),
+                json!({"type": "string", "description": "Where the error is: a path into the input, judged against the answer's error_path."}),
+            );
         }
         let mut group_props = inputs;
         group_props.insert("kind".into(), json!({"enum": self.kinds}));
@@ -131,7 +143,11 @@ impl AreaSchema {
                     "properties": test_props,
                     "if": {"properties": {"result": {"const": "invalid"}}},
                     "then": {"required": ["expected_error"], "not": {"required": ["expected"]}},
-                    "else": {"not": {"required": ["expected_error"]}}
+                    "else": if with_paths {
+                        json!({"not": {"anyOf": [{"required": ["expected_error"]}, {"required": ["expected_error_path"]}]}})
+                    } else {
+                        json!({"not": {"required": ["expected_error"]}})
+                    }
                 }
             }
         })

@@ -12,6 +12,8 @@ pub struct Case {
     members: Vec<(String, Value)>,
     flags: Vec<String>,
     outcome: Option<(String, Value)>,
+    /// Members written after the outcome (`expected_error_path`).
+    trailing: Vec<(String, Value)>,
 }
 
 impl Case {
@@ -29,6 +31,7 @@ impl Case {
             ],
             flags: vec![],
             outcome: None,
+            trailing: vec![],
         }
     }
 
@@ -69,6 +72,15 @@ impl Case {
         self
     }
 
+    /// Expect rejection with the error `code` at `path` (written as `expected_error_path`; for
+    /// areas whose errors point into the input, see `schema::AREAS_WITH_ERROR_PATHS`).
+    pub fn invalid_at(mut self, code: &str, path: &str) -> Case {
+        self = self.invalid(code);
+        self.trailing
+            .push(("expected_error_path".into(), path.into()));
+        self
+    }
+
     /// The test's ID.
     pub fn id(&self) -> &str {
         self.members[0].1.as_str().unwrap_or_default()
@@ -83,6 +95,7 @@ impl Case {
         if !name.is_empty() {
             self.members.push((name, value));
         }
+        self.members.append(&mut self.trailing);
         self.members
     }
 }

@@ -10,6 +10,7 @@ mod http_signature;
 mod jcs_numbers;
 mod notation;
 mod plsp;
+mod process_yaml;
 mod scope_matching;
 mod task_state;
 mod thread_dag;
@@ -160,6 +161,10 @@ pub const KINDS: &[KindHandler] = &[
     KindHandler {
         kind: "plsp-engine-step",
         answer: plsp::engine_step,
+    },
+    KindHandler {
+        kind: "process-yaml.validate",
+        answer: process_yaml::validate,
     },
 ];
 

@@ -41,6 +41,15 @@ pub struct ReviewedDependency {
     pub unpinned: bool,
 }
 
+/// One bundled file of the review.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BundledFile {
+    /// Package-relative path.
+    pub path: String,
+    /// True for tool modules Loom discovers and runs when the process loads.
+    pub auto_loaded: bool,
+}
+
 /// What `loom install` shows before asking for approval.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SecurityReview {
@@ -57,7 +66,7 @@ pub struct SecurityReview {
     /// Declared dependencies.
     pub dependencies: Vec<ReviewedDependency>,
     /// Bundled files under `tools/`.
-    pub bundled_code: Vec<String>,
+    pub bundled_code: Vec<BundledFile>,
     /// The risk level.
     pub risk: InstallRisk,
 }
@@ -89,7 +98,14 @@ impl SecurityReview {
             target: install_root.join(&pkg.process.name).display().to_string(),
             risk: InstallRisk::of(!dependencies.is_empty(), !pkg.bundled_code.is_empty()),
             dependencies,
-            bundled_code: pkg.bundled_code.clone(),
+            bundled_code: pkg
+                .bundled_code
+                .iter()
+                .map(|path| BundledFile {
+                    auto_loaded: pkg.tools.contains(path),
+                    path: path.clone(),
+                })
+                .collect(),
         }
     }
 
@@ -133,10 +149,12 @@ impl SecurityReview {
             if n == 1 { "" } else { "s" }
         );
         for file in &self.bundled_code {
-            let _ = writeln!(
-                out,
-                "  ⚠  {file} — executes automatically when process is loaded"
-            );
+            let note = if file.auto_loaded {
+                "executes automatically when process is loaded"
+            } else {
+                "bundled, not auto-registered (may be imported by tools)"
+            };
+            let _ = writeln!(out, "  ⚠  {} — {note}", file.path);
         }
         out.push('\n');
         let level = match self.risk {
