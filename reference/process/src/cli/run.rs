@@ -14,7 +14,7 @@ use crate::engine::clock::{Clock, ManualClock, SystemClock};
 use crate::engine::event::{summarize, to_jsonl};
 use crate::engine::model::{Model, ScriptedModel};
 use crate::engine::policy::{DenyConfirm, TaskConfig};
-use crate::engine::tools::Fetch;
+use crate::engine::tools::{Fetch, ToolOutputs};
 use crate::package::dir::LoadedPackage;
 use crate::runner::testcase::DETERMINISTIC_START_MS;
 use crate::runner::{Env, RunOptions, RunRequest, RunStatus};
@@ -79,19 +79,23 @@ pub fn load(path: &Path, out: &mut dyn Write) -> std::io::Result<Option<LoadedPa
 /// Largest HTTP response body the CLI accepts (model replies, fetched pages).
 const MAX_HTTP_BODY: usize = 8 << 20;
 
+/// A model backend and, for the scripted one, its scripted bundled-tool outputs.
+type Backend = (Arc<dyn Model>, Option<Arc<dyn ToolOutputs>>);
+
 /// Parses `--model`; `env` reads environment variables (only for `chat:`).
 pub fn model_from_spec(
     spec: &str,
     env: impl Fn(&str) -> Option<String>,
-) -> Result<Arc<dyn Model>, String> {
+) -> Result<Backend, String> {
     match spec.split_once(':') {
-        Some(("scripted", file)) if !file.is_empty() => ScriptedModel::from_file(Path::new(file))
-            .map(|m| Arc::new(m) as Arc<dyn Model>)
-            .map_err(|e| e.0),
+        Some(("scripted", file)) if !file.is_empty() => {
+            let m = Arc::new(ScriptedModel::from_file(Path::new(file)).map_err(|e| e.0)?);
+            Ok((m.clone(), Some(m)))
+        }
         Some(("chat", name)) if !name.is_empty() => {
             let config = ChatConfig::from_env(name, env)?;
             let dial = Arc::new(HyperDial::new(MAX_HTTP_BODY));
-            Ok(Arc::new(ChatModel::new(config, dial)?))
+            Ok((Arc::new(ChatModel::new(config, dial)?), None))
         }
         _ => Err(format!(
             "--model {spec:?}: expected scripted:FILE or chat:MODEL (README \"Running\")"
@@ -116,7 +120,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> std::io::Result<i32> {
     let Some(pkg) = load(&args.path, out)? else {
         return Ok(exit::USAGE);
     };
-    let model = match model_from_spec(&args.model, |k| std::env::var(k).ok()) {
+    let (model, tool_outputs) = match model_from_spec(&args.model, |k| std::env::var(k).ok()) {
         Ok(m) => m,
         Err(e) => {
             writeln!(out, "error: {e}")?;
@@ -156,6 +160,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> std::io::Result<i32> {
         clock,
         confirm: Arc::new(DenyConfirm),
         fetch,
+        tool_outputs,
     };
     let req = RunRequest {
         goal: args.goal.clone(),

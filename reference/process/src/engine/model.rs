@@ -21,6 +21,11 @@
 //!       verdict: pass         # pass | fail
 //!       reasons: ["every claim cites a source"]
 //!       tokens: {prompt: 50, completion: 10}
+//! tools:                      # outputs of tools the runner cannot run (bundled Python tools)
+//!   humanize_writing:
+//!     - phase: synthesize     # optional filters, first match wins
+//!       attempt: 1
+//!       data: {report: {humanization_score: 84}}
 //! ```
 //!
 //! Lookups are stateless (by phase, attempt and turn), so concurrent or repeated runs see the
@@ -28,6 +33,7 @@
 //! turn.
 
 use super::action::{Observation, ToolAction};
+use super::tools::ToolOutputs;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
@@ -183,6 +189,24 @@ pub struct Script {
     /// Verdicts by rule name.
     #[serde(default)]
     pub judges: BTreeMap<String, Vec<ScriptVerdict>>,
+    /// Structured outputs of tools the runner cannot execute (bundled Python tools), by tool
+    /// name, for `tool_metric` gates.
+    #[serde(default)]
+    pub tools: BTreeMap<String, Vec<ScriptToolOutput>>,
+}
+
+/// A scripted tool output.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptToolOutput {
+    /// Only for this phase.
+    #[serde(default)]
+    pub phase: Option<String>,
+    /// Only for this attempt.
+    #[serde(default)]
+    pub attempt: Option<u32>,
+    /// The tool's structured data (`ToolResult.ok(..., data=...)`).
+    pub data: Json,
 }
 
 /// A scripted turn with its actions parsed.
@@ -195,6 +219,7 @@ pub struct ScriptedModel {
     /// (phase, attempt) -> parsed turns.
     turns: BTreeMap<(String, u32), Vec<ParsedTurn>>,
     judges: BTreeMap<String, Vec<ScriptVerdict>>,
+    tools: BTreeMap<String, Vec<ScriptToolOutput>>,
 }
 
 impl ScriptedModel {
@@ -246,6 +271,7 @@ impl ScriptedModel {
             name: name.to_owned(),
             turns,
             judges: script.judges,
+            tools: script.tools,
         })
     }
 
@@ -254,6 +280,16 @@ impl ScriptedModel {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ModelError(format!("cannot read script {}: {e}", path.display())))?;
         ScriptedModel::parse(&format!("scripted:{}", path.display()), &text)
+    }
+}
+
+impl ToolOutputs for ScriptedModel {
+    fn output(&self, tool: &str, phase: &str, attempt: u32) -> Option<Json> {
+        self.tools.get(tool)?.iter().find_map(|t| {
+            (t.phase.as_deref().is_none_or(|p| p == phase)
+                && t.attempt.is_none_or(|a| a == attempt))
+            .then(|| t.data.clone())
+        })
     }
 }
 
@@ -398,6 +434,18 @@ judges:
                 .0
                 .contains("no verdict for rule \"nope\"")
         );
+    }
+
+    #[test]
+    fn tool_outputs_match_filters_in_order() {
+        let m = ScriptedModel::parse(
+            "t",
+            "tools:\n  score:\n    - {phase: a, attempt: 2, data: {v: 2}}\n    - {data: {v: 1}}\n",
+        )
+        .unwrap();
+        assert_eq!(m.output("score", "a", 2), Some(serde_json::json!({"v": 2})));
+        assert_eq!(m.output("score", "a", 1), Some(serde_json::json!({"v": 1})));
+        assert_eq!(m.output("other", "a", 1), None);
     }
 
     #[test]

@@ -49,6 +49,14 @@ pub trait Fetch: Send + Sync + std::fmt::Debug {
     fn fetch(&self, url: &str) -> Result<(u16, String), String>;
 }
 
+/// Structured outputs of tools this runner cannot execute itself — the package's bundled
+/// Python tools (guide "Bundled tools") — as `tool_metric` gates read them. The scripted
+/// backend supplies them in deterministic runs.
+pub trait ToolOutputs: Send + Sync + std::fmt::Debug {
+    /// The tool's structured data for this phase and attempt, if known.
+    fn output(&self, tool: &str, phase: &str, attempt: u32) -> Option<serde_json::Value>;
+}
+
 /// The result of running one command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandOutput {

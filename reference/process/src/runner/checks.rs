@@ -15,11 +15,13 @@
 //!   messages), `auto` (deliverables when the phase declares any, otherwise output).
 //! - `command_exit` runs its argv through the tool executor (so the task's command policy
 //!   applies) when enabled at runtime, else it is `skipped`.
-//! - `tool_metric` reads `metric_path` (dotted) from the latest observation in the attempt of
-//!   the named tool: a Loop Engine action type (`terminal.run`, ...) or a `terminal.run`
-//!   whose program's file stem is the tool name; the path is looked up in the observation's
-//!   `raw`, then in its stdout parsed as JSON. Bundled Python tools are not executed by this
-//!   runner, so a metric that no observation provides fails the gate with that reason.
+//! - `tool_metric` reads `metric_path` (dotted) from the named tool's structured output.
+//!   Bundled Python tools are not executed by this runner: their output comes from a
+//!   [`crate::engine::tools::ToolOutputs`] provider (in deterministic runs, the script's
+//!   `tools:` section), recorded as a gate tool call. Otherwise the metric is read from the
+//!   latest observation in the attempt of the tool — a Loop Engine action type
+//!   (`terminal.run`, ...) or a `terminal.run` whose program's file stem is the tool name —
+//!   in the observation's `raw`, then in its stdout parsed as JSON. No metric fails the gate.
 //! - `verifier_field` (advisory) compares a field of the verifier output the runner builds
 //!   from this attempt's deliverable and rule checks (fields of the guide's output contract:
 //!   `passed, outcome, reason_code, severity_class, confidence, feedback, issues, metadata`).
@@ -259,6 +261,38 @@ fn metric(view: &AttemptView<'_>, tool: &str, path: &str) -> Option<f64> {
     })
 }
 
+/// The metric of a `tool_metric` gate: from the tool's output when a [`ToolOutputs`]
+/// provider knows the tool (the call is recorded with `origin: gate`), else from the latest
+/// observation of that tool in the attempt.
+fn tool_metric(
+    st: &mut RunState<'_>,
+    view: &AttemptView<'_>,
+    gate: &str,
+    tool: &str,
+    path: &str,
+) -> Option<f64> {
+    let provided = st
+        .env
+        .tool_outputs
+        .as_ref()
+        .and_then(|p| p.output(tool, &view.phase.id, view.attempt));
+    let Some(data) = provided else {
+        return metric(view, tool, path);
+    };
+    let call_id = format!("gate:{}#{}:{gate}", view.phase.id, view.attempt);
+    let call = json!({"phase": view.phase.id, "attempt": view.attempt, "toolCallId": call_id, "type": "tool", "tool": tool, "origin": "gate"});
+    st.emit(EventType::ToolCallStarted, call.clone());
+    let mut fin = call;
+    fin["ok"] = json!(true);
+    st.emit(EventType::ToolCallFinished, fin);
+    let obs = Observation::ok(format!("{tool} output")).with_raw(data.clone());
+    st.emit(
+        EventType::Observation,
+        json!({"phase": view.phase.id, "attempt": view.attempt, "toolCallId": call_id, "observation": obs}),
+    );
+    lookup(&data, path).and_then(Json::as_f64)
+}
+
 fn compare_json(op: Operator, actual: &Json, expected: &Json) -> Result<bool, String> {
     match (actual.as_f64(), expected.as_f64()) {
         (Some(a), Some(e)) => compare(&op_name(op), a, e),
@@ -377,7 +411,7 @@ pub(crate) fn gates(
                 metric_path,
                 operator,
                 value,
-            }) => match metric(view, tool, metric_path) {
+            }) => match tool_metric(st, view, &name, tool, metric_path) {
                 None => JudgeResult::new(
                     JudgeStatus::Fail,
                     vec![format!("no {metric_path} from tool {tool} in this attempt")],

@@ -41,7 +41,7 @@ use crate::engine::evidence::EvidencePack;
 use crate::engine::model::Model;
 use crate::engine::plan::{Plan, PlanStep, StepStatus};
 use crate::engine::policy::{Confirm, TaskConfig};
-use crate::engine::tools::{Fetch, ToolExecutor};
+use crate::engine::tools::{Fetch, ToolExecutor, ToolOutputs};
 use crate::package::{PhaseMode, Process};
 use serde::Serialize;
 use serde_json::json;
@@ -183,6 +183,8 @@ pub struct Env {
     pub confirm: Arc<dyn Confirm>,
     /// How `browser.fetch` reaches the network when the task allows it (none: refused).
     pub fetch: Option<Arc<dyn Fetch>>,
+    /// Outputs of bundled tools for `tool_metric` gates (the scripted backend's `tools:`).
+    pub tool_outputs: Option<Arc<dyn ToolOutputs>>,
 }
 
 /// Mutable state shared by the phases of one run.
@@ -447,6 +449,7 @@ mod tests {
             clock: Arc::new(ManualClock::new(0)),
             confirm: Arc::new(DenyConfirm),
             fetch: None,
+            tool_outputs: None,
         };
         let req = RunRequest {
             goal: "G".into(),

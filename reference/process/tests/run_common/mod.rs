@@ -44,6 +44,7 @@ pub fn env(model: Arc<dyn Model>, tick_ms: i64) -> Env {
         clock: Arc::new(ManualClock::ticking(1_767_225_600_000, tick_ms)),
         confirm: Arc::new(DenyConfirm),
         fetch: None,
+        tool_outputs: None,
     }
 }
 
