@@ -797,3 +797,28 @@ fn excluded_tools_are_refused_and_policy_mode_orders_rules() {
         .collect();
     assert_eq!(rules, ["plain", "judge"]);
 }
+
+#[test]
+fn with_iteration_loops_disabled_a_phase_gets_one_attempt_and_no_gates() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = RunOptions {
+        enable_iteration_loops: false,
+        ..RunOptions::default()
+    };
+    let out = run_in(
+        dir.path(),
+        &process(&looping("", DONE_GATE)),
+        &env(Arc::new(converging(3)), 1),
+        TaskConfig::default(),
+        opts,
+    );
+    assert_eq!(
+        (out.phases["p"].attempts, out.phases["p"].status),
+        (1, PhaseStatus::Completed)
+    );
+    assert!(
+        !kinds(&out)
+            .iter()
+            .any(|(k, p)| k == "JudgeResult" && p["kind"] == "gate")
+    );
+}

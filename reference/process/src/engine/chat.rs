@@ -434,6 +434,25 @@ mod tests {
     }
 
     #[test]
+    fn fetch_goes_through_the_dial() {
+        let rec = Arc::new(Recorder {
+            seen: Mutex::new(vec![]),
+            status: 200,
+            body: "<html>hi</html>".into(),
+        });
+        let f = DialFetch::new(rec.clone()).unwrap();
+        assert_eq!(
+            f.fetch("https://example.org/x").unwrap(),
+            (200, "<html>hi</html>".to_owned())
+        );
+        let seen = rec.seen.lock().unwrap();
+        assert_eq!(
+            (seen[0].method.as_str(), seen[0].url.as_str()),
+            ("GET", "https://example.org/x")
+        );
+    }
+
+    #[test]
     fn config_from_env() {
         let env = |k: &str| match k {
             "OPENAI_BASE_URL" => Some("http://h/v1/".to_owned()),
