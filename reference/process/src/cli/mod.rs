@@ -3,8 +3,11 @@
 //! Exit codes: 0 success (a valid definition; warnings allowed), 1 invalid definition,
 //! 2 usage or IO error.
 
+pub mod events;
 pub mod review;
 pub mod rules;
+pub mod run;
+pub mod test;
 pub mod validate;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -27,6 +30,12 @@ pub enum Command {
     Rules(rules::Args),
     /// Print the install security review of a package.
     Review(review::Args),
+    /// Run a process with a model backend and write its Loop Engine events.
+    Run(run::Args),
+    /// Run the package's `tests:` manifest (deterministic cases, scripted model).
+    Test(test::Args),
+    /// Summarize a JSONL event trace.
+    Events(events::Args),
 }
 
 /// Output format shared by subcommands.
@@ -55,6 +64,9 @@ pub fn run(cli: Cli, out: &mut dyn std::io::Write) -> i32 {
         Command::Validate(args) => validate::run(&args, out),
         Command::Rules(args) => rules::run(&args, out),
         Command::Review(args) => review::run(&args, out),
+        Command::Run(args) => run::run(&args, out),
+        Command::Test(args) => test::run(&args, out),
+        Command::Events(args) => events::run(&args, out),
     };
     result.unwrap_or(exit::USAGE)
 }

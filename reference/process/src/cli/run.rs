@@ -1,0 +1,197 @@
+//! `loom-process run PATH --goal … --workspace DIR --model scripted:FILE [--events OUT.jsonl]
+//! [--seed N] [--task TASK.json] [--clock system|manual] [--enable-command-exit-gates]`.
+//!
+//! Exit codes: 0 the run completed, 1 it did not (partial or failed), 2 usage or IO error or
+//! an invalid definition (the validation report is printed).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::exit;
+use crate::engine::chat::{ChatConfig, ChatModel, DialFetch};
+use crate::engine::clock::{Clock, ManualClock, SystemClock};
+use crate::engine::event::{summarize, to_jsonl};
+use crate::engine::model::{Model, ScriptedModel};
+use crate::engine::policy::{DenyConfirm, TaskConfig};
+use crate::engine::tools::{Fetch, ToolOutputs};
+use crate::package::dir::LoadedPackage;
+use crate::runner::testcase::DETERMINISTIC_START_MS;
+use crate::runner::{Env, RunOptions, RunRequest, RunStatus};
+use loom_plsp::http::HyperDial;
+
+/// Which clock stamps the events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum ClockKind {
+    /// Wall-clock time.
+    #[default]
+    System,
+    /// The deterministic clock of `test` (2026-01-01T00:00:00Z, +1 ms per reading): the same
+    /// inputs and seed give byte-identical events.
+    Manual,
+}
+
+/// Arguments of `run`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A process.yaml file or a package directory.
+    pub path: PathBuf,
+    /// The goal of the run.
+    #[arg(long)]
+    pub goal: String,
+    /// The workspace directory (created if missing).
+    #[arg(long)]
+    pub workspace: PathBuf,
+    /// The model backend: `scripted:FILE` (a script, see README "Running") or `chat:MODEL`
+    /// (OpenAI-compatible; `LOOM_PROCESS_BASE_URL`/`OPENAI_BASE_URL`, `LOOM_PROCESS_API_KEY`/
+    /// `OPENAI_API_KEY`).
+    #[arg(long)]
+    pub model: String,
+    /// Write the events as JSONL here.
+    #[arg(long)]
+    pub events: Option<PathBuf>,
+    /// Seed of the run and event ids.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// A loop-engine Task Config JSON file (budget, riskPolicy).
+    #[arg(long)]
+    pub task: Option<PathBuf>,
+    /// Event timestamps and wall-clock budgets from this clock.
+    #[arg(long, value_enum, default_value_t = ClockKind::System)]
+    pub clock: ClockKind,
+    /// Run `command_exit` gates (the guide's runtime flag
+    /// `execution.enable_iteration_command_exit_gate`; off by default).
+    #[arg(long)]
+    pub enable_command_exit_gates: bool,
+}
+
+/// Loads and validates a package, printing the report when it is invalid.
+pub fn load(path: &Path, out: &mut dyn Write) -> std::io::Result<Option<LoadedPackage>> {
+    match crate::package::dir::load_dir(path) {
+        Ok(p) => Ok(Some(p)),
+        Err(report) => {
+            write!(out, "{}", report.to_text(&path.display().to_string()))?;
+            Ok(None)
+        }
+    }
+}
+
+/// Largest HTTP response body the CLI accepts (model replies, fetched pages).
+const MAX_HTTP_BODY: usize = 8 << 20;
+
+/// A model backend and, for the scripted one, its scripted bundled-tool outputs.
+type Backend = (Arc<dyn Model>, Option<Arc<dyn ToolOutputs>>);
+
+/// Parses `--model`; `env` reads environment variables (only for `chat:`).
+pub fn model_from_spec(
+    spec: &str,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Backend, String> {
+    match spec.split_once(':') {
+        Some(("scripted", file)) if !file.is_empty() => {
+            let m = Arc::new(ScriptedModel::from_file(Path::new(file)).map_err(|e| e.0)?);
+            Ok((m.clone(), Some(m)))
+        }
+        Some(("chat", name)) if !name.is_empty() => {
+            let config = ChatConfig::from_env(name, env)?;
+            let dial = Arc::new(HyperDial::new(MAX_HTTP_BODY));
+            Ok((Arc::new(ChatModel::new(config, dial)?), None))
+        }
+        _ => Err(format!(
+            "--model {spec:?}: expected scripted:FILE or chat:MODEL (README \"Running\")"
+        )),
+    }
+}
+
+/// Reads a Task Config JSON file (loop-engine "Task Config Schema").
+pub fn read_task(path: &Path) -> Result<TaskConfig, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "{}: {e} (loop-engine \"Task Config Schema\")",
+            path.display()
+        )
+    })
+}
+
+/// Runs the package and prints a summary.
+pub fn run(args: &Args, out: &mut dyn Write) -> std::io::Result<i32> {
+    let Some(pkg) = load(&args.path, out)? else {
+        return Ok(exit::USAGE);
+    };
+    let (model, tool_outputs) = match model_from_spec(&args.model, |k| std::env::var(k).ok()) {
+        Ok(m) => m,
+        Err(e) => {
+            writeln!(out, "error: {e}")?;
+            return Ok(exit::USAGE);
+        }
+    };
+    let mut task = match &args.task {
+        Some(p) => match read_task(p) {
+            Ok(t) => t,
+            Err(e) => {
+                writeln!(out, "error: {e}")?;
+                return Ok(exit::USAGE);
+            }
+        },
+        None => TaskConfig::default(),
+    };
+    task.goal = args.goal.clone();
+    task.workspace = args.workspace.display().to_string();
+    // The binary's entry point: the only place the wall clock is chosen.
+    let clock: Arc<dyn Clock> = match args.clock {
+        ClockKind::System => Arc::new(SystemClock),
+        ClockKind::Manual => Arc::new(ManualClock::ticking(DETERMINISTIC_START_MS, 1)),
+    };
+    let fetch: Option<Arc<dyn Fetch>> = if task.risk_policy.allow_network {
+        match DialFetch::new(Arc::new(HyperDial::new(MAX_HTTP_BODY))) {
+            Ok(f) => Some(Arc::new(f)),
+            Err(e) => {
+                writeln!(out, "error: {e}")?;
+                return Ok(exit::USAGE);
+            }
+        }
+    } else {
+        None
+    };
+    let env = Env {
+        model,
+        clock,
+        confirm: Arc::new(DenyConfirm),
+        fetch,
+        tool_outputs,
+    };
+    let req = RunRequest {
+        goal: args.goal.clone(),
+        workspace: args.workspace.clone(),
+        seed: args.seed,
+        task,
+        options: RunOptions {
+            enable_command_exit_gates: args.enable_command_exit_gates,
+            ..RunOptions::default()
+        },
+    };
+    let outcome = match crate::runner::run(&pkg.process, &env, &req) {
+        Ok(o) => o,
+        Err(e) => {
+            writeln!(out, "error: {e}")?;
+            return Ok(exit::USAGE);
+        }
+    };
+    if let Some(path) = &args.events
+        && let Err(e) = std::fs::write(path, to_jsonl(&outcome.events))
+    {
+        writeln!(out, "error: cannot write {}: {e}", path.display())?;
+        return Ok(exit::USAGE);
+    }
+    write!(out, "{}", summarize(&outcome.events))?;
+    if let Some(path) = &args.events {
+        writeln!(out, "events: {}", path.display())?;
+    }
+    Ok(if outcome.status == RunStatus::Completed {
+        exit::OK
+    } else {
+        exit::INVALID
+    })
+}

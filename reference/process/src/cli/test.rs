@@ -1,0 +1,127 @@
+//! `loom-process test PATH [--case ID] [--format text|json] [--events-dir DIR]
+//! [--enable-command-exit-gates]`: runs the package's `tests:` manifest in deterministic mode
+//! (guide "Process test manifest"; conventions in [`crate::runner::testcase`]).
+//!
+//! Exit codes: 0 every case passed (skipped `live` cases allowed), 1 a case failed, 2 usage
+//! or IO error, an invalid definition, or no case matched `--case`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::{Format, exit};
+use crate::engine::policy::DenyConfirm;
+use crate::runner::RunOptions;
+use crate::runner::testcase::{CaseStatus, run_case};
+
+/// Arguments of `test`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A package directory (or its process.yaml).
+    pub path: PathBuf,
+    /// Run only this case.
+    #[arg(long)]
+    pub case: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Write each case's events to DIR/<case-id>.jsonl.
+    #[arg(long)]
+    pub events_dir: Option<PathBuf>,
+    /// Run `command_exit` gates (off by default, as the guide's runtime note says).
+    #[arg(long)]
+    pub enable_command_exit_gates: bool,
+}
+
+/// Runs the cases and prints one line per case (or JSON).
+pub fn run(args: &Args, out: &mut dyn Write) -> std::io::Result<i32> {
+    let Some(pkg) = super::run::load(&args.path, out)? else {
+        return Ok(exit::USAGE);
+    };
+    let cases: Vec<_> = pkg
+        .process
+        .tests
+        .iter()
+        .filter(|c| args.case.as_ref().is_none_or(|id| *id == c.id))
+        .collect();
+    if cases.is_empty() {
+        match &args.case {
+            Some(id) => writeln!(out, "error: no test case {id:?} in {}", args.path.display())?,
+            None => writeln!(out, "error: {} declares no tests", args.path.display())?,
+        }
+        return Ok(exit::USAGE);
+    }
+    if let Some(dir) = &args.events_dir
+        && let Err(e) = std::fs::create_dir_all(dir)
+    {
+        writeln!(out, "error: cannot create {}: {e}", dir.display())?;
+        return Ok(exit::USAGE);
+    }
+    let options = RunOptions {
+        enable_command_exit_gates: args.enable_command_exit_gates,
+        ..RunOptions::default()
+    };
+    let mut reports = Vec::new();
+    for case in cases {
+        let r = run_case(
+            &pkg.process,
+            &pkg.root,
+            case,
+            &options,
+            Arc::new(DenyConfirm),
+        );
+        if let Some(dir) = &args.events_dir
+            && !r.events_jsonl.is_empty()
+        {
+            let path = dir.join(format!("{}.jsonl", r.id));
+            if let Err(e) = std::fs::write(&path, &r.events_jsonl) {
+                writeln!(out, "error: cannot write {}: {e}", path.display())?;
+                return Ok(exit::USAGE);
+            }
+        }
+        reports.push(r);
+    }
+    let failed = reports
+        .iter()
+        .filter(|r| r.status == CaseStatus::Fail)
+        .count();
+    match args.format {
+        Format::Json => writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "package": pkg.process.name,
+                "cases": reports,
+                "failed": failed,
+            }))
+            .unwrap_or_default()
+        )?,
+        Format::Text => {
+            for r in &reports {
+                let tag = match r.status {
+                    CaseStatus::Pass => "PASS",
+                    CaseStatus::Fail => "FAIL",
+                    CaseStatus::Skipped => "SKIP",
+                };
+                writeln!(out, "{tag} {} ({})", r.id, r.notes.join("; "))?;
+                for f in &r.failures {
+                    writeln!(out, "  - {f}")?;
+                }
+            }
+            writeln!(
+                out,
+                "{}: {} passed, {failed} failed, {} skipped",
+                pkg.process.name,
+                reports
+                    .iter()
+                    .filter(|r| r.status == CaseStatus::Pass)
+                    .count(),
+                reports
+                    .iter()
+                    .filter(|r| r.status == CaseStatus::Skipped)
+                    .count()
+            )?;
+        }
+    }
+    Ok(if failed == 0 { exit::OK } else { exit::INVALID })
+}

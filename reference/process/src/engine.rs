@@ -1,1 +1,0 @@
-//! Loop Engine runtime (Loop Engine protocols).

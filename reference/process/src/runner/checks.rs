@@ -1,0 +1,479 @@
+//! The checks after each attempt: deliverables by exact filename (guide "Phases"),
+//! verification rules (guide "Verification rules") and iteration gates (guide "Phase
+//! iteration loops", gate table). Each check is one `JudgeResult` event.
+//!
+//! Readings (README "Running"):
+//! - A `regex` verification rule's `check` is a pattern that must NOT appear (every example
+//!   in the guide is a forbidden pattern such as placeholders). `error` severity fails the
+//!   attempt, `warning` is recorded only. Rules apply to every phase; `output` is the text of
+//!   the attempt's agent messages, `deliverables` the phase's deliverable files.
+//! - `llm` rules go through the model ([`crate::engine::judge::judge_llm`]).
+//! - `verification.policy.mode`: `static_first` evaluates regex rules before llm rules,
+//!   `llm_first` the reverse; without a mode, declaration order.
+//! - `artifact_regex` targets: `deliverables` (the phase's files), `changed_files` (files the
+//!   attempt wrote), `summary` (the attempt's last agent message), `output` (all its agent
+//!   messages), `auto` (deliverables when the phase declares any, otherwise output).
+//! - `command_exit` runs its argv through the tool executor (so the task's command policy
+//!   applies) when enabled at runtime, else it is `skipped`.
+//! - `tool_metric` reads `metric_path` (dotted) from the named tool's structured output.
+//!   Bundled Python tools are not executed by this runner: their output comes from a
+//!   [`crate::engine::tools::ToolOutputs`] provider (in deterministic runs, the script's
+//!   `tools:` section), recorded as a gate tool call. Otherwise the metric is read from the
+//!   latest observation in the attempt of the tool — a Loop Engine action type
+//!   (`terminal.run`, ...) or a `terminal.run` whose program's file stem is the tool name —
+//!   in the observation's `raw`, then in its stdout parsed as JSON. No metric fails the gate.
+//! - `verifier_field` (advisory) compares a field of the verifier output the runner builds
+//!   from this attempt's deliverable and rule checks (fields of the guide's output contract:
+//!   `passed, outcome, reason_code, severity_class, confidence, feedback, issues, metadata`).
+
+use super::RunState;
+use crate::engine::action::{Observation, ToolAction};
+use crate::engine::event::EventType;
+use crate::engine::judge::{
+    JudgeResult, JudgeStatus, compare, judge_command_output, judge_llm, judge_regex,
+};
+use crate::engine::model::{ModelRequest, Purpose};
+use crate::engine::tools::read_workspace_file;
+use crate::package::{
+    ArtifactTarget, Gate, GateKind, Operator, Phase, PolicyMode, RuleTarget, RuleType, Severity,
+};
+use serde_json::{Value as Json, json};
+
+/// One check's verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Check {
+    /// `deliverable`, `rule` or `gate`.
+    pub kind: &'static str,
+    /// Deliverable filename, rule name or gate id.
+    pub name: String,
+    /// Whether failing it fails the attempt.
+    pub blocking: bool,
+    /// The verdict.
+    pub result: JudgeResult,
+    /// For score-like gates: the measured value.
+    pub score: Option<f64>,
+}
+
+impl Check {
+    /// Whether this check stops the attempt from passing.
+    pub fn blocks(&self) -> bool {
+        self.blocking && matches!(self.result.status, JudgeStatus::Fail | JudgeStatus::Error)
+    }
+}
+
+/// What an attempt did, for the checks.
+#[derive(Debug)]
+pub struct AttemptView<'a> {
+    /// The phase.
+    pub phase: &'a Phase,
+    /// 1-based attempt.
+    pub attempt: u32,
+    /// Agent messages, in order.
+    pub messages: &'a [String],
+    /// Files the attempt wrote (workspace-relative).
+    pub changed: &'a [String],
+    /// The attempt's tool calls and observations.
+    pub calls: &'a [(ToolAction, Observation)],
+}
+
+fn op_name(op: Operator) -> String {
+    serde_json::to_value(op)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+fn deliverable_texts(st: &RunState<'_>, phase: &Phase) -> Vec<(String, String)> {
+    phase
+        .deliverable_filenames()
+        .into_iter()
+        .filter_map(|f| {
+            read_workspace_file(st.exec.workspace(), f).map(|t| (format!("file:{f}"), t))
+        })
+        .collect()
+}
+
+fn output_text(view: &AttemptView<'_>) -> Vec<(String, String)> {
+    vec![(
+        format!("output:{}#{}", view.phase.id, view.attempt),
+        view.messages.join("\n"),
+    )]
+}
+
+/// Deliverables by exact filename (guide "Phases": "enforced by exact filename").
+pub(crate) fn deliverables(st: &RunState<'_>, view: &AttemptView<'_>) -> Vec<Check> {
+    view.phase
+        .deliverable_filenames()
+        .into_iter()
+        .map(|f| {
+            let exists = crate::engine::policy::resolve_in_workspace(st.exec.workspace(), f)
+                .map(|p| p.is_file())
+                .unwrap_or(false);
+            let result = if exists {
+                JudgeResult::new(JudgeStatus::Pass, vec![], vec![format!("file:{f}")])
+            } else {
+                JudgeResult::new(
+                    JudgeStatus::Fail,
+                    vec![format!(
+                        "deliverable_missing: {f} not found (deliverables are enforced by exact filename, guide \"Phases\")"
+                    )],
+                    vec![format!("file:{f}")],
+                )
+            };
+            Check { kind: "deliverable", name: f.to_owned(), blocking: true, result, score: None }
+        })
+        .collect()
+}
+
+fn judge_request(
+    st: &RunState<'_>,
+    view: &AttemptView<'_>,
+    rule: &str,
+    check: &str,
+    subject: String,
+) -> ModelRequest {
+    let verifier = st
+        .process
+        .prompt_contracts
+        .as_ref()
+        .and_then(|p| p.verifier_instructions.clone())
+        .unwrap_or_default();
+    ModelRequest {
+        purpose: Purpose::Judge {
+            rule: rule.to_owned(),
+            check: check.to_owned(),
+            subject,
+        },
+        system: verifier,
+        goal: st.req.goal.clone(),
+        phase_id: view.phase.id.clone(),
+        phase_description: view.phase.description.clone(),
+        attempt: view.attempt,
+        turn: 1,
+        observations: Vec::new(),
+        feedback: Vec::new(),
+    }
+}
+
+/// Verification rules (guide "Verification rules"). Returns the checks and the tokens spent
+/// on `llm` rules.
+pub(crate) fn rules(st: &RunState<'_>, view: &AttemptView<'_>) -> (Vec<Check>, u64) {
+    let Some(v) = &st.process.verification else {
+        return (Vec::new(), 0);
+    };
+    let mut tokens = 0;
+    let mut out = Vec::new();
+    // `verification.policy.mode` (guide "Process contract v2"): static_first runs the regex
+    // rules before the llm rules, llm_first the other way round; absent keeps declaration
+    // order. The sort is stable.
+    let mut ordered: Vec<&crate::package::VerificationRule> = v.rules.iter().collect();
+    match v.policy.as_ref().and_then(|p| p.mode) {
+        Some(PolicyMode::StaticFirst) => ordered.sort_by_key(|r| r.rule_type != RuleType::Regex),
+        Some(PolicyMode::LlmFirst) => ordered.sort_by_key(|r| r.rule_type != RuleType::Llm),
+        None => {}
+    }
+    for rule in ordered {
+        let texts = match rule.target() {
+            RuleTarget::Output => output_text(view),
+            RuleTarget::Deliverables => deliverable_texts(st, view.phase),
+        };
+        let result = match rule.rule_type {
+            RuleType::Regex => judge_regex(&rule.check, &texts, false),
+            RuleType::Llm => {
+                let subject = texts
+                    .iter()
+                    .map(|(l, t)| format!("--- {l}\n{t}"))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                let req = judge_request(st, view, &rule.name, &rule.check, subject);
+                let (r, t) = judge_llm(st.env.model.as_ref(), &req);
+                tokens += t;
+                r
+            }
+        };
+        out.push(Check {
+            kind: "rule",
+            name: rule.name.clone(),
+            blocking: rule.severity() == Severity::Error,
+            result,
+            score: None,
+        });
+    }
+    (out, tokens)
+}
+
+/// The verifier output (guide "Process contract v2" output contract fields) built from the
+/// deliverable and rule checks of an attempt.
+pub fn verifier_output(checks: &[Check]) -> Json {
+    let failing: Vec<&Check> = checks
+        .iter()
+        .filter(|c| matches!(c.result.status, JudgeStatus::Fail | JudgeStatus::Error))
+        .collect();
+    let passed = !failing.iter().any(|c| c.blocking);
+    let severity = if failing.iter().any(|c| c.blocking) {
+        "error"
+    } else if failing.is_empty() {
+        "none"
+    } else {
+        "warning"
+    };
+    let reason_code = match failing.iter().find(|c| c.blocking).or(failing.first()) {
+        None => "ok".to_owned(),
+        Some(c) if c.kind == "deliverable" => "deliverable_missing".to_owned(),
+        Some(c) => format!("rule_failed:{}", c.name),
+    };
+    let issues: Vec<String> = failing
+        .iter()
+        .flat_map(|c| c.result.reasons.iter().cloned())
+        .collect();
+    json!({
+        "passed": passed,
+        "outcome": if passed { "pass" } else { "fail" },
+        "reason_code": reason_code,
+        "severity_class": severity,
+        "confidence": 1.0,
+        "feedback": issues.join("; "),
+        "issues": issues,
+        "metadata": { "checks": checks.len() },
+    })
+}
+
+/// Looks up a dotted path in JSON.
+pub fn lookup<'a>(v: &'a Json, path: &str) -> Option<&'a Json> {
+    path.split('.').try_fold(v, |cur, key| match cur {
+        Json::Object(m) => m.get(key),
+        Json::Array(a) => key.parse::<usize>().ok().and_then(|i| a.get(i)),
+        _ => None,
+    })
+}
+
+fn metric(view: &AttemptView<'_>, tool: &str, path: &str) -> Option<f64> {
+    let (_, obs) = view.calls.iter().rev().find(|(a, _)| {
+        a.type_name() == tool
+            || matches!(a, ToolAction::TerminalRun { program, .. }
+                if std::path::Path::new(program).file_stem().is_some_and(|s| s == tool))
+    })?;
+    let from_raw = lookup(&obs.raw, path).and_then(Json::as_f64);
+    from_raw.or_else(|| {
+        let stdout = obs.raw.get("stdout")?.as_str()?;
+        let parsed: Json = serde_json::from_str(stdout).ok()?;
+        lookup(&parsed, path).and_then(Json::as_f64)
+    })
+}
+
+/// The metric of a `tool_metric` gate: from the tool's output when a [`ToolOutputs`]
+/// provider knows the tool (the call is recorded with `origin: gate`), else from the latest
+/// observation of that tool in the attempt.
+fn tool_metric(
+    st: &mut RunState<'_>,
+    view: &AttemptView<'_>,
+    gate: &str,
+    tool: &str,
+    path: &str,
+) -> Option<f64> {
+    let provided = st
+        .env
+        .tool_outputs
+        .as_ref()
+        .and_then(|p| p.output(tool, &view.phase.id, view.attempt));
+    let Some(data) = provided else {
+        return metric(view, tool, path);
+    };
+    let call_id = format!("gate:{}#{}:{gate}", view.phase.id, view.attempt);
+    let call = json!({"phase": view.phase.id, "attempt": view.attempt, "toolCallId": call_id, "type": "tool", "tool": tool, "origin": "gate"});
+    st.emit(EventType::ToolCallStarted, call.clone());
+    let mut fin = call;
+    fin["ok"] = json!(true);
+    st.emit(EventType::ToolCallFinished, fin);
+    let obs = Observation::ok(format!("{tool} output")).with_raw(data.clone());
+    st.emit(
+        EventType::Observation,
+        json!({"phase": view.phase.id, "attempt": view.attempt, "toolCallId": call_id, "observation": obs}),
+    );
+    lookup(&data, path).and_then(Json::as_f64)
+}
+
+fn compare_json(op: Operator, actual: &Json, expected: &Json) -> Result<bool, String> {
+    match (actual.as_f64(), expected.as_f64()) {
+        (Some(a), Some(e)) => compare(&op_name(op), a, e),
+        _ => match op {
+            Operator::Eq => Ok(actual == expected),
+            Operator::Ne => Ok(actual != expected),
+            _ => Err(format!(
+                "{} needs numbers, got {actual} and {expected}",
+                op_name(op)
+            )),
+        },
+    }
+}
+
+/// Evaluates the iteration gates (guide "Phase iteration loops"). `verifier` is the attempt's
+/// verifier output (for `verifier_field`). Command gates emit their tool-call events.
+pub(crate) fn gates(
+    st: &mut RunState<'_>,
+    view: &AttemptView<'_>,
+    gates: &[Gate],
+    verifier: &Json,
+) -> Vec<Check> {
+    let mut out = Vec::new();
+    for (i, gate) in gates.iter().enumerate() {
+        let name = gate.id.clone().unwrap_or_else(|| format!("gate-{}", i + 1));
+        let blocking = gate.is_blocking();
+        let mut score = None;
+        let result = match gate.kind() {
+            None => JudgeResult::new(
+                JudgeStatus::Error,
+                vec![format!(
+                    "gate {name} lacks its key fields (guide \"Phase iteration loops\")"
+                )],
+                vec![],
+            ),
+            Some(GateKind::ArtifactRegex {
+                target,
+                pattern,
+                expect_match,
+            }) => {
+                let target = match target {
+                    ArtifactTarget::Auto if view.phase.deliverables.is_empty() => {
+                        ArtifactTarget::Output
+                    }
+                    ArtifactTarget::Auto => ArtifactTarget::Deliverables,
+                    t => t,
+                };
+                let texts = match target {
+                    ArtifactTarget::Deliverables => deliverable_texts(st, view.phase),
+                    ArtifactTarget::ChangedFiles => view
+                        .changed
+                        .iter()
+                        .filter_map(|f| {
+                            read_workspace_file(st.exec.workspace(), f)
+                                .map(|t| (format!("file:{f}"), t))
+                        })
+                        .collect(),
+                    ArtifactTarget::Summary => vec![(
+                        format!("summary:{}#{}", view.phase.id, view.attempt),
+                        view.messages.last().cloned().unwrap_or_default(),
+                    )],
+                    ArtifactTarget::Output | ArtifactTarget::Auto => output_text(view),
+                };
+                judge_regex(pattern, &texts, expect_match)
+            }
+            Some(GateKind::CommandExit {
+                argv,
+                operator,
+                value,
+                timeout_seconds,
+            }) => {
+                if st.req.options.enable_command_exit_gates {
+                    let call_id = format!("gate:{}#{}:{name}", view.phase.id, view.attempt);
+                    let payload = json!({"phase": view.phase.id, "attempt": view.attempt, "toolCallId": call_id, "type": "terminal.run", "origin": "gate", "argv": argv});
+                    st.emit(EventType::ToolCallStarted, payload);
+                    let timeout = timeout_seconds
+                        .and_then(|s| u64::try_from(s).ok())
+                        .map(std::time::Duration::from_secs)
+                        .unwrap_or(st.req.options.command_timeout);
+                    let obs = st.exec.run_argv_with_timeout(argv, None, timeout);
+                    st.run_budget.tool_calls += 1;
+                    st.emit(EventType::ToolCallFinished, json!({"phase": view.phase.id, "attempt": view.attempt, "toolCallId": call_id, "type": "terminal.run", "ok": obs.ok}));
+                    st.emit(EventType::Observation, json!({"phase": view.phase.id, "attempt": view.attempt, "toolCallId": call_id, "observation": obs}));
+                    let base = judge_command_output(&obs, &call_id, None, None);
+                    match obs.exit_code {
+                        None => base,
+                        Some(code) => {
+                            match compare(&op_name(operator), f64::from(code), value as f64) {
+                                Ok(true) => {
+                                    JudgeResult::new(JudgeStatus::Pass, vec![], base.evidence)
+                                }
+                                Ok(false) => JudgeResult::new(
+                                    JudgeStatus::Fail,
+                                    vec![format!(
+                                        "exit code {code} is not {} {value}",
+                                        op_name(operator)
+                                    )],
+                                    base.evidence,
+                                ),
+                                Err(e) => {
+                                    JudgeResult::new(JudgeStatus::Error, vec![e], base.evidence)
+                                }
+                            }
+                        }
+                    }
+                } else {
+                    JudgeResult::new(
+                        JudgeStatus::Skipped,
+                        vec!["command_exit gates are disabled at runtime (execution.enable_iteration_command_exit_gate, guide \"Phase iteration loops\")".into()],
+                        vec![],
+                    )
+                }
+            }
+            Some(GateKind::ToolMetric {
+                tool,
+                metric_path,
+                operator,
+                value,
+            }) => match tool_metric(st, view, &name, tool, metric_path) {
+                None => JudgeResult::new(
+                    JudgeStatus::Fail,
+                    vec![format!("no {metric_path} from tool {tool} in this attempt")],
+                    vec![],
+                ),
+                Some(m) => {
+                    if operator.is_ordering() {
+                        score = Some(m);
+                    }
+                    match compare_json(operator, &json!(m), value) {
+                        Ok(true) => JudgeResult::new(
+                            JudgeStatus::Pass,
+                            vec![],
+                            vec![format!("metric:{tool}.{metric_path}={m}")],
+                        ),
+                        Ok(false) => JudgeResult::new(
+                            JudgeStatus::Fail,
+                            vec![format!(
+                                "{tool}.{metric_path} = {m}, needs {} {value}",
+                                op_name(operator)
+                            )],
+                            vec![format!("metric:{tool}.{metric_path}={m}")],
+                        ),
+                        Err(e) => JudgeResult::new(JudgeStatus::Error, vec![e], vec![]),
+                    }
+                }
+            },
+            Some(GateKind::VerifierField {
+                field,
+                operator,
+                value,
+            }) => match lookup(verifier, field) {
+                None => JudgeResult::new(
+                    JudgeStatus::Fail,
+                    vec![format!("verifier output has no field {field}")],
+                    vec![],
+                ),
+                Some(actual) => match compare_json(operator, actual, value) {
+                    Ok(true) => JudgeResult::new(
+                        JudgeStatus::Pass,
+                        vec![],
+                        vec![format!("verifier:{field}")],
+                    ),
+                    Ok(false) => JudgeResult::new(
+                        JudgeStatus::Fail,
+                        vec![format!(
+                            "verifier {field} = {actual}, needs {} {value}",
+                            op_name(operator)
+                        )],
+                        vec![format!("verifier:{field}")],
+                    ),
+                    Err(e) => JudgeResult::new(JudgeStatus::Error, vec![e], vec![]),
+                },
+            },
+        };
+        out.push(Check {
+            kind: "gate",
+            name,
+            blocking,
+            result,
+            score,
+        });
+    }
+    out
+}

@@ -1,0 +1,306 @@
+//! The package `tests:` manifest in deterministic mode (guide "Process test manifest").
+//!
+//! Conventions (README "Running"), all relative to the package directory:
+//! - `scripts/<case-id>.yaml` (or `.yml`, `.json`): the scripted model of the case
+//!   ([`crate::engine::model::ScriptedModel`] format). Required for a deterministic case.
+//! - `scripts/<case-id>.workspace/` (optional): copied into the fresh temporary workspace
+//!   before the run (fixtures such as a failing test to fix).
+//! - `scripts/<case-id>.task.json` (optional): a loop-engine "Task Config Schema" object for
+//!   the run (budget, risk policy); `goal` and `workspace` are taken from the case.
+//!
+//! The run uses a manual clock starting at [`DETERMINISTIC_START_MS`] that advances 1 ms per
+//! reading, and a seed derived from the case id, so a case's events are byte-identical on
+//! every run. `timeout_seconds` becomes the run's `maxWallTimeMs` on that clock (unless the
+//! task config sets a smaller one); `requires_network` sets `allowNetwork`.
+//!
+//! A case passes when every acceptance assertion holds: `phases.must_include` phases ran
+//! (were started: a failure-path case may include a phase that fails); `deliverables.must_exist` files exist in the workspace; no
+//! `verification.forbidden_patterns` regex matches the verification output (every
+//! `JudgeResult` reason and every `Error` message of the run). A case without acceptance
+//! assertions passes when the run completes. A model error (for example a script that runs
+//! out) always fails the case. `live` cases are skipped: they need real providers.
+
+use super::{Env, RunOptions, RunRequest, RunStatus, run};
+use crate::engine::clock::ManualClock;
+use crate::engine::event::{EventType, to_jsonl};
+use crate::engine::model::ScriptedModel;
+use crate::engine::policy::{Confirm, TaskConfig, resolve_in_workspace};
+use crate::package::{Process, TestCase, TestMode};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// 2026-01-01T00:00:00Z: where the deterministic clock starts.
+pub const DETERMINISTIC_START_MS: i64 = 1_767_225_600_000;
+
+/// A case's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CaseStatus {
+    /// Every assertion held.
+    Pass,
+    /// Some assertion failed (or the case could not run).
+    Fail,
+    /// Not run (`live` mode).
+    Skipped,
+}
+
+/// The report of one case.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseReport {
+    /// Case id.
+    pub id: String,
+    /// Verdict.
+    pub status: CaseStatus,
+    /// Why it failed (empty on pass).
+    pub failures: Vec<String>,
+    /// Informational notes.
+    pub notes: Vec<String>,
+    /// The run's status, when it ran.
+    pub run_status: Option<RunStatus>,
+    /// The run's events as JSONL (empty when it did not run).
+    #[serde(skip)]
+    pub events_jsonl: String,
+}
+
+/// The scripted model file of `case_id` in `package_dir`, if present.
+pub fn script_path(package_dir: &Path, case_id: &str) -> Option<PathBuf> {
+    ["yaml", "yml", "json"]
+        .iter()
+        .map(|ext| package_dir.join("scripts").join(format!("{case_id}.{ext}")))
+        .find(|p| p.is_file())
+}
+
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(from)?.collect::<Result<_, _>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let ty = e.file_type()?;
+        let dest = to.join(e.file_name());
+        if ty.is_dir() {
+            std::fs::create_dir_all(&dest)?;
+            copy_tree(&e.path(), &dest)?;
+        } else if ty.is_file() {
+            std::fs::copy(e.path(), &dest)?;
+        }
+    }
+    Ok(())
+}
+
+fn seed_for(case_id: &str) -> u64 {
+    let d = Sha256::digest(case_id.as_bytes());
+    u64::from_be_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]])
+}
+
+fn fail(id: &str, why: String) -> CaseReport {
+    CaseReport {
+        id: id.to_owned(),
+        status: CaseStatus::Fail,
+        failures: vec![why],
+        notes: Vec::new(),
+        run_status: None,
+        events_jsonl: String::new(),
+    }
+}
+
+/// Runs one case in a fresh temporary workspace.
+pub fn run_case(
+    process: &Process,
+    package_dir: &Path,
+    case: &TestCase,
+    options: &RunOptions,
+    confirm: Arc<dyn Confirm>,
+) -> CaseReport {
+    if case.mode() == TestMode::Live {
+        return CaseReport {
+            id: case.id.clone(),
+            status: CaseStatus::Skipped,
+            failures: Vec::new(),
+            notes: vec!["mode live needs real providers; only deterministic cases run here".into()],
+            run_status: None,
+            events_jsonl: String::new(),
+        };
+    }
+    let Some(script) = script_path(package_dir, &case.id) else {
+        return fail(
+            &case.id,
+            format!(
+                "no scripted model: expected scripts/{}.yaml (or .yml/.json) in {}",
+                case.id,
+                package_dir.display()
+            ),
+        );
+    };
+    let model = match ScriptedModel::from_file(&script) {
+        Ok(m) => m,
+        Err(e) => return fail(&case.id, e.0),
+    };
+    let dir = match tempfile::Builder::new()
+        .prefix("loom-process-test-")
+        .tempdir()
+    {
+        Ok(d) => d,
+        Err(e) => {
+            return fail(
+                &case.id,
+                format!("cannot create a temporary workspace: {e}"),
+            );
+        }
+    };
+    let fixtures = package_dir
+        .join("scripts")
+        .join(format!("{}.workspace", case.id));
+    if fixtures.is_dir()
+        && let Err(e) = copy_tree(&fixtures, dir.path())
+    {
+        return fail(&case.id, format!("cannot copy {}: {e}", fixtures.display()));
+    }
+    let task_file = package_dir
+        .join("scripts")
+        .join(format!("{}.task.json", case.id));
+    let mut task = if task_file.is_file() {
+        let parsed = std::fs::read_to_string(&task_file)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str::<TaskConfig>(&t).map_err(|e| e.to_string()));
+        match parsed {
+            Ok(t) => t,
+            Err(e) => {
+                return fail(
+                    &case.id,
+                    format!(
+                        "{}: {e} (loop-engine \"Task Config Schema\")",
+                        task_file.display()
+                    ),
+                );
+            }
+        }
+    } else {
+        TaskConfig::default()
+    };
+    task.goal = case.goal.clone();
+    task.risk_policy.allow_network = case.requires_network.unwrap_or(false);
+    if let Some(t) = case.timeout_seconds.and_then(|s| u64::try_from(s).ok()) {
+        let ms = t.saturating_mul(1000);
+        task.budget.max_wall_time_ms = Some(task.budget.max_wall_time_ms.map_or(ms, |m| m.min(ms)));
+    }
+    let model = Arc::new(model);
+    let env = Env {
+        model: model.clone(),
+        clock: Arc::new(ManualClock::ticking(DETERMINISTIC_START_MS, 1)),
+        confirm,
+        fetch: None,
+        tool_outputs: Some(model),
+    };
+    let req = RunRequest {
+        goal: case.goal.clone(),
+        workspace: dir.path().to_path_buf(),
+        seed: seed_for(&case.id),
+        task,
+        options: options.clone(),
+    };
+    let outcome = match run(process, &env, &req) {
+        Ok(o) => o,
+        Err(e) => return fail(&case.id, e),
+    };
+    let mut failures = Vec::new();
+    let mut notes = Vec::new();
+    if !case.requires_tools.is_empty() {
+        notes.push(format!(
+            "requires_tools {} noted; this runner provides the Loop Engine tool actions",
+            case.requires_tools.join(", ")
+        ));
+    }
+    let mut verification_output = Vec::new();
+    for e in &outcome.events {
+        match e.kind {
+            EventType::JudgeResult => {
+                if let Some(rs) = e.payload.get("reasons").and_then(|r| r.as_array()) {
+                    verification_output
+                        .extend(rs.iter().filter_map(|r| r.as_str()).map(str::to_owned));
+                }
+            }
+            EventType::Error => {
+                let msg = e
+                    .payload
+                    .get("message")
+                    .and_then(|m| m.as_str())
+                    .unwrap_or("");
+                verification_output.push(msg.to_owned());
+                if e.payload.get("code").and_then(|c| c.as_str()) == Some("model_error") {
+                    failures.push(format!("model error: {msg}"));
+                }
+            }
+            _ => {}
+        }
+    }
+    let acceptance = case.acceptance.clone().unwrap_or_default();
+    let mut asserted = false;
+    if let Some(p) = &acceptance.phases {
+        for id in &p.must_include {
+            asserted = true;
+            match outcome.phases.get(id) {
+                None => failures.push(format!(
+                    "acceptance.phases.must_include: no phase {id} in the run"
+                )),
+                Some(o) if o.status == super::PhaseStatus::Skipped => failures.push(format!(
+                    "acceptance.phases.must_include: phase {id} did not run ({})",
+                    o.stop_reason
+                )),
+                Some(_) => {}
+            }
+        }
+    }
+    if let Some(d) = &acceptance.deliverables {
+        for f in &d.must_exist {
+            asserted = true;
+            let exists = resolve_in_workspace(&outcome.workspace, f).is_ok_and(|p| p.is_file());
+            if !exists {
+                failures.push(format!(
+                    "acceptance.deliverables.must_exist: {f} does not exist"
+                ));
+            }
+        }
+    }
+    if let Some(v) = &acceptance.verification {
+        for pat in &v.forbidden_patterns {
+            asserted = true;
+            match regex::Regex::new(pat) {
+                Err(e) => failures.push(format!(
+                    "acceptance.verification.forbidden_patterns: invalid regex {pat:?}: {e}"
+                )),
+                Ok(re) => {
+                    for line in verification_output.iter().filter(|l| re.is_match(l)) {
+                        failures.push(format!(
+                            "acceptance.verification.forbidden_patterns: {pat:?} matches {line:?}"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    if !asserted && outcome.status != RunStatus::Completed {
+        failures.push(format!(
+            "no acceptance assertions, and the run did not complete: {}{}",
+            outcome.status.as_str(),
+            outcome
+                .stop_reason
+                .as_deref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default()
+        ));
+    }
+    notes.push(format!("run {}", outcome.status.as_str()));
+    CaseReport {
+        id: case.id.clone(),
+        status: if failures.is_empty() {
+            CaseStatus::Pass
+        } else {
+            CaseStatus::Fail
+        },
+        failures,
+        notes,
+        run_status: Some(outcome.status),
+        events_jsonl: to_jsonl(&outcome.events),
+    }
+}
