@@ -101,12 +101,7 @@ impl Store {
         if durable {
             conn.pragma_update(None, "journal_mode", "WAL")?;
             conn.pragma_update(None, "synchronous", "NORMAL")?;
-            // Checkpoint every ~40 MB of WAL instead of ~4 MB: hot index and FTS pages are
-            // rewritten many times between checkpoints, so a longer interval copies each back
-            // once (measured: the checkpoint and its fsync were a quarter of the CPU under load).
-            conn.pragma_update(None, "wal_autocheckpoint", 10_000)?;
         }
-        conn.pragma_update(None, "cache_size", -65_536)?; // 64 MiB of page cache
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.set_prepared_statement_cache_capacity(128);
