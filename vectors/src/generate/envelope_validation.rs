@@ -1119,6 +1119,20 @@ fn header_rows() -> Vec<Row> {
             E,
         ),
         r(
+            "parent-id.list",
+            "parent_id listing two envelopes: a single parent, never a merge of parents",
+            &["v1.1 §10.2", "v1.1 §8.1"],
+            &["BadId"],
+            put(
+                "/parent_id",
+                json!([
+                    "env_01JMKB7X9Q2RVHF3KN4TYZPG01",
+                    "env_01JMKB7X9Q2RVHF3KN4TYZPG02"
+                ]),
+            ),
+            E,
+        ),
+        r(
             "parent-id.self",
             "parent_id equals id: a one-envelope cycle",
             &["v1.1 §10.2"],

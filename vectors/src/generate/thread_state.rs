@@ -507,6 +507,17 @@ fn extras() -> Vec<Extra> {
             Err("ENVELOPE_INVALID"),
         ),
         (
+            "fork.into-itself",
+            "a fork creates a new thread: fork_thread_id may not be the thread itself",
+            &["v1.1 §11.4"],
+            &["BadParameter", "Interpretation"],
+            json!({}),
+            "thread.fork@v1",
+            json!({"fork_thread_id": THREAD, "forked_from": ENV_B}),
+            None,
+            Err("ENVELOPE_INVALID"),
+        ),
+        (
             "merge.unknown-fork",
             "merging a thread that is not a fork of this one",
             &["v1.1 §11.4"],
