@@ -173,6 +173,7 @@ pub const AREA_MINIMUMS: &[(&str, usize)] = &[
     ("plsp-state", 25),
     ("plsp-engine", 50),
     ("process-yaml", 100),
+    ("identity-document", 60),
 ];
 
 /// Every vector file in `dir`, sorted by name, loaded and checked.

@@ -9,11 +9,14 @@
 //! - `delegation_signature` is the delegator's Ed25519 signature, with the §13.3.1 delegation
 //!   context, over the JCS of the identity's delegation read as a §13.1 delegation object:
 //!   `{delegator, delegate: <agent id>, scope: delegation_scope, expires_at:
-//!   delegation_expires}` ([`agent_delegation_payload`]).
+//!   delegation_expires}` ([`agent_delegation_payload`]). There is no legacy (unprefixed)
+//!   fallback: a registration carries a new signature, and §7.3 says new implementations
+//!   MUST always produce context-prefixed signatures.
 //! - "bounded scope" means a non-empty list of §13.2 scopes and an expiry in the future.
 //! - `routing_policy` is a non-empty string or a non-empty object; `operator` a non-empty
 //!   string (a LOOM address when it starts with `loom://`); `members` an array of LOOM
 //!   addresses without duplicates.
+//! - A member whose value is `null` counts as absent.
 
 use crate::address::Address;
 use crate::documents::IdentityType;

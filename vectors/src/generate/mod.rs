@@ -11,6 +11,7 @@ pub mod envelope_signature;
 pub mod envelope_validation;
 pub mod handwritten;
 pub mod http_signature;
+pub mod identity_document;
 pub mod jcs_numbers;
 pub mod keys;
 pub mod notation;
@@ -129,6 +130,11 @@ pub const GENERATED: &[GeneratedArea] = &[
         area: "process-yaml",
         build: process_yaml::build,
         schema: process_yaml::schema,
+    },
+    GeneratedArea {
+        area: "identity-document",
+        build: identity_document::build,
+        schema: identity_document::schema,
     },
 ];
 

@@ -7,6 +7,7 @@ mod delegation_chain;
 mod envelope_signature;
 mod envelope_validation;
 mod http_signature;
+mod identity_document;
 mod jcs_numbers;
 mod notation;
 mod plsp;
@@ -165,6 +166,10 @@ pub const KINDS: &[KindHandler] = &[
     KindHandler {
         kind: "process-yaml.validate",
         answer: process_yaml::validate,
+    },
+    KindHandler {
+        kind: "identity-type-members",
+        answer: identity_document::type_members,
     },
 ];
 
