@@ -12,7 +12,8 @@
 //!   delegation_expires}` ([`agent_delegation_payload`]). There is no legacy (unprefixed)
 //!   fallback: a registration carries a new signature, and §7.3 says new implementations
 //!   MUST always produce context-prefixed signatures.
-//! - "bounded scope" means a non-empty list of §13.2 scopes and an expiry in the future.
+//! - "bounded scope" means a non-empty list of §13.2 scopes and an expiry not in the past
+//!   (the reading §13.3 gives a delegation link's `expires_at`).
 //! - `routing_policy` is a non-empty string or a non-empty object; `operator` a non-empty
 //!   string (a LOOM address when it starts with `loom://`); `members` an array of LOOM
 //!   addresses without duplicates.
@@ -238,7 +239,8 @@ fn check_agent(req: &Value, now: Timestamp) -> Result<AgentDelegation, ProtocolE
             S,
         )
     })?;
-    if expires <= now {
+    // "Not in the past", as for a §13.3 delegation link's `expires_at`.
+    if expires < now {
         return Err(invalid(
             "delegation_expires",
             "the delegation has already expired",

@@ -178,6 +178,7 @@ fn agent_valid_cases() -> Vec<Case> {
         agent_ok("agent.info.empty", "agent_info {} is an object", &[S64], &["Interpretation"], agent_with("agent_info", json!({}))),
         agent_ok("agent.delegator.mixed-case", "delegator in mixed case: compared case-insensitively, published lowercase, signed in canonical form", &[S61, S64], &["Canonical", "Interpretation"], agent_with("delegator", json!("loom://Alice@Node.TEST"))),
         agent_ok("agent.expires.just-after-now", "delegation_expires 1 ms after now: still in the future", &[S64], &["Boundary", "Interpretation"], agent_with("delegation_expires", json!("2026-03-01T12:00:00.001Z"))),
+        agent_ok("agent.expires.at-now", "delegation_expires equal to now is not in the past: the same reading as a §13.3 delegation link's expires_at", &[S64, S133], &["Boundary", "Interpretation"], agent_with("delegation_expires", json!(NOW))),
         agent_ok("agent.expires.offset", "delegation_expires with a UTC offset; published (and signed) as written", &[S64], &["Interpretation"], agent_with("delegation_expires", json!("2026-06-01T02:00:00+02:00"))),
         agent_ok("agent.other-members", "members outside the type rules (display_name, public_keys, capabilities) are not type members", &[S64], &[], signed(set(set(base(), "public_keys", json!({"signing": [], "encryption": []})), "capabilities", json!(["send", "receive", "reply"])))),
     ]
@@ -247,7 +248,7 @@ fn agent_expiry_cases() -> Vec<Case> {
     vec![
         bad("agent.expires.past", "the delegation expired a month ago", &[S64, S133], &["Unbounded"], agent_with("delegation_expires", json!("2026-02-01T00:00:00Z")), "delegation_expires"),
         bad("agent.expires.just-before-now", "delegation_expires 1 ms before now", &[S64, S133], &["Unbounded", "Boundary"], agent_with("delegation_expires", json!("2026-03-01T11:59:59.999Z")), "delegation_expires"),
-        bad("agent.expires.at-now", "delegation_expires equal to now: not after now, so no longer a bounded delegation in force", &[S64], &["Unbounded", "Boundary", "Interpretation"], agent_with("delegation_expires", json!(NOW)), "delegation_expires"),
+
     ]
 }
 
