@@ -113,7 +113,10 @@ fn financial_analysis_as_of_date_is_a_must_appear_gate() {
             "{}: {verdicts:?}",
             r.id
         );
-        assert!(!verdicts.iter().any(|v| v.contains("as-of-dates")), "{verdicts:?}");
+        assert!(
+            !verdicts.iter().any(|v| v.contains("as-of-dates")),
+            "{verdicts:?}"
+        );
     }
 }
 

@@ -120,7 +120,10 @@ fn a_non_utf8_process_yaml_is_an_encoding_error() {
     assert_eq!(code, 1, "{out}");
     assert!(out.starts_with("error[yaml.encoding] "), "{out}");
     assert!(out.contains("not UTF-8"), "{out}");
-    let (code, out) = run(&["validate", dir.path().join("process.yaml").to_str().unwrap()]);
+    let (code, out) = run(&[
+        "validate",
+        dir.path().join("process.yaml").to_str().unwrap(),
+    ]);
     assert_eq!(code, 1, "{out}");
     let err = loom_process::package::load_dir(dir.path()).unwrap_err();
     assert_eq!(err.diagnostics[0].rule, "yaml.encoding");
@@ -128,5 +131,8 @@ fn a_non_utf8_process_yaml_is_an_encoding_error() {
     let empty = tempfile::tempdir().unwrap();
     let (code, out) = run(&["validate", empty.path().to_str().unwrap()]);
     assert_eq!(code, 2);
-    assert!(out.starts_with("error[package.process_yaml.missing] "), "{out}");
+    assert!(
+        out.starts_with("error[package.process_yaml.missing] "),
+        "{out}"
+    );
 }

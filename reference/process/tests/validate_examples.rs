@@ -219,7 +219,11 @@ fn search_order_lets_workspace_packages_override_global_ones() {
 #[test]
 fn only_code_files_are_bundled_code() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("process.yaml"), "name: x\nschema_version: 2\nrisk_level: low\nphases: []\n").unwrap();
+    std::fs::write(
+        dir.path().join("process.yaml"),
+        "name: x\nschema_version: 2\nrisk_level: low\nphases: []\n",
+    )
+    .unwrap();
     let tools = dir.path().join("tools");
     std::fs::create_dir_all(tools.join("data")).unwrap();
     for (name, body) in [
@@ -235,7 +239,8 @@ fn only_code_files_are_bundled_code() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(tools.join("binary"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(tools.join("binary"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
     }
     let pkg = load_dir(dir.path()).unwrap();
     let mut want = vec!["tools/run.sh", "tools/tool.py"];
@@ -251,7 +256,10 @@ fn only_code_files_are_bundled_code() {
     }
     let pkg = load_dir(dir.path()).unwrap();
     assert!(pkg.bundled_code.is_empty(), "{:?}", pkg.bundled_code);
-    assert_eq!(SecurityReview::of(&pkg, Path::new("/p")).risk, InstallRisk::Low);
+    assert_eq!(
+        SecurityReview::of(&pkg, Path::new("/p")).risk,
+        InstallRisk::Low
+    );
 }
 
 /// `examples/warns/`: definitions that load (no errors) with exactly the warnings their
@@ -277,7 +285,12 @@ fn every_warning_variant_loads_with_exactly_its_warnings() {
             .collect();
         want.sort();
         let report = validate_str(&text);
-        assert!(report.is_valid(), "{}:\n{}", file.display(), report.to_text(""));
+        assert!(
+            report.is_valid(),
+            "{}:\n{}",
+            file.display(),
+            report.to_text("")
+        );
         let mut got: Vec<(String, String)> = report
             .warnings()
             .map(|d| (d.rule.to_owned(), d.path.clone()))

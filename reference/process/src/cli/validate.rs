@@ -40,9 +40,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> std::io::Result<i32> {
         Err(report) => {
             print(args.format, &report, &file, out)?;
             // An existing file that is not UTF-8 is an invalid definition, not a usage error.
-            let encoding = report
-                .errors()
-                .any(|d| d.rule == rules::YAML_ENCODING.id);
+            let encoding = report.errors().any(|d| d.rule == rules::YAML_ENCODING.id);
             return Ok(if encoding { exit::INVALID } else { exit::USAGE });
         }
     };

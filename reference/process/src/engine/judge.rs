@@ -113,7 +113,10 @@ fn matches(re: &Pattern, text: &str, what: &str) -> Result<bool, JudgeResult> {
     re.is_match(text).map_err(|e| {
         JudgeResult::new(
             JudgeStatus::Error,
-            vec![format!("{what}: regex {:?} could not run: {e}", re.as_str())],
+            vec![format!(
+                "{what}: regex {:?} could not run: {e}",
+                re.as_str()
+            )],
             vec![],
         )
     })
@@ -149,7 +152,8 @@ pub fn judge_command_output(
         }
     }
     if let Some(s) = success_match {
-        return match compile(s, "successMatch").and_then(|re| matches(&re, &output, "successMatch")) {
+        return match compile(s, "successMatch").and_then(|re| matches(&re, &output, "successMatch"))
+        {
             Err(e) => e,
             Ok(true) => JudgeResult::new(JudgeStatus::Pass, vec![], evidence),
             Ok(false) => JudgeResult::new(

@@ -89,7 +89,10 @@ mod tests {
     fn escapes_are_told_from_unnormalized_spellings() {
         use super::{PathProblem, path_problem};
         for escape in ["", "/x", "~/x", "C:/x", "a\\b", "../x", "a/../b"] {
-            assert!(matches!(path_problem(escape), Some(PathProblem::Escape(_))), "{escape}");
+            assert!(
+                matches!(path_problem(escape), Some(PathProblem::Escape(_))),
+                "{escape}"
+            );
         }
         for odd in ["./s.md", "out/", "a//b", "a/./b"] {
             assert!(

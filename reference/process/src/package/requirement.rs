@@ -103,9 +103,9 @@ pub fn parse(dep: &str) -> Result<Requirement, String> {
             .ok_or_else(|| format!("has a malformed version constraint {clause:?}"))?;
         let version = clause[op.len()..].trim();
         let ok = !version.is_empty()
-            && version
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '*' | '+' | '!' | '_' | '-'))
+            && version.chars().all(|c| {
+                c.is_ascii_alphanumeric() || matches!(c, '.' | '*' | '+' | '!' | '_' | '-')
+            })
             && !version.starts_with(['<', '>', '=', '!', '~']);
         if !ok {
             return Err(format!("has a malformed version {version:?} in {clause:?}"));
@@ -152,7 +152,9 @@ fn vcs(url: &str) -> Result<Requirement, String> {
         .map(|(_, r)| r)
         .ok_or("is a VCS URL without a scheme (git+https://...)")?;
     let path = after_scheme.split_once('/').map_or("", |(_, p)| p);
-    let pinned = path.rsplit_once('@').is_some_and(|(_, rev)| !rev.is_empty());
+    let pinned = path
+        .rsplit_once('@')
+        .is_some_and(|(_, rev)| !rev.is_empty());
     Ok(Requirement {
         name: name.to_string(),
         pinned,
@@ -194,7 +196,9 @@ fn check_marker(m: &str) -> Result<(), String> {
                 };
             }
             Want::Op => {
-                let ops = ["===", "==", "!=", "~=", ">=", "<=", ">", "<", "not in", "in"];
+                let ops = [
+                    "===", "==", "!=", "~=", ">=", "<=", ">", "<", "not in", "in",
+                ];
                 let op = ops.iter().find(|o| rest.starts_with(**o)).ok_or_else(bad)?;
                 rest = rest[op.len()..].trim_start();
                 want = Want::Right;
@@ -203,7 +207,10 @@ fn check_marker(m: &str) -> Result<(), String> {
                 if let Some(r) = rest.strip_prefix(')') {
                     depth = depth.checked_sub(1).ok_or_else(bad)?;
                     rest = r.trim_start();
-                } else if let Some(r) = rest.strip_prefix("and ").or_else(|| rest.strip_prefix("or ")) {
+                } else if let Some(r) = rest
+                    .strip_prefix("and ")
+                    .or_else(|| rest.strip_prefix("or "))
+                {
                     rest = r.trim_start();
                     want = Want::Left;
                 } else {
@@ -254,17 +261,24 @@ mod tests {
         assert!(pinned("requests (>=2.28, <3)"));
         assert!(pinned("requests[socks]==2.31.0"));
         assert!(pinned("pyyaml>=6,<7"));
-        assert!(pinned("pip @ https://github.com/pypa/pip/archive/22.0.2.zip"));
+        assert!(pinned(
+            "pip @ https://github.com/pypa/pip/archive/22.0.2.zip"
+        ));
         assert!(pinned("pkg @ file:///tmp/pkg-1.0.whl"));
         assert!(pinned("requests>=2.28; python_version >= \"3.8\""));
         assert!(!pinned("tomli ; python_version < '3.11'"));
         assert!(pinned(
             "numpy>=1.24; (sys_platform == 'linux' or sys_platform == 'darwin') and python_version >= '3.9'"
         ));
-        assert!(pinned("git+https://github.com/org/repo.git@v1.2.0#egg=repo"));
+        assert!(pinned(
+            "git+https://github.com/org/repo.git@v1.2.0#egg=repo"
+        ));
         assert!(!pinned("git+https://github.com/org/repo.git#egg=repo"));
         assert!(!pinned("git+https://user@github.com/org/repo.git#egg=repo"));
-        assert_eq!(parse("git+https://h/r.git@abc#egg=my-pkg").unwrap().name, "my-pkg");
+        assert_eq!(
+            parse("git+https://h/r.git@abc#egg=my-pkg").unwrap().name,
+            "my-pkg"
+        );
     }
 
     #[test]

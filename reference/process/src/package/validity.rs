@@ -292,7 +292,9 @@ pub fn high_risk_weakenings(c: &ValidityContract) -> Vec<Weakening> {
         push(
             "final_gate.synthesis_min_verification_tier",
             warn,
-            format!("final_gate.synthesis_min_verification_tier {t} is below the final-synthesis baseline 2"),
+            format!(
+                "final_gate.synthesis_min_verification_tier {t} is below the final-synthesis baseline 2"
+            ),
         );
     }
     if let Some(r) = gate
@@ -302,7 +304,9 @@ pub fn high_risk_weakenings(c: &ValidityContract) -> Vec<Weakening> {
         push(
             "final_gate.critical_claim_support_ratio",
             warn,
-            format!("final_gate.critical_claim_support_ratio {r} is below the high/critical final-synthesis baseline 1.0"),
+            format!(
+                "final_gate.critical_claim_support_ratio {r} is below the high/critical final-synthesis baseline 1.0"
+            ),
         );
     }
     if let Some(t) = &gate.temporal_consistency {

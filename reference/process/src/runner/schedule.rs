@@ -62,7 +62,11 @@ pub fn waves(process: &Process) -> Result<Vec<Vec<String>>, String> {
         return Err(format!(
             "phases {}{} can never start: unknown dependency or cycle (guide \"Phases\", dependency rules)",
             stuck[..stuck.len().min(SHOWN)].join(", "),
-            if more > 0 { format!(" … (+{more} more)") } else { String::new() }
+            if more > 0 {
+                format!(" … (+{more} more)")
+            } else {
+                String::new()
+            }
         ));
     }
     Ok(out)

@@ -272,7 +272,10 @@ fn command(ctx: &mut Ctx<'_>, base: &str, gate: &Gate) {
     };
     // `["pytest -q"]`: a command line in one token. Later tokens may hold spaces (there is no
     // shell: `-k "not slow"`), but the program token never does.
-    if argv.first().is_some_and(|p| p.contains(char::is_whitespace)) {
+    if argv
+        .first()
+        .is_some_and(|p| p.contains(char::is_whitespace))
+    {
         ctx.emit(
             &rules::ITERATION_COMMAND_ARGV,
             format!("{base}.command[0]"),

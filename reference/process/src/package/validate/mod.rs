@@ -278,7 +278,13 @@ mod message_tests {
             "name: x\n? [a, b]\n: c\n",
         ] {
             let d = only(yaml);
-            for leak in ["line ", "column ", "from_str_multiple", "untagged", "GateCommand"] {
+            for leak in [
+                "line ",
+                "column ",
+                "from_str_multiple",
+                "untagged",
+                "GateCommand",
+            ] {
                 assert!(!d.message.contains(leak), "{leak:?} in {:?}", d.message);
             }
             assert!(d.line > 0 && d.column > 0, "{d:?}");
@@ -289,7 +295,10 @@ mod message_tests {
     fn a_non_scalar_key_is_positioned() {
         let d = only("name: x\n? [a, b]\n: c\n");
         assert_eq!((d.rule, d.line, d.column), ("yaml.syntax", 2, 3));
-        assert_eq!(d.message, "a mapping key must be a scalar, found a sequence");
+        assert_eq!(
+            d.message,
+            "a mapping key must be a scalar, found a sequence"
+        );
     }
 
     #[test]

@@ -198,10 +198,7 @@ fn cycles(ctx: &mut Ctx<'_>, p: &Process) {
                 "dependency cycle detected: {}{}",
                 cycle_path(p, &cycle),
                 if comp.len() > cycle.len() {
-                    format!(
-                        " ({} phases are on cycles with each other)",
-                        comp.len()
-                    )
+                    format!(" ({} phases are on cycles with each other)", comp.len())
                 } else {
                     String::new()
                 }
@@ -355,7 +352,9 @@ fn deliverables(ctx: &mut Ctx<'_>, p: &Process) {
                 Some(PathProblem::NotNormalized(problem)) => ctx.emit(
                     &rules::PHASES_DELIVERABLE_NOT_NORMALIZED,
                     path.clone(),
-                    format!("deliverable filename {file:?} {problem}; it is enforced exactly as written"),
+                    format!(
+                        "deliverable filename {file:?} {problem}; it is enforced exactly as written"
+                    ),
                 ),
                 None => {}
             }
@@ -399,13 +398,20 @@ mod tests {
         let errors: Vec<_> = report.errors().collect();
         assert_eq!(errors.len(), 1, "{:?}", errors.first());
         let d = errors[0];
-        assert_eq!((d.rule, d.path.as_str()), ("phases.depends_on.cycle", "phases[0].depends_on[0]"));
+        assert_eq!(
+            (d.rule, d.path.as_str()),
+            ("phases.depends_on.cycle", "phases[0].depends_on[0]")
+        );
         assert!(d.message.contains("p0 -> p1 -> p2"), "{}", d.message);
         assert!(d.message.contains("(+49985 more)"), "{}", d.message);
         assert!(d.message.len() < 300, "{}", d.message.len());
         // The same chain without the closing edge is a valid DAG.
         let open = doc((0..n).map(|i| {
-            let deps = if i + 1 < n { vec![format!("p{}", i + 1)] } else { vec![] };
+            let deps = if i + 1 < n {
+                vec![format!("p{}", i + 1)]
+            } else {
+                vec![]
+            };
             phase(&format!("p{i}"), &deps)
         }));
         assert!(validate_str(&open).is_valid());
@@ -418,38 +424,56 @@ mod tests {
         let n = 8_000;
         let last = format!("p{}", n - 1);
         let all: Vec<String> = (0..n - 1).map(|i| format!("p{i}")).collect();
-        let yaml = doc(
-            (0..n - 1)
-                .map(|i| phase(&format!("p{i}"), std::slice::from_ref(&last)))
-                .chain(std::iter::once(phase(&last, &all))),
-        );
+        let yaml = doc((0..n - 1)
+            .map(|i| phase(&format!("p{i}"), std::slice::from_ref(&last)))
+            .chain(std::iter::once(phase(&last, &all))));
         let report = validate_str(&yaml);
-        assert_eq!(report.diagnostics.len(), 1, "{:?}", report.diagnostics.first());
+        assert_eq!(
+            report.diagnostics.len(),
+            1,
+            "{:?}",
+            report.diagnostics.first()
+        );
         let d = &report.diagnostics[0];
-        assert_eq!((d.rule, d.path.as_str()), ("phases.depends_on.cycle", "phases[0].depends_on[0]"));
-        assert_eq!(d.message, format!("dependency cycle detected: p0 -> {last} -> p0 ({n} phases are on cycles with each other)"));
+        assert_eq!(
+            (d.rule, d.path.as_str()),
+            ("phases.depends_on.cycle", "phases[0].depends_on[0]")
+        );
+        assert_eq!(
+            d.message,
+            format!(
+                "dependency cycle detected: p0 -> {last} -> p0 ({n} phases are on cycles with each other)"
+            )
+        );
         let bytes: usize = report.diagnostics.iter().map(|d| d.message.len()).sum();
         assert!(bytes < 200, "{bytes}");
     }
 
     #[test]
     fn separate_cycles_are_reported_separately_and_self_loops_count() {
-        let yaml = doc(
-            [
-                phase("a", &["b".into()]),
-                phase("b", &["a".into()]),
-                phase("c", &["c".into()]),
-                phase("d", &["a".into()]),
-            ]
-            .into_iter(),
-        );
+        let yaml = doc([
+            phase("a", &["b".into()]),
+            phase("b", &["a".into()]),
+            phase("c", &["c".into()]),
+            phase("d", &["a".into()]),
+        ]
+        .into_iter());
         let report = validate_str(&yaml);
-        let found: Vec<_> = report.errors().map(|d| (d.path.as_str(), d.message.as_str())).collect();
+        let found: Vec<_> = report
+            .errors()
+            .map(|d| (d.path.as_str(), d.message.as_str()))
+            .collect();
         assert_eq!(
             found,
             [
-                ("phases[0].depends_on[0]", "dependency cycle detected: a -> b -> a"),
-                ("phases[2].depends_on[0]", "dependency cycle detected: c -> c"),
+                (
+                    "phases[0].depends_on[0]",
+                    "dependency cycle detected: a -> b -> a"
+                ),
+                (
+                    "phases[2].depends_on[0]",
+                    "dependency cycle detected: c -> c"
+                ),
             ]
         );
     }
