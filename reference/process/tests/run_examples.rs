@@ -100,6 +100,26 @@ fn financial_analysis_failure_path_blocks_the_contradicted_memo() {
     assert!(story(failure).contains(&"memo=failed".to_owned()));
 }
 
+/// The "every figure states its as-of date" check is a must-appear check, so it is an
+/// artifact_regex gate with expect_match: true (a verification regex rule is a forbidden
+/// pattern: its match would be a violation).
+#[test]
+fn financial_analysis_as_of_date_is_a_must_appear_gate() {
+    for r in run_all("financial-analysis") {
+        let events = read_jsonl(&r.events_jsonl).unwrap();
+        let verdicts = loom_process::engine::event::summarize(&events).verdicts;
+        assert!(
+            verdicts.contains(&"company-screening#1 gate:as-of-date-stated pass".to_owned()),
+            "{}: {verdicts:?}",
+            r.id
+        );
+        assert!(
+            !verdicts.iter().any(|v| v.contains("as-of-dates")),
+            "{verdicts:?}"
+        );
+    }
+}
+
 #[test]
 fn research_report_publishes_through_finalizers_and_reruns_synthesis() {
     let r = &run_all("research-report")[0];

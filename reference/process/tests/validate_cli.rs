@@ -105,3 +105,34 @@ fn review_prints_the_guide_layout() {
         "{out}"
     );
 }
+
+/// An existing process.yaml that is not UTF-8 is an encoding error (exit 1), not "missing".
+#[test]
+fn a_non_utf8_process_yaml_is_an_encoding_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("process.yaml"),
+        b"name: caf\xe9\nphases: []\n",
+    )
+    .unwrap();
+    let path = dir.path().to_str().unwrap();
+    let (code, out) = run(&["validate", path]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.starts_with("error[yaml.encoding] "), "{out}");
+    assert!(out.contains("not UTF-8"), "{out}");
+    let (code, out) = run(&[
+        "validate",
+        dir.path().join("process.yaml").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{out}");
+    let err = loom_process::package::load_dir(dir.path()).unwrap_err();
+    assert_eq!(err.diagnostics[0].rule, "yaml.encoding");
+    // A directory without the file is still "missing" (exit 2).
+    let empty = tempfile::tempdir().unwrap();
+    let (code, out) = run(&["validate", empty.path().to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        out.starts_with("error[package.process_yaml.missing] "),
+        "{out}"
+    );
+}

@@ -213,3 +213,89 @@ fn search_order_lets_workspace_packages_override_global_ones() {
     assert_eq!(found.invalid.len(), 1);
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// Only code counts as bundled code: `*.py`, executable files and shebang scripts; not
+/// `.gitkeep`, docs or data.
+#[test]
+fn only_code_files_are_bundled_code() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("process.yaml"),
+        "name: x\nschema_version: 2\nrisk_level: low\nphases: []\n",
+    )
+    .unwrap();
+    let tools = dir.path().join("tools");
+    std::fs::create_dir_all(tools.join("data")).unwrap();
+    for (name, body) in [
+        (".gitkeep", ""),
+        ("README.md", "# docs"),
+        ("data/table.csv", "a,b\n"),
+        ("run.sh", "#!/bin/sh\necho hi\n"),
+        ("tool.py", "x = 1\n"),
+        ("binary", "\x7fELF"),
+    ] {
+        std::fs::write(tools.join(name), body).unwrap();
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(tools.join("binary"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+    }
+    let pkg = load_dir(dir.path()).unwrap();
+    let mut want = vec!["tools/run.sh", "tools/tool.py"];
+    if cfg!(unix) {
+        want.insert(0, "tools/binary");
+    }
+    assert_eq!(pkg.bundled_code, want);
+    let review = SecurityReview::of(&pkg, Path::new("/p"));
+    assert_eq!(review.risk, InstallRisk::Medium);
+    // Docs and placeholders alone are a YAML-only package.
+    for f in ["run.sh", "tool.py", "binary"] {
+        std::fs::remove_file(tools.join(f)).unwrap();
+    }
+    let pkg = load_dir(dir.path()).unwrap();
+    assert!(pkg.bundled_code.is_empty(), "{:?}", pkg.bundled_code);
+    assert_eq!(
+        SecurityReview::of(&pkg, Path::new("/p")).risk,
+        InstallRisk::Low
+    );
+}
+
+/// `examples/warns/`: definitions that load (no errors) with exactly the warnings their
+/// `# warns: RULE at PATH` lines name — among them the guide's own complete examples.
+#[test]
+fn every_warning_variant_loads_with_exactly_its_warnings() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(examples().join("warns"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 4);
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut want: Vec<(String, String)> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# warns: "))
+            .map(|l| {
+                let (rule, path) = l.split_once(" at ").unwrap();
+                (rule.to_owned(), path.trim().to_owned())
+            })
+            .collect();
+        want.sort();
+        let report = validate_str(&text);
+        assert!(
+            report.is_valid(),
+            "{}:\n{}",
+            file.display(),
+            report.to_text("")
+        );
+        let mut got: Vec<(String, String)> = report
+            .warnings()
+            .map(|d| (d.rule.to_owned(), d.path.clone()))
+            .collect();
+        got.sort();
+        assert_eq!(got, want, "{}", file.display());
+    }
+}

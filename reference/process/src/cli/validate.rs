@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use super::{Format, exit};
-use crate::package::dir::PROCESS_FILE;
+use crate::package::dir::{PROCESS_FILE, read_process_file};
 use crate::package::rules::{self};
 use crate::package::{Report, validate_str};
 
@@ -25,22 +25,23 @@ pub fn run(args: &Args, out: &mut dyn Write) -> std::io::Result<i32> {
     } else {
         args.path.clone()
     };
-    let text = match std::fs::read_to_string(&file) {
+    if args.path.is_dir() && !file.exists() {
+        let report = Report::new(vec![crate::package::Diagnostic::new(
+            &rules::PACKAGE_PROCESS_YAML_MISSING,
+            "",
+            Default::default(),
+            format!("{} has no {PROCESS_FILE}", args.path.display()),
+        )]);
+        print(args.format, &report, &file, out)?;
+        return Ok(exit::USAGE);
+    }
+    let text = match read_process_file(&file) {
         Ok(text) => text,
-        Err(e) => {
-            let rule = if args.path.is_dir() {
-                &rules::PACKAGE_PROCESS_YAML_MISSING
-            } else {
-                &rules::PACKAGE_IO
-            };
-            let report = Report::new(vec![crate::package::Diagnostic::new(
-                rule,
-                "",
-                Default::default(),
-                format!("cannot read {}: {e}", file.display()),
-            )]);
+        Err(report) => {
             print(args.format, &report, &file, out)?;
-            return Ok(exit::USAGE);
+            // An existing file that is not UTF-8 is an invalid definition, not a usage error.
+            let encoding = report.errors().any(|d| d.rule == rules::YAML_ENCODING.id);
+            return Ok(if encoding { exit::INVALID } else { exit::USAGE });
         }
     };
     let report = validate_str(&text);

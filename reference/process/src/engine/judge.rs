@@ -10,6 +10,7 @@
 use super::action::Observation;
 use super::model::{Model, ModelRequest};
 use super::tools::ToolExecutor;
+use crate::package::pattern::Pattern;
 use serde::{Deserialize, Serialize};
 
 /// A judge rule (loop-engine "Judge Rules + Result" rule shape, plus `regex` and `llm`).
@@ -95,11 +96,27 @@ impl JudgeResult {
     }
 }
 
-fn compile(pattern: &str, what: &str) -> Result<regex::Regex, JudgeResult> {
-    regex::Regex::new(pattern).map_err(|e| {
+/// Package and engine patterns share one dialect (Python `re`, see `package::pattern`).
+fn compile(pattern: &str, what: &str) -> Result<Pattern, JudgeResult> {
+    Pattern::compile(pattern).map_err(|e| {
         JudgeResult::new(
             JudgeStatus::Error,
             vec![format!("{what}: invalid regex {pattern:?}: {e}")],
+            vec![],
+        )
+    })
+}
+
+/// Runs a compiled pattern; a pattern that gives up (backtracking budget) is a judge error,
+/// never a silent pass or fail.
+fn matches(re: &Pattern, text: &str, what: &str) -> Result<bool, JudgeResult> {
+    re.is_match(text).map_err(|e| {
+        JudgeResult::new(
+            JudgeStatus::Error,
+            vec![format!(
+                "{what}: regex {:?} could not run: {e}",
+                re.as_str()
+            )],
             vec![],
         )
     })
@@ -122,23 +139,24 @@ pub fn judge_command_output(
         obs.raw.get("stderr").and_then(|v| v.as_str()).unwrap_or("")
     );
     if let Some(f) = fail_match {
-        match compile(f, "failMatch") {
+        match compile(f, "failMatch").and_then(|re| matches(&re, &output, "failMatch")) {
             Err(e) => return e,
-            Ok(re) if re.is_match(&output) => {
+            Ok(true) => {
                 return JudgeResult::new(
                     JudgeStatus::Fail,
                     vec![format!("output matches failMatch {f:?}")],
                     evidence,
                 );
             }
-            Ok(_) => {}
+            Ok(false) => {}
         }
     }
     if let Some(s) = success_match {
-        return match compile(s, "successMatch") {
+        return match compile(s, "successMatch").and_then(|re| matches(&re, &output, "successMatch"))
+        {
             Err(e) => e,
-            Ok(re) if re.is_match(&output) => JudgeResult::new(JudgeStatus::Pass, vec![], evidence),
-            Ok(_) => JudgeResult::new(
+            Ok(true) => JudgeResult::new(JudgeStatus::Pass, vec![], evidence),
+            Ok(false) => JudgeResult::new(
                 JudgeStatus::Fail,
                 vec![format!(
                     "output does not match successMatch {s:?} (exit code {code})"
@@ -187,8 +205,16 @@ pub fn judge_regex(pattern: &str, texts: &[(String, String)], expect_match: bool
     sorted.sort_by(|a, b| a.0.cmp(&b.0));
     for (label, text) in &sorted {
         for (i, line) in text.lines().enumerate() {
-            if let Some(m) = re.find(line) {
-                hits.push(format!("{label}:{}: {:?}", i + 1, m.as_str()));
+            match re.find(line) {
+                Ok(Some(m)) => hits.push(format!("{label}:{}: {m:?}", i + 1)),
+                Ok(None) => {}
+                Err(e) => {
+                    return JudgeResult::new(
+                        JudgeStatus::Error,
+                        vec![format!("regex {pattern:?} could not run on {label}: {e}")],
+                        vec![label.clone()],
+                    );
+                }
             }
         }
     }

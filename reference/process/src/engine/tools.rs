@@ -398,7 +398,7 @@ impl ToolExecutor {
     }
 
     fn fs_search(&self, pattern: &str, paths: &[String]) -> Observation {
-        let re = match regex::Regex::new(pattern) {
+        let re = match crate::package::pattern::Pattern::compile(pattern) {
             Ok(r) => r,
             Err(e) => {
                 return Observation::fail(format!("fs.search: invalid regex {pattern:?}: {e}"));
@@ -424,8 +424,10 @@ impl ToolExecutor {
                 continue;
             };
             for (i, line) in text.lines().enumerate() {
-                if re.is_match(line) {
-                    matches.push(format!("{}:{}:{}", rel.display(), i + 1, line));
+                match re.is_match(line) {
+                    Ok(true) => matches.push(format!("{}:{}:{}", rel.display(), i + 1, line)),
+                    Ok(false) => {}
+                    Err(e) => return Observation::fail(format!("fs.search: {e}")),
                 }
             }
         }

@@ -30,8 +30,8 @@ pub struct LoadedPackage {
     /// Tool modules Loom registers: `tools/*.py` whose name does not start with `_`
     /// (guide "Tool requirements" 6), package-relative, sorted.
     pub tools: Vec<String>,
-    /// Every file under `tools/` (recursively), package-relative, sorted: the bundled code
-    /// the install review lists.
+    /// The code files under `tools/` (recursively; see [`is_code_file`]), package-relative,
+    /// sorted: the bundled code the install review lists.
     pub bundled_code: Vec<String>,
     /// `README.md` if present.
     pub readme: Option<PathBuf>,
@@ -60,23 +60,22 @@ pub fn load_dir_with(path: &Path, opts: &ValidateOptions) -> Result<LoadedPackag
             format!("{} has no {PROCESS_FILE}", path.display()),
         ));
     }
-    let text = fs::read_to_string(&file).map_err(|e| {
-        io_report(
-            &rules::PACKAGE_IO,
-            format!("cannot read {}: {e}", file.display()),
-        )
-    })?;
+    let text = read_process_file(&file)?;
     let validated = load_str_with(&text, opts)?;
     let is_package = path.is_dir();
-    let bundled_code = if is_package {
+    let files = if is_package {
         list_files(&root.join("tools"), "tools")
     } else {
         Vec::new()
     };
-    let tools = bundled_code
+    let tools = files
         .iter()
         .filter(|f| is_registered_tool(f))
         .cloned()
+        .collect();
+    let bundled_code = files
+        .into_iter()
+        .filter(|f| is_code_file(&root.join(f)))
         .collect();
     let optional = |name: &str| {
         let p = root.join(name);
@@ -93,6 +92,27 @@ pub fn load_dir_with(path: &Path, opts: &ValidateOptions) -> Result<LoadedPackag
     })
 }
 
+/// Reads a `process.yaml`: an unreadable file is `package.io`; an existing file that is not
+/// UTF-8 text is `yaml.encoding` (it exists, so it is not "missing").
+pub fn read_process_file(file: &Path) -> Result<String, Report> {
+    let bytes = fs::read(file).map_err(|e| {
+        io_report(
+            &rules::PACKAGE_IO,
+            format!("cannot read {}: {e}", file.display()),
+        )
+    })?;
+    String::from_utf8(bytes).map_err(|e| {
+        let offset = e.utf8_error().valid_up_to();
+        io_report(
+            &rules::YAML_ENCODING,
+            format!(
+                "{} is not UTF-8 text (invalid byte sequence at byte offset {offset}); save it as UTF-8",
+                file.display()
+            ),
+        )
+    })
+}
+
 fn io_report(rule: &rules::Rule, message: String) -> Report {
     Report::new(vec![Diagnostic::new(rule, "", Pos::default(), message)])
 }
@@ -105,26 +125,48 @@ fn is_registered_tool(rel: &str) -> bool {
     !name.contains('/') && !name.starts_with('_') && name.ends_with(".py")
 }
 
+/// Whether a bundled file is code the install review must list (guide "Security review":
+/// "bundled code ... executes automatically"): Python modules (`*.py`), and any file that is
+/// executable (an executable bit, or a `#!` shebang). `.gitkeep`, docs and data are not.
+pub fn is_code_file(path: &Path) -> bool {
+    if path.extension().is_some_and(|e| e == "py") {
+        return true;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0) {
+            return true;
+        }
+    }
+    let mut head = [0u8; 2];
+    fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok_and(|()| &head == b"#!")
+}
+
 /// Regular files under `dir`, as `prefix/...` relative paths, sorted. Symlinks are listed
-/// (they are bundled content too) but not followed into directories.
+/// (they are bundled content too) but not followed into directories. Iterative (a work
+/// list), so directory depth cannot exhaust the stack.
 fn list_files(dir: &Path, prefix: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let Ok(entries) = fs::read_dir(dir) else {
-        return out;
-    };
-    let mut entries: Vec<_> = entries.flatten().collect();
-    entries.sort_by_key(|e| e.file_name());
-    for entry in entries {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let rel = format!("{prefix}/{name}");
-        match entry.file_type() {
-            Ok(t) if t.is_dir() => {
-                if name != "__pycache__" {
-                    out.extend(list_files(&entry.path(), &rel));
+    let mut todo = vec![(dir.to_path_buf(), prefix.to_string())];
+    while let Some((dir, prefix)) = todo.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let rel = format!("{prefix}/{name}");
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => {
+                    if name != "__pycache__" {
+                        todo.push((entry.path(), rel));
+                    }
                 }
+                Ok(_) => out.push(rel),
+                Err(_) => {}
             }
-            Ok(_) => out.push(rel),
-            Err(_) => {}
         }
     }
     out.sort();

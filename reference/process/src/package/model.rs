@@ -298,7 +298,10 @@ pub struct Phase {
     pub id: String,
     /// What the phase accomplishes and how (required).
     pub description: String,
-    /// Phase ids that must complete first; `[]` for root phases (required).
+    /// Phase ids that must complete first; `[]` for root phases. The field table says
+    /// required, but the guide's "Phase iteration loops" example omits it: absent reads as
+    /// `[]` and the validator warns (`phases.depends_on.implicit`).
+    #[serde(default)]
     pub depends_on: Vec<String>,
     /// 1 (fast) .. 3 (powerful); default 2. See [`Phase::model_tier`].
     #[serde(default)]
@@ -592,8 +595,9 @@ impl Gate {
             .unwrap_or(self.gate_type != GateType::VerifierField)
     }
 
-    /// A typed view of the gate's key fields; `None` if one is missing (the validator
-    /// reports that, so a loaded process always has `Some`).
+    /// A typed view of the gate's key fields; `None` if one is missing or a `command_exit`
+    /// `value` is not an integer (the validator reports both, so a loaded process always has
+    /// `Some`).
     pub fn kind(&self) -> Option<GateKind<'_>> {
         Some(match self.gate_type {
             GateType::ToolMetric => GateKind::ToolMetric {
@@ -613,7 +617,12 @@ impl Gate {
                     GateCommand::Line(_) => return None,
                 },
                 operator: self.operator.unwrap_or(Operator::Eq),
-                value: self.value.as_ref().and_then(Value::as_i64).unwrap_or(0),
+                // Absent means the guide's default exit code 0; a present value must be an
+                // integer (never coerced: `"1"` or `1.5` make the gate invalid).
+                value: match &self.value {
+                    None => 0,
+                    Some(v) => v.as_i64()?,
+                },
                 timeout_seconds: self.timeout_seconds,
             },
             GateType::VerifierField => GateKind::VerifierField {

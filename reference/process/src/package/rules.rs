@@ -53,6 +53,7 @@ macro_rules! rules {
 
 rules! {
     YAML_SYNTAX = "yaml.syntax", Error, "process.yaml reference", "the file is not well-formed YAML";
+    YAML_ENCODING = "yaml.encoding", Error, "process.yaml reference", "process.yaml exists but is not UTF-8 text";
     YAML_DUPLICATE_KEY = "yaml.duplicate_key", Error, "process.yaml reference", "a mapping repeats a key";
     YAML_TYPE = "yaml.type", Error, "process.yaml reference", "a value has the wrong YAML type (string, number, list, mapping)";
     YAML_UNKNOWN_KEY = "yaml.unknown_key", Warning, "process.yaml reference", "a key the guide does not document (ignored)";
@@ -64,8 +65,8 @@ rules! {
     RISK_LEVEL_VALUE = "risk_level.value", Error, "Risk level and rigor floors", "`risk_level` must be low, medium, high or critical";
     RISK_LEVEL_MISSING = "risk_level.missing", Warning, "Risk level and rigor floors", "`risk_level` is optional but strongly recommended";
     RISK_LEVEL_INFERRED_HIGH = "risk_level.inferred_high", Warning, "Risk level and rigor floors", "no `risk_level`, and name/tags carry a high-risk token: the high floor profile applies";
-    DEPENDENCIES_INVALID = "dependencies.invalid", Error, "Dependencies", "a dependency is not a requirement specifier (name, optional extras and version constraints)";
-    DEPENDENCIES_UNPINNED = "dependencies.unpinned", Warning, "Dependencies", "a dependency has no version constraint (flagged as a security risk at install)";
+    DEPENDENCIES_INVALID = "dependencies.invalid", Error, "Dependencies", "a dependency is not a PEP 508 requirement specifier (name, extras, version constraints or `@ URL`, marker) or a pip VCS URL with #egg=<name>";
+    DEPENDENCIES_UNPINNED = "dependencies.unpinned", Warning, "Dependencies", "a dependency has no version constraint, direct URL or VCS revision (flagged as a security risk at install)";
     TOOLS_OVERLAP = "tools.overlap", Error, "Tool guidance", "a tool is both in tools.required and tools.excluded";
     TOOLS_DUPLICATE = "tools.duplicate", Warning, "Tool guidance", "a tool is listed twice in the same list";
     AUTH_SOURCE_VALUE = "auth.source.value", Error, "Auth requirements", "`source` is required and must be api or mcp";
@@ -79,22 +80,25 @@ rules! {
     PHASES_FINALIZER_ID_RESERVED = "phases.id.reserved_finalizer", Error, "Output coordination", "a phase id equals the reserved <phase_id>__finalize_output of a fan-in phase with deliverables";
     PHASES_FINALIZER_SUFFIX = "phases.id.finalizer_suffix", Warning, "Output coordination", "a phase id ends in the reserved __finalize_output suffix";
     PHASES_EMPTY = "phases.empty", Warning, "Phases", "the process declares no phases";
-    PHASES_FIELD_REQUIRED = "phases.field.required", Error, "Phases", "a phase needs `id`, `description` and `depends_on`";
+    PHASES_FIELD_REQUIRED = "phases.field.required", Error, "Phases", "a phase needs a non-empty `id` and `description`";
     PHASES_ID_DUPLICATE = "phases.id.duplicate", Error, "Phases", "phase ids must be unique";
     PHASES_ID_KEBAB_CASE = "phases.id.kebab_case", Warning, "Phases", "phase ids should be kebab-case";
     PHASES_DEPENDS_ON_UNKNOWN = "phases.depends_on.unknown", Error, "Phases", "`depends_on` names a phase that does not exist";
     PHASES_DEPENDS_ON_CYCLE = "phases.depends_on.cycle", Error, "Phases", "the phase dependencies contain a cycle (must be a DAG)";
     PHASES_DEPENDS_ON_DUPLICATE = "phases.depends_on.duplicate", Warning, "Phases", "`depends_on` lists the same phase twice";
+    PHASES_DEPENDS_ON_IMPLICIT = "phases.depends_on.implicit", Warning, "Phases", "a phase has no `depends_on` (required by the field table; the guide's own iteration example omits it): read as [] (a root phase)";
     PHASES_MODEL_TIER_RANGE = "phases.model_tier.range", Error, "Phases", "`model_tier` must be 1, 2 or 3";
     PHASES_VERIFICATION_TIER_RANGE = "phases.verification_tier.range", Error, "Phases", "`verification_tier` must be 1 or 2";
     PHASES_OUTPUT_OVERRIDE_VALUE = "phases.output_override.value", Error, "Phases", "`output_strategy` must be direct or fan_in; `finalizer_input_policy` require_all_workers or allow_partial";
     PHASES_DELIVERABLE_DUPLICATE = "phases.deliverables.duplicate", Error, "Phases", "deliverable filenames must be unique across all phases";
-    PHASES_DELIVERABLE_PATH = "phases.deliverables.path", Error, "Phases", "a deliverable filename must be a normalized workspace-relative path";
+    PHASES_DELIVERABLE_PATH = "phases.deliverables.path", Error, "Phases", "a deliverable filename must stay inside the workspace (not absolute, no `..` segment, no backslash)";
+    PHASES_DELIVERABLE_NOT_NORMALIZED = "phases.deliverables.not_normalized", Warning, "Phases", "a deliverable filename inside the workspace is not in normalized form (`./x`, `a//b`, trailing `/`); the exact filename is enforced as written";
     VALIDITY_RATIO_RANGE = "validity.ratio.range", Error, "Validity contract (claim and evidence rigor)", "ratios must lie in 0..1";
     VALIDITY_COUNT_RANGE = "validity.count.range", Error, "Validity contract (claim and evidence rigor)", "counts and ages must be >= 0";
-    VALIDITY_SYNTHESIS_TIER_RANGE = "validity.synthesis_tier.range", Error, "Validity contract (claim and evidence rigor)", "`final_gate.synthesis_min_verification_tier` must be 1 or 2";
+    VALIDITY_SYNTHESIS_TIER_RANGE = "validity.synthesis_tier.range", Error, "Validity contract (claim and evidence rigor)", "`final_gate.synthesis_min_verification_tier` must be an integer >= 1";
     VALIDITY_PRUNE_MODE_VALUE = "validity.prune_mode.value", Error, "Validity contract (claim and evidence rigor)", "`prune_mode` must be drop or rewrite_uncertainty";
-    VALIDITY_HIGH_RISK_WEAKENED = "validity.high_risk.weakened", Error, "Validity contract (claim and evidence rigor)", "high/critical processes cannot weaken core safety constraints in explicit overrides";
+    VALIDITY_HIGH_RISK_WEAKENED = "validity.high_risk.weakened", Error, "Validity contract (claim and evidence rigor)", "high/critical processes cannot weaken core safety constraints in explicit overrides: max_contradicted_count > 0 is rejected";
+    VALIDITY_HIGH_RISK_BELOW_BASELINE = "validity.high_risk.below_baseline", Warning, "Building process YAMLs for reliability (detailed)", "a high/critical explicit override is looser than the suggested high/critical or final-synthesis baseline (ratios, temporal gate, final gate, pipeline switches)";
     VALIDITY_SYNTHESIS_CONTEXT_HARDENED = "validity.synthesis.context_hardened", Warning, "Validity contract (claim and evidence rigor)", "a synthesis phase sets enforce_verified_context_only: false; synthesis hardening forces true";
     VALIDITY_SYNTHESIS_TIER_BELOW_MIN = "validity.synthesis.tier_below_min", Warning, "Validity contract (claim and evidence rigor)", "a synthesis phase's verification_tier is below final_gate.synthesis_min_verification_tier";
     ITERATION_DISABLED = "iteration.disabled", Warning, "Phase iteration loops", "an `iteration` block without `enabled: true` is off";
@@ -111,7 +115,9 @@ rules! {
     ITERATION_GATE_OPERATOR_VALUE = "iteration.gate.operator.value", Error, "Phase iteration loops", "gate `operator` must be eq, ne, gt, gte, lt or lte";
     ITERATION_GATE_TARGET_VALUE = "iteration.gate.target.value", Error, "Phase iteration loops", "artifact_regex.target must be auto, deliverables, changed_files, summary or output";
     ITERATION_GATE_FIELD_REQUIRED = "iteration.gate.field.required", Error, "Phase iteration loops", "a gate lacks one of its type's key fields";
+    ITERATION_GATE_VALUE_TYPE = "iteration.gate.value.type", Error, "Phase iteration loops", "command_exit `value` must be an integer exit code; tool_metric/verifier_field `value` must be a number with gt, gte, lt or lte";
     ITERATION_GATE_PATTERN_INVALID = "iteration.gate.pattern.invalid", Error, "Phase iteration loops", "artifact_regex.pattern is not a valid regular expression";
+    ITERATION_GATE_PATTERN_TOO_LARGE = "iteration.gate.pattern.too_large", Error, "Phase iteration loops", "artifact_regex.pattern compiles past the pattern size limit";
     ITERATION_GATE_TIMEOUT_POSITIVE = "iteration.gate.timeout.positive", Error, "Phase iteration loops", "command_exit.timeout_seconds must be > 0";
     ITERATION_COMMAND_ARGV = "iteration.gate.command.argv", Error, "Phase iteration loops", "command_exit.command must be a non-empty list of argv tokens, not a command line";
     ITERATION_COMMAND_METACHAR = "iteration.gate.command.metacharacter", Error, "Phase iteration loops", "command_exit argv tokens must not contain shell metacharacters";
@@ -121,6 +127,7 @@ rules! {
     VERIFICATION_RULE_SEVERITY_VALUE = "verification.rule.severity.value", Error, "Verification rules", "rule `severity` must be error or warning";
     VERIFICATION_RULE_TARGET_VALUE = "verification.rule.target.value", Error, "Verification rules", "rule `target` must be output or deliverables";
     VERIFICATION_RULE_REGEX_INVALID = "verification.rule.regex.invalid", Error, "Verification rules", "a regex rule's `check` is not a valid regular expression";
+    VERIFICATION_RULE_REGEX_TOO_LARGE = "verification.rule.regex.too_large", Error, "Verification rules", "a regex rule's `check` compiles past the pattern size limit";
     VERIFICATION_RULE_NAME_DUPLICATE = "verification.rule.name.duplicate", Warning, "Verification rules", "two verification rules share a name";
     VERIFICATION_POLICY_MODE_VALUE = "verification.policy.mode.value", Error, "Process contract v2 (recommended)", "`verification.policy.mode` must be llm_first or static_first";
     VERIFICATION_OUTPUT_CONTRACT_PASSED = "verification.policy.output_contract.passed", Error, "Migrating v1 to v2", "output_contract.required_fields must include `passed`";
@@ -137,6 +144,7 @@ rules! {
     TESTS_TIMEOUT_POSITIVE = "tests.timeout_seconds.positive", Error, "Process test manifest", "`timeout_seconds` must be greater than zero";
     TESTS_ACCEPTANCE_UNKNOWN_PHASE = "tests.acceptance.unknown_phase", Warning, "Process test manifest", "acceptance.phases.must_include names a phase that does not exist";
     TESTS_ACCEPTANCE_PATTERN_INVALID = "tests.acceptance.pattern.invalid", Error, "Process test manifest", "a forbidden_patterns entry is not a valid regular expression";
+    TESTS_ACCEPTANCE_PATTERN_TOO_LARGE = "tests.acceptance.pattern.too_large", Error, "Process test manifest", "a forbidden_patterns entry compiles past the pattern size limit";
     PACKAGE_PROCESS_YAML_MISSING = "package.process_yaml.missing", Error, "Package structure", "a package directory must contain process.yaml";
     PACKAGE_IO = "package.io", Error, "Package structure", "the package could not be read";
 }

@@ -4,6 +4,7 @@
 //! high/critical contracts; the runner uses [`resolve`] for each phase's effective policy.
 
 use super::model::{FinalGate, Phase, Process, PruneMode, RiskLevel, ValidityContract};
+use super::rules::{self, Level, Rule};
 
 /// Name/tag tokens from which Loom "may infer high-risk intent" when `risk_level` is omitted
 /// (guide "Risk level and rigor floors": "for example investment, financial, medical, legal,
@@ -190,30 +191,52 @@ pub fn resolve(process: &Process, phase: Option<&Phase>) -> ResolvedValidity {
     v
 }
 
-/// One core safety constraint an explicit high/critical contract weakens.
+/// One way an explicit high/critical contract is looser than the high/critical floor.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Weakening {
     /// Path of the field inside the contract, e.g. `max_contradicted_count`.
     pub field: &'static str,
     /// What the override does and what the floor requires.
     pub message: String,
+    /// The rule it breaks: [`rules::VALIDITY_HIGH_RISK_WEAKENED`] (error) for the guide's
+    /// explicit rejection, [`rules::VALIDITY_HIGH_RISK_BELOW_BASELINE`] (warning) otherwise.
+    pub rule: &'static Rule,
 }
 
-/// The core constraints an explicit contract weakens relative to the high/critical floor
-/// (guide: "High-risk and critical processes cannot weaken core safety constraints in
-/// explicit overrides (for example max_contradicted_count > 0 is rejected)").
+impl Weakening {
+    /// True when the weakening rejects the definition.
+    pub fn is_error(&self) -> bool {
+        self.rule.level == Level::Error
+    }
+}
+
+/// What an explicit contract loosens relative to the high/critical floor.
 ///
-/// The guide's only example is `max_contradicted_count > 0`; we read "core safety
-/// constraints" as that plus the high floor profile itself: `min_supported_ratio` below 0.8,
-/// `max_unverified_ratio` above 0.2, and switching off the pipeline, claim extraction, the
-/// temporal gate, or its as-of / cross-claim checks.
+/// guide "Validity contract (claim and evidence rigor)": "High-risk and critical processes
+/// cannot weaken core safety constraints in explicit overrides (for example
+/// max_contradicted_count > 0 is rejected)". That example is the only constraint the guide
+/// names as rejected, so it is the only error. Every field of the guide's "Suggested policy
+/// baselines" rows for high/critical work (min_supported_ratio 0.8, max_unverified_ratio 0.2,
+/// the temporal gate with its as-of and cross-claim checks) and for final synthesis
+/// (enforce_verified_context_only true, synthesis_min_verification_tier 2,
+/// critical_claim_support_ratio 1.0), plus switching the pipeline or claim extraction off, is
+/// a warning: the guide calls those "starting thresholds", and its own Migration Step 3 block
+/// (0.75 / 0.25, temporal gate off) must stay loadable for high-stakes domains.
 pub fn high_risk_weakenings(c: &ValidityContract) -> Vec<Weakening> {
     let floor = ResolvedValidity::floor(RiskLevel::High);
     let mut out = Vec::new();
-    let mut push = |field: &'static str, message: String| out.push(Weakening { field, message });
+    let mut push = |field: &'static str, rule: &'static Rule, message: String| {
+        out.push(Weakening {
+            field,
+            message,
+            rule,
+        })
+    };
+    let warn = &rules::VALIDITY_HIGH_RISK_BELOW_BASELINE;
     if let Some(n) = c.max_contradicted_count.filter(|n| *n > 0) {
         push(
             "max_contradicted_count",
+            &rules::VALIDITY_HIGH_RISK_WEAKENED,
             format!("max_contradicted_count {n} > 0 is rejected for high/critical risk"),
         );
     }
@@ -223,7 +246,8 @@ pub fn high_risk_weakenings(c: &ValidityContract) -> Vec<Weakening> {
     {
         push(
             "min_supported_ratio",
-            format!("min_supported_ratio {r} is below the high/critical floor 0.8"),
+            warn,
+            format!("min_supported_ratio {r} is below the high/critical baseline 0.8"),
         );
     }
     if let Some(r) = c
@@ -232,27 +256,60 @@ pub fn high_risk_weakenings(c: &ValidityContract) -> Vec<Weakening> {
     {
         push(
             "max_unverified_ratio",
-            format!("max_unverified_ratio {r} is above the high/critical floor 0.2"),
+            warn,
+            format!("max_unverified_ratio {r} is above the high/critical baseline 0.2"),
         );
     }
     let off = |v: Option<bool>| v == Some(false);
     if off(c.enabled) {
         push(
             "enabled",
-            "the validity pipeline cannot be disabled for high/critical risk".into(),
+            warn,
+            "the validity pipeline is switched off for a high/critical process".into(),
         );
     }
     if off(c.claim_extraction.as_ref().and_then(|e| e.enabled)) {
         push(
             "claim_extraction.enabled",
-            "claim extraction cannot be disabled for high/critical risk".into(),
+            warn,
+            "claim extraction is switched off for a high/critical process".into(),
         );
     }
-    let temporal = c
-        .final_gate
-        .as_ref()
-        .and_then(|g| g.temporal_consistency.as_ref());
-    if let Some(t) = temporal {
+    let Some(gate) = &c.final_gate else {
+        return out;
+    };
+    if off(gate.enforce_verified_context_only) {
+        push(
+            "final_gate.enforce_verified_context_only",
+            warn,
+            "final_gate.enforce_verified_context_only is false; the final-synthesis baseline is true".into(),
+        );
+    }
+    if let Some(t) = gate
+        .synthesis_min_verification_tier
+        .filter(|t| *t < floor.synthesis_min_verification_tier)
+    {
+        push(
+            "final_gate.synthesis_min_verification_tier",
+            warn,
+            format!(
+                "final_gate.synthesis_min_verification_tier {t} is below the final-synthesis baseline 2"
+            ),
+        );
+    }
+    if let Some(r) = gate
+        .critical_claim_support_ratio
+        .filter(|r| *r < floor.critical_claim_support_ratio)
+    {
+        push(
+            "final_gate.critical_claim_support_ratio",
+            warn,
+            format!(
+                "final_gate.critical_claim_support_ratio {r} is below the high/critical final-synthesis baseline 1.0"
+            ),
+        );
+    }
+    if let Some(t) = &gate.temporal_consistency {
         let fields = [
             ("final_gate.temporal_consistency.enabled", t.enabled),
             (
@@ -268,8 +325,9 @@ pub fn high_risk_weakenings(c: &ValidityContract) -> Vec<Weakening> {
             if off(value) {
                 push(
                     field,
+                    warn,
                     format!(
-                        "{field} cannot be false: the high/critical floor enables the temporal gate with as-of and cross-claim checks"
+                        "{field} is false; the high/critical baseline enables the temporal gate with as-of and cross-claim checks"
                     ),
                 );
             }
@@ -351,14 +409,38 @@ mod tests {
             final_gate: Some(FinalGate::default()),
             ..ValidityContract::default()
         };
-        let fields: Vec<_> = high_risk_weakenings(&c).iter().map(|w| w.field).collect();
+        let fields: Vec<_> = high_risk_weakenings(&c)
+            .iter()
+            .map(|w| (w.field, w.is_error()))
+            .collect();
         assert_eq!(
             fields,
             [
-                "max_contradicted_count",
-                "min_supported_ratio",
-                "enabled",
-                "claim_extraction.enabled"
+                ("max_contradicted_count", true),
+                ("min_supported_ratio", false),
+                ("enabled", false),
+                ("claim_extraction.enabled", false)
+            ]
+        );
+        let gate = ValidityContract {
+            final_gate: Some(FinalGate {
+                enforce_verified_context_only: Some(false),
+                synthesis_min_verification_tier: Some(1),
+                critical_claim_support_ratio: Some(0.9),
+                temporal_consistency: None,
+            }),
+            ..ValidityContract::default()
+        };
+        let fields: Vec<_> = high_risk_weakenings(&gate)
+            .iter()
+            .map(|w| (w.field, w.is_error()))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                ("final_gate.enforce_verified_context_only", false),
+                ("final_gate.synthesis_min_verification_tier", false),
+                ("final_gate.critical_claim_support_ratio", false)
             ]
         );
     }

@@ -39,6 +39,9 @@ pub struct Node {
     pub pos: Pos,
     /// The value.
     pub kind: NodeKind,
+    /// For plain scalars YAML resolved to a number or boolean: the text as written (`1.0`,
+    /// `2024`, `true`), so a string field can take it verbatim (`version: 1.0` is `"1.0"`).
+    pub raw: Option<String>,
 }
 
 /// A YAML value.
@@ -88,31 +91,84 @@ impl NodeKind {
 
 impl Node {
     /// Parses YAML text into a positioned tree. The error carries saphyr's message and position.
+    ///
+    /// YAML 1.2 booleans only (`strict_booleans`): `y`, `n`, `yes`, `no`, `on` and `off` are
+    /// strings, so `depends_on: [yes, no]` names two phases, as in the guide's YAML 1.2 reading.
+    /// Nesting depth is bounded by serde-saphyr's budget (64 levels), which bounds every
+    /// recursive walk over the tree.
     pub fn parse(text: &str) -> Result<Node, (String, Pos, bool)> {
-        match serde_saphyr::from_str::<Option<Node>>(text) {
-            Ok(Some(node)) => Ok(node),
+        match serde_saphyr::from_str_with_options::<Option<Node>>(text, Self::options()) {
+            Ok(Some(mut node)) => {
+                node.fill_raw(text);
+                Ok(node)
+            }
             Ok(None) => Ok(Node {
                 pos: Pos { line: 1, column: 1 },
                 kind: NodeKind::Null,
+                raw: None,
             }),
             Err(err) => {
-                let pos = err.location().map(|l| Pos::of(&l)).unwrap_or_default();
+                let mut pos = err.location().map(|l| Pos::of(&l)).unwrap_or_default();
                 let inner = err.without_snippet();
                 let duplicate = matches!(inner, serde_saphyr::Error::DuplicateMappingKey { .. });
-                let msg = first_line(&inner.to_string());
+                let mut msg = first_line(&inner.to_string());
+                if let Some((found, at)) = non_scalar_key(&msg) {
+                    pos = at;
+                    msg = format!("a mapping key must be a scalar, found {found}");
+                } else if msg.contains("budget breached") {
+                    msg = format!(
+                        "the document exceeds the parser's size budget ({}); a process definition is limited to {} YAML nodes",
+                        msg.trim_start_matches("budget breached:").trim(),
+                        Self::MAX_NODES
+                    );
+                }
                 Err((msg, pos, duplicate))
             }
         }
     }
 
+    /// Parser options: YAML 1.2 booleans, and a node budget of [`Node::MAX_NODES`] (the
+    /// library default, 250,000, refuses a 50,000-phase definition; the budget stays, so
+    /// input size remains bounded).
+    fn options() -> serde_saphyr::Options {
+        let mut options = serde_saphyr::Options::default();
+        options.strict_booleans = true;
+        let mut budget = options.budget.take().unwrap_or_default();
+        budget.max_nodes = Self::MAX_NODES;
+        budget.max_events = budget.max_events.max(2 * Self::MAX_NODES);
+        options.budget = Some(budget);
+        options
+    }
+
+    /// The most YAML nodes a definition may have.
+    pub const MAX_NODES: usize = 1_000_000;
+
     /// Parses YAML text letting the last duplicate key win (used only to locate a duplicate
     /// key that [`Node::parse`] rejected).
     pub fn parse_last_wins(text: &str) -> Option<Node> {
-        let mut options = serde_saphyr::Options::default();
+        let mut options = Self::options();
         options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::LastWins;
         serde_saphyr::from_str_with_options::<Option<Node>>(text, options)
             .ok()
             .flatten()
+    }
+
+    /// Fills [`Node::raw`] for number and boolean scalars from the source text (iterative).
+    fn fill_raw(&mut self, text: &str) {
+        let lines: Vec<usize> = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        let mut todo: Vec<&mut Node> = vec![self];
+        while let Some(node) = todo.pop() {
+            match &mut node.kind {
+                NodeKind::Int(_) | NodeKind::UInt(_) | NodeKind::Float(_) | NodeKind::Bool(_) => {
+                    node.raw = plain_scalar_at(text, &lines, node.pos);
+                }
+                NodeKind::Seq(items) => todo.extend(items.iter_mut()),
+                NodeKind::Map(entries) => todo.extend(entries.iter_mut().map(|(_, v)| v)),
+                _ => {}
+            }
+        }
     }
 
     /// The diagnostic path of the mapping key written at `pos`, if any.
@@ -181,6 +237,44 @@ impl Node {
     }
 }
 
+/// The plain scalar written at `pos` (1-based line, 1-based character column): up to the
+/// end of the line, a flow indicator (`,`, `]`, `}`) or a comment.
+fn plain_scalar_at(text: &str, lines: &[usize], pos: Pos) -> Option<String> {
+    let start = *lines.get(usize::try_from(pos.line).ok()?.checked_sub(1)?)?;
+    let line = text[start..].lines().next()?;
+    let col = usize::try_from(pos.column).ok()?.checked_sub(1)?;
+    let from = line.char_indices().nth(col).map(|(i, _)| i)?;
+    let rest = &line[from..];
+    let end = rest
+        .char_indices()
+        .find(|&(i, c)| {
+            matches!(c, ',' | ']' | '}') || (c == '#' && rest[..i].ends_with([' ', '\t']))
+        })
+        .map_or(rest.len(), |(i, _)| i);
+    let raw = rest[..end].trim_end();
+    (!raw.is_empty()).then(|| raw.to_string())
+}
+
+/// Marker a non-scalar mapping key's error carries through serde-saphyr (whose custom
+/// errors have no position) so that [`Node::parse`] can place it.
+const NON_SCALAR_KEY: &str = "non-scalar mapping key@";
+
+/// `(found, pos)` from a [`NON_SCALAR_KEY`] message.
+fn non_scalar_key(msg: &str) -> Option<(String, Pos)> {
+    let rest = &msg[msg.find(NON_SCALAR_KEY)? + NON_SCALAR_KEY.len()..];
+    let mut parts = rest.splitn(3, ':');
+    let line = parts.next()?.parse().ok()?;
+    let column = parts.next()?.parse().ok()?;
+    let found = parts.next()?.trim().to_string();
+    Some((found, Pos { line, column }))
+}
+
+/// `123`, `-4`, `+5`: decimal digits with an optional sign.
+fn is_integer_text(s: &str) -> bool {
+    let digits = s.strip_prefix(['-', '+']).unwrap_or(s);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
 fn first_line(msg: &str) -> String {
     msg.lines().next().unwrap_or("").trim().to_string()
 }
@@ -221,6 +315,7 @@ impl<'de> Deserialize<'de> for Node {
         Ok(Node {
             pos: Pos::of(&spanned.referenced),
             kind: spanned.value,
+            raw: None,
         })
     }
 }
@@ -294,7 +389,12 @@ impl<'de> Visitor<'de> for KindVisitor {
                 NodeKind::Float(f) => f.to_string(),
                 NodeKind::Null => "null".to_string(),
                 NodeKind::Seq(_) | NodeKind::Map(_) => {
-                    return Err(de::Error::custom("mapping keys must be scalars"));
+                    return Err(de::Error::custom(format!(
+                        "{NON_SCALAR_KEY}{}:{}:{}",
+                        key.pos.line,
+                        key.pos.column,
+                        key.kind.type_name()
+                    )));
                 }
             };
             let value = map.next_value::<Node>()?;
@@ -315,6 +415,8 @@ pub enum ShapeErrorKind {
     UnknownVariant,
     /// The node has the wrong YAML type.
     WrongType,
+    /// The node is null (`key:` with no value) where a value is required.
+    Null,
 }
 
 /// A deserialization error with the path and position of the node it is about.
@@ -461,9 +563,26 @@ impl<'a, 'u> NodeDeserializer<'a, 'u> {
     }
 
     fn wrong_type(&self, expected: &str) -> DeError {
+        let message = match &self.node.kind {
+            // Integers YAML could not fit: above u64 saphyr reads a float, above i64 a UInt.
+            NodeKind::UInt(_) if expected.contains("integer") => {
+                "integer out of range (at most 9223372036854775807)".to_string()
+            }
+            NodeKind::Float(_)
+                if expected.contains("integer")
+                    && self.node.raw.as_deref().is_some_and(is_integer_text) =>
+            {
+                "integer out of range (at most 9223372036854775807)".to_string()
+            }
+            found => format!("expected {expected}, found {}", found.type_name()),
+        };
         DeError {
-            message: format!("expected {expected}, found {}", self.node.kind.type_name()),
-            kind: ShapeErrorKind::WrongType,
+            message,
+            kind: if self.node.kind == NodeKind::Null {
+                ShapeErrorKind::Null
+            } else {
+                ShapeErrorKind::WrongType
+            },
             missing: None,
             at: Some((self.path.clone(), self.node.pos)),
         }
@@ -531,9 +650,16 @@ impl<'de, 'a: 'de, 'u> Deserializer<'de> for NodeDeserializer<'a, 'u> {
         self.deserialize_f64(visitor)
     }
 
+    /// A string field takes a string, or a plain number/boolean scalar as written
+    /// (`version: 1.0` is `"1.0"`, `tags: [2024]` is `["2024"]`): YAML resolved the type, the
+    /// author meant the text.
     fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        match &self.node.kind {
-            NodeKind::Str(s) => visitor.visit_borrowed_str(s).map_err(|e| self.locate(e)),
+        match (&self.node.kind, &self.node.raw) {
+            (NodeKind::Str(s), _) => visitor.visit_borrowed_str(s).map_err(|e| self.locate(e)),
+            (
+                NodeKind::Int(_) | NodeKind::UInt(_) | NodeKind::Float(_) | NodeKind::Bool(_),
+                Some(raw),
+            ) => visitor.visit_borrowed_str(raw).map_err(|e| self.locate(e)),
             _ => Err(self.wrong_type("a string")),
         }
     }

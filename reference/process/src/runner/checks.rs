@@ -324,7 +324,7 @@ pub(crate) fn gates(
             None => JudgeResult::new(
                 JudgeStatus::Error,
                 vec![format!(
-                    "gate {name} lacks its key fields (guide \"Phase iteration loops\")"
+                    "gate {name} lacks its key fields or has a mistyped value (guide \"Phase iteration loops\")"
                 )],
                 vec![],
             ),

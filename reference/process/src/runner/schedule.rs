@@ -19,27 +19,55 @@ pub fn waves(process: &Process) -> Result<Vec<Vec<String>>, String> {
             )
         })
         .collect();
-    let mut done: BTreeSet<&str> = BTreeSet::new();
+    // Kahn's algorithm by levels: linear in phases + edges (no rescans, no recursion).
+    let mut waiting: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut dependents: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (id, ds) in &deps {
+        waiting.insert(id, ds.len());
+        for d in ds {
+            dependents.entry(d).or_default().push(id);
+        }
+    }
+    let mut wave: BTreeSet<&str> = waiting
+        .iter()
+        .filter(|(_, n)| **n == 0)
+        .map(|(id, _)| *id)
+        .collect();
+    let mut placed = 0;
     let mut out = Vec::new();
-    while done.len() < deps.len() {
-        let wave: Vec<&str> = deps
+    while !wave.is_empty() {
+        let mut next = BTreeSet::new();
+        for id in &wave {
+            for dependent in dependents.get(id).into_iter().flatten() {
+                if let Some(n) = waiting.get_mut(dependent) {
+                    *n -= 1;
+                    if *n == 0 {
+                        next.insert(*dependent);
+                    }
+                }
+            }
+        }
+        placed += wave.len();
+        out.push(wave.into_iter().map(str::to_owned).collect());
+        wave = next;
+    }
+    if placed < deps.len() {
+        const SHOWN: usize = 16;
+        let stuck: Vec<&str> = waiting
             .iter()
-            .filter(|(id, d)| !done.contains(*id) && d.iter().all(|x| done.contains(x)))
+            .filter(|(_, n)| **n > 0)
             .map(|(id, _)| *id)
             .collect();
-        if wave.is_empty() {
-            let stuck: Vec<&str> = deps
-                .keys()
-                .filter(|id| !done.contains(*id))
-                .copied()
-                .collect();
-            return Err(format!(
-                "phases {} can never start: unknown dependency or cycle (guide \"Phases\", dependency rules)",
-                stuck.join(", ")
-            ));
-        }
-        done.extend(wave.iter().copied());
-        out.push(wave.into_iter().map(str::to_owned).collect());
+        let more = stuck.len().saturating_sub(SHOWN);
+        return Err(format!(
+            "phases {}{} can never start: unknown dependency or cycle (guide \"Phases\", dependency rules)",
+            stuck[..stuck.len().min(SHOWN)].join(", "),
+            if more > 0 {
+                format!(" … (+{more} more)")
+            } else {
+                String::new()
+            }
+        ));
     }
     Ok(out)
 }

@@ -265,15 +265,21 @@ pub fn run_case(
     if let Some(v) = &acceptance.verification {
         for pat in &v.forbidden_patterns {
             asserted = true;
-            match regex::Regex::new(pat) {
+            match crate::package::pattern::Pattern::compile(pat) {
                 Err(e) => failures.push(format!(
                     "acceptance.verification.forbidden_patterns: invalid regex {pat:?}: {e}"
                 )),
                 Ok(re) => {
-                    for line in verification_output.iter().filter(|l| re.is_match(l)) {
-                        failures.push(format!(
-                            "acceptance.verification.forbidden_patterns: {pat:?} matches {line:?}"
-                        ));
+                    for line in &verification_output {
+                        match re.is_match(line) {
+                            Ok(false) => {}
+                            Ok(true) => failures.push(format!(
+                                "acceptance.verification.forbidden_patterns: {pat:?} matches {line:?}"
+                            )),
+                            Err(e) => failures.push(format!(
+                                "acceptance.verification.forbidden_patterns: {pat:?} could not run on {line:?}: {e}"
+                            )),
+                        }
                     }
                 }
             }

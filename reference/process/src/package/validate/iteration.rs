@@ -167,6 +167,7 @@ fn values(ctx: &mut Ctx<'_>, base: &str, it: &Iteration) {
 
 fn check_gate(ctx: &mut Ctx<'_>, base: &str, gate: &Gate) {
     key_fields(ctx, base, gate);
+    value_type(ctx, base, gate);
     if gate.gate_type == GateType::VerifierField && gate.blocking == Some(true) {
         ctx.emit(
             &rules::ITERATION_VERIFIER_BLOCKING,
@@ -176,12 +177,14 @@ fn check_gate(ctx: &mut Ctx<'_>, base: &str, gate: &Gate) {
     }
     if gate.gate_type == GateType::ArtifactRegex
         && let Some(pattern) = &gate.pattern
-        && let Err(e) = regex::Regex::new(pattern)
     {
-        ctx.emit(
-            &rules::ITERATION_GATE_PATTERN_INVALID,
+        super::check_pattern(
+            ctx,
+            pattern,
             format!("{base}.pattern"),
-            format!("invalid regex: {}", regex_error_summary(&e.to_string())),
+            &rules::ITERATION_GATE_PATTERN_INVALID,
+            &rules::ITERATION_GATE_PATTERN_TOO_LARGE,
+            "invalid regex",
         );
     }
     if gate.gate_type == GateType::CommandExit {
@@ -219,6 +222,32 @@ fn key_fields(ctx: &mut Ctx<'_>, base: &str, gate: &Gate) {
     }
 }
 
+/// The gate table's `value` compared against: for `command_exit` an exit code, so an
+/// integer; for an ordering comparison (`gt`, `gte`, `lt`, `lte`) of a `tool_metric` or
+/// `verifier_field`, a number. Nothing is coerced (`"0"` is not 0).
+fn value_type(ctx: &mut Ctx<'_>, base: &str, gate: &Gate) {
+    let Some(value) = &gate.value else { return };
+    let problem = match gate.gate_type {
+        GateType::CommandExit if !value.is_i64() => Some("an integer exit code"),
+        GateType::ToolMetric | GateType::VerifierField
+            if gate.operator.is_some_and(|o| o.is_ordering()) && !value.is_number() =>
+        {
+            Some("a number (the operator is an ordering comparison)")
+        }
+        _ => None,
+    };
+    if let Some(want) = problem {
+        ctx.emit(
+            &rules::ITERATION_GATE_VALUE_TYPE,
+            format!("{base}.value"),
+            format!(
+                "{} gate `value` must be {want}, found {value}",
+                gate_type_name(gate.gate_type)
+            ),
+        );
+    }
+}
+
 fn command(ctx: &mut Ctx<'_>, base: &str, gate: &Gate) {
     if let Some(t) = gate.timeout_seconds
         && t <= 0
@@ -241,6 +270,23 @@ fn command(ctx: &mut Ctx<'_>, base: &str, gate: &Gate) {
         }
         Some(GateCommand::Argv(argv)) => argv,
     };
+    // `["pytest -q"]`: a command line in one token. Later tokens may hold spaces (there is no
+    // shell: `-k "not slow"`), but the program token never does.
+    if argv
+        .first()
+        .is_some_and(|p| p.contains(char::is_whitespace))
+    {
+        ctx.emit(
+            &rules::ITERATION_COMMAND_ARGV,
+            format!("{base}.command[0]"),
+            format!(
+                "argv token {:?} is a shell command line; split it into argv tokens ({:?})",
+                argv[0],
+                argv[0].split_whitespace().collect::<Vec<_>>()
+            ),
+        );
+        return;
+    }
     match check_argv(argv, &ctx.opts.command_allowlist) {
         Ok(()) => {}
         Err(CommandProblem::Empty) => ctx.emit(
@@ -271,14 +317,4 @@ fn gate_type_name(t: GateType) -> &'static str {
         GateType::CommandExit => "command_exit",
         GateType::VerifierField => "verifier_field",
     }
-}
-
-/// The last non-empty line of a multi-line regex error (the line that says what is wrong).
-pub(super) fn regex_error_summary(s: &str) -> String {
-    s.lines()
-        .map(str::trim)
-        .rfind(|l| !l.is_empty())
-        .unwrap_or("")
-        .trim_start_matches("error: ")
-        .to_string()
 }

@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 
 use super::Ctx;
-use super::iteration::regex_error_summary;
 use crate::package::model::Process;
 use crate::package::rules;
 
@@ -59,13 +58,14 @@ pub(super) fn check(ctx: &mut Ctx<'_>, p: &Process) {
         }
         if let Some(v) = &acceptance.verification {
             for (j, pattern) in v.forbidden_patterns.iter().enumerate() {
-                if let Err(e) = regex::Regex::new(pattern) {
-                    ctx.emit(
-                        &rules::TESTS_ACCEPTANCE_PATTERN_INVALID,
-                        format!("{base}.acceptance.verification.forbidden_patterns[{j}]"),
-                        format!("invalid regex: {}", regex_error_summary(&e.to_string())),
-                    );
-                }
+                super::check_pattern(
+                    ctx,
+                    pattern,
+                    format!("{base}.acceptance.verification.forbidden_patterns[{j}]"),
+                    &rules::TESTS_ACCEPTANCE_PATTERN_INVALID,
+                    &rules::TESTS_ACCEPTANCE_PATTERN_TOO_LARGE,
+                    "invalid regex",
+                );
             }
         }
     }

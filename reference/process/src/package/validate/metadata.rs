@@ -10,6 +10,7 @@ use regex::Regex;
 use super::Ctx;
 use crate::package::model::{AuthSource, Process};
 use crate::package::paths::workspace_relative_problem;
+use crate::package::requirement;
 use crate::package::rules;
 use crate::package::validity::{RiskSource, effective_risk};
 
@@ -21,16 +22,6 @@ static NAME: LazyLock<Regex> =
 /// numeric parts plus optional pre-release/build suffixes.
 static VERSION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^\d+(\.\d+){0,2}(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$").expect("static regex")
-});
-
-/// A Python requirement (PEP 508 subset): name, optional extras, optional comma-separated
-/// version constraints, optional environment marker.
-static REQUIREMENT: LazyLock<Regex> = LazyLock::new(|| {
-    let op = r"(===|==|!=|~=|>=|<=|>|<)\s*[A-Za-z0-9.*+!_-]+";
-    Regex::new(&format!(
-        r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?(\[[A-Za-z0-9._,\s-]+\])?\s*(?P<spec>{op}(\s*,\s*{op})*)?\s*(;.*)?$"
-    ))
-    .expect("static regex")
 });
 
 pub(super) fn check(ctx: &mut Ctx<'_>, p: &Process) {
@@ -108,18 +99,18 @@ fn risk(ctx: &mut Ctx<'_>, p: &Process) {
 fn dependencies(ctx: &mut Ctx<'_>, p: &Process) {
     for (i, dep) in p.dependencies.iter().enumerate() {
         let path = format!("dependencies[{i}]");
-        match REQUIREMENT.captures(dep.trim()) {
-            None => ctx.emit(
+        match requirement::parse(dep) {
+            Err(problem) => ctx.emit(
                 &rules::DEPENDENCIES_INVALID,
                 path,
-                format!("{dep:?} is not a requirement specifier such as `requests>=2.28`"),
+                format!("{dep:?} {problem}; expected a requirement specifier such as `requests>=2.28` (PEP 508)"),
             ),
-            Some(c) if c.name("spec").is_none() => ctx.emit(
+            Ok(r) if !r.pinned => ctx.emit(
                 &rules::DEPENDENCIES_UNPINNED,
                 path,
                 format!("{dep:?} has no version constraint; pin it (unpinned dependencies are flagged in the install review)"),
             ),
-            Some(_) => {}
+            Ok(_) => {}
         }
     }
 }

@@ -14,8 +14,11 @@ mod shape;
 mod validity;
 mod verification;
 
+use std::sync::LazyLock;
+
 use super::command;
 use super::model::Process;
+use super::pattern::{Pattern, PatternError};
 use super::report::{Diagnostic, Report};
 use super::rules::{self, Rule};
 use super::yaml_pos::{Node, NodeKind, Pos, from_node};
@@ -100,7 +103,7 @@ pub fn load_str_with(yaml: &str, opts: &ValidateOptions) -> Result<Validated, Re
     }
     let (process, unknown) = match from_node::<Process>(&node) {
         Ok(ok) => ok,
-        Err(err) => return Err(Report::new(vec![shape::diagnostic(&err)])),
+        Err(err) => return Err(Report::new(vec![shape::diagnostic(&err, &node)])),
     };
     let mut ctx = Ctx {
         node: &node,
@@ -158,6 +161,23 @@ impl Ctx<'_> {
     }
 }
 
+/// Compiles a package regex ([`Pattern`], Python `re` dialect) and reports a malformed
+/// pattern under `invalid` and an oversized one under `too_large`.
+fn check_pattern(
+    ctx: &mut Ctx<'_>,
+    pattern: &str,
+    path: String,
+    invalid: &Rule,
+    too_large: &Rule,
+    what: &str,
+) {
+    match Pattern::compile(pattern) {
+        Ok(_) => {}
+        Err(e @ PatternError::TooLarge(_)) => ctx.emit(too_large, path, format!("{what}: {e}")),
+        Err(e) => ctx.emit(invalid, path, format!("{what}: {e}")),
+    }
+}
+
 /// `phases[2].gates[0]` → `phases[*].gates[*]`.
 pub(crate) fn strip_indices(path: &str) -> String {
     let mut out = String::with_capacity(path.len());
@@ -179,15 +199,26 @@ pub(crate) fn strip_indices(path: &str) -> String {
     out
 }
 
-/// saphyr messages start with `error: line L column C: `; the position is reported separately.
+/// saphyr messages start with `error: line L column C: ` and may end in `at line L, column
+/// C`; the position is reported in the diagnostic's own fields, so both are removed. Messages
+/// that name serde-saphyr API are rewritten in the guide's terms.
 fn clean_parser_message(msg: &str) -> String {
-    let re = regex::Regex::new(r"^(error: )?(line \d+ column \d+: )?").expect("static regex");
-    let cleaned = re.replace(msg, "").to_string();
+    static PREFIX: LazyLock<regex::Regex> = LazyLock::new(|| {
+        regex::Regex::new(r"^(error: )?(line \d+ column \d+: )?").expect("static regex")
+    });
+    static AT: LazyLock<regex::Regex> = LazyLock::new(|| {
+        regex::Regex::new(r",?\s*(at )?line \d+,? column \d+").expect("static regex")
+    });
+    if msg.contains("multiple YAML documents") {
+        return "a process definition is one YAML document; found a second one (remove the `---` separator)".to_string();
+    }
+    let cleaned = PREFIX.replace(msg, "").to_string();
     let cleaned = cleaned
         .split(", set DuplicateKeyPolicy")
         .next()
         .unwrap_or(&cleaned)
         .to_string();
+    let cleaned = AT.replace_all(&cleaned, "").trim().to_string();
     if cleaned.is_empty() {
         msg.to_string()
     } else {
@@ -225,5 +256,71 @@ mod tests {
             ("yaml.duplicate_key", "phases[0].id")
         );
         assert_eq!((d.line, d.column), (4, 5));
+    }
+}
+
+#[cfg(test)]
+mod message_tests {
+    use super::*;
+
+    fn only(yaml: &str) -> Diagnostic {
+        let r = validate_str(yaml);
+        assert_eq!(r.errors().count(), 1, "{:#?}", r.diagnostics);
+        r.errors().next().unwrap().clone()
+    }
+
+    #[test]
+    fn messages_carry_no_position_and_no_rust_internals() {
+        for yaml in [
+            "name: x\nphases: [\n",
+            "name: x\n---\nname: y\n",
+            "name: x\nphases:\n  - id: a\n    description: d\n    depends_on: []\n    iteration:\n      gates:\n        - type: command_exit\n          command: {a: b}\n",
+            "name: x\n? [a, b]\n: c\n",
+        ] {
+            let d = only(yaml);
+            for leak in [
+                "line ",
+                "column ",
+                "from_str_multiple",
+                "untagged",
+                "GateCommand",
+            ] {
+                assert!(!d.message.contains(leak), "{leak:?} in {:?}", d.message);
+            }
+            assert!(d.line > 0 && d.column > 0, "{d:?}");
+        }
+    }
+
+    #[test]
+    fn a_non_scalar_key_is_positioned() {
+        let d = only("name: x\n? [a, b]\n: c\n");
+        assert_eq!((d.rule, d.line, d.column), ("yaml.syntax", 2, 3));
+        assert_eq!(
+            d.message,
+            "a mapping key must be a scalar, found a sequence"
+        );
+    }
+
+    #[test]
+    fn integer_overflow_says_out_of_range() {
+        for big in ["99999999999999999999999", "18446744073709551615"] {
+            let d = only(&format!(
+                "name: x\nphases:\n  - id: a\n    description: d\n    depends_on: []\n    model_tier: {big}\n"
+            ));
+            assert_eq!(d.path, "phases[0].model_tier");
+            assert!(d.message.contains("integer out of range"), "{}", d.message);
+        }
+    }
+
+    #[test]
+    fn a_command_that_is_not_a_list_names_the_argv_rule() {
+        let d = only(
+            "name: x\nphases:\n  - id: a\n    description: d\n    depends_on: []\n    iteration:\n      gates:\n        - type: command_exit\n          command: {a: b}\n",
+        );
+        assert_eq!(d.rule, "iteration.gate.command.argv");
+        assert_eq!(
+            d.message,
+            "`command`: expected a list of argv tokens, found a mapping"
+        );
     }
 }

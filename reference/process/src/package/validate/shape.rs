@@ -4,7 +4,7 @@
 use super::strip_indices;
 use crate::package::report::Diagnostic;
 use crate::package::rules::{self, Rule};
-use crate::package::yaml_pos::{ShapeError, ShapeErrorKind};
+use crate::package::yaml_pos::{Node, ShapeError, ShapeErrorKind};
 
 /// Enum-valued fields: a value outside the list, or a non-string, breaks the field's rule.
 const ENUM_FIELDS: &[(&str, &Rule)] = &[
@@ -88,7 +88,6 @@ const REQUIRED_FIELDS: &[(&str, &Rule)] = &[
     ("name", &rules::METADATA_NAME_REQUIRED),
     ("phases[*].id", &rules::PHASES_FIELD_REQUIRED),
     ("phases[*].description", &rules::PHASES_FIELD_REQUIRED),
-    ("phases[*].depends_on", &rules::PHASES_FIELD_REQUIRED),
     (
         "phases[*].iteration.gates[*].type",
         &rules::ITERATION_GATE_TYPE_VALUE,
@@ -122,6 +121,15 @@ pub(super) fn rule_for(err: &ShapeError) -> &'static Rule {
     let table = match err.kind {
         ShapeErrorKind::MissingField => REQUIRED_FIELDS,
         ShapeErrorKind::UnknownVariant | ShapeErrorKind::WrongType => ENUM_FIELDS,
+        // `name:` with no value: a required key without a value breaks the key's own
+        // required rule; a null enum value breaks the enum's rule.
+        ShapeErrorKind::Null => {
+            return REQUIRED_FIELDS
+                .iter()
+                .chain(ENUM_FIELDS)
+                .find(|(p, _)| *p == pattern)
+                .map_or(&rules::YAML_TYPE, |(_, rule)| *rule);
+        }
     };
     table
         .iter()
@@ -129,17 +137,21 @@ pub(super) fn rule_for(err: &ShapeError) -> &'static Rule {
         .map_or(&rules::YAML_TYPE, |(_, rule)| *rule)
 }
 
-/// The diagnostic for a structural error.
-pub(super) fn diagnostic(err: &ShapeError) -> Diagnostic {
+/// The diagnostic for a structural error; `root` is the document (to describe the node).
+pub(super) fn diagnostic(err: &ShapeError, root: &Node) -> Diagnostic {
     let rule = rule_for(err);
-    let message = if err.path.is_empty() {
-        err.message.clone()
-    } else {
-        let field = err.path.rsplit('.').next().unwrap_or(&err.path);
-        match err.kind {
-            ShapeErrorKind::MissingField => err.message.clone(),
-            _ => format!("`{field}`: {}", err.message),
-        }
+    let field = err.path.rsplit('.').next().unwrap_or(&err.path);
+    let message = match err.kind {
+        _ if err.path.is_empty() => err.message.clone(),
+        ShapeErrorKind::MissingField => err.message.clone(),
+        ShapeErrorKind::Null => format!("`{field}` has no value; a value is required"),
+        // serde's untagged-enum message names a Rust type; say what the guide requires.
+        _ if rule.id == rules::ITERATION_COMMAND_ARGV.id => format!(
+            "`{field}`: expected a list of argv tokens, found {}",
+            root.get(&err.path)
+                .map_or("another value", |n| n.kind.type_name())
+        ),
+        _ => format!("`{field}`: {}", err.message),
     };
     Diagnostic::new(rule, err.path.clone(), err.pos, message)
 }

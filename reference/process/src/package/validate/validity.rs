@@ -22,7 +22,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>, p: &Process) {
         if risk.is_high() {
             for w in high_risk_weakenings(c) {
                 ctx.emit(
-                    &rules::VALIDITY_HIGH_RISK_WEAKENED,
+                    w.rule,
                     format!("{base}.{}", w.field),
                     format!("{} (risk_level {})", w.message, risk.as_str()),
                 );
@@ -72,13 +72,15 @@ fn ranges(ctx: &mut Ctx<'_>, base: &str, c: &ValidityContract) {
             );
         }
     }
+    // guide field table: "int (>=1)". No upper bound: a minimum above every phase's tier is
+    // reported per synthesis phase (`validity.synthesis.tier_below_min`).
     if let Some(t) = gate.and_then(|g| g.synthesis_min_verification_tier)
-        && !(1..=2).contains(&t)
+        && t < 1
     {
         ctx.emit(
             &rules::VALIDITY_SYNTHESIS_TIER_RANGE,
             format!("{base}.final_gate.synthesis_min_verification_tier"),
-            format!("synthesis_min_verification_tier {t} is outside 1..2 (verification tiers are 1 and 2)"),
+            format!("synthesis_min_verification_tier {t} must be >= 1"),
         );
     }
 }

@@ -4,7 +4,6 @@
 use std::collections::BTreeSet;
 
 use super::Ctx;
-use super::iteration::regex_error_summary;
 use crate::package::model::{Process, RuleType};
 use crate::package::rules;
 
@@ -32,17 +31,14 @@ pub(super) fn check(ctx: &mut Ctx<'_>, p: &Process) {
                 format!("{base}.check"),
                 "rule `check` is empty",
             );
-        } else if rule.rule_type == RuleType::Regex
-            && let Err(e) = regex::Regex::new(&rule.check)
-        {
-            ctx.emit(
-                &rules::VERIFICATION_RULE_REGEX_INVALID,
+        } else if rule.rule_type == RuleType::Regex {
+            super::check_pattern(
+                ctx,
+                &rule.check,
                 format!("{base}.check"),
-                format!(
-                    "invalid regex in verification rule {:?}: {}",
-                    rule.name,
-                    regex_error_summary(&e.to_string())
-                ),
+                &rules::VERIFICATION_RULE_REGEX_INVALID,
+                &rules::VERIFICATION_RULE_REGEX_TOO_LARGE,
+                &format!("invalid regex in verification rule {:?}", rule.name),
             );
         }
     }
