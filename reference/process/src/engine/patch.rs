@@ -49,14 +49,12 @@ fn parse(patch: &str) -> Result<(Vec<Hunk>, bool), String> {
                 (Some(o), Some(nw), None) if o.starts_with('-') && nw.starts_with('+') => (o, nw),
                 _ => return Err(format!("patch line {n}: malformed hunk header {line:?}")),
             };
-            let (old_start, old_len) = parse_range(&old[1..])
-                .ok_or_else(|| {
-                    format!("patch line {n}: bad old range {old:?} (numbers up to {MAX_LINE_NUMBER})")
-                })?;
-            let (_, new_len) = parse_range(&new[1..])
-                .ok_or_else(|| {
-                    format!("patch line {n}: bad new range {new:?} (numbers up to {MAX_LINE_NUMBER})")
-                })?;
+            let (old_start, old_len) = parse_range(&old[1..]).ok_or_else(|| {
+                format!("patch line {n}: bad old range {old:?} (numbers up to {MAX_LINE_NUMBER})")
+            })?;
+            let (_, new_len) = parse_range(&new[1..]).ok_or_else(|| {
+                format!("patch line {n}: bad new range {new:?} (numbers up to {MAX_LINE_NUMBER})")
+            })?;
             hunks.push(Hunk {
                 old_start,
                 old_len,
