@@ -24,7 +24,8 @@
 use serde::{Deserialize, Serialize};
 use std::path::{Component, Path, PathBuf};
 
-/// The guide's `command_exit` allowlisted prefixes (guide "Phase iteration loops").
+/// The guide's `command_exit` allowlisted prefixes (guide "Phase iteration loops"): the
+/// allowlist of runner checks ([`admit_check_command`]), not of model commands.
 pub const DEFAULT_COMMAND_ALLOWLIST: [&str; 11] = [
     "pytest",
     "uv run pytest",
@@ -61,8 +62,9 @@ pub enum CommandPolicy {
     Deny,
 }
 
-/// loop-engine "Task Config Schema" `riskPolicy`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// loop-engine "Task Config Schema" `riskPolicy` (default: no network, `confirm`,
+/// `workspace_only`, an empty model allowlist, no shell).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RiskPolicy {
     /// `browser.fetch` is refused unless true.
@@ -88,18 +90,6 @@ fn guide_allowlist() -> Vec<String> {
         .iter()
         .map(|s| (*s).to_owned())
         .collect()
-}
-
-impl Default for RiskPolicy {
-    fn default() -> Self {
-        RiskPolicy {
-            allow_network: false,
-            command_policy: CommandPolicy::default(),
-            path_policy: PathPolicy::default(),
-            command_allowlist: Vec::new(),
-            allow_shell: false,
-        }
-    }
 }
 
 /// loop-engine "Task Config Schema" `budget` (all optional; absent = unlimited), plus a

@@ -7,16 +7,21 @@
 //!   whitespace and runs it the same way when it has no shell syntax; with shell syntax
 //!   (`| & ; < > ( ) $ \` \ " ' * ? [ ] { } ~ #` or a newline) it runs through `sh -c` only when
 //!   `riskPolicy.allowShell` is true, and is admitted by the command policy as `sh -c CMD`.
-//! - Commands inherit the runner's environment, run in the workspace (or a workspace-relative
-//!   `cwd`), and are killed after the executor's timeout (default 120 s, real time: a safety
-//!   net, not a budget).
+//! - Commands run with a minimal environment (`minimal_env`: `PATH`, `HOME` = workspace,
+//!   `LANG`, `TMPDIR=/tmp`; never the runner's API keys), in the workspace (or a
+//!   workspace-relative `cwd`), in their own process group, which is killed after the
+//!   executor's timeout (default 120 s, real time: a safety net, not a budget) and once the
+//!   command exits; output is capped while it is read ([`run_with_timeout`]).
 //! - `git.*` actions are dedicated tools, not arbitrary commands, so the command policy does
-//!   not apply to them. They run the `git` binary with a fixed identity and with author and
-//!   committer dates from the injected clock, and with user/system git config ignored, so the
-//!   same run makes the same commit hashes.
+//!   not apply to them. They act on `<ws>/.git` only (never an enclosing repository; no
+//!   repository means `ok: false`), with every config key that runs a program neutralized,
+//!   hooks off, a fixed identity and author and committer dates from the injected clock,
+//!   and with user/system git config ignored, so the same run makes the same commit hashes
+//!   (`ToolExecutor::git_command`).
 //! - Checkpoints are kept in memory for the executor's life: a snapshot of every regular file
 //!   except under `.git/` and `.loom/`; ids are `cp-1`, `cp-2`, ... Restoring removes files
-//!   created since and rewrites the snapshot's files.
+//!   created since and rewrites the snapshot's files, through the write path policy
+//!   ([`resolve_for_write`]: never through a symlink).
 //! - `browser.fetch` is refused unless `allowNetwork`; when allowed it goes through the
 //!   injected [`Fetch`] (the CLI wires an HTTP client), and is refused if none is configured.
 
@@ -774,7 +779,10 @@ impl ToolExecutor {
         if !add.ok {
             return add;
         }
-        self.git(&["commit", "-q", "--no-verify", "-m", message], "git commit")
+        self.git(
+            &["commit", "-q", "--no-verify", "-m", message],
+            "git commit",
+        )
     }
 
     fn checkpoint_create(&mut self, label: Option<&str>) -> Observation {
@@ -1118,7 +1126,10 @@ mod tests {
         ] {
             let o = t.execute(&act(a.clone()));
             assert!(!o.ok, "{a}: {o:?}");
-            assert!(o.summary.contains("pathPolicy workspace_only"), "{a}: {o:?}");
+            assert!(
+                o.summary.contains("pathPolicy workspace_only"),
+                "{a}: {o:?}"
+            );
         }
         assert!(!dir.path().join(".git/hooks/pre-commit").exists());
         assert!(!dir.path().join(".gitattributes").exists());
@@ -1195,9 +1206,7 @@ mod tests {
         assert!(!log.ok, "the outer repository got no commit: {log:?}");
         git_init(&t);
         for p in [":(top)f.txt", ":/", "../f.txt", ".git/config"] {
-            let o = t.execute(&act(
-                json!({"id": "4", "type": "git.diff", "path": p}),
-            ));
+            let o = t.execute(&act(json!({"id": "4", "type": "git.diff", "path": p})));
             assert!(!o.ok, "{p}: {o:?}");
         }
     }
@@ -1207,7 +1216,10 @@ mod tests {
     fn commands_run_with_a_minimal_environment() {
         let dir = tempfile::tempdir().unwrap();
         let mut t = exec(dir.path(), allow(&["env"]));
-        assert!(std::env::vars().count() > 4, "the test process has more variables");
+        assert!(
+            std::env::vars().count() > 4,
+            "the test process has more variables"
+        );
         let o = t.execute(&act(
             json!({"id": "1", "type": "terminal.run", "program": "env"}),
         ));
@@ -1221,7 +1233,12 @@ mod tests {
         keys.sort();
         assert_eq!(keys, ["HOME", "LANG", "PATH", "TMPDIR"]);
         let ws = t.workspace().display().to_string();
-        assert!(o.raw["stdout"].as_str().unwrap().contains(&format!("HOME={ws}\n")));
+        assert!(
+            o.raw["stdout"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("HOME={ws}\n"))
+        );
     }
 
     /// A background job keeps the pipes open; the runner does not wait for it.
@@ -1281,7 +1298,11 @@ mod tests {
         );
         let many: String = (0..1500).map(|i| format!("hit {i}\n")).collect();
         std::fs::write(dir.path().join("many.txt"), many).unwrap();
-        std::fs::write(dir.path().join("long.txt"), format!("hit {}", "y".repeat(5000))).unwrap();
+        std::fs::write(
+            dir.path().join("long.txt"),
+            format!("hit {}", "y".repeat(5000)),
+        )
+        .unwrap();
         let o = t.execute(&act(
             json!({"id": "2", "type": "fs.search", "pattern": "^hit", "paths": ["long.txt", "many.txt"]}),
         ));
@@ -1327,7 +1348,10 @@ mod tests {
         let o = t.execute(&act(
             json!({"id": "3", "type": "checkpoint.restore", "checkpointId": "cp-1"}),
         ));
-        assert!(!o.ok && o.summary.contains("outside the workspace"), "{o:?}");
+        assert!(
+            !o.ok && o.summary.contains("outside the workspace"),
+            "{o:?}"
+        );
         assert!(!outside.path().join("f.txt").exists());
         // A link that stays inside is refused too: writes never follow links.
         std::fs::remove_file(dir.path().join("d")).unwrap();
@@ -1338,6 +1362,28 @@ mod tests {
         ));
         assert!(!o.ok && o.summary.contains("symlink"), "{o:?}");
         assert!(!dir.path().join("real/f.txt").exists());
+    }
+
+    /// The fan-in rollback's primitive: neither a removal nor a write follows a link.
+    #[cfg(unix)]
+    #[test]
+    fn restore_file_never_removes_or_writes_through_symlinks() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("f.txt"), "keep").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let t = exec(dir.path(), RiskPolicy::default());
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("d")).unwrap();
+        assert!(t.restore_file("d/f.txt", None).is_err());
+        assert!(t.restore_file("d/f.txt", Some(b"evil")).is_err());
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("f.txt")).unwrap(),
+            "keep"
+        );
+        assert!(t.restore_file(".git/config", Some(b"x")).is_err());
+        t.restore_file("e/g.txt", Some(b"y")).unwrap();
+        assert_eq!(std::fs::read(dir.path().join("e/g.txt")).unwrap(), b"y");
+        t.restore_file("e/g.txt", None).unwrap();
+        assert!(!dir.path().join("e/g.txt").exists());
     }
 
     #[test]
