@@ -87,9 +87,33 @@ pub fn model_from_spec(
     spec: &str,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Backend, String> {
+    model_from_spec_in(spec, None, env)
+}
+
+/// [`model_from_spec`] for a package at `package_root`: a `scripted:FILE` inside the package
+/// is named by its package-relative path in events (`scripted:scripts/smoke.yaml`), however
+/// FILE was typed; a script outside the package keeps FILE as typed.
+pub fn model_from_spec_in(
+    spec: &str,
+    package_root: Option<&Path>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Backend, String> {
     match spec.split_once(':') {
         Some(("scripted", file)) if !file.is_empty() => {
-            let m = Arc::new(ScriptedModel::from_file(Path::new(file)).map_err(|e| e.0)?);
+            let path = Path::new(file);
+            let shown = package_root
+                .and_then(|root| {
+                    let root = root.canonicalize().ok()?;
+                    let rel = path
+                        .canonicalize()
+                        .ok()?
+                        .strip_prefix(&root)
+                        .ok()?
+                        .to_owned();
+                    Some(rel.display().to_string())
+                })
+                .unwrap_or_else(|| file.to_owned());
+            let m = Arc::new(ScriptedModel::from_file_named(path, &shown).map_err(|e| e.0)?);
             Ok((m.clone(), Some(m)))
         }
         Some(("chat", name)) if !name.is_empty() => {
@@ -120,13 +144,14 @@ pub fn run(args: &Args, out: &mut dyn Write) -> std::io::Result<i32> {
     let Some(pkg) = load(&args.path, out)? else {
         return Ok(exit::USAGE);
     };
-    let (model, tool_outputs) = match model_from_spec(&args.model, |k| std::env::var(k).ok()) {
-        Ok(m) => m,
-        Err(e) => {
-            writeln!(out, "error: {e}")?;
-            return Ok(exit::USAGE);
-        }
-    };
+    let (model, tool_outputs) =
+        match model_from_spec_in(&args.model, Some(&pkg.root), |k| std::env::var(k).ok()) {
+            Ok(m) => m,
+            Err(e) => {
+                writeln!(out, "error: {e}")?;
+                return Ok(exit::USAGE);
+            }
+        };
     let mut task = match &args.task {
         Some(p) => match read_task(p) {
             Ok(t) => t,

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::{Format, exit};
 use crate::engine::policy::DenyConfirm;
 use crate::runner::RunOptions;
-use crate::runner::testcase::{CaseStatus, run_case};
+use crate::runner::testcase::{CaseStatus, check_case_id, run_case};
 
 /// Arguments of `test`.
 #[derive(Debug, clap::Args)]
@@ -70,8 +70,11 @@ pub fn run(args: &Args, out: &mut dyn Write) -> std::io::Result<i32> {
             &options,
             Arc::new(DenyConfirm),
         );
+        // The case id names the events file: only an id that passes the runtime check
+        // (no `/`, no `..`) is ever joined to the directory.
         if let Some(dir) = &args.events_dir
             && !r.events_jsonl.is_empty()
+            && check_case_id(&r.id).is_ok()
         {
             let path = dir.join(format!("{}.jsonl", r.id));
             if let Err(e) = std::fs::write(&path, &r.events_jsonl) {

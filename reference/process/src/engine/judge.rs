@@ -176,14 +176,15 @@ pub fn judge_command_output(
     }
 }
 
-/// Runs a `command` rule through the executor (so the command policy applies) and judges it.
+/// Runs a `command` rule through the executor (so the command policy applies, with the
+/// runner checks' allowlist: [`ToolExecutor::run_check_argv`]) and judges it.
 /// Returns the observation too, for the event stream.
 pub fn judge_command(
     rule: &JudgeRule,
     tool_call_id: &str,
     exec: &mut ToolExecutor,
 ) -> (JudgeResult, Observation) {
-    let obs = exec.run_argv(&rule.command, None);
+    let obs = exec.run_check_argv(&rule.command, None, None);
     let r = judge_command_output(
         &obs,
         tool_call_id,
@@ -194,7 +195,10 @@ pub fn judge_command(
 }
 
 /// A regex rule over labelled texts: passes iff "some text matches" equals `expect_match`.
-/// Reasons list each match (`label:line: text`), sorted by label then line.
+/// Each text is matched as a whole (so multi-line patterns and `\z` work; `^`/`$` anchor at
+/// the text's ends unless the pattern sets `(?m)`, as Python's `re.search` does). Reasons
+/// list the first match starting on each line (`label:line: text`, the line computed from
+/// the match offset), sorted by label then line.
 pub fn judge_regex(pattern: &str, texts: &[(String, String)], expect_match: bool) -> JudgeResult {
     let re = match compile(pattern, "regex rule") {
         Ok(r) => r,
@@ -204,17 +208,22 @@ pub fn judge_regex(pattern: &str, texts: &[(String, String)], expect_match: bool
     let mut sorted: Vec<&(String, String)> = texts.iter().collect();
     sorted.sort_by(|a, b| a.0.cmp(&b.0));
     for (label, text) in &sorted {
-        for (i, line) in text.lines().enumerate() {
-            match re.find(line) {
-                Ok(Some(m)) => hits.push(format!("{label}:{}: {m:?}", i + 1)),
-                Ok(None) => {}
-                Err(e) => {
-                    return JudgeResult::new(
-                        JudgeStatus::Error,
-                        vec![format!("regex {pattern:?} could not run on {label}: {e}")],
-                        vec![label.clone()],
-                    );
-                }
+        let matches = match re.spans(text) {
+            Ok(m) => m,
+            Err(e) => {
+                return JudgeResult::new(
+                    JudgeStatus::Error,
+                    vec![format!("regex {pattern:?} could not run on {label}: {e}")],
+                    vec![label.clone()],
+                );
+            }
+        };
+        let mut last_line = 0;
+        for (start, m) in matches {
+            let line = text[..start].matches('\n').count() + 1;
+            if line != last_line {
+                hits.push(format!("{label}:{line}: {m:?}"));
+                last_line = line;
             }
         }
     }
@@ -364,6 +373,39 @@ mod tests {
             JudgeStatus::Fail
         );
         assert_eq!(judge_regex("(", &texts, true).status, JudgeStatus::Error);
+    }
+
+    /// Patterns see the whole text: a match may span lines, `\z` is the end of the text,
+    /// and the reported line is where the match starts.
+    #[test]
+    fn regex_rules_match_the_whole_text() {
+        let texts = vec![(
+            "file:r.md".to_owned(),
+            "# Report\n\nBody\n## Sources\n".to_owned(),
+        )];
+        let r = judge_regex(r"Body\n## Sources", &texts, false);
+        assert_eq!(
+            r.reasons,
+            ["forbidden match file:r.md:3: \"Body\\n## Sources\""]
+        );
+        assert_eq!(
+            judge_regex(r"Sources\n\z", &texts, true).status,
+            JudgeStatus::Pass
+        );
+        assert_eq!(
+            judge_regex(r"Body\z", &texts, true).status,
+            JudgeStatus::Fail
+        );
+        assert_eq!(
+            judge_regex(r"(?m)^## Sources$", &texts, true).status,
+            JudgeStatus::Pass
+        );
+        let r = judge_regex(r"(?s)Report.*Body", &texts, false);
+        assert_eq!(r.reasons.len(), 1);
+        assert!(
+            r.reasons[0].starts_with("forbidden match file:r.md:1:"),
+            "{r:?}"
+        );
     }
 
     #[test]

@@ -275,11 +275,18 @@ impl ScriptedModel {
         })
     }
 
-    /// Reads and parses a script file.
+    /// Reads and parses a script file, named `scripted:<path as given>`.
     pub fn from_file(path: &std::path::Path) -> Result<Self, ModelError> {
+        Self::from_file_named(path, &path.display().to_string())
+    }
+
+    /// Reads and parses a script file, named `scripted:<shown>` in events (the test runner
+    /// and `run` pass the package-relative path, so the name does not depend on how the
+    /// package directory was typed).
+    pub fn from_file_named(path: &std::path::Path, shown: &str) -> Result<Self, ModelError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ModelError(format!("cannot read script {}: {e}", path.display())))?;
-        ScriptedModel::parse(&format!("scripted:{}", path.display()), &text)
+        ScriptedModel::parse(&format!("scripted:{shown}"), &text)
     }
 }
 

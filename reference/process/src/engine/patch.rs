@@ -7,6 +7,9 @@
 //! Accepted input: optional `diff`/`index`/`---`/`+++` header lines, then hunks
 //! `@@ -a[,b] +c[,d] @@` with lines starting ` `, `-`, `+`, and `\ No newline at end of file`
 //! markers.
+//!
+//! Hostile headers never panic: ranges beyond [`MAX_LINE_NUMBER`] are rejected and every
+//! position is computed with checked arithmetic.
 
 /// One parsed hunk.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,11 +22,16 @@ struct Hunk {
     header_line: usize,
 }
 
+/// Largest line number or count a hunk header may name (far beyond any file `fs.applyPatch`
+/// reads; anything larger is a hostile or broken header).
+pub const MAX_LINE_NUMBER: usize = 100_000_000;
+
 fn parse_range(s: &str) -> Option<(usize, usize)> {
-    match s.split_once(',') {
-        Some((a, b)) => Some((a.parse().ok()?, b.parse().ok()?)),
-        None => Some((s.parse().ok()?, 1)),
-    }
+    let (a, b) = match s.split_once(',') {
+        Some((a, b)) => (a.parse().ok()?, b.parse().ok()?),
+        None => (s.parse().ok()?, 1),
+    };
+    (a <= MAX_LINE_NUMBER && b <= MAX_LINE_NUMBER).then_some((a, b))
 }
 
 fn parse(patch: &str) -> Result<(Vec<Hunk>, bool), String> {
@@ -41,10 +49,12 @@ fn parse(patch: &str) -> Result<(Vec<Hunk>, bool), String> {
                 (Some(o), Some(nw), None) if o.starts_with('-') && nw.starts_with('+') => (o, nw),
                 _ => return Err(format!("patch line {n}: malformed hunk header {line:?}")),
             };
-            let (old_start, old_len) = parse_range(&old[1..])
-                .ok_or_else(|| format!("patch line {n}: bad old range {old:?}"))?;
-            let (_, new_len) = parse_range(&new[1..])
-                .ok_or_else(|| format!("patch line {n}: bad new range {new:?}"))?;
+            let (old_start, old_len) = parse_range(&old[1..]).ok_or_else(|| {
+                format!("patch line {n}: bad old range {old:?} (numbers up to {MAX_LINE_NUMBER})")
+            })?;
+            let (_, new_len) = parse_range(&new[1..]).ok_or_else(|| {
+                format!("patch line {n}: bad new range {new:?} (numbers up to {MAX_LINE_NUMBER})")
+            })?;
             hunks.push(Hunk {
                 old_start,
                 old_len,
@@ -138,28 +148,38 @@ pub fn apply(original: &str, patch: &str) -> Result<String, String> {
                 h.header_line
             ));
         }
-        if start + h.old_len > old_lines.len() {
-            return Err(format!(
-                "hunk at patch line {}: needs lines {}..{} but the file has {} lines",
-                h.header_line,
-                start + 1,
-                start + h.old_len,
-                old_lines.len()
-            ));
-        }
+        let end = start
+            .checked_add(h.old_len)
+            .filter(|e| *e <= old_lines.len())
+            .ok_or_else(|| {
+                format!(
+                    "hunk at patch line {}: needs lines {}..{} but the file has {} lines",
+                    h.header_line,
+                    start.saturating_add(1),
+                    start.saturating_add(h.old_len),
+                    old_lines.len()
+                )
+            })?;
         out.extend(old_lines[cursor..start].iter().map(|s| (*s).to_owned()));
         let mut at = start;
         for (tag, text) in &h.lines {
             match tag {
                 '+' => out.push(text.clone()),
                 _ => {
-                    if old_lines[at] != text {
+                    // `parse` checked that the old side has `old_len` lines, so `at < end`.
+                    let Some(found) = old_lines.get(at).filter(|_| at < end) else {
+                        return Err(format!(
+                            "hunk at patch line {}: runs past file line {end}",
+                            h.header_line
+                        ));
+                    };
+                    if *found != text {
                         return Err(format!(
                             "hunk at patch line {} does not match file line {}: expected {:?}, found {:?}",
                             h.header_line,
                             at + 1,
                             text,
-                            old_lines[at]
+                            found
                         ));
                     }
                     if *tag == ' ' {
@@ -177,9 +197,9 @@ pub fn apply(original: &str, patch: &str) -> Result<String, String> {
         let s = if h.old_len == 0 {
             h.old_start
         } else {
-            h.old_start - 1
+            h.old_start.saturating_sub(1)
         };
-        s + h.old_len == old_lines.len()
+        s.checked_add(h.old_len) == Some(old_lines.len())
     });
     let trailing = if touches_end {
         !no_newline_at_end
@@ -236,10 +256,61 @@ mod tests {
             ("", "no hunks"),
             ("@@ -1,1 +1,1 @@\n*one\n+1\n", "must start with"),
             ("@@ bogus @@\n", "malformed hunk header"),
+            (
+                "@@ -18446744073709551615,2 +1,2 @@\n-a\n-b\n+a\n+b\n",
+                "bad old range",
+            ),
+            (
+                "@@ -100000000,2 +1,2 @@\n-a\n-b\n+a\n+b\n",
+                "the file has 5 lines",
+            ),
+            ("@@ -1,99999999999 +1 @@\n-one\n", "bad old range"),
+            ("@@ -1 +1,18446744073709551616 @@\n-one\n", "bad new range"),
         ];
         for (p, want) in cases {
             let err = apply(FILE, p).unwrap_err();
             assert!(err.contains(want), "{p:?}: {err}");
+        }
+    }
+
+    use proptest::prelude::*;
+
+    /// Patch-like text: headers with arbitrary (often huge) numbers and hunk lines.
+    fn patchish() -> impl Strategy<Value = String> {
+        let header = (
+            prop_oneof![any::<u64>(), u64::MAX - 4..=u64::MAX, 0u64..20],
+            prop_oneof![
+                Just(None),
+                (0u64..4).prop_map(Some),
+                any::<u64>().prop_map(Some)
+            ],
+            0u64..12,
+            0u64..12,
+        )
+            .prop_map(|(a, b, c, d)| match b {
+                Some(b) => format!("@@ -{a},{b} +{c},{d} @@"),
+                None => format!("@@ -{} +{c},{d} @@", a % 12),
+            });
+        let line = prop_oneof![
+            header,
+            "[ +-][a-c]{0,3}",
+            Just("\\ No newline at end of file".to_owned()),
+            Just(String::new()),
+            ".{0,12}",
+        ];
+        proptest::collection::vec(line, 0..12).prop_map(|ls| ls.join("\n"))
+    }
+
+    proptest! {
+        /// `apply` returns `Ok` or `Err` for any patch and file text; it never panics.
+        #[test]
+        fn apply_never_panics(patch in patchish(), file in "([a-c]{0,3}\n){0,8}[a-c]{0,2}") {
+            let _ = apply(&file, &patch);
+        }
+
+        #[test]
+        fn apply_never_panics_on_any_text(patch in ".{0,200}", file in ".{0,100}") {
+            let _ = apply(&file, &patch);
         }
     }
 }

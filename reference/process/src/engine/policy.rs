@@ -8,15 +8,24 @@
 //!   prefix; `confirm` runs allowlisted commands and asks a [`Confirm`] for the rest (the CLI's
 //!   confirmer is non-interactive and denies, saying so); `deny` runs no command at all.
 //! - The allowlist is an extension field `commandAllowlist` (argv prefixes written as
-//!   space-separated strings); by default it is the guide's `command_exit` MVP allowlist
-//!   (guide "Phase iteration loops").
+//!   space-separated strings). For the model's `terminal.*` actions it is EMPTY by default, so
+//!   under the default `confirm` policy a non-interactive run denies every model command
+//!   unless the task config lists it. Runner checks (`command_exit` gates, judge `command`
+//!   rules) are admitted by the guide's `command_exit` MVP allowlist (guide "Phase iteration
+//!   loops") plus `commandAllowlist` ([`admit_check_command`]). An allowlisted prefix is not a
+//!   sandbox: `cargo test` runs code the model wrote.
+//! - `workspace_only` also keeps every path out of git metadata: a path with a component
+//!   named `.git` (any case) is refused, and writes to `.gitattributes` are refused
+//!   (git runs filter/diff drivers named there); writes refuse symlinked components
+//!   ([`resolve_for_write`]).
 //! - `allowShell` (extension, default `false`) lets `terminal.exec` hand a command line with
 //!   shell syntax to `sh -c`.
 
 use serde::{Deserialize, Serialize};
 use std::path::{Component, Path, PathBuf};
 
-/// The guide's `command_exit` allowlisted prefixes (guide "Phase iteration loops").
+/// The guide's `command_exit` allowlisted prefixes (guide "Phase iteration loops"): the
+/// allowlist of runner checks ([`admit_check_command`]), not of model commands.
 pub const DEFAULT_COMMAND_ALLOWLIST: [&str; 11] = [
     "pytest",
     "uv run pytest",
@@ -53,8 +62,9 @@ pub enum CommandPolicy {
     Deny,
 }
 
-/// loop-engine "Task Config Schema" `riskPolicy`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// loop-engine "Task Config Schema" `riskPolicy` (default: no network, `confirm`,
+/// `workspace_only`, an empty model allowlist, no shell).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RiskPolicy {
     /// `browser.fetch` is refused unless true.
@@ -66,31 +76,20 @@ pub struct RiskPolicy {
     /// How paths are confined.
     #[serde(default)]
     pub path_policy: PathPolicy,
-    /// Extension: allowlisted argv prefixes (`"cargo test"`).
-    #[serde(default = "default_allowlist")]
+    /// Extension: allowlisted argv prefixes (`"cargo test"`) for model commands; empty by
+    /// default. Checks also get the guide's list ([`admit_check_command`]).
+    #[serde(default)]
     pub command_allowlist: Vec<String>,
     /// Extension: `terminal.exec` may use `sh -c` for shell syntax.
     #[serde(default)]
     pub allow_shell: bool,
 }
 
-fn default_allowlist() -> Vec<String> {
+fn guide_allowlist() -> Vec<String> {
     DEFAULT_COMMAND_ALLOWLIST
         .iter()
         .map(|s| (*s).to_owned())
         .collect()
-}
-
-impl Default for RiskPolicy {
-    fn default() -> Self {
-        RiskPolicy {
-            allow_network: false,
-            command_policy: CommandPolicy::default(),
-            path_policy: PathPolicy::default(),
-            command_allowlist: default_allowlist(),
-            allow_shell: false,
-        }
-    }
 }
 
 /// loop-engine "Task Config Schema" `budget` (all optional; absent = unlimited), plus a
@@ -212,6 +211,22 @@ pub fn admit_command(
     }
 }
 
+/// Applies `commandPolicy` to a runner check's `argv` (a `command_exit` gate or a judge
+/// `command` rule, written by the package or task author, not the model): the allowlist is
+/// the guide's `command_exit` MVP list (guide "Phase iteration loops") plus the task's
+/// `commandAllowlist`. `deny` still denies.
+pub fn admit_check_command(
+    policy: &RiskPolicy,
+    confirm: &dyn Confirm,
+    argv: &[String],
+) -> Result<(), String> {
+    let mut widened = policy.clone();
+    let mut list = guide_allowlist();
+    list.extend(policy.command_allowlist.iter().cloned());
+    widened.command_allowlist = list;
+    admit_command(&widened, confirm, argv)
+}
+
 /// `allowNetwork` (loop-engine "Task Config Schema").
 pub fn admit_network(policy: &RiskPolicy, url: &str) -> Result<(), String> {
     if policy.allow_network {
@@ -223,9 +238,64 @@ pub fn admit_network(policy: &RiskPolicy, url: &str) -> Result<(), String> {
     }
 }
 
+/// Whether a path component names git metadata (`.git`, any case: case-insensitive file
+/// systems fold `.GIT` onto it).
+fn is_git_dir_name(name: &std::ffi::OsStr) -> bool {
+    name.to_string_lossy().eq_ignore_ascii_case(".git")
+}
+
+/// Refuses a path that has a `.git` component: git runs hooks, fsmonitor commands and
+/// filters named in `.git/config`, so the model may not touch git metadata.
+fn refuse_git_metadata(raw: &str, path: &Path) -> Result<(), String> {
+    if path.components().any(|c| match c {
+        Component::Normal(n) => is_git_dir_name(n),
+        _ => false,
+    }) {
+        return Err(format!(
+            "pathPolicy workspace_only: {raw:?} is inside git metadata (.git/); it is off limits"
+        ));
+    }
+    Ok(())
+}
+
+/// [`resolve_in_workspace`] for a write (fs.write, fs.applyPatch, checkpoint.restore, the
+/// fan-in publish and its rollback): additionally refuses `.gitattributes` (any case; it names
+/// filter and diff drivers git would run) and any symlink among the existing components
+/// below the workspace, the final one included, so a write never goes through a link.
+/// Call it again right before writing when directories were created in between.
+pub fn resolve_for_write(workspace: &Path, raw: &str) -> Result<PathBuf, String> {
+    let full = resolve_in_workspace(workspace, raw)?;
+    if Path::new(raw).components().any(|c| match c {
+        Component::Normal(n) => n.to_string_lossy().eq_ignore_ascii_case(".gitattributes"),
+        _ => false,
+    }) {
+        return Err(format!(
+            "pathPolicy workspace_only: writing {raw:?} is refused (.gitattributes names programs git would run)"
+        ));
+    }
+    let mut at = workspace.to_path_buf();
+    for c in Path::new(raw).components() {
+        if let Component::Normal(n) = c {
+            at.push(n);
+            match at.symlink_metadata() {
+                Ok(m) if m.file_type().is_symlink() => {
+                    return Err(format!(
+                        "pathPolicy workspace_only: {raw:?} goes through a symlink ({}); writes never follow links",
+                        at.strip_prefix(workspace).unwrap_or(&at).display()
+                    ));
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    }
+    Ok(full)
+}
+
 /// `pathPolicy: workspace_only`: resolves a workspace-relative path to an absolute one inside
 /// `workspace` (which must already be canonical). Rejects empty paths, absolute paths, `..`
-/// segments, and paths whose existing part resolves (through symlinks) outside the workspace.
+/// segments, paths into git metadata (`.git`, any case, also when reached through a
+/// symlink), and paths whose existing part resolves (through symlinks) outside the workspace.
 /// The path need not exist yet (for writes); its nearest existing ancestor is canonicalized.
 pub fn resolve_in_workspace(workspace: &Path, raw: &str) -> Result<PathBuf, String> {
     if raw.is_empty() {
@@ -257,6 +327,7 @@ pub fn resolve_in_workspace(workspace: &Path, raw: &str) -> Result<PathBuf, Stri
             }
         }
     }
+    refuse_git_metadata(raw, &clean)?;
     let full = workspace.join(&clean);
     // Canonicalize the deepest existing ancestor (the path itself when it exists), so a
     // symlink anywhere along the way is followed before the containment check.
@@ -286,6 +357,7 @@ pub fn resolve_in_workspace(workspace: &Path, raw: &str) -> Result<PathBuf, Stri
     for name in rest.into_iter().rev() {
         out.push(name);
     }
+    refuse_git_metadata(raw, out.strip_prefix(workspace).unwrap_or(&out))?;
     Ok(out)
 }
 
@@ -309,7 +381,10 @@ mod tests {
         let c: TaskConfig = serde_json::from_str(text).unwrap();
         assert_eq!(c.budget.max_tool_calls, Some(200));
         assert_eq!(c.risk_policy.command_policy, CommandPolicy::Confirm);
-        assert_eq!(c.risk_policy.command_allowlist.len(), 11);
+        assert!(
+            c.risk_policy.command_allowlist.is_empty(),
+            "model commands have no default allowlist"
+        );
         let bad = r#"{"riskPolicy": {"pathPolicy": "anywhere"}}"#;
         let err = serde_json::from_str::<TaskConfig>(bad)
             .unwrap_err()
@@ -319,7 +394,7 @@ mod tests {
 
     #[test]
     fn allowlist_matches_whole_tokens_only() {
-        let list = default_allowlist();
+        let list = guide_allowlist();
         assert!(allowlisted(&list, &argv("cargo test -p x")));
         assert!(allowlisted(&list, &argv("python3 -m pytest -q")));
         assert!(!allowlisted(&list, &argv("cargo testx")));
@@ -329,7 +404,10 @@ mod tests {
 
     #[test]
     fn command_policies() {
-        let mut p = RiskPolicy::default();
+        let mut p = RiskPolicy {
+            command_allowlist: guide_allowlist(),
+            ..RiskPolicy::default()
+        };
         let deny = DenyConfirm;
         assert!(admit_command(&p, &deny, &argv("cargo test")).is_ok());
         let err = admit_command(&p, &deny, &argv("ls -l")).unwrap_err();
@@ -351,6 +429,80 @@ mod tests {
         p.command_policy = CommandPolicy::Deny;
         let err = admit_command(&p, &deny, &argv("cargo test")).unwrap_err();
         assert!(err.starts_with("commandPolicy deny"), "{err}");
+    }
+
+    /// The default policy denies every model command in a non-interactive run; runner checks
+    /// keep the guide's `command_exit` allowlist (plus the task's).
+    #[test]
+    fn model_commands_have_no_default_allowlist_but_checks_keep_the_guides() {
+        let p = RiskPolicy::default();
+        let deny = DenyConfirm;
+        let err = admit_command(&p, &deny, &argv("cargo test")).unwrap_err();
+        assert!(err.contains("non-interactive"), "{err}");
+        assert!(admit_check_command(&p, &deny, &argv("cargo test -q")).is_ok());
+        assert!(admit_check_command(&p, &deny, &argv("rm -rf x")).is_err());
+        let listed = RiskPolicy {
+            command_allowlist: vec!["make lint".into()],
+            ..RiskPolicy::default()
+        };
+        assert!(admit_command(&listed, &deny, &argv("make lint")).is_ok());
+        assert!(admit_command(&listed, &deny, &argv("cargo test")).is_err());
+        assert!(admit_check_command(&listed, &deny, &argv("make lint")).is_ok());
+        let denied = RiskPolicy {
+            command_policy: CommandPolicy::Deny,
+            ..RiskPolicy::default()
+        };
+        assert!(admit_check_command(&denied, &deny, &argv("cargo test")).is_err());
+    }
+
+    #[test]
+    fn git_metadata_is_off_limits_in_any_case_and_through_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+        for bad in [
+            ".git/config",
+            ".git",
+            "./.git/hooks/pre-commit",
+            "sub/.GIT/config",
+            ".Git/hooks/x",
+        ] {
+            let err = resolve_in_workspace(&ws, bad).unwrap_err();
+            assert!(err.contains("git metadata"), "{bad}: {err}");
+        }
+        assert!(resolve_in_workspace(&ws, ".gitignore").is_ok());
+        assert!(resolve_in_workspace(&ws, ".github/x.yml").is_ok());
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(ws.join(".git"), ws.join("meta")).unwrap();
+            let err = resolve_in_workspace(&ws, "meta/hooks/pre-commit").unwrap_err();
+            assert!(err.contains("git metadata"), "{err}");
+        }
+        for bad in [".gitattributes", "sub/.GITATTRIBUTES"] {
+            let err = resolve_for_write(&ws, bad).unwrap_err();
+            assert!(err.contains(".gitattributes"), "{bad}: {err}");
+            assert!(resolve_in_workspace(&ws, bad).is_ok(), "reading is fine");
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn writes_refuse_symlinked_components_even_inside_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(ws.join("inner")).unwrap();
+        std::fs::write(ws.join("inner/f"), "x").unwrap();
+        std::os::unix::fs::symlink(ws.join("inner"), ws.join("alias")).unwrap();
+        std::os::unix::fs::symlink(ws.join("inner/f"), ws.join("flink")).unwrap();
+        assert!(resolve_in_workspace(&ws, "alias/f").is_ok());
+        for bad in ["alias/f", "alias/new", "flink"] {
+            let err = resolve_for_write(&ws, bad).unwrap_err();
+            assert!(err.contains("symlink"), "{bad}: {err}");
+        }
+        assert_eq!(
+            resolve_for_write(&ws, "inner/new/deeper").unwrap(),
+            ws.join("inner/new/deeper")
+        );
     }
 
     #[test]

@@ -92,9 +92,14 @@ impl Pattern {
 
     /// Every non-overlapping match in `text`.
     pub fn find_iter<'t>(&self, text: &'t str) -> Result<Vec<&'t str>, PatternError> {
+        Ok(self.spans(text)?.into_iter().map(|(_, m)| m).collect())
+    }
+
+    /// Every non-overlapping match in `text` with its byte offset.
+    pub fn spans<'t>(&self, text: &'t str) -> Result<Vec<(usize, &'t str)>, PatternError> {
         self.re
             .find_iter(text)
-            .map(|m| m.map(|m| m.as_str()).map_err(runtime))
+            .map(|m| m.map(|m| (m.start(), m.as_str())).map_err(runtime))
             .collect()
     }
 

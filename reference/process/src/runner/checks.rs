@@ -13,8 +13,10 @@
 //! - `artifact_regex` targets: `deliverables` (the phase's files), `changed_files` (files the
 //!   attempt wrote), `summary` (the attempt's last agent message), `output` (all its agent
 //!   messages), `auto` (deliverables when the phase declares any, otherwise output).
-//! - `command_exit` runs its argv through the tool executor (so the task's command policy
-//!   applies) when enabled at runtime, else it is `skipped`.
+//! - `command_exit` runs its argv through the tool executor when enabled at runtime, else it
+//!   is `skipped`. The task's command policy applies with the runner checks' allowlist (the
+//!   guide's `command_exit` list plus `commandAllowlist`); the call counts against the
+//!   tool-call budgets and is not run (`error`) when they are used up.
 //! - `tool_metric` reads `metric_path` (dotted) from the named tool's structured output.
 //!   Bundled Python tools are not executed by this runner: their output comes from a
 //!   [`crate::engine::tools::ToolOutputs`] provider (in deterministic runs, the script's
@@ -28,6 +30,7 @@
 
 use super::RunState;
 use crate::engine::action::{Observation, ToolAction};
+use crate::engine::budget::Budget;
 use crate::engine::event::EventType;
 use crate::engine::judge::{
     JudgeResult, JudgeStatus, compare, judge_command_output, judge_llm, judge_regex,
@@ -308,13 +311,16 @@ fn compare_json(op: Operator, actual: &Json, expected: &Json) -> Result<bool, St
 }
 
 /// Evaluates the iteration gates (guide "Phase iteration loops"). `verifier` is the attempt's
-/// verifier output (for `verifier_field`). Command gates emit their tool-call events.
+/// verifier output (for `verifier_field`); `lp` is the phase's loop budget (its tool calls so
+/// far; the caller adds the gate calls afterwards). Command gates emit their tool-call events.
 pub(crate) fn gates(
     st: &mut RunState<'_>,
     view: &AttemptView<'_>,
     gates: &[Gate],
     verifier: &Json,
+    lp: &Budget,
 ) -> Vec<Check> {
+    let mut gate_calls = 0u64;
     let mut out = Vec::new();
     for (i, gate) in gates.iter().enumerate() {
         let name = gate.id.clone().unwrap_or_else(|| format!("gate-{}", i + 1));
@@ -364,17 +370,36 @@ pub(crate) fn gates(
                 value,
                 timeout_seconds,
             }) => {
-                if st.req.options.enable_command_exit_gates {
+                let loop_fits = lp
+                    .limits
+                    .max_tool_calls
+                    .is_none_or(|m| lp.tool_calls.saturating_add(gate_calls) < m);
+                if !st.req.options.enable_command_exit_gates {
+                    JudgeResult::new(
+                        JudgeStatus::Skipped,
+                        vec!["command_exit gates are disabled at runtime (execution.enable_iteration_command_exit_gate, guide \"Phase iteration loops\")".into()],
+                        vec![],
+                    )
+                } else if !loop_fits || !st.run_budget.tool_calls_fit(1) {
+                    JudgeResult::new(
+                        JudgeStatus::Error,
+                        vec![format!(
+                            "gate command not run: the {} tool-call budget is used up",
+                            if loop_fits { "run's" } else { "loop's" }
+                        )],
+                        vec![],
+                    )
+                } else {
                     let call_id = format!("gate:{}#{}:{name}", view.phase.id, view.attempt);
                     let payload = json!({"phase": view.phase.id, "attempt": view.attempt, "toolCallId": call_id, "type": "terminal.run", "origin": "gate", "argv": argv});
                     st.emit(EventType::ToolCallStarted, payload);
                     let timeout = timeout_seconds
                         .and_then(|s| u64::try_from(s).ok())
-                        .map(std::time::Duration::from_secs)
-                        .unwrap_or(st.req.options.command_timeout);
-                    let obs = st.exec.run_argv_with_timeout(argv, None, timeout);
+                        .map(std::time::Duration::from_secs);
+                    let obs = st.exec.run_check_argv(argv, None, timeout);
                     st.run_budget.tool_calls += 1;
-                    st.emit(EventType::ToolCallFinished, json!({"phase": view.phase.id, "attempt": view.attempt, "toolCallId": call_id, "type": "terminal.run", "ok": obs.ok}));
+                    gate_calls += 1;
+                    st.emit(EventType::ToolCallFinished, json!({"phase": view.phase.id, "attempt": view.attempt, "toolCallId": call_id, "type": "terminal.run", "origin": "gate", "ok": obs.ok}));
                     st.emit(EventType::Observation, json!({"phase": view.phase.id, "attempt": view.attempt, "toolCallId": call_id, "observation": obs}));
                     let base = judge_command_output(&obs, &call_id, None, None);
                     match obs.exit_code {
@@ -398,12 +423,6 @@ pub(crate) fn gates(
                             }
                         }
                     }
-                } else {
-                    JudgeResult::new(
-                        JudgeStatus::Skipped,
-                        vec!["command_exit gates are disabled at runtime (execution.enable_iteration_command_exit_gate, guide \"Phase iteration loops\")".into()],
-                        vec![],
-                    )
                 }
             }
             Some(GateKind::ToolMetric {

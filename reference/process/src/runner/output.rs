@@ -21,7 +21,7 @@
 use super::RunState;
 use crate::engine::action::{Observation, ToolAction};
 use crate::engine::event::EventType;
-use crate::engine::tools::{normalize, read_workspace_file};
+use crate::engine::tools::{normalize, read_workspace_bytes, read_workspace_file};
 use crate::package::{
     ConflictPolicy, FinalizerInputPolicy, OutputCoordination, OutputStrategy, Phase, PublishMode,
 };
@@ -137,9 +137,9 @@ pub(crate) fn finalize(st: &mut RunState<'_>, phase: &Phase, attempt: u32) -> Ve
     } else {
         reasons.clear();
     }
-    let mut written: Vec<(String, Option<String>)> = Vec::new();
+    let mut written: Vec<(String, Option<Vec<u8>>)> = Vec::new();
     for (path, content) in &staged {
-        let previous = read_workspace_file(st.exec.workspace(), path);
+        let previous = read_workspace_bytes(st.exec.workspace(), path);
         let action = ToolAction::FsWrite {
             id: format!("finalize:{}#{attempt}:{path}", phase.id),
             path: path.clone(),
@@ -152,10 +152,8 @@ pub(crate) fn finalize(st: &mut RunState<'_>, phase: &Phase, attempt: u32) -> Ve
             reasons.push(format!("publish {path}: {}", obs.summary));
             if publish == PublishMode::Transactional {
                 for (p, prev) in written.drain(..).rev() {
-                    let undo = match prev {
-                        Some(c) => std::fs::write(st.exec.workspace().join(&p), c),
-                        None => std::fs::remove_file(st.exec.workspace().join(&p)),
-                    };
+                    // Through the write path policy: never through a symlink or into .git.
+                    let undo = st.exec.restore_file(&p, prev.as_deref());
                     if let Err(e) = undo {
                         reasons.push(format!("rollback {p}: {e}"));
                     }

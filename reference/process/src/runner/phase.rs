@@ -9,6 +9,7 @@
 //!    (injected clock), tokens and tool calls across the loop; score-like gates that do not
 //!    improve for `stop_on_no_improvement_attempts` attempts stop it. With `strategy:
 //!    full_rerun` the workspace is restored to its state at phase start before each retry;
+//!    fan-in intermediates under `.loom/` are cleared too (checkpoints exclude `.loom/`);
 //!    with `targeted_remediation` it is kept and the failing checks' reasons are passed to
 //!    the model as feedback (both strategies get the feedback).
 //! 4. Exit when all blocking checks pass, or limits/budgets are exhausted.
@@ -296,6 +297,18 @@ pub(crate) fn run_phase(st: &mut RunState<'_>, ph: &Phase, wave: usize) -> Phase
                     checkpoint_id: cp.clone(),
                 },
             );
+            // Checkpoints leave `.loom/` alone, so the fan-in intermediates of the failed
+            // attempt are cleared here: a stale one must never be published.
+            if output::is_fan_in(st, ph) {
+                let dir = output::intermediate_dir(st, ph);
+                if let Err(e) = st.exec.clear_dir(&dir) {
+                    st.emit(
+                        EventType::Error,
+                        json!({"phase": ph.id, "attempt": attempt, "code": "reset_failed",
+                               "message": format!("full_rerun: cannot clear {dir}: {e}")}),
+                    );
+                }
+            }
         }
         st.emit(EventType::StateChanged, json!({"scope": "attempt", "phase": ph.id, "attempt": attempt, "from": "pending", "to": "running"}));
         let turns = run_turns(st, ph, attempt, &feedback, &mut lp);
@@ -330,7 +343,7 @@ pub(crate) fn run_phase(st: &mut RunState<'_>, ph: &Phase, wave: usize) -> Phase
         }
         all.extend(rule_checks);
         let verifier = checks::verifier_output(&all);
-        let gate_checks = checks::gates(st, &view, &gates, &verifier);
+        let gate_checks = checks::gates(st, &view, &gates, &verifier, &lp);
         lp.tool_calls += gate_checks
             .iter()
             .filter(|c| {
@@ -376,9 +389,8 @@ pub(crate) fn run_phase(st: &mut RunState<'_>, ph: &Phase, wave: usize) -> Phase
             .map(|f| {
                 (
                     f.clone(),
-                    crate::engine::tools::read_workspace_file(st.exec.workspace(), f)
-                        .unwrap_or_default()
-                        .into_bytes(),
+                    crate::engine::tools::read_workspace_bytes(st.exec.workspace(), f)
+                        .unwrap_or_default(),
                 )
             })
             .collect();

@@ -8,15 +8,21 @@
 //! - `scripts/<case-id>.task.json` (optional): a loop-engine "Task Config Schema" object for
 //!   the run (budget, risk policy); `goal` and `workspace` are taken from the case.
 //!
+//! A case id names files, so at runtime it must match `^[a-z0-9][a-z0-9_.-]*$` without `..`
+//! ([`check_case_id`]); any other id fails the case without touching the file system.
+//!
 //! The run uses a manual clock starting at [`DETERMINISTIC_START_MS`] that advances 1 ms per
-//! reading, and a seed derived from the case id, so a case's events are byte-identical on
-//! every run. `timeout_seconds` becomes the run's `maxWallTimeMs` on that clock (unless the
+//! reading, and a seed derived from the package name and the case id (so different packages'
+//! cases get different run ids); the scripted model is named by its package-relative path
+//! (`scripted:scripts/<case-id>.yaml`), so a case's events are byte-identical on every run,
+//! whatever path the package was given by. `timeout_seconds` becomes the run's `maxWallTimeMs` on that clock (unless the
 //! task config sets a smaller one); `requires_network` sets `allowNetwork`.
 //!
 //! A case passes when every acceptance assertion holds: `phases.must_include` phases ran
 //! (were started: a failure-path case may include a phase that fails); `deliverables.must_exist` files exist in the workspace; no
 //! `verification.forbidden_patterns` regex matches the verification output (every
-//! `JudgeResult` reason and every `Error` message of the run). A case without acceptance
+//! `JudgeResult` reason and every `Error` message of each phase's FINAL attempt — earlier
+//! attempts that a retry repaired do not count — plus run-level errors). A case without acceptance
 //! assertions passes when the run completes. A model error (for example a script that runs
 //! out) always fails the case. `live` cases are skipped: they need real providers.
 
@@ -64,6 +70,25 @@ pub struct CaseReport {
     pub events_jsonl: String,
 }
 
+/// A case id is used in file names (`scripts/<id>.yaml`, `<events-dir>/<id>.jsonl`): it must
+/// match `^[a-z0-9][a-z0-9_.-]*$` and must not contain `..`.
+pub fn check_case_id(id: &str) -> Result<(), String> {
+    let ok_first = id
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    let ok_rest = id
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '.' | '-'));
+    if ok_first && ok_rest && !id.contains("..") {
+        Ok(())
+    } else {
+        Err(format!(
+            "test case id {id:?} is not usable as a file name: it must match ^[a-z0-9][a-z0-9_.-]*$ without \"..\" (guide \"Process test manifest\")"
+        ))
+    }
+}
+
 /// The scripted model file of `case_id` in `package_dir`, if present.
 pub fn script_path(package_dir: &Path, case_id: &str) -> Option<PathBuf> {
     ["yaml", "yml", "json"]
@@ -88,8 +113,8 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-fn seed_for(case_id: &str) -> u64 {
-    let d = Sha256::digest(case_id.as_bytes());
+fn seed_for(package: &str, case_id: &str) -> u64 {
+    let d = Sha256::digest(format!("{package}\0{case_id}").as_bytes());
     u64::from_be_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]])
 }
 
@@ -122,6 +147,9 @@ pub fn run_case(
             events_jsonl: String::new(),
         };
     }
+    if let Err(e) = check_case_id(&case.id) {
+        return fail(&case.id, e);
+    }
     let Some(script) = script_path(package_dir, &case.id) else {
         return fail(
             &case.id,
@@ -132,7 +160,11 @@ pub fn run_case(
             ),
         );
     };
-    let model = match ScriptedModel::from_file(&script) {
+    let shown = script
+        .strip_prefix(package_dir)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| script.display().to_string());
+    let model = match ScriptedModel::from_file_named(&script, &shown) {
         Ok(m) => m,
         Err(e) => return fail(&case.id, e.0),
     };
@@ -195,7 +227,7 @@ pub fn run_case(
     let req = RunRequest {
         goal: case.goal.clone(),
         workspace: dir.path().to_path_buf(),
-        seed: seed_for(&case.id),
+        seed: seed_for(&process.name, &case.id),
         task,
         options: options.clone(),
     };
@@ -212,9 +244,20 @@ pub fn run_case(
         ));
     }
     let mut verification_output = Vec::new();
+    // forbidden_patterns read each phase's final attempt only (a repaired earlier attempt
+    // does not fail the case); events without a phase and attempt always count.
+    let final_attempt = |e: &crate::engine::event::Event| {
+        let phase = e.payload.get("phase").and_then(|p| p.as_str());
+        let attempt = e.payload.get("attempt").and_then(|a| a.as_u64());
+        match (phase.and_then(|p| outcome.phases.get(p)), attempt) {
+            (Some(o), Some(a)) => a == u64::from(o.attempts),
+            _ => true,
+        }
+    };
     for e in &outcome.events {
+        let counts = final_attempt(e);
         match e.kind {
-            EventType::JudgeResult => {
+            EventType::JudgeResult if counts => {
                 if let Some(rs) = e.payload.get("reasons").and_then(|r| r.as_array()) {
                     verification_output
                         .extend(rs.iter().filter_map(|r| r.as_str()).map(str::to_owned));
@@ -226,7 +269,9 @@ pub fn run_case(
                     .get("message")
                     .and_then(|m| m.as_str())
                     .unwrap_or("");
-                verification_output.push(msg.to_owned());
+                if counts {
+                    verification_output.push(msg.to_owned());
+                }
                 if e.payload.get("code").and_then(|c| c.as_str()) == Some("model_error") {
                     failures.push(format!("model error: {msg}"));
                 }
@@ -308,5 +353,86 @@ pub fn run_case(
         notes,
         run_status: Some(outcome.status),
         events_jsonl: to_jsonl(&outcome.events),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::policy::DenyConfirm;
+
+    fn fixture() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/run_fixtures/release-notes")
+    }
+
+    fn case(yaml: &str) -> TestCase {
+        serde_saphyr::from_str(yaml).expect("test case parses")
+    }
+
+    fn run(pkg: &Path, c: &TestCase) -> CaseReport {
+        let loaded = crate::package::dir::load_dir(pkg).expect("fixture loads");
+        run_case(
+            &loaded.process,
+            pkg,
+            c,
+            &RunOptions::default(),
+            Arc::new(DenyConfirm),
+        )
+    }
+
+    #[test]
+    fn case_ids_must_be_file_name_safe() {
+        for ok in ["smoke", "a", "0-x", "x_y.z", "a.b-c"] {
+            assert!(check_case_id(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "", "../x", "a/b", "..", "a..b", ".hidden", "-x", "Smoke", "a b", "/abs",
+        ] {
+            let err = check_case_id(bad).unwrap_err();
+            assert!(err.contains("^[a-z0-9][a-z0-9_.-]*$"), "{bad}: {err}");
+        }
+    }
+
+    /// A traversing id fails its case before any file is looked up, even when the file it
+    /// names exists (here: the package's own process.yaml read as a "script").
+    #[test]
+    fn a_traversing_case_id_fails_the_case_with_the_reason() {
+        let r = run(&fixture(), &case("id: ../process\ngoal: G\n"));
+        assert_eq!(r.status, CaseStatus::Fail);
+        assert_eq!(r.failures.len(), 1, "{:?}", r.failures);
+        assert!(r.failures[0].contains("not usable as a file name"), "{r:?}");
+        assert!(r.run_status.is_none() && r.events_jsonl.is_empty());
+    }
+
+    #[test]
+    fn seeds_differ_per_package_for_the_same_case_id() {
+        assert_ne!(seed_for("pkg-a", "smoke"), seed_for("pkg-b", "smoke"));
+        assert_eq!(seed_for("pkg-a", "smoke"), seed_for("pkg-a", "smoke"));
+    }
+
+    /// The fixture's `write` phase leaves `[TBD]` in attempt 1 and patches it out in attempt 2:
+    /// a forbidden pattern on the repaired attempt's reasons does not fail the case, one on
+    /// the final attempt does.
+    #[test]
+    fn forbidden_patterns_read_the_final_attempt_only() {
+        let r = run(
+            &fixture(),
+            &case(
+                "id: smoke\ngoal: G\nacceptance:\n  verification:\n    forbidden_patterns: [\"TBD\"]\n",
+            ),
+        );
+        assert!(r.events_jsonl.contains("TBD"), "attempt 1 did flag it");
+        assert_eq!(r.status, CaseStatus::Pass, "{:?}", r.failures);
+        let r = run(
+            &fixture(),
+            &case(
+                "id: smoke\ngoal: G\nacceptance:\n  verification:\n    forbidden_patterns: [\"CHANGELOG\"]\n",
+            ),
+        );
+        assert_eq!(
+            r.status,
+            CaseStatus::Fail,
+            "the final attempt's llm reason matches"
+        );
     }
 }
