@@ -138,6 +138,7 @@ rules! {
     PLANNER_SUBTASK_UNKNOWN_PHASE = "planner_examples.subtask.unknown_phase", Warning, "Planner examples", "a subtask id does not mirror a phase id";
     PLANNER_MODEL_TIER_RANGE = "planner_examples.model_tier.range", Error, "Planner examples", "a subtask `model_tier` must be 1, 2 or 3";
     TESTS_ID_REQUIRED = "tests.id.required", Error, "Process test manifest", "a test case needs `id`";
+    TESTS_ID_FORMAT = "tests.id.format", Error, "Process test manifest", "a test `id` names files (`scripts/<id>.yaml`, `<id>.jsonl`): it must match ^[a-z0-9][a-z0-9_.-]*$ and contain no `..`";
     TESTS_ID_DUPLICATE = "tests.id.duplicate", Error, "Process test manifest", "test ids must be unique per package";
     TESTS_MODE_VALUE = "tests.mode.value", Error, "Process test manifest", "`mode` must be deterministic or live";
     TESTS_GOAL_REQUIRED = "tests.goal.required", Error, "Process test manifest", "a test case needs a non-empty `goal`";

@@ -209,6 +209,78 @@ impl Node {
         Some(node)
     }
 
+    /// The node at a diagnostic path, mutably.
+    fn get_mut(&mut self, path: &str) -> Option<&mut Node> {
+        let mut node = self;
+        for step in parse_path(path)? {
+            node = match (step, &mut node.kind) {
+                (Step::Key(k), NodeKind::Map(entries)) => {
+                    &mut entries.iter_mut().find(|(key, _)| key.name == k)?.1
+                }
+                (Step::Index(i), NodeKind::Seq(items)) => items.get_mut(i)?,
+                _ => return None,
+            };
+        }
+        Some(node)
+    }
+
+    /// Replaces the value at `path` (keeping its position); false if there is no such node.
+    pub fn replace(&mut self, path: &str, kind: NodeKind) -> bool {
+        match self.get_mut(path) {
+            Some(node) => {
+                node.kind = kind;
+                node.raw = None;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Removes the mapping entry at `path` (a path ending in a key); false if `path` does not
+    /// name a present mapping entry.
+    pub fn remove_key(&mut self, path: &str) -> bool {
+        let Some((parent, key)) = split_last_key(path) else {
+            return false;
+        };
+        match self.get_mut(parent).map(|n| &mut n.kind) {
+            Some(NodeKind::Map(entries)) => {
+                let before = entries.len();
+                entries.retain(|(k, _)| k.name != key);
+                entries.len() < before
+            }
+            _ => false,
+        }
+    }
+
+    /// Adds the mapping entry at `path` (a path ending in a key) with `kind`, positioned at
+    /// the mapping; false if the parent is not a mapping or already has the key.
+    pub fn insert_key(&mut self, path: &str, kind: NodeKind) -> bool {
+        let Some((parent, key)) = split_last_key(path) else {
+            return false;
+        };
+        let Some(node) = self.get_mut(parent) else {
+            return false;
+        };
+        let pos = node.pos;
+        match &mut node.kind {
+            NodeKind::Map(entries) if !entries.iter().any(|(k, _)| k.name == key) => {
+                entries.push((
+                    Key {
+                        name: key.to_string(),
+                        pos,
+                    },
+                    Node {
+                        pos,
+                        kind,
+                        raw: None,
+                    },
+                ));
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// The position of the deepest existing node along `path` (the node itself if it exists,
     /// otherwise its nearest present ancestor, e.g. the mapping missing a required key).
     pub fn position_of(&self, path: &str) -> Pos {
@@ -235,6 +307,23 @@ impl Node {
         }
         best
     }
+}
+
+/// `a.b[2].c` → `("a.b[2]", "c")`; `None` when the path does not end in a key.
+fn split_last_key(path: &str) -> Option<(&str, &str)> {
+    let (parent, key) = path.rsplit_once('.').unwrap_or(("", path));
+    (!key.is_empty() && !key.contains(['[', ']'])).then_some((parent, key))
+}
+
+/// The path of the node containing `path`'s node: `a.b[2].c` → `a.b[2]`, `a[2]` → `a`,
+/// `a` → `""`.
+pub fn parent_path(path: &str) -> &str {
+    if let Some(stripped) = path.strip_suffix(']')
+        && let Some(i) = stripped.rfind('[')
+    {
+        return &path[..i];
+    }
+    path.rsplit_once('.').map_or("", |(parent, _)| parent)
 }
 
 /// The plain scalar written at `pos` (1-based line, 1-based character column): up to the
@@ -430,6 +519,66 @@ pub struct ShapeError {
     pub pos: Pos,
     /// Human-readable message.
     pub message: String,
+    /// What the node should have been, when known (wrong types and enum values).
+    pub expected: Option<Expected>,
+}
+
+/// What a model field expects, as far as the deserializer can tell: used to describe a wrong
+/// type and to build a neutral stand-in value ([`Expected::placeholder`]) so that
+/// deserialization can continue past a bad value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expected {
+    /// `true` / `false`.
+    Bool,
+    /// An integer.
+    Int,
+    /// A non-negative integer.
+    UInt,
+    /// A number (integer or float).
+    Number,
+    /// A string.
+    Str,
+    /// A sequence.
+    Seq,
+    /// A mapping.
+    Map,
+    /// One of these strings (an enum).
+    OneOf(&'static [&'static str]),
+}
+
+impl Expected {
+    /// The type as messages name it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Expected::Bool => "a boolean",
+            Expected::Int => "an integer",
+            Expected::UInt => "a non-negative integer",
+            Expected::Number => "a number",
+            Expected::Str | Expected::OneOf(_) => "a string",
+            Expected::Seq => "a sequence",
+            Expected::Map => "a mapping",
+        }
+    }
+
+    /// A value of the expected type; for an enum, `preferred` if it is one of the variants,
+    /// else the first variant.
+    pub fn placeholder(self, preferred: Option<&str>) -> NodeKind {
+        match self {
+            Expected::Bool => NodeKind::Bool(false),
+            Expected::Int | Expected::UInt => NodeKind::Int(0),
+            Expected::Number => NodeKind::Float(0.0),
+            Expected::Str => NodeKind::Str(String::new()),
+            Expected::Seq => NodeKind::Seq(Vec::new()),
+            Expected::Map => NodeKind::Map(Vec::new()),
+            Expected::OneOf(variants) => {
+                let pick = preferred
+                    .filter(|p| variants.contains(p))
+                    .or_else(|| variants.first().copied())
+                    .unwrap_or_default();
+                NodeKind::Str(pick.to_string())
+            }
+        }
+    }
 }
 
 /// A key the model does not know (reported as a warning).
@@ -453,6 +602,8 @@ pub struct DeError {
     pub kind: ShapeErrorKind,
     /// For a missing field: its name (the enclosing mapping extends its path with it).
     pub missing: Option<&'static str>,
+    /// What the node should have been, when the failing deserializer knows.
+    pub expected: Option<Expected>,
     /// Path and position, filled in by the deserializer closest to the failure.
     pub at: Option<(String, Pos)>,
 }
@@ -471,6 +622,7 @@ impl de::Error for DeError {
             message: msg.to_string(),
             kind: ShapeErrorKind::WrongType,
             missing: None,
+            expected: None,
             at: None,
         }
     }
@@ -479,6 +631,7 @@ impl de::Error for DeError {
             message: format!("missing required key `{field}`"),
             kind: ShapeErrorKind::MissingField,
             missing: Some(field),
+            expected: None,
             at: None,
         }
     }
@@ -494,6 +647,7 @@ impl de::Error for DeError {
             ),
             kind: ShapeErrorKind::UnknownVariant,
             missing: None,
+            expected: Some(Expected::OneOf(expected)),
             at: None,
         }
     }
@@ -503,10 +657,19 @@ impl de::Error for DeError {
 pub fn from_node<'a, T: Deserialize<'a>>(
     node: &'a Node,
 ) -> Result<(T, Vec<UnknownKey>), ShapeError> {
+    from_node_at(node, "")
+}
+
+/// Deserializes `T` from a subtree that sits at `path` in its document (errors and unknown
+/// keys carry full document paths).
+pub fn from_node_at<'a, T: Deserialize<'a>>(
+    node: &'a Node,
+    path: &str,
+) -> Result<(T, Vec<UnknownKey>), ShapeError> {
     let unknown = RefCell::new(Vec::new());
     let result = T::deserialize(NodeDeserializer {
         node,
-        path: String::new(),
+        path: path.to_string(),
         unknown: &unknown,
     });
     match result {
@@ -518,6 +681,7 @@ pub fn from_node<'a, T: Deserialize<'a>>(
                 path,
                 pos,
                 message: err.message,
+                expected: err.expected,
             })
         }
     }
@@ -562,19 +726,23 @@ impl<'a, 'u> NodeDeserializer<'a, 'u> {
         err
     }
 
-    fn wrong_type(&self, expected: &str) -> DeError {
+    fn wrong_type(&self, expected: Expected) -> DeError {
+        let integer = matches!(expected, Expected::Int | Expected::UInt);
         let message = match &self.node.kind {
             // Integers YAML could not fit: above u64 saphyr reads a float, above i64 a UInt.
-            NodeKind::UInt(_) if expected.contains("integer") => {
+            NodeKind::UInt(_) if integer => {
                 "integer out of range (at most 9223372036854775807)".to_string()
             }
             NodeKind::Float(_)
-                if expected.contains("integer")
-                    && self.node.raw.as_deref().is_some_and(is_integer_text) =>
+                if integer && self.node.raw.as_deref().is_some_and(is_integer_text) =>
             {
                 "integer out of range (at most 9223372036854775807)".to_string()
             }
-            found => format!("expected {expected}, found {}", found.type_name()),
+            found => format!(
+                "expected {}, found {}",
+                expected.describe(),
+                found.type_name()
+            ),
         };
         DeError {
             message,
@@ -584,6 +752,7 @@ impl<'a, 'u> NodeDeserializer<'a, 'u> {
                 ShapeErrorKind::WrongType
             },
             missing: None,
+            expected: Some(expected),
             at: Some((self.path.clone(), self.node.pos)),
         }
     }
@@ -617,14 +786,14 @@ impl<'de, 'a: 'de, 'u> Deserializer<'de> for NodeDeserializer<'a, 'u> {
     fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
         match self.node.kind {
             NodeKind::Bool(b) => visitor.visit_bool(b).map_err(|e| self.locate(e)),
-            _ => Err(self.wrong_type("a boolean")),
+            _ => Err(self.wrong_type(Expected::Bool)),
         }
     }
 
     fn deserialize_i64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
         match self.node.kind {
             NodeKind::Int(i) => visitor.visit_i64(i).map_err(|e| self.locate(e)),
-            _ => Err(self.wrong_type("an integer")),
+            _ => Err(self.wrong_type(Expected::Int)),
         }
     }
 
@@ -632,7 +801,7 @@ impl<'de, 'a: 'de, 'u> Deserializer<'de> for NodeDeserializer<'a, 'u> {
         match self.node.kind {
             NodeKind::Int(i) if i >= 0 => visitor.visit_i64(i).map_err(|e| self.locate(e)),
             NodeKind::UInt(u) => visitor.visit_u64(u).map_err(|e| self.locate(e)),
-            _ => Err(self.wrong_type("a non-negative integer")),
+            _ => Err(self.wrong_type(Expected::UInt)),
         }
     }
 
@@ -641,7 +810,7 @@ impl<'de, 'a: 'de, 'u> Deserializer<'de> for NodeDeserializer<'a, 'u> {
             NodeKind::Float(f) => visitor.visit_f64(f),
             // Whole numbers are valid ratios (`critical_claim_support_ratio: 1`).
             NodeKind::Int(i) => visitor.visit_f64(i as f64),
-            _ => return Err(self.wrong_type("a number")),
+            _ => return Err(self.wrong_type(Expected::Number)),
         }
         .map_err(|e| self.locate(e))
     }
@@ -660,7 +829,7 @@ impl<'de, 'a: 'de, 'u> Deserializer<'de> for NodeDeserializer<'a, 'u> {
                 NodeKind::Int(_) | NodeKind::UInt(_) | NodeKind::Float(_) | NodeKind::Bool(_),
                 Some(raw),
             ) => visitor.visit_borrowed_str(raw).map_err(|e| self.locate(e)),
-            _ => Err(self.wrong_type("a string")),
+            _ => Err(self.wrong_type(Expected::Str)),
         }
     }
 
@@ -702,7 +871,7 @@ impl<'de, 'a: 'de, 'u> Deserializer<'de> for NodeDeserializer<'a, 'u> {
                     parent: &self,
                 })
                 .map_err(|e| self.locate(e)),
-            _ => Err(self.wrong_type("a sequence")),
+            _ => Err(self.wrong_type(Expected::Seq)),
         }
     }
 
@@ -715,7 +884,7 @@ impl<'de, 'a: 'de, 'u> Deserializer<'de> for NodeDeserializer<'a, 'u> {
                     parent: &self,
                 })
                 .map_err(|e| self.locate(e)),
-            _ => Err(self.wrong_type("a mapping")),
+            _ => Err(self.wrong_type(Expected::Map)),
         }
     }
 
@@ -726,7 +895,7 @@ impl<'de, 'a: 'de, 'u> Deserializer<'de> for NodeDeserializer<'a, 'u> {
         visitor: V,
     ) -> Result<V::Value, DeError> {
         let NodeKind::Map(entries) = &self.node.kind else {
-            return Err(self.wrong_type("a mapping"));
+            return Err(self.wrong_type(Expected::Map));
         };
         for (key, _) in entries {
             if !fields.contains(&key.name.as_str()) {
@@ -753,14 +922,14 @@ impl<'de, 'a: 'de, 'u> Deserializer<'de> for NodeDeserializer<'a, 'u> {
     fn deserialize_enum<V: Visitor<'de>>(
         self,
         _name: &'static str,
-        _variants: &'static [&'static str],
+        variants: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, DeError> {
         match &self.node.kind {
             NodeKind::Str(s) => visitor
                 .visit_enum(s.as_str().into_deserializer())
                 .map_err(|e: DeError| self.locate(e)),
-            _ => Err(self.wrong_type("a string")),
+            _ => Err(self.wrong_type(Expected::OneOf(variants))),
         }
     }
 

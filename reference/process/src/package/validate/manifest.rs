@@ -1,5 +1,7 @@
 //! guide "Process test manifest": "id is required and must be unique per package; mode must
 //! be deterministic or live; goal is required; timeout_seconds must be greater than zero".
+//! An id also names files (`loom-process test` reads `scripts/<id>.yaml` and writes
+//! `<id>.jsonl`), so it must be a safe file-name stem ([`is_safe_test_id`]).
 
 use std::collections::BTreeMap;
 
@@ -16,6 +18,15 @@ pub(super) fn check(ctx: &mut Ctx<'_>, p: &Process) {
                 &rules::TESTS_ID_REQUIRED,
                 format!("{base}.id"),
                 "test `id` is empty",
+            );
+        } else if !is_safe_test_id(&case.id) {
+            ctx.emit(
+                &rules::TESTS_ID_FORMAT,
+                format!("{base}.id"),
+                format!(
+                    "test id {:?} is used as a file name: use lowercase letters, digits, `_`, `.` and `-`, starting with a letter or digit, without `..`",
+                    case.id
+                ),
             );
         } else if let Some(j) = first.get(case.id.as_str()) {
             ctx.emit(
@@ -67,6 +78,49 @@ pub(super) fn check(ctx: &mut Ctx<'_>, p: &Process) {
                     "invalid regex",
                 );
             }
+        }
+    }
+}
+
+/// `^[a-z0-9][a-z0-9_.-]*$` without `..`: a file-name stem that cannot climb out of its
+/// directory (`/`, `\`, `..`), hide itself (leading `.`) or differ only by case on a
+/// case-insensitive file system. The guide's manifest example uses `smoke`.
+pub fn is_safe_test_id(id: &str) -> bool {
+    let mut bytes = id.bytes();
+    bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        && bytes.all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'.' | b'-')
+        })
+        && !id.contains("..")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_safe_test_id;
+
+    #[test]
+    fn test_ids_are_safe_file_name_stems() {
+        for ok in ["smoke", "live-check", "case_2", "v1.2", "0day", "a.b-c_d"] {
+            assert!(is_safe_test_id(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            ".hidden",
+            "../x",
+            "a/b",
+            "a\\b",
+            "a..b",
+            "Smoke",
+            "-x",
+            "_x",
+            "a b",
+            "caf\u{e9}",
+            "x..",
+            "a:b",
+        ] {
+            assert!(!is_safe_test_id(bad), "{bad:?}");
         }
     }
 }

@@ -2,14 +2,16 @@
 //!
 //! Stages: parse into a positioned tree (syntax and duplicate keys), deserialize the model
 //! from it (types, required keys, enum values, unknown keys), then the guide's semantic rules,
-//! one module per guide section. Structural problems stop at the first one found (serde
-//! cannot continue past a value it could not build); semantic rules are all reported.
+//! one module per guide section. A syntax error or duplicate key stops the report (there is
+//! no tree to read); every structural error is reported, the tree being patched past each
+//! one ([`repair`]), and so is every semantic finding that is not a follow-on of a patch.
 
 mod extras;
 mod iteration;
 mod manifest;
 mod metadata;
 mod phases;
+mod repair;
 mod shape;
 mod validity;
 mod verification;
@@ -21,7 +23,7 @@ use super::model::Process;
 use super::pattern::{Pattern, PatternError};
 use super::report::{Diagnostic, Report};
 use super::rules::{self, Rule};
-use super::yaml_pos::{Node, NodeKind, Pos, from_node};
+use super::yaml_pos::{Node, NodeKind, Pos};
 
 /// Validator settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,7 +71,7 @@ pub fn load_str(yaml: &str) -> Result<Validated, Report> {
 
 /// Loads and validates YAML text.
 pub fn load_str_with(yaml: &str, opts: &ValidateOptions) -> Result<Validated, Report> {
-    let node = match Node::parse(yaml) {
+    let mut node = match Node::parse(yaml) {
         Ok(node) => node,
         Err((message, pos, duplicate)) => {
             let rule = if duplicate {
@@ -101,9 +103,9 @@ pub fn load_str_with(yaml: &str, opts: &ValidateOptions) -> Result<Validated, Re
             ),
         )]));
     }
-    let (process, unknown) = match from_node::<Process>(&node) {
-        Ok(ok) => ok,
-        Err(err) => return Err(Report::new(vec![shape::diagnostic(&err, &node)])),
+    let built = repair::build(&mut node);
+    let Some((process, unknown)) = built.value else {
+        return Err(Report::new(built.diags));
     };
     let mut ctx = Ctx {
         node: &node,
@@ -126,7 +128,13 @@ pub fn load_str_with(yaml: &str, opts: &ValidateOptions) -> Result<Validated, Re
         }
     }
     check_all(&mut ctx, &process);
-    let report = Report::new(ctx.diags);
+    let mut diags = built.diags;
+    diags.extend(
+        ctx.diags
+            .into_iter()
+            .filter(|d| !built.poison.covers(&d.path)),
+    );
+    let report = Report::new(diags);
     if report.is_valid() {
         Ok(Validated { process, report })
     } else {
