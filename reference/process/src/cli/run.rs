@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::exit;
-use crate::engine::chat::{ChatConfig, ChatModel, DialFetch};
+use crate::engine::chat::{ChatModel, DialFetch, config_from_env};
 use crate::engine::clock::{Clock, ManualClock, SystemClock};
 use crate::engine::event::{summarize, to_jsonl};
 use crate::engine::model::{Model, ScriptedModel};
@@ -117,7 +117,7 @@ pub fn model_from_spec_in(
             Ok((m.clone(), Some(m)))
         }
         Some(("chat", name)) if !name.is_empty() => {
-            let config = ChatConfig::from_env(name, env)?;
+            let config = config_from_env(name, env)?;
             let dial = Arc::new(HyperDial::new(MAX_HTTP_BODY));
             Ok((Arc::new(ChatModel::new(config, dial)?), None))
         }

@@ -75,7 +75,7 @@ pub enum ToolAction {
     FsSearch {
         /// Action id.
         id: String,
-        /// Regular expression (Rust `regex` syntax).
+        /// Regular expression (the packages' Python `re` dialect, `package::pattern`), matched per line.
         pattern: String,
         /// Workspace-relative files or directories; the whole workspace when empty.
         #[serde(default)]

@@ -20,34 +20,27 @@ use loom_plsp::http::{Dial, HttpRequest};
 use serde_json::{Value as Json, json};
 use std::sync::Arc;
 
-/// Where and how to reach the model.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChatConfig {
-    /// Base URL up to and including the version, e.g. `https://api.openai.com/v1`.
-    pub base_url: String,
-    /// Model name.
-    pub model: String,
-    /// Bearer token, if the server wants one.
-    pub api_key: Option<String>,
-    /// `max_tokens` of each completion.
-    pub max_tokens: u32,
-}
+/// Where and how to reach the model: the same configuration as PLSP's chat engine.
+pub use loom_plsp::engine::chat::ChatConfig;
 
-impl ChatConfig {
-    /// `model` with the base URL from `LOOM_PROCESS_BASE_URL` (or `OPENAI_BASE_URL`) and the
-    /// key from `LOOM_PROCESS_API_KEY` (or `OPENAI_API_KEY`), read through `get` so only the
-    /// CLI touches the real environment.
-    pub fn from_env(model: &str, get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
-        let base_url = get("LOOM_PROCESS_BASE_URL")
-            .or_else(|| get("OPENAI_BASE_URL"))
-            .ok_or("LOOM_PROCESS_BASE_URL (or OPENAI_BASE_URL) is not set, e.g. http://127.0.0.1:8080/v1")?;
-        Ok(ChatConfig {
-            base_url: base_url.trim_end_matches('/').to_owned(),
-            model: model.to_owned(),
-            api_key: get("LOOM_PROCESS_API_KEY").or_else(|| get("OPENAI_API_KEY")),
-            max_tokens: 2048,
-        })
-    }
+/// `model` with the base URL from `LOOM_PROCESS_BASE_URL` (or `OPENAI_BASE_URL`) and the key
+/// from `LOOM_PROCESS_API_KEY` (or `OPENAI_API_KEY`), read through `get` so only the CLI
+/// touches the real environment.
+pub fn config_from_env(
+    model: &str,
+    get: impl Fn(&str) -> Option<String>,
+) -> Result<ChatConfig, String> {
+    let base_url = get("LOOM_PROCESS_BASE_URL")
+        .or_else(|| get("OPENAI_BASE_URL"))
+        .ok_or(
+            "LOOM_PROCESS_BASE_URL (or OPENAI_BASE_URL) is not set, e.g. http://127.0.0.1:8080/v1",
+        )?;
+    Ok(ChatConfig {
+        base_url: base_url.trim_end_matches('/').to_owned(),
+        model: model.to_owned(),
+        api_key: get("LOOM_PROCESS_API_KEY").or_else(|| get("OPENAI_API_KEY")),
+        max_tokens: 2048,
+    })
 }
 
 const ACT_CONTRACT: &str = "Reply with ONE JSON object and nothing else: {\"message\": string, \"actions\": [tool actions], \"done\": boolean}. Each action is a Loop Engine Tool Action v1 object with a unique \"id\" and a \"type\" among terminal.run {program, args, cwd?}, terminal.exec {cmd, cwd?}, fs.read {path}, fs.write {path, content}, fs.applyPatch {path, patch}, fs.search {pattern, paths}, git.status, git.diff {path?}, git.commit {message}, checkpoint.create {label?}, checkpoint.restore {checkpointId}, browser.fetch {url}. Paths are workspace-relative. Set done to true when the phase's deliverables are complete.";
@@ -453,17 +446,17 @@ mod tests {
     }
 
     #[test]
-    fn config_from_env() {
+    fn config_comes_from_the_environment() {
         let env = |k: &str| match k {
             "OPENAI_BASE_URL" => Some("http://h/v1/".to_owned()),
             "OPENAI_API_KEY" => Some("sk".to_owned()),
             _ => None,
         };
-        let c = ChatConfig::from_env("m", env).unwrap();
+        let c = config_from_env("m", env).unwrap();
         assert_eq!(
             (c.base_url.as_str(), c.api_key.as_deref()),
             ("http://h/v1", Some("sk"))
         );
-        assert!(ChatConfig::from_env("m", |_| None).is_err());
+        assert!(config_from_env("m", |_| None).is_err());
     }
 }
