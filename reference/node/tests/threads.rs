@@ -396,3 +396,52 @@ async fn tasks_move_by_the_table_and_by_the_right_actor() {
     .await
     .expect_error(400, "ENVELOPE_INVALID");
 }
+
+/// §11.4: the fork thread exists as soon as the fork is applied (parent link, the parent's
+/// participants), takes its first envelopes like any thread, and ends `merged`.
+#[tokio::test]
+async fn a_fork_thread_is_created_used_and_merged() {
+    let n = TestNode::new();
+    let (alice, bob) = pair(&n).await;
+    let (t, root) = start(&n, &alice, &bob).await;
+    let f = n.thread_id();
+    let op = alice.op(
+        &n,
+        &t,
+        "thread.fork@v1",
+        json!({"fork_thread_id": f, "forked_from": root["id"]}),
+    );
+    alice.send(&n, op).await.expect(201);
+    let fork = n
+        .get(&format!("/v1/threads/{f}"), &bob.token)
+        .await
+        .expect(200)
+        .body;
+    assert_eq!(fork["state"], "active");
+    assert_eq!(
+        fork["linked_threads"],
+        json!([{"thread_id": t, "relation": "parent"}])
+    );
+    assert_eq!(fork["participants"].as_array().unwrap().len(), 2);
+    // Bob opens the fork's discussion and Alice replies; both land in the fork.
+    let first = bob.message(&n, &f, None, &[&alice], "in the fork");
+    bob.send(&n, first.clone()).await.expect(201);
+    let reply = alice.message(&n, &f, first["id"].as_str(), &[&bob], "agreed");
+    alice.send(&n, reply).await.expect(201);
+    let list = n
+        .get(&format!("/v1/threads/{f}/envelopes"), &bob.token)
+        .await
+        .expect(200);
+    assert_eq!(list.body["envelopes"].as_array().unwrap().len(), 2);
+    // A fork into the thread itself is refused.
+    let op = alice.op(
+        &n,
+        &t,
+        "thread.fork@v1",
+        json!({"fork_thread_id": t, "forked_from": root["id"]}),
+    );
+    alice.send(&n, op).await.expect(400);
+    let op = alice.op(&n, &t, "thread.merge@v1", json!({"fork_thread_id": f}));
+    alice.send(&n, op).await.expect(201);
+    assert_eq!(state(&n, bob.token.clone(), f).await, "merged");
+}
