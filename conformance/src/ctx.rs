@@ -48,6 +48,8 @@ pub struct Ctx {
     registered: u32,
     /// The human who delegates to the case's agents (§6.4), registered on first use.
     sponsor: Option<Identity>,
+    /// Pooled identities handed out so far, by type (`pool` provisioning).
+    pooled: std::collections::BTreeMap<String, usize>,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -85,6 +87,7 @@ impl Ctx {
             timeout_scale,
             registered: 0,
             sponsor: None,
+            pooled: std::collections::BTreeMap::new(),
         })
     }
 
@@ -157,10 +160,43 @@ impl Ctx {
 
     /// Registers and logs in a fresh identity `name-<case tag>-<n>` of `kind` on the target,
     /// with the members its type requires ([`Ctx::type_members`]).
+    /// With `pool` provisioning, the case's next pooled identity of `kind` is logged in
+    /// instead (nothing is registered).
     pub async fn identity(&mut self, name: &str, kind: &str) -> Result<Ident, Finding> {
+        if self.target.pool.is_some() {
+            return self.pooled_identity(kind).await;
+        }
         let id = self.fresh_identity(name, kind)?;
         let members = self.type_members(id.address(), kind).await?;
         self.register_and_login(id.with_members(members)).await
+    }
+
+    /// The case's next pooled identity of `kind`, logged in.
+    async fn pooled_identity(&mut self, kind: &str) -> Result<Ident, Finding> {
+        let k = self.pooled.get(kind).copied().unwrap_or(0);
+        self.pooled.insert(kind.to_owned(), k + 1);
+        let id = match self.target.pooled(kind, k) {
+            Some(Ok(id)) => id,
+            Some(Err(e)) => return Err(Finding::Error(format!("setup: profile pool: {e}"))),
+            None => {
+                return Err(Finding::Error(format!(
+                    "setup: this case needs {} identities of type {kind}, the profile's pool lists {}; add [[provisioning.identity]] entries",
+                    k + 1,
+                    self.target.pooled_count(kind)
+                )));
+            }
+        };
+        let s = id.login(&mut self.client).await.map_err(|e| {
+            Finding::Error(format!(
+                "setup: could not log in pooled identity {} ({e}); check its key_id and seed_hex in the profile",
+                id.address()
+            ))
+        })?;
+        Ok(Ident {
+            id,
+            token: s.access_token,
+            refresh: s.refresh_token,
+        })
     }
 
     /// A fresh, unregistered identity `name-<case tag>-<n>` of `kind` (no type members).

@@ -8,7 +8,7 @@ use loom_client::{Client, Identity, Trust};
 use loom_protocol::clock::Clock;
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What the harness knows about a target.
@@ -27,7 +27,7 @@ pub struct TargetInfo {
     /// TLS trust for https targets.
     pub trust: Option<Trust>,
     /// `pool` provisioning: identities not yet handed out.
-    pub pool: Option<Mutex<Vec<PoolIdentity>>>,
+    pub pool: Option<Vec<PoolIdentity>>,
     /// Whether this is the embedded reference node.
     pub embedded: bool,
 }
@@ -67,21 +67,32 @@ impl TargetInfo {
         self.capabilities.as_ref().and_then(|c| c.pointer(pointer))
     }
 
-    /// A pooled identity of `kind`, if the profile provides one.
-    pub fn take_pooled(&self, kind: &str) -> Option<Result<Identity, String>> {
-        let pool = self.pool.as_ref()?;
-        let mut pool = pool.lock().unwrap_or_else(|p| p.into_inner());
-        let i = pool.iter().position(|p| p.kind == kind)?;
-        let p = pool.remove(i);
+    /// The `k`-th (0-based) pooled identity of `kind`, if the profile provides that many.
+    /// Pooled identities are shared by all cases; within a case each `k` is a different
+    /// identity, so a case asking for alice and bob gets two of them.
+    pub fn pooled(&self, kind: &str, k: usize) -> Option<Result<Identity, String>> {
+        let p = self
+            .pool
+            .as_ref()?
+            .iter()
+            .filter(|p| p.kind == kind)
+            .nth(k)?;
         let seed: Option<[u8; 32]> = hex::decode(&p.seed_hex)
             .ok()
             .and_then(|b| b.try_into().ok());
         Some(
-            seed.ok_or_else(|| format!("{}: bad seed", p.address))
+            seed.ok_or_else(|| format!("{}: seed_hex is not 64 hex digits", p.address))
                 .and_then(|s| Identity::from_seed(&p.address, &s).map_err(|e| e.to_string()))
                 .and_then(|id| id.with_key_id(&p.key_id).map_err(|e| e.to_string()))
                 .map(|id| id.with_type(&p.kind)),
         )
+    }
+
+    /// How many pooled identities of `kind` the profile lists.
+    pub fn pooled_count(&self, kind: &str) -> usize {
+        self.pool
+            .as_ref()
+            .map_or(0, |p| p.iter().filter(|p| p.kind == kind).count())
     }
 }
 
@@ -158,7 +169,7 @@ async fn probe_with(
                         .unwrap_or_default(),
                 };
                 let pool = (profile.provisioning.mode == "pool")
-                    .then(|| Mutex::new(profile.provisioning.identity.clone()));
+                    .then(|| profile.provisioning.identity.clone());
                 return Ok(TargetInfo {
                     url: url.trim_end_matches('/').to_owned(),
                     domain,

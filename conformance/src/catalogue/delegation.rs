@@ -274,12 +274,19 @@ async fn revocation_recorded(cx: &mut Ctx) -> Verdict {
     cx.expect_status(i, 200)?;
     let i = cx.get("/v1/events", &bot.token).await?;
     let body = cx.body_of(i, 200)?;
-    let found = body["events"]
+    // This revocation's event: the one naming its delegation id when the node says, else the
+    // latest delegation.revoked (identities may be shared with other cases under a pool).
+    let revoked: Vec<&Value> = body["events"]
         .as_array()
         .into_iter()
         .flatten()
-        .find(|e| e["type"] == "delegation.revoked")
-        .cloned();
+        .filter(|e| e["type"] == "delegation.revoked")
+        .collect();
+    let found = revoked
+        .iter()
+        .find(|e| e["payload"]["delegation_id"] == json!(id))
+        .or(revoked.last())
+        .map(|e| (*e).clone());
     let Some(ev) = found else {
         return cx.expect_that(
             false,

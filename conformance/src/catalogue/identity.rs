@@ -367,7 +367,8 @@ pub const CASES: &[Case] = &[
         spec: &["v1.1 §16.3", "v1.1 §14.2"],
         requirement: "A key added with POST /v1/identity/me/keys can log in; once revoked with DELETE /v1/identity/me/keys/{key_id} it MUST no longer be active or log in.",
         covers: &["R-14.2-06", "R-16.3-01"],
-        needs: &[Need::Provisioning],
+        // Changes the identity's keys: it needs identities no concurrent case shares.
+        needs: &[Need::Registration],
         how: "Add a second signing key, log in with it (200), revoke it, resolve the document (key not active) and log in with it again (4xx).",
         mutant: Mutant::Quirk("ignore-key-revocation"),
         run: |cx| Box::pin(add_and_revoke_key(cx)),
@@ -379,7 +380,8 @@ pub const CASES: &[Case] = &[
         spec: &["v1.1 §6.3", "v1.1 §16.3"],
         requirement: "A human identity MUST keep at least one signing key: revoking its only signing key is refused.",
         covers: &["R-6.3-01"],
-        needs: &[Need::Provisioning],
+        // Changes the identity's keys: it needs identities no concurrent case shares.
+        needs: &[Need::Registration],
         how: "DELETE /v1/identity/me/keys/{alice's only key}; expect a 4xx §24.1 refusal, and the document still lists the key as active.",
         mutant: Mutant::Quirk("allow-revoking-last-key"),
         run: |cx| Box::pin(last_key_kept(cx)),
