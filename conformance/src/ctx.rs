@@ -4,6 +4,7 @@
 
 use crate::case::{Finding, Verdict, fail};
 use crate::target::TargetInfo;
+use loom_client::api::encode_component;
 use loom_client::{Client, EnvelopeFactory, Identity, MessageDraft, Transcript};
 use loom_protocol::clock::Clock;
 use serde_json::{Value, json};
@@ -261,6 +262,36 @@ impl Ctx {
         })
     }
 
+    /// Every event of `who` from `GET /v1/events` (after `since`, if given), following
+    /// `has_more`/`next_cursor` pages (at most 50), so a case finds its own events however
+    /// many other activity the identity has (pooled identities are shared by every case).
+    pub async fn events(
+        &mut self,
+        who: &Ident,
+        since: Option<&str>,
+    ) -> Result<Vec<Value>, Finding> {
+        let mut out = Vec::new();
+        let mut cursor = since.map(str::to_owned);
+        for page in 0..50 {
+            // The first page starts after the event id `since`; later pages resume at the
+            // node's `next_cursor`.
+            let path = match &cursor {
+                Some(c) if page == 0 => format!("/v1/events?since={}", encode_component(c)),
+                Some(c) => format!("/v1/events?cursor={}", encode_component(c)),
+                None => "/v1/events".to_owned(),
+            };
+            let i = self.get(&path, &who.token).await?;
+            let body = self.body_of(i, 200)?;
+            out.extend(body["events"].as_array().cloned().unwrap_or_default());
+            let next = body["next_cursor"].as_str().map(str::to_owned);
+            if body["has_more"] != Value::Bool(true) || next.is_none() || next == cursor {
+                break;
+            }
+            cursor = next;
+        }
+        Ok(out)
+    }
+
     /// 32 fresh bytes from the case's seed (keys of identities a case builds by hand).
     pub fn seed32(&mut self) -> [u8; 32] {
         self.factory.bytes32()
@@ -274,6 +305,15 @@ impl Ctx {
     /// A fresh `env_` id.
     pub fn envelope_id(&mut self) -> String {
         self.factory.envelope_id()
+    }
+
+    /// `address` spelled in upper case after the scheme (`loom://ALICE-…@DOMAIN`): the same
+    /// identity compared case-insensitively, not its canonical form (v1.1 §6.1).
+    pub fn upper_case_address(address: &str) -> String {
+        match address.split_once("://") {
+            Some((scheme, rest)) => format!("{scheme}://{}", rest.to_uppercase()),
+            None => address.to_uppercase(),
+        }
     }
 
     /// The harness clock's now shifted by `ms` (negative: in the past), RFC 3339.

@@ -69,12 +69,12 @@ async fn a_pool_profile_logs_in_its_identities_and_registers_nothing() {
         .expect("node starts");
     let profile = provision(&node.url, 6, 12).await;
     let info = Arc::new(probe(&node.url, &profile, false).await.expect("probe"));
-    let selected = cases(&[
-        "core.envelope.",
-        "core.identity.",
-        "core.delegation.",
-        "core.ops.",
-    ]);
+    // Everything but rate limits (lifted above for the shared identities) and search (a
+    // shared participant's name matches every case's threads).
+    let selected: Vec<&'static Case> = cases(&["core."])
+        .into_iter()
+        .filter(|c| !c.id.starts_with("core.ratelimit.") && !c.id.starts_with("core.search."))
+        .collect();
     let cfg = RunConfig {
         jobs: 4,
         ..RunConfig::default()
@@ -98,7 +98,7 @@ async fn a_pool_profile_logs_in_its_identities_and_registers_nothing() {
             );
         }
     }
-    assert!(passed >= 40, "only {passed} cases passed");
+    assert!(passed >= 150, "only {passed} cases passed");
     assert!(skipped >= 1, "registration cases are skipped under a pool");
 }
 

@@ -88,7 +88,7 @@ async fn local_part_syntax(cx: &mut Ctx) -> Verdict {
 async fn compare_case_insensitive(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let lower = alice.address().to_owned();
-    let mixed = format!("loom://{}", lower["loom://".len()..].to_uppercase());
+    let mixed = Ctx::upper_case_address(&lower);
     let i = cx.get(&resolve_path(&mixed), &alice.token).await?;
     let doc = cx.body_of(i, 200)?;
     cx.expect_eq(

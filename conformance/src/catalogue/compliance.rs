@@ -157,9 +157,8 @@ async fn retracted_event(cx: &mut Ctx) -> Verdict {
     let i = delete(cx, &alice, &env).await?;
     succeeded(cx, i)?;
     let id = env["id"].as_str().unwrap_or("");
-    let i = cx.get("/v1/events", &bob.token).await?;
-    let body = cx.body_of(i, 200)?;
-    let found = body["events"].as_array().into_iter().flatten().any(|e| {
+    let evs = cx.events(&bob, None).await?;
+    let found = evs.iter().any(|e| {
         e["type"] == "envelope.retracted"
             && (e["envelope_id"] == id || e["payload"]["envelope_id"] == id)
     });
@@ -170,10 +169,7 @@ async fn retracted_event(cx: &mut Ctx) -> Verdict {
         ),
         format!(
             "event types = {:?}",
-            body["events"]
-                .as_array()
-                .into_iter()
-                .flatten()
+            evs.iter()
                 .map(|e| e["type"].as_str().unwrap_or("?"))
                 .collect::<Vec<_>>()
         ),

@@ -272,14 +272,11 @@ async fn revocation_recorded(cx: &mut Ctx) -> Verdict {
         )
         .await?;
     cx.expect_status(i, 200)?;
-    let i = cx.get("/v1/events", &bot.token).await?;
-    let body = cx.body_of(i, 200)?;
+    let evs = cx.events(&bot, None).await?;
     // This revocation's event: the one naming its delegation id when the node says, else the
     // latest delegation.revoked (identities may be shared with other cases under a pool).
-    let revoked: Vec<&Value> = body["events"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let revoked: Vec<&Value> = evs
+        .iter()
         .filter(|e| e["type"] == "delegation.revoked")
         .collect();
     let found = revoked
@@ -291,7 +288,7 @@ async fn revocation_recorded(cx: &mut Ctx) -> Verdict {
         return cx.expect_that(
             false,
             "a delegation.revoked event for the delegate (v1.1 §13.4, §17.3)",
-            format!("events = {}", body["events"]),
+            format!("events = {}", Value::Array(evs.clone())),
         );
     };
     let p = &ev["payload"];

@@ -21,17 +21,6 @@ async fn two_envelopes(cx: &mut Ctx) -> Result<(Ident, Ident, String, [String; 2
     Ok((alice, bob, t, ids))
 }
 
-/// The events of `who` (after `since`, if given).
-async fn events(cx: &mut Ctx, who: &Ident, since: Option<&str>) -> Result<Vec<Value>, Finding> {
-    let path = match since {
-        Some(s) => format!("/v1/events?since={s}"),
-        None => "/v1/events".to_owned(),
-    };
-    let i = cx.get(&path, &who.token).await?;
-    let body = cx.body_of(i, 200)?;
-    Ok(body["events"].as_array().cloned().unwrap_or_default())
-}
-
 /// The `envelope.new` event of envelope `env` in `evs`.
 fn new_event<'a>(evs: &'a [Value], env: &str) -> Option<&'a Value> {
     evs.iter().find(|e| {
@@ -46,7 +35,7 @@ fn event_id(e: &Value) -> Option<&str> {
 
 async fn stable_ids(cx: &mut Ctx) -> Verdict {
     let (_, bob, _, ids) = two_envelopes(cx).await?;
-    let first = events(cx, &bob, None).await?;
+    let first = cx.events(&bob, None).await?;
     let (Some(a), Some(b)) = (new_event(&first, &ids[0]), new_event(&first, &ids[1])) else {
         return cx.expect_that(
             false,
@@ -70,7 +59,7 @@ async fn stable_ids(cx: &mut Ctx) -> Verdict {
         "the root's event before the reply's (events in order)",
         format!("positions {pa:?}, {pb:?}"),
     )?;
-    let second = events(cx, &bob, None).await?;
+    let second = cx.events(&bob, None).await?;
     let again: Vec<&str> = [&ids[0], &ids[1]]
         .iter()
         .filter_map(|e| new_event(&second, e).and_then(event_id))
@@ -84,7 +73,7 @@ async fn stable_ids(cx: &mut Ctx) -> Verdict {
 
 async fn since_resumes(cx: &mut Ctx) -> Verdict {
     let (_, bob, _, ids) = two_envelopes(cx).await?;
-    let all = events(cx, &bob, None).await?;
+    let all = cx.events(&bob, None).await?;
     let Some(first) = new_event(&all, &ids[0])
         .and_then(event_id)
         .map(str::to_owned)
@@ -95,7 +84,7 @@ async fn since_resumes(cx: &mut Ctx) -> Verdict {
             format!("events = {}", Value::Array(all.clone())),
         );
     };
-    let after = events(cx, &bob, Some(&first)).await?;
+    let after = cx.events(&bob, Some(&first)).await?;
     cx.expect_that(
         new_event(&after, &ids[0]).is_none() && new_event(&after, &ids[1]).is_some(),
         format!("since={first} returns the reply's event and not the root's (v1.1 §16.8)"),
@@ -109,13 +98,13 @@ async fn since_resumes(cx: &mut Ctx) -> Verdict {
 async fn private(cx: &mut Ctx) -> Verdict {
     let (_, bob, t, ids) = two_envelopes(cx).await?;
     let carol = cx.identity("carol", "human").await?;
-    let mine = events(cx, &bob, None).await?;
+    let mine = cx.events(&bob, None).await?;
     cx.expect_that(
         new_event(&mine, &ids[0]).is_some(),
         "control: the recipient sees the envelope.new event",
         format!("events = {}", Value::Array(mine.clone())),
     )?;
-    let theirs = events(cx, &carol, None).await?;
+    let theirs = cx.events(&carol, None).await?;
     let leaked: Vec<&Value> = theirs
         .iter()
         .filter(|e| {

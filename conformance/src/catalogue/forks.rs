@@ -39,13 +39,6 @@ fn has_link(th: &Value, other: &str, relation: &str) -> bool {
     })
 }
 
-/// The events of `who` from `GET /v1/events`.
-async fn events(cx: &mut Ctx, who: &Ident) -> Result<Vec<Value>, Finding> {
-    let i = cx.get("/v1/events", &who.token).await?;
-    let body = cx.body_of(i, 200)?;
-    Ok(body["events"].as_array().cloned().unwrap_or_default())
-}
-
 /// Whether an event in `evs` names envelope `env`.
 fn names_envelope(evs: &[Value], env: &str) -> bool {
     evs.iter()
@@ -236,7 +229,7 @@ async fn observers(cx: &mut Ctx) -> Verdict {
     let i = cx.send(&alice, &e).await?;
     cx.expect_status(i, 201)?;
     let op = id_of(&e);
-    let evs = events(cx, &carol).await?;
+    let evs = cx.events(&carol, None).await?;
     cx.expect_that(
         names_envelope(&evs, &op),
         format!("observer Carol's /v1/events names the operation {op} (v1.1 §11.5)"),
@@ -256,7 +249,7 @@ async fn removed(cx: &mut Ctx) -> Verdict {
     let i = cx.send(&alice, &e).await?;
     cx.expect_status(i, 201)?;
     let op = id_of(&e);
-    let evs = events(cx, &bob).await?;
+    let evs = cx.events(&bob, None).await?;
     cx.expect_that(
         names_envelope(&evs, &op),
         format!("removed Bob's /v1/events names the removal {op}"),
@@ -297,7 +290,7 @@ async fn spent_event(cx: &mut Ctx) -> Verdict {
     let cap = tok["id"].as_str().unwrap_or_default().to_owned();
     let i = op_with_token(cx, &bob, &t, UPDATE, json!({"subject": "once"}), &tok).await?;
     cx.expect_status(i, 201)?;
-    let evs = events(cx, &bob).await?;
+    let evs = cx.events(&bob, None).await?;
     let seen = evs.iter().any(|e| {
         e["type"] == "capability.spent"
             && (e["payload"]["capability_id"] == cap.as_str() || e["capability_id"] == cap.as_str())

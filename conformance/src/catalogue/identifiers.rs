@@ -9,6 +9,7 @@ use loom_protocol::keys::{public_key_to_spki_pem, sign_b64url};
 use serde_json::{Value, json};
 
 const P: &[Need] = &[Need::Provisioning];
+const R: &[Need] = &[Need::Registration];
 
 /// §8.4: a capability token whose id is not `cap_` + ULID is refused at issue; the same
 /// token with a `cap_` id is accepted and listed under that id.
@@ -137,7 +138,7 @@ pub const CASES: &[Case] = &[
         spec: &["v1.1 §8.4", "v1.0 §8.3"],
         requirement: "Signing key IDs MUST use the prefix k_sign_; a registration listing a signing key id without it is refused.",
         covers: &["R-8.4-08"],
-        needs: P,
+        needs: R,
         how: "Register a fresh identity whose signing_keys add a second Ed25519 key with id sign_device_2 (proof signed by the first, correctly prefixed key); expect a 4xx with a §24.1 body.",
         mutant: Mutant::Quirk("accept-any-signing-key-id"),
         run: |cx| Box::pin(signing_key_wrong_prefix(cx)),
@@ -149,7 +150,7 @@ pub const CASES: &[Case] = &[
         spec: &["v1.1 §8.4", "v1.0 §8.3"],
         requirement: "Encryption key IDs MUST use the prefix k_enc_; a registration listing an encryption key id without it is refused.",
         covers: &["R-8.4-09"],
-        needs: P,
+        needs: R,
         how: "Register a fresh identity with encryption_keys holding a 32-byte X25519 key with id enc_device_1; expect a 4xx with a §24.1 body.",
         mutant: Mutant::Quirk("accept-any-encryption-key-id"),
         run: |cx| Box::pin(encryption_key_wrong_prefix(cx)),

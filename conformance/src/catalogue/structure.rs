@@ -78,7 +78,7 @@ async fn to_with_fragment(cx: &mut Ctx) -> Verdict {
 
 async fn to_mixed_case(cx: &mut Ctx) -> Verdict {
     let (alice, bob, mut env) = setup(cx).await?;
-    let mixed = bob.address().replacen("loom://b", "loom://B", 1);
+    let mixed = Ctx::upper_case_address(bob.address());
     env["to"][0]["identity"] = mixed.into();
     alice.sign(&mut env);
     let i = cx.send(&alice, &env).await?;
@@ -182,9 +182,7 @@ async fn event_ids_prefixed(cx: &mut Ctx) -> Verdict {
     alice.sign(&mut env);
     let i = cx.send(&alice, &env).await?;
     cx.expect_status(i, 201)?;
-    let i = cx.get("/v1/events", &bob.token).await?;
-    let body = cx.body_of(i, 200)?;
-    let evs = body["events"].as_array().cloned().unwrap_or_default();
+    let evs = cx.events(&bob, None).await?;
     cx.expect_that(
         !evs.is_empty(),
         "at least one event for the recipient of a new envelope",
