@@ -69,6 +69,8 @@ fn guided_skips_dependents_of_a_failed_phase_and_goes_on() {
     assert_eq!(out.phases["b"].stop_reason, "max_attempts");
 }
 
+/// Strict: a failure stops the later waves; `d` shares `a`'s wave, so it ran concurrently with
+/// `a` and is not skipped (README "Scheduling and phase mode").
 #[test]
 fn strict_stops_after_the_first_failure() {
     let (out, _d) = quick(&process(&dag("strict", false)), Arc::new(writer(&["a"])));
@@ -77,7 +79,8 @@ fn strict_stops_after_the_first_failure() {
         [
             "a:running",
             "a:failed",
-            "d:skipped",
+            "d:running",
+            "d:completed",
             "b:skipped",
             "c:skipped"
         ]
@@ -498,8 +501,42 @@ fn a_run_budget_halts_the_whole_run() {
     );
     assert_eq!(out.status, RunStatus::Failed);
     assert_eq!(out.stop_reason.as_deref(), Some("run budget_tool_calls"));
-    assert_eq!(out.started, ["a", "d", "b"]);
+    // Wave 1 (a, d) used the two calls; the run halts before wave 2.
+    assert_eq!(out.started, ["a", "d"]);
+    assert_eq!(out.phases["b"].status, PhaseStatus::Skipped);
     assert_eq!(out.phases["c"].status, PhaseStatus::Skipped);
+}
+
+/// The phases of a wave each see the run budget remaining at wave start, so a wave can
+/// overshoot it by their concurrent usage; the run halts before the next wave.
+#[test]
+fn a_wave_can_overshoot_the_run_budget_and_the_run_halts_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = TaskConfig {
+        budget: TaskBudget {
+            max_tool_calls: Some(1),
+            ..TaskBudget::default()
+        },
+        ..TaskConfig::default()
+    };
+    let out = run_in(
+        dir.path(),
+        &process(&dag("guided", false)),
+        &env(Arc::new(writer(&[])), 1),
+        task,
+        RunOptions::default(),
+    );
+    assert_eq!(out.started, ["a", "d"]);
+    assert_eq!(out.phases["a"].status, PhaseStatus::Completed);
+    assert_eq!(out.phases["d"].status, PhaseStatus::Completed);
+    assert_eq!(out.stop_reason.as_deref(), Some("run budget_tool_calls"));
+    assert_eq!(out.phases["b"].status, PhaseStatus::Skipped);
+    let last = out
+        .events
+        .iter()
+        .rfind(|e| e.payload.get("usage").is_some())
+        .unwrap();
+    assert_eq!(last.payload["usage"]["toolCalls"], 2, "both calls counted");
 }
 
 #[test]
@@ -571,6 +608,10 @@ proptest! {
             for d in &ph.depends_on {
                 let done = t.iter().position(|x| *x == format!("{d}:completed")).unwrap();
                 prop_assert!(done < start, "{} started before {} completed: {:?}", ph.id, d, t);
+                // And in (injected) time: the clock is brought forward past a wave's forks.
+                let ts = |s: &str| out.events.iter().find(|e| e.kind.name() == "StateChanged" && e.payload["scope"] == "phase" && format!("{}:{}", e.payload["phase"].as_str().unwrap_or(""), e.payload["to"].as_str().unwrap_or("")) == s).map(|e| e.ts).unwrap();
+                let (done_ts, start_ts) = (ts(&format!("{d}:completed")), ts(&format!("{}:running", ph.id)));
+                prop_assert!(done_ts < start_ts, "{} started at {} before {} completed at {}", ph.id, start_ts, d, done_ts);
             }
         }
     }

@@ -5,6 +5,11 @@
 //! - `id` and `runId` are UUID-formatted (version 4 layout) strings drawn from a ChaCha20 RNG
 //!   seeded by the run's seed; the run id is the first draw. Same seed, same ids.
 //! - `ts` is Unix milliseconds from the injected [`Clock`].
+//! - Phases of one wave run concurrently, each drafting its events into its own log
+//!   ([`EventLog::draft`]: the run's id, ids from a stream seeded by (run seed, phase id),
+//!   `ts` from the phase's clock fork); after the wave the drafts are appended in phase-id
+//!   order ([`EventLog::append_drafted`]), which renumbers `seq`. So ids and `ts` depend on
+//!   the phase's own work only, never on thread timing.
 
 use super::clock::Clock;
 use rand_chacha::ChaCha20Rng;
@@ -114,6 +119,16 @@ impl IdSource {
         IdSource(ChaCha20Rng::seed_from_u64(seed))
     }
 
+    /// Ids of one phase's stream: ChaCha20 seeded with SHA-256(`seed` little-endian ‖
+    /// `phase`), so concurrent phases draw ids independently of each other's progress.
+    pub fn for_phase(seed: u64, phase: &str) -> Self {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(seed.to_le_bytes());
+        h.update(phase.as_bytes());
+        IdSource(ChaCha20Rng::from_seed(h.finalize().into()))
+    }
+
     /// The next UUID-formatted id.
     pub fn next_uuid(&mut self) -> String {
         let mut b = [0u8; 16];
@@ -168,17 +183,47 @@ impl EventLog {
         &self.run_id
     }
 
+    /// A draft log for one concurrently running phase: the same run id, event ids from
+    /// [`IdSource::for_phase`]`(seed, phase)`, timestamps from `clock` (the phase's fork), no
+    /// sink. Its events reach the run through [`EventLog::append_drafted`].
+    pub fn draft(&self, seed: u64, phase: &str, clock: Arc<dyn Clock>) -> Self {
+        EventLog {
+            run_id: self.run_id.clone(),
+            ids: IdSource::for_phase(seed, phase),
+            clock,
+            events: Vec::new(),
+            sink: None,
+            sink_error: None,
+        }
+    }
+
     /// Appends an event of type `kind`; `payload` should be a JSON object.
     pub fn emit(&mut self, kind: EventType, payload: Json) -> &Event {
-        let seq = self.events.len() as u64 + 1;
         let event = Event {
             id: self.ids.next_uuid(),
             run_id: self.run_id.clone(),
             ts: self.clock.now_ms(),
-            seq,
+            seq: 0,
             kind,
             payload,
         };
+        self.push(event)
+    }
+
+    /// Appends an event drafted by a phase log ([`EventLog::draft`]), keeping its `id` and
+    /// `ts` and giving it the next `seq` of this log.
+    pub fn append_drafted(&mut self, event: Event) -> &Event {
+        self.push(event)
+    }
+
+    /// The drafted events, for merging.
+    pub fn into_events(self) -> Vec<Event> {
+        self.events
+    }
+
+    fn push(&mut self, mut event: Event) -> &Event {
+        event.seq = self.events.len() as u64 + 1;
+        event.run_id.clone_from(&self.run_id);
         if let Some(sink) = self.sink.as_mut() {
             let line = format!("{}\n", serde_json::to_string(&event).unwrap_or_default());
             if let Err(e) = sink.write_all(line.as_bytes()).and_then(|()| sink.flush()) {

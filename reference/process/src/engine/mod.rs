@@ -12,7 +12,8 @@
 //! - [`judge`]: loop-engine "Judge Rules + Result";
 //! - [`evidence`]: loop-engine "Evidence Pack (per iteration)";
 //! - [`plan`]: loop-engine "Plan Schema";
-//! - [`budget`]: loop-engine "Task Config Schema" `budget` plus token budgets.
+//! - [`budget`]: loop-engine "Task Config Schema" `budget` plus token budgets;
+//! - [`wave_view`]: the wave-start view of the workspace that concurrent phases read.
 
 pub mod action;
 pub mod budget;
@@ -26,3 +27,4 @@ pub mod patch;
 pub mod plan;
 pub mod policy;
 pub mod tools;
+pub mod wave_view;

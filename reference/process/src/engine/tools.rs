@@ -32,10 +32,11 @@ use super::policy::{
     Confirm, RiskPolicy, admit_check_command, admit_command, admit_network, resolve_for_write,
     resolve_in_workspace,
 };
+use super::wave_view::WaveView;
 #[cfg(test)]
 use serde_json::Value as Json;
 use serde_json::json;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -252,6 +253,12 @@ fn open_regular(path: &Path) -> Result<std::fs::File, String> {
     Ok(file)
 }
 
+/// At most `cap` bytes of `bytes`; the flag says whether there was more.
+fn capped(bytes: &[u8], cap: u64) -> (Vec<u8>, bool) {
+    let n = usize::try_from(cap).unwrap_or(usize::MAX).min(bytes.len());
+    (bytes[..n].to_vec(), bytes.len() > n)
+}
+
 /// Reads at most `cap` bytes of a regular file; the flag says whether there was more.
 fn read_capped(path: &Path, cap: u64) -> Result<(Vec<u8>, bool), String> {
     let file = open_regular(path)?;
@@ -278,6 +285,13 @@ pub struct ToolExecutor {
     checkpoints: BTreeMap<String, Snapshot>,
     /// Workspace-relative paths written by fs actions, in first-write order.
     changed: Vec<String>,
+    /// Every workspace-relative path this executor wrote or removed (fs actions, restores).
+    written: BTreeSet<String>,
+    /// A fork sharing the workspace with concurrently running phases: `checkpoint.restore`
+    /// reverts only the paths this executor wrote ([`ToolExecutor::fork`]).
+    scoped: bool,
+    /// In a concurrent wave: the wave's shared view and this executor's phase id.
+    view: Option<(Arc<WaveView>, String)>,
 }
 
 impl std::fmt::Debug for ToolExecutor {
@@ -311,6 +325,9 @@ impl ToolExecutor {
             timeout: Duration::from_secs(120),
             checkpoints: BTreeMap::new(),
             changed: Vec::new(),
+            written: BTreeSet::new(),
+            scoped: false,
+            view: None,
         })
     }
 
@@ -324,6 +341,35 @@ impl ToolExecutor {
     pub fn with_fetch(mut self, fetch: Arc<dyn Fetch>) -> Self {
         self.fetch = Some(fetch);
         self
+    }
+
+    /// An executor for one phase of a concurrent wave (README "Scheduling and phase mode"):
+    /// the same workspace, policy, confirmer, fetcher and timeout, with `clock` (the phase's
+    /// clock fork), no checkpoints, nothing written yet. Its `checkpoint.restore` reverts only
+    /// paths it wrote itself, so restoring one phase's baseline never undoes a sibling's
+    /// files (files a command created are not tracked, so a restore leaves them alone).
+    /// Its fs writes are recorded in `view` first, and its `fs.read`/`fs.search` see the
+    /// wave-start bytes of paths the other phases wrote ([`WaveView`]).
+    pub fn fork(&self, clock: Arc<dyn Clock>, view: Arc<WaveView>, phase: &str) -> Self {
+        ToolExecutor {
+            workspace: self.workspace.clone(),
+            policy: self.policy.clone(),
+            confirm: self.confirm.clone(),
+            clock,
+            fetch: self.fetch.clone(),
+            timeout: self.timeout,
+            checkpoints: BTreeMap::new(),
+            changed: Vec::new(),
+            written: BTreeSet::new(),
+            scoped: true,
+            view: Some((view, phase.to_owned())),
+        }
+    }
+
+    /// Every workspace-relative path this executor wrote or removed, sorted: what the
+    /// runner compares between the phases of a wave to find write races.
+    pub fn written_paths(&self) -> &BTreeSet<String> {
+        &self.written
     }
 
     /// The canonical workspace directory.
@@ -353,8 +399,12 @@ impl ToolExecutor {
             }
             ToolAction::TerminalExec { cmd, cwd, .. } => self.exec(cmd, cwd.as_deref()),
             ToolAction::FsRead { path, .. } => self.fs_read(path),
-            ToolAction::FsWrite { path, content, .. } => self.fs_write(path, content),
-            ToolAction::FsApplyPatch { path, patch, .. } => self.fs_apply_patch(path, patch),
+            ToolAction::FsWrite { path, content, .. } => {
+                self.guarded_write(path, |me| me.fs_write(path, content))
+            }
+            ToolAction::FsApplyPatch { path, patch, .. } => {
+                self.guarded_write(path, |me| me.fs_apply_patch(path, patch))
+            }
             ToolAction::FsSearch { pattern, paths, .. } => self.fs_search(pattern, paths),
             ToolAction::GitStatus { .. } => self.git_status(),
             ToolAction::GitDiff { path, .. } => self.git_diff(path.as_deref()),
@@ -472,12 +522,39 @@ impl ToolExecutor {
         self.run_argv(&argv, cwd)
     }
 
+    /// Runs `write` (which writes `rel`) with the wave view locked and `rel`'s bytes before
+    /// the wave's first write to it recorded ([`WaveView`]); outside a wave just runs it.
+    fn guarded_write<R>(&mut self, rel: &str, write: impl FnOnce(&mut Self) -> R) -> R {
+        let Some((view, phase)) = self.view.clone() else {
+            return write(self);
+        };
+        let mut guard = view.lock(&phase);
+        let ws = &self.workspace;
+        guard.note_write(&normalize(rel), || {
+            resolve_in_workspace(ws, rel)
+                .ok()
+                .and_then(|p| read_capped(&p, MAX_RUNNER_READ_BYTES).ok())
+                .map(|(b, _)| b)
+        });
+        write(self)
+    }
+
     fn fs_read(&self, path: &str) -> Observation {
         let full = match resolve_in_workspace(&self.workspace, path) {
             Ok(p) => p,
             Err(e) => return Observation::fail(e),
         };
-        match read_capped(&full, MAX_READ_BYTES) {
+        let guard = self.view.as_ref().map(|(v, p)| v.lock(p));
+        let read = match guard
+            .as_ref()
+            .and_then(|g| g.sibling_before(&normalize(path)))
+        {
+            Some(Some(b)) => Ok(capped(b, MAX_READ_BYTES)),
+            Some(None) => Err(std::io::Error::from(rustix::io::Errno::NOENT).to_string()),
+            None => read_capped(&full, MAX_READ_BYTES),
+        };
+        drop(guard);
+        match read {
             Ok((bytes, truncated)) => {
                 let text = String::from_utf8_lossy(&bytes).into_owned();
                 let mut raw = json!({ "content": text });
@@ -500,6 +577,7 @@ impl ToolExecutor {
 
     fn note_changed(&mut self, path: &str) {
         let clean = normalize(path);
+        self.written.insert(clean.clone());
         if !self.changed.contains(&clean) {
             self.changed.push(clean);
         }
@@ -585,10 +663,23 @@ impl ToolExecutor {
         }
         files.sort();
         files.dedup();
+        // In a concurrent wave: the wave-start view (files a sibling created are not there,
+        // files it changed read as before), held for the whole search.
+        let guard = self.view.as_ref().map(|(v, p)| v.lock(p));
+        let before = |rel: &Path| {
+            guard
+                .as_ref()
+                .and_then(|g| g.sibling_before(&normalize(&rel.to_string_lossy())))
+        };
+        files.retain(|rel| before(rel) != Some(None));
         let mut matches = Vec::new();
         let mut truncated = false;
         'files: for rel in &files {
-            let Ok((bytes, cut)) = read_capped(&self.workspace.join(rel), MAX_READ_BYTES) else {
+            let read = match before(rel) {
+                Some(Some(b)) => Ok(capped(b, MAX_READ_BYTES)),
+                _ => read_capped(&self.workspace.join(rel), MAX_READ_BYTES),
+            };
+            let Ok((bytes, cut)) = read else {
                 continue;
             };
             let Ok(text) = String::from_utf8(bytes) else {
@@ -641,7 +732,12 @@ impl ToolExecutor {
     /// Writes `bytes` to workspace-relative `rel`, or removes it when `None`, through the
     /// write path policy ([`resolve_for_write`]: no `.git`, no symlinked component). Used by
     /// `checkpoint.restore` and by the fan-in publish rollback (guide "Output coordination").
-    pub fn restore_file(&self, rel: &str, bytes: Option<&[u8]>) -> Result<(), String> {
+    pub fn restore_file(&mut self, rel: &str, bytes: Option<&[u8]>) -> Result<(), String> {
+        self.guarded_write(rel, |me| me.restore_file_unguarded(rel, bytes))
+    }
+
+    fn restore_file_unguarded(&mut self, rel: &str, bytes: Option<&[u8]>) -> Result<(), String> {
+        self.written.insert(normalize(rel));
         match bytes {
             Some(b) => {
                 let full = self.prepare_write(rel)?;
@@ -825,6 +921,14 @@ impl ToolExecutor {
         };
         let mut now = Vec::new();
         collect_files(&self.workspace, &self.workspace, &mut now);
+        let (snap, now) = if self.scoped {
+            let own = |rel: &PathBuf| self.written.contains(&normalize(&rel.to_string_lossy()));
+            let snap: Snapshot = snap.into_iter().filter(|(rel, _)| own(rel)).collect();
+            let now: Vec<PathBuf> = now.into_iter().filter(|rel| own(rel)).collect();
+            (snap, now)
+        } else {
+            (snap, now)
+        };
         let mut removed = 0;
         for rel in now {
             if !snap.contains_key(&rel) {
@@ -1375,7 +1479,7 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         std::fs::write(outside.path().join("f.txt"), "keep").unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let t = exec(dir.path(), RiskPolicy::default());
+        let mut t = exec(dir.path(), RiskPolicy::default());
         std::os::unix::fs::symlink(outside.path(), dir.path().join("d")).unwrap();
         assert!(t.restore_file("d/f.txt", None).is_err());
         assert!(t.restore_file("d/f.txt", Some(b"evil")).is_err());

@@ -33,6 +33,7 @@ pub mod phase;
 pub mod prompt;
 pub mod schedule;
 pub mod testcase;
+pub mod wave;
 
 use crate::engine::budget::{Budget, Limits};
 use crate::engine::clock::Clock;
@@ -187,7 +188,19 @@ pub struct Env {
     pub tool_outputs: Option<Arc<dyn ToolOutputs>>,
 }
 
-/// Mutable state shared by the phases of one run.
+/// A plan status change a phase recorded while running concurrently: applied to the run's
+/// plan when the phase's events are merged, at the position of its drafted `PlanUpdated`.
+#[derive(Debug, Clone)]
+pub(crate) struct PlanChange {
+    /// Index of the drafted `PlanUpdated` event in the phase's log.
+    pub event: usize,
+    pub phase: String,
+    pub status: StepStatus,
+}
+
+/// The state a phase runs against: the run's own (run-level events, skipped phases), or
+/// one phase's context during a concurrent wave ([`wave`]) — its own draft event log,
+/// clock fork (in `env`), executor fork, plan copy and run-budget snapshot.
 pub(crate) struct RunState<'a> {
     pub process: &'a Process,
     pub env: &'a Env,
@@ -199,6 +212,8 @@ pub(crate) struct RunState<'a> {
     pub evidence: Vec<EvidencePack>,
     /// Set when the whole run must stop (run budget, runner error).
     pub halt: Option<String>,
+    /// In a phase context: plan changes recorded, not applied to the run's plan.
+    pub plan_changes: Option<Vec<PlanChange>>,
 }
 
 impl RunState<'_> {
@@ -207,7 +222,20 @@ impl RunState<'_> {
     }
 
     pub fn plan_status(&mut self, phase: &str, status: StepStatus) {
-        if self.plan.set_status(phase, status) {
+        if !self.plan.set_status(phase, status) {
+            return;
+        }
+        if let Some(changes) = self.plan_changes.as_mut() {
+            // The run's plan is written at merge time (phase-id order); the payload is
+            // filled in then. A phase changes only its own step, so "changed" here is
+            // "changed" there.
+            changes.push(PlanChange {
+                event: self.log.events().len(),
+                phase: phase.to_owned(),
+                status,
+            });
+            self.emit(EventType::PlanUpdated, json!({ "plan": null }));
+        } else {
             let plan = serde_json::to_value(&self.plan).unwrap_or_default();
             self.emit(EventType::PlanUpdated, json!({ "plan": plan }));
         }
@@ -285,6 +313,7 @@ pub fn run(process: &Process, env: &Env, req: &RunRequest) -> Result<RunOutcome,
         run_budget,
         evidence: Vec::new(),
         halt: None,
+        plan_changes: None,
     };
     st.emit(
         EventType::StateChanged,
@@ -304,6 +333,9 @@ pub fn run(process: &Process, env: &Env, req: &RunRequest) -> Result<RunOutcome,
     let mut started = Vec::new();
     let mut run_failed: Option<String> = None;
     for (wave_no, wave) in waves.iter().enumerate() {
+        // Who runs is decided from earlier waves only: the phases of a wave run concurrently.
+        let mut to_run = Vec::new();
+        let mut skipped = BTreeMap::new();
         for id in wave {
             let Some(ph) = process.phase(id) else {
                 continue;
@@ -322,21 +354,27 @@ pub fn run(process: &Process, env: &Env, req: &RunRequest) -> Result<RunOutcome,
             } else {
                 None
             };
-            if let Some(reason) = skip {
-                st.phase_state(id, "pending", "skipped", json!({ "reason": reason }));
-                st.plan_status(id, StepStatus::Skipped);
-                outcomes.insert(
-                    id.clone(),
-                    PhaseOutcome {
-                        status: PhaseStatus::Skipped,
-                        attempts: 0,
-                        stop_reason: reason,
-                    },
-                );
-                continue;
+            match skip {
+                Some(reason) => {
+                    skipped.insert(id.clone(), reason);
+                }
+                None => to_run.push(ph),
             }
+        }
+        let ran = wave::run_wave(&mut st, &to_run, &skipped, wave_no + 1);
+        for (id, reason) in skipped {
+            outcomes.insert(
+                id,
+                PhaseOutcome {
+                    status: PhaseStatus::Skipped,
+                    attempts: 0,
+                    stop_reason: reason,
+                },
+            );
+        }
+        for (ph, out) in to_run.iter().zip(ran) {
+            let id = &ph.id;
             started.push(id.clone());
-            let out = phase::run_phase(&mut st, ph, wave_no + 1);
             if out.status == PhaseStatus::Failed && run_failed.is_none() {
                 if ph.is_critical_path {
                     run_failed = Some(format!("critical-path phase {id} failed"));
