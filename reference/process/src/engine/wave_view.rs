@@ -27,6 +27,7 @@ pub struct WaveView {
 }
 
 /// The locked view, as one phase sees it.
+#[derive(Debug)]
 pub struct ViewGuard<'a> {
     written: MutexGuard<'a, BTreeMap<String, Written>>,
     phase: &'a str,

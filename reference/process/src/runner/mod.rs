@@ -2,8 +2,9 @@
 //! on the Loop Engine runtime ([`crate::engine`]) and records every step as loop-engine
 //! "Event Schema" events.
 //!
-//! - [`schedule`]: the phase DAG in waves (guide "Phases"); phases run one at a time in
-//!   (wave, id) order, so the event order is deterministic.
+//! - [`schedule`]: the phase DAG in waves (guide "Phases").
+//! - [`wave`]: the phases of a wave run concurrently, each in its own context, and are
+//!   merged in phase-id order afterwards, so the event stream is deterministic.
 //! - [`phase`]: one phase — model turns proposing tool actions executed under the policy,
 //!   deliverable, verification-rule and gate checks, and the iteration loop (guide "Phase
 //!   iteration loops").
@@ -16,14 +17,15 @@
 //!
 //! Phase mode (guide "Phase mode"), as this runner reads it:
 //! - `strict`: phases run in dependency order and none may be skipped: after any phase
-//!   fails, no further phase starts (they are recorded as skipped) and the run fails.
+//!   fails, no phase of a later wave starts (they are recorded as skipped) and the run
+//!   fails; the other phases of its wave ran concurrently and keep their results.
 //! - `guided`: phases run in dependency order; a phase whose dependency failed or was skipped
 //!   is skipped, independent phases go on.
 //! - `suggestive`: dependencies are ordering hints only: every phase runs (still in
 //!   dependency order, for determinism) even if a dependency failed.
 //!
 //! In every mode a failed `is_critical_path` phase "blocks the entire process" (guide
-//! "Phases"): no further phase starts and the run fails. The run's final status is
+//! "Phases"): no phase of a later wave starts and the run fails. The run's final status is
 //! `completed` (every phase completed), `partial` (some phase failed or was skipped but the
 //! run was not failed), or `failed`.
 

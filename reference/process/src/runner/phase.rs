@@ -22,7 +22,8 @@
 //!
 //! Stop reasons: `passed`, `max_attempts`, `max_total_runner_invocations`, `no_improvement`,
 //! `budget_iterations`, `budget_tool_calls`, `budget_wall_time`, `budget_tokens`,
-//! `model_error`, `max_turns`, `write_conflict` (see [`super::output`]).
+//! `model_error`, `max_turns`, `write_conflict` (see [`super::output`]); `write_race` is set
+//! by [`super::wave`] after the wave.
 
 use super::checks::{self, AttemptView, Check};
 use super::{PhaseOutcome, PhaseStatus, RunState, output, prompt};

@@ -1,7 +1,8 @@
 //! Phase scheduling (guide "Phases", "Dependency rules"): the DAG in waves. A wave is the set
 //! of phases whose dependencies are all in earlier waves, i.e. the phases that could run in
-//! parallel; each wave is sorted by phase id. The runner executes phases one at a time in
-//! (wave, id) order, so the event order is fixed by the definition alone (README "Running").
+//! parallel; each wave is sorted by phase id. The runner runs a wave's phases concurrently and
+//! merges their events in id order ([`super::wave`]), so the event order is fixed by the
+//! definition alone (README "Scheduling and phase mode").
 
 use crate::package::Process;
 use std::collections::{BTreeMap, BTreeSet};
