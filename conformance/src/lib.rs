@@ -19,6 +19,7 @@ pub mod profile;
 pub mod report;
 pub mod requirements;
 pub mod runner;
+#[cfg(feature = "selftest")]
 pub mod selftest;
 pub mod skips;
 pub mod target;

@@ -326,6 +326,19 @@ fn merge(reports: &[PathBuf], html: Option<&Path>, json: Option<&Path>) -> ExitC
     ExitCode::SUCCESS
 }
 
+/// Without the `selftest` feature the mutants do not exist in this build (DESIGN.md §4: release
+/// builds carry no quirk), so the command says how to get a build that has them.
+#[cfg(not(feature = "selftest"))]
+async fn selftest(_jobs: usize, _only: Vec<String>) -> ExitCode {
+    eprintln!(
+        "error: this loom-conformance was built without the `selftest` feature, so the reference \
+         node's quirks (the mutants the self-test needs) are not compiled in.\n\
+         Run: cargo run --release -p loom-conformance --features selftest -- selftest"
+    );
+    ExitCode::from(2)
+}
+
+#[cfg(feature = "selftest")]
 async fn selftest(jobs: usize, only: Vec<String>) -> ExitCode {
     let cfg = RunConfig {
         jobs,
