@@ -171,8 +171,8 @@ pub(crate) fn rules(st: &RunState<'_>, view: &AttemptView<'_>) -> (Vec<Check>, u
     // order. The sort is stable.
     let mut ordered: Vec<&crate::package::VerificationRule> = v.rules.iter().collect();
     match v.policy.as_ref().and_then(|p| p.mode) {
-        Some(PolicyMode::StaticFirst) => ordered.sort_by_key(|r| r.rule_type != RuleType::Regex),
-        Some(PolicyMode::LlmFirst) => ordered.sort_by_key(|r| r.rule_type != RuleType::Llm),
+        Some(PolicyMode::StaticFirst) => ordered.sort_by_key(|r| r.rule_type() != RuleType::Regex),
+        Some(PolicyMode::LlmFirst) => ordered.sort_by_key(|r| r.rule_type() != RuleType::Llm),
         None => {}
     }
     for rule in ordered {
@@ -180,7 +180,7 @@ pub(crate) fn rules(st: &RunState<'_>, view: &AttemptView<'_>) -> (Vec<Check>, u
             RuleTarget::Output => output_text(view),
             RuleTarget::Deliverables => deliverable_texts(st, view.phase),
         };
-        let result = match rule.rule_type {
+        let result = match rule.rule_type() {
             RuleType::Regex => judge_regex(&rule.check, &texts, false),
             RuleType::Llm => {
                 let subject = texts
