@@ -3,7 +3,7 @@ ToolResult as one JSON line. Written by loom-process into a private temporary di
 together with a minimal `loom.tools.registry` (Tool, ToolContext, ToolResult), so a package's
 tools/*.py run without Loom installed.
 
-argv: harness.py TOOL_FILE TOOL_NAME WORKSPACE SUBTASK_ID   (tool args as JSON on stdin)
+argv: harness.py TOOL_FILE TOOL_NAME WORKSPACE SUBTASK_ID ARGS_JSON
 """
 
 import asyncio
@@ -15,8 +15,8 @@ sys.dont_write_bytecode = True
 
 
 def main() -> int:
-    tool_file, tool_name, workspace, subtask = sys.argv[1:5]
-    args = json.loads(sys.stdin.read() or "{}")
+    tool_file, tool_name, workspace, subtask, args_json = sys.argv[1:6]
+    args = json.loads(args_json or "{}")
     from pathlib import Path
 
     from loom.tools import registry
