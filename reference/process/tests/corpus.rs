@@ -30,8 +30,8 @@ fn packages() -> Vec<String> {
 }
 
 fn run_with(name: &str, options: &RunOptions) -> Vec<CaseReport> {
-    let pkg = load_dir(&examples().join(name))
-        .unwrap_or_else(|r| panic!("{name}: {}", r.to_text(name)));
+    let pkg =
+        load_dir(&examples().join(name)).unwrap_or_else(|r| panic!("{name}: {}", r.to_text(name)));
     pkg.process
         .tests
         .iter()
@@ -69,8 +69,7 @@ fn have_python() -> bool {
 }
 
 #[test]
-fn the_corpus_has_ten_packages_whose_cases_pass_deterministically_and_match_their_golden_streams()
- {
+fn the_corpus_has_ten_packages_whose_cases_pass_deterministically_and_match_their_golden_streams() {
     let names = packages();
     assert!(names.len() >= 10, "{names:?}");
     for name in names {
@@ -94,7 +93,11 @@ fn the_corpus_has_ten_packages_whose_cases_pass_deterministically_and_match_thei
                 }
                 CaseStatus::Pass => {}
             }
-            assert_eq!(a.events_jsonl, b.events_jsonl, "{name}/{}: not deterministic", a.id);
+            assert_eq!(
+                a.events_jsonl, b.events_jsonl,
+                "{name}/{}: not deterministic",
+                a.id
+            );
             assert!(
                 !a.events_jsonl.contains(&examples().display().to_string()),
                 "{name}/{}: a machine path in the events",
@@ -107,7 +110,11 @@ fn the_corpus_has_ten_packages_whose_cases_pass_deterministically_and_match_thei
                 .iter()
                 .map(|p| p["plan"]["version"].as_u64().expect("plan.version"))
                 .collect();
-            assert!(versions.windows(2).all(|w| w[0] < w[1]), "{name}/{}: {versions:?}", a.id);
+            assert!(
+                versions.windows(2).all(|w| w[0] < w[1]),
+                "{name}/{}: {versions:?}",
+                a.id
+            );
             insta::assert_snapshot!(format!("{name}__{}", a.id), a.events_jsonl);
         }
     }
@@ -129,8 +136,14 @@ fn scoped_rules_judge_only_their_phases() {
         v
     };
     assert_eq!(judged("metrics-quantified"), ["recommendations"]);
-    assert_eq!(judged("implementation-specific"), ["tracking-audit", "recommendations"]);
-    assert_eq!(judged("funnel-math-check"), ["funnel-analysis", "recommendations"]);
+    assert_eq!(
+        judged("implementation-specific"),
+        ["tracking-audit", "recommendations"]
+    );
+    assert_eq!(
+        judged("funnel-math-check"),
+        ["funnel-analysis", "recommendations"]
+    );
     // `applies_to_phases: ["*"]` judges every phase, once per attempt.
     assert_eq!(
         of(&events, "JudgeResult")
@@ -150,16 +163,30 @@ fn an_exhausted_loop_is_replanned_and_the_bundled_tool_feeds_the_gate() {
     // The real wa_metrics output of each funnel attempt, and the gate verdict built on it.
     let measured: Vec<f64> = of(&events, "Observation")
         .iter()
-        .filter(|p| p["phase"] == "funnel-analysis" && p["observation"]["raw"]["tool"] == "wa_metrics")
-        .map(|p| p["observation"]["raw"]["data"]["funnel"]["consistency_error_pct"].as_f64().unwrap())
+        .filter(|p| {
+            p["phase"] == "funnel-analysis" && p["observation"]["raw"]["tool"] == "wa_metrics"
+        })
+        .map(|p| {
+            p["observation"]["raw"]["data"]["funnel"]["consistency_error_pct"]
+                .as_f64()
+                .unwrap()
+        })
         .collect();
     assert_eq!(measured, [2.1, 1.6, 0.0]);
     let gate: Vec<(u64, String)> = of(&events, "JudgeResult")
         .iter()
         .filter(|p| p["name"] == "funnel-math")
-        .map(|p| (p["attempt"].as_u64().unwrap(), p["status"].as_str().unwrap().to_owned()))
+        .map(|p| {
+            (
+                p["attempt"].as_u64().unwrap(),
+                p["status"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect();
-    assert_eq!(gate, [(1, "fail".into()), (2, "fail".into()), (3, "pass".into())]);
+    assert_eq!(
+        gate,
+        [(1, "fail".into()), (2, "fail".into()), (3, "pass".into())]
+    );
     // After attempt 2 (max_attempts 2) the planner was asked and accepted; the plan step was
     // revised (a PlanUpdated with reason replan) and attempt 3 ran with a new loop window.
     let replan = of(&events, "TaskUpdated")
@@ -178,7 +205,10 @@ fn an_exhausted_loop_is_replanned_and_the_bundled_tool_feeds_the_gate() {
         .iter()
         .find(|s| s["id"] == "funnel-analysis")
         .unwrap();
-    assert_eq!(step["criteria"][0], "overall rate equals the product of the step rates (wa_metrics consistency_error_pct <= 1)");
+    assert_eq!(
+        step["criteria"][0],
+        "overall rate equals the product of the step rates (wa_metrics consistency_error_pct <= 1)"
+    );
     let s = summarize(&events);
     assert_eq!(s.phases["funnel-analysis"], "completed");
     assert_eq!(s.outcome.as_deref(), Some("completed"));
@@ -200,19 +230,43 @@ fn the_validity_contract_prunes_gates_synthesis_input_and_scores() {
         .into_iter()
         .find(|p| p["name"] == "synthesis_input")
         .unwrap();
-    assert_eq!(input["reasons"][0], "4 claims admitted; excluded: 1 pruned (enforce_verified_context_only)");
+    assert_eq!(
+        input["reasons"][0],
+        "4 claims admitted; excluded: 1 pruned (enforce_verified_context_only)"
+    );
     let states: Vec<String> = of(&events, "Observation")
         .iter()
         .filter(|p| p["toolCallId"] == "claims:top-down#1")
-        .flat_map(|p| p["observation"]["raw"]["claims"].as_array().unwrap().clone())
-        .map(|c| c["lifecycle"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect::<Vec<_>>().join(">"))
+        .flat_map(|p| {
+            p["observation"]["raw"]["claims"]
+                .as_array()
+                .unwrap()
+                .clone()
+        })
+        .map(|c| {
+            c["lifecycle"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s.as_str().unwrap())
+                .collect::<Vec<_>>()
+                .join(">")
+        })
         .collect();
     assert_eq!(
         states,
-        ["extracted>supported", "extracted>supported", "extracted>insufficient_evidence>pruned"]
+        [
+            "extracted>supported",
+            "extracted>supported",
+            "extracted>insufficient_evidence>pruned"
+        ]
     );
     let failing = case("market-sizing", "unsupported-synthesis");
-    assert!(summarize(&failing).verdicts.contains(&"sizing-brief#1 validity:final_gate fail".to_owned()));
+    assert!(
+        summarize(&failing)
+            .verdicts
+            .contains(&"sizing-brief#1 validity:final_gate fail".to_owned())
+    );
 }
 
 #[test]
@@ -223,7 +277,12 @@ fn auth_preflight_stops_the_run_before_any_phase() {
     let events = case("web-analytics-audit", "missing-credentials");
     let err = of(&events, "Error")[0];
     assert_eq!(err["code"], "auth_preflight");
-    assert!(err["message"].as_str().unwrap().contains("analytics_export needs WA_PROPERTY_ID"));
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("analytics_export needs WA_PROPERTY_ID")
+    );
     assert!(of(&events, "AgentMessage").is_empty());
     assert!(summarize(&events).phases.values().all(|s| s == "skipped"));
 }
@@ -233,10 +292,20 @@ fn remediation_instructions_retries_and_a_queued_follow_up() {
     let events = case("incident-postmortem", "smoke");
     let retry = of(&events, "StateChanged")
         .into_iter()
-        .find(|p| p["scope"] == "attempt" && p["phase"] == "timeline" && p["attempt"] == 2 && p["to"] == "running")
+        .find(|p| {
+            p["scope"] == "attempt"
+                && p["phase"] == "timeline"
+                && p["attempt"] == 2
+                && p["to"] == "running"
+        })
         .unwrap();
     assert_eq!(retry["remediation"]["strategy"], "targeted_remediation");
-    assert!(retry["remediation"]["instructions"].as_str().unwrap().starts_with("Correct the timeline entries"));
+    assert!(
+        retry["remediation"]["instructions"]
+            .as_str()
+            .unwrap()
+            .starts_with("Correct the timeline entries")
+    );
     assert_eq!(retry["modelTier"], 3, "escalated from the phase's tier 2");
     let last = of(&events, "TaskUpdated").into_iter().last().unwrap();
     assert_eq!(last["status"], "partial");
@@ -265,7 +334,10 @@ fn semantic_checks_run_their_helpers() {
         .into_iter()
         .find(|p| p["helper"] == "run_build_check")
         .unwrap();
-    assert_eq!(started["argv"], serde_json::json!(["python3", "-m", "py_compile", "app.py"]));
+    assert_eq!(
+        started["argv"],
+        serde_json::json!(["python3", "-m", "py_compile", "app.py"])
+    );
 }
 
 #[test]

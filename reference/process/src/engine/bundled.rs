@@ -262,9 +262,7 @@ impl BundledTools {
                 .map_err(|e| format!("cannot write the tool harness: {e}"))?;
             Ok(dir)
         });
-        made.as_ref()
-            .map(|d| d.path())
-            .map_err(|e| e.clone())
+        made.as_ref().map(|d| d.path()).map_err(|e| e.clone())
     }
 
     fn executable(&self, interp: &Interpreter) -> Result<PathBuf, String> {
@@ -380,7 +378,11 @@ mod tests {
     fn tools_are_found_by_file_stem_or_name_literal() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("tools")).unwrap();
-        std::fs::write(dir.path().join("tools/metrics.py"), "    def name(self):\n        return \"ga_metrics\"\n").unwrap();
+        std::fs::write(
+            dir.path().join("tools/metrics.py"),
+            "    def name(self):\n        return \"ga_metrics\"\n",
+        )
+        .unwrap();
         std::fs::write(dir.path().join("tools/_private.py"), "return \"hidden\"").unwrap();
         let b = BundledTools::new(dir.path(), None, BTreeMap::new());
         assert!(b.has("metrics") && b.has("ga_metrics"));

@@ -440,9 +440,8 @@ impl ScriptedModel {
                     f.verdict
                 )));
             }
-            let re = crate::package::pattern::Pattern::compile(&f.pattern).map_err(|e| {
-                ModelError(format!("script {name}: fact_checks[{i}].match: {e}"))
-            })?;
+            let re = crate::package::pattern::Pattern::compile(&f.pattern)
+                .map_err(|e| ModelError(format!("script {name}: fact_checks[{i}].match: {e}")))?;
             fact_checks.push((f.clone(), re));
         }
         for (phase, replans) in &script.planner {
@@ -644,24 +643,61 @@ judges:
         let mut r = req("a", 1, 1);
         r.purpose = Purpose::FactCheck {
             claims: vec![
-                ClaimText { id: "CLM-1".into(), text: "Sales grew 12% in 2025.".into() },
-                ClaimText { id: "CLM-2".into(), text: "The revenue fell.".into() },
-                ClaimText { id: "CLM-3".into(), text: "The team has 4 people.".into() },
+                ClaimText {
+                    id: "CLM-1".into(),
+                    text: "Sales grew 12% in 2025.".into(),
+                },
+                ClaimText {
+                    id: "CLM-2".into(),
+                    text: "The revenue fell.".into(),
+                },
+                ClaimText {
+                    id: "CLM-3".into(),
+                    text: "The team has 4 people.".into(),
+                },
             ],
             subject: String::new(),
         };
         let v = m.reply(&r).unwrap().claims;
         assert_eq!(v.len(), 2, "an unmatched claim gets no verdict");
-        assert_eq!((v[0].verdict.as_str(), v[0].source.as_deref()), ("supported", Some("E1")));
-        assert_eq!((v[1].id.as_str(), v[1].verdict.as_str()), ("CLM-2", "contradicted"));
-        r.purpose = Purpose::Memory { types: vec![], guidance: String::new(), subject: String::new() };
+        assert_eq!(
+            (v[0].verdict.as_str(), v[0].source.as_deref()),
+            ("supported", Some("E1"))
+        );
+        assert_eq!(
+            (v[1].id.as_str(), v[1].verdict.as_str()),
+            ("CLM-2", "contradicted")
+        );
+        r.purpose = Purpose::Memory {
+            types: vec![],
+            guidance: String::new(),
+            subject: String::new(),
+        };
         assert_eq!(m.reply(&r).unwrap().memory.len(), 1);
-        let ctx = ReplanContext { replan: 1, failures: vec![], triggers: String::new(), guidance: String::new(), examples: Json::Null, criteria: vec![] };
+        let ctx = ReplanContext {
+            replan: 1,
+            failures: vec![],
+            triggers: String::new(),
+            guidance: String::new(),
+            examples: Json::Null,
+            criteria: vec![],
+        };
         r.purpose = Purpose::Replan(ctx.clone());
-        assert_eq!(m.reply(&r).unwrap().replan.unwrap().instructions, "narrow it");
+        assert_eq!(
+            m.reply(&r).unwrap().replan.unwrap().instructions,
+            "narrow it"
+        );
         r.purpose = Purpose::Replan(ReplanContext { replan: 2, ..ctx });
-        assert!(m.reply(&r).unwrap().replan.is_none(), "an unscripted replan is declined");
-        assert!(ScriptedModel::parse("t", "fact_checks:\n  - {match: x, verdict: maybe}\n").unwrap_err().0.contains("verdict must be one of"));
+        assert!(
+            m.reply(&r).unwrap().replan.is_none(),
+            "an unscripted replan is declined"
+        );
+        assert!(
+            ScriptedModel::parse("t", "fact_checks:\n  - {match: x, verdict: maybe}\n")
+                .unwrap_err()
+                .0
+                .contains("verdict must be one of")
+        );
     }
 
     #[test]

@@ -38,7 +38,9 @@ impl Planner for ModelPlanner {
 
     fn replan(&self, req: &ModelRequest) -> Result<PlannerAnswer, ModelError> {
         if !matches!(req.purpose, Purpose::Replan(_)) {
-            return Err(ModelError("a planner request must have purpose Replan".into()));
+            return Err(ModelError(
+                "a planner request must have purpose Replan".into(),
+            ));
         }
         let reply = self.0.reply(req)?;
         Ok(PlannerAnswer {

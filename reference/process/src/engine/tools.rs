@@ -26,13 +26,13 @@
 //!   injected [`Fetch`] (the CLI wires an HTTP client), and is refused if none is configured.
 
 use super::action::{Observation, ToolAction};
+use super::bundled::BundledTools;
 use super::clock::Clock;
 use super::patch;
 use super::policy::{
     Confirm, RiskPolicy, admit_check_command, admit_command, admit_network, resolve_for_write,
     resolve_in_workspace,
 };
-use super::bundled::BundledTools;
 use super::wave_view::WaveView;
 #[cfg(test)]
 use serde_json::Value as Json;
@@ -59,9 +59,10 @@ pub trait Fetch: Send + Sync + std::fmt::Debug {
     fn fetch(&self, url: &str) -> Result<(u16, String), String>;
 }
 
-/// Structured outputs of tools this runner cannot execute itself — the package's bundled
-/// Python tools (guide "Bundled tools") — as `tool_metric` gates read them. The scripted
-/// backend supplies them in deterministic runs.
+/// Structured outputs of tools the package does not bundle — Loom built-ins such as
+/// `humanize_writing` (guide "Phase iteration loops" example) — as `tool_metric` gates read
+/// them. The scripted backend supplies them in deterministic runs; a package's own bundled
+/// tools run for real instead (`engine::bundled`).
 pub trait ToolOutputs: Send + Sync + std::fmt::Debug {
     /// The tool's structured data for this phase and attempt, if known.
     fn output(&self, tool: &str, phase: &str, attempt: u32) -> Option<serde_json::Value>;

@@ -90,7 +90,10 @@ mod tests {
         for h in BUILTIN {
             assert!(h.capabilities.iter().all(|c| CAPABILITIES.contains(c)));
         }
-        assert_eq!(lookup(" Run_Test_Suite ").map(|h| h.name), Some("run_test_suite"));
+        assert_eq!(
+            lookup(" Run_Test_Suite ").map(|h| h.name),
+            Some("run_test_suite")
+        );
         assert!(lookup("run_tests").is_none());
     }
 }

@@ -54,7 +54,9 @@ pub(crate) fn extract(st: &mut RunState<'_>, ph: &Phase, attempt: u32) {
     };
     let call_id = format!("memory:{}", ph.id);
     let observation = match st.env.model.reply(&req) {
-        Err(e) => json!({"ok": false, "summary": format!("memory extraction failed: {}", e.0), "artifacts": {}, "raw": {}}),
+        Err(e) => {
+            json!({"ok": false, "summary": format!("memory extraction failed: {}", e.0), "artifacts": {}, "raw": {}})
+        }
         Ok(reply) => {
             st.run_budget.tokens = st.run_budget.tokens.saturating_add(reply.tokens.total());
             let (kept, dropped): (Vec<_>, Vec<_>) = reply

@@ -44,14 +44,14 @@ pub mod validity;
 pub mod wave;
 
 use crate::engine::budget::{Budget, Limits};
+use crate::engine::bundled::BundledTools;
 use crate::engine::clock::Clock;
 use crate::engine::event::{Event, EventLog, EventType};
 use crate::engine::evidence::EvidencePack;
 use crate::engine::model::Model;
 use crate::engine::plan::{Plan, PlanStep, StepStatus};
-use crate::engine::policy::{Confirm, TaskConfig};
-use crate::engine::bundled::BundledTools;
 use crate::engine::planner::Planner;
+use crate::engine::policy::{Confirm, TaskConfig};
 use crate::engine::tools::{Fetch, ToolExecutor, ToolOutputs};
 use crate::package::{PhaseMode, Process};
 use serde::Serialize;

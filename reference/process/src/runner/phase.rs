@@ -107,7 +107,11 @@ fn run_turns(
     let fan_in = output::is_fan_in(st, ph).then(|| output::intermediate_dir(st, ph));
     let bundled = st.exec.bundled().map(|b| b.names()).unwrap_or_default();
     let mut system = prompt::system_prompt_with(st.process, ph, fan_in.as_deref(), &bundled);
-    prompt::append(&mut system, "Verified context (from earlier phases)", extras.context);
+    prompt::append(
+        &mut system,
+        "Verified context (from earlier phases)",
+        extras.context,
+    );
     prompt::append(
         &mut system,
         "Replanned after an exhausted loop",
@@ -365,7 +369,10 @@ pub(crate) fn run_phase(st: &mut RunState<'_>, ph: &Phase, wave: usize) -> Phase
         .failed
         .iter()
         .any(|c| remediation::is_hard(st.process, c))
-        || matches!(end.stop.as_str(), "model_error" | "write_conflict" | "max_turns")
+        || matches!(
+            end.stop.as_str(),
+            "model_error" | "write_conflict" | "max_turns"
+        )
         || end.stop.starts_with("budget_")
         || st.halt.is_some();
     PhaseOutcome {
@@ -443,11 +450,13 @@ fn attempt_loop(st: &mut RunState<'_>, ph: &Phase, context: &str) -> LoopEnd {
         .as_ref()
         .filter(|_| ph.iterates() && st.req.options.enable_iteration_loops);
     let window_cap = match iteration {
-        Some(i) => to_u64(i.max_attempts).unwrap_or(1).clamp(1, u64::from(u32::MAX)) as u32,
+        Some(i) => to_u64(i.max_attempts)
+            .unwrap_or(1)
+            .clamp(1, u64::from(u32::MAX)) as u32,
         None => remediation::retry_attempts(st.process),
     };
-    let invocations_cap = to_u64(iteration.and_then(|i| i.max_total_runner_invocations))
-        .unwrap_or(u64::MAX);
+    let invocations_cap =
+        to_u64(iteration.and_then(|i| i.max_total_runner_invocations)).unwrap_or(u64::MAX);
     let budget = iteration
         .and_then(|i| i.iteration_budget.clone())
         .unwrap_or_default();
@@ -526,7 +535,8 @@ fn attempt_loop(st: &mut RunState<'_>, ph: &Phase, context: &str) -> LoopEnd {
             let tier = tier_for(st, ph, attempt);
             let mut running = json!({"scope": "attempt", "phase": ph.id, "attempt": attempt, "from": "pending", "to": "running", "modelTier": tier});
             if let Some((strategy, instructions)) = &retry_note {
-                running["remediation"] = json!({"strategy": strategy, "instructions": instructions});
+                running["remediation"] =
+                    json!({"strategy": strategy, "instructions": instructions});
             }
             st.emit(EventType::StateChanged, running);
             let mut turn_feedback = Vec::new();
@@ -570,8 +580,7 @@ fn attempt_loop(st: &mut RunState<'_>, ph: &Phase, context: &str) -> LoopEnd {
             let (sem, sem_tokens, sem_calls) = semantic::run(st, &view, &all, &subject, tier);
             all.extend(sem);
             let mut spent = rule_tokens.saturating_add(sem_tokens);
-            if let Some((check, l, t)) = validity::check_attempt(st, ph, attempt, tier, &subject)
-            {
+            if let Some((check, l, t)) = validity::check_attempt(st, ph, attempt, tier, &subject) {
                 all.push(check);
                 ledger = Some(l);
                 spent = spent.saturating_add(t);

@@ -42,7 +42,10 @@ pub(crate) fn check(st: &mut RunState<'_>) -> Option<String> {
                     if req.modes.is_empty() {
                         "no modes declared".to_owned()
                     } else {
-                        format!("modes {}", serde_json::to_string(&req.modes).unwrap_or_default())
+                        format!(
+                            "modes {}",
+                            serde_json::to_string(&req.modes).unwrap_or_default()
+                        )
                     }
                 )],
             )

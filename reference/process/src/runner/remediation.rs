@@ -20,8 +20,7 @@
 
 use super::checks::Check;
 use crate::package::{
-    Enforcement, FailureClass, IterationStrategy, Phase, Process, RemediationMode,
-    VerificationRule,
+    Enforcement, FailureClass, IterationStrategy, Phase, Process, RemediationMode, VerificationRule,
 };
 
 /// The rule a rule check reports on.
@@ -29,7 +28,11 @@ fn rule_of<'a>(p: &'a Process, c: &Check) -> Option<&'a VerificationRule> {
     if c.kind != "rule" {
         return None;
     }
-    p.verification.as_ref()?.rules.iter().find(|r| r.name == c.name)
+    p.verification
+        .as_ref()?
+        .rules
+        .iter()
+        .find(|r| r.name == c.name)
 }
 
 /// The strategy name a retry after `failed` uses (see the module docs).
@@ -96,8 +99,7 @@ pub fn is_hard(p: &Process, c: &Check) -> bool {
         "rule" => rule_of(p, c).is_none_or(|r| {
             r.failure_class == Some(FailureClass::HardIntegrity)
                 || r.enforcement == Some(Enforcement::Hard)
-                || r.rule_type() == crate::package::RuleType::Regex
-                    && r.failure_class.is_none()
+                || r.rule_type() == crate::package::RuleType::Regex && r.failure_class.is_none()
         }),
         "semantic" => c.result.evidence.iter().any(|e| e.starts_with("helper:")),
         "validity" => false,

@@ -26,12 +26,7 @@ pub(crate) fn ask(
     let Some(planner) = st.env.planner.clone() else {
         return false;
     };
-    st.phase_state(
-        &ph.id,
-        "running",
-        "replanning",
-        json!({"replan": number}),
-    );
+    st.phase_state(&ph.id, "running", "replanning", json!({"replan": number}));
     let replanning = st.process.replanning.clone().unwrap_or_default();
     let ctx = ReplanContext {
         replan: number,
@@ -103,7 +98,10 @@ fn revise(st: &mut RunState<'_>, phase: &str, criteria: &[String]) {
             status: None,
             criteria: Some(criteria.unwrap_or_default()),
         });
-        st.emit(EventType::PlanUpdated, json!({"plan": null, "reason": "replan", "phase": phase}));
+        st.emit(
+            EventType::PlanUpdated,
+            json!({"plan": null, "reason": "replan", "phase": phase}),
+        );
     } else {
         let plan = serde_json::to_value(&st.plan).unwrap_or_default();
         st.emit(

@@ -178,7 +178,10 @@ fn run_helper(
                 return (
                     JudgeResult::new(
                         JudgeStatus::Error,
-                        vec![format!("{} needs args.command (a list of argv tokens)", spec.name)],
+                        vec![format!(
+                            "{} needs args.command (a list of argv tokens)",
+                            spec.name
+                        )],
                         evidence,
                     ),
                     0,
@@ -239,9 +242,17 @@ fn run_helper(
             } else {
                 JudgeStatus::Error
             };
-            let reasons = if obs.ok { vec![] } else { vec![obs.summary.clone()] };
+            let reasons = if obs.ok {
+                vec![]
+            } else {
+                vec![obs.summary.clone()]
+            };
             (
-                JudgeResult::new(status, reasons, vec![format!("helper:{}", spec.name), format!("file:{path}")]),
+                JudgeResult::new(
+                    status,
+                    reasons,
+                    vec![format!("helper:{}", spec.name), format!("file:{path}")],
+                ),
                 1,
             )
         }
@@ -256,7 +267,11 @@ fn run_helper(
                 .map(str::to_owned);
             let Some(url) = url else {
                 return (
-                    JudgeResult::new(JudgeStatus::Error, vec!["http_assert needs args.url (or target)".into()], evidence),
+                    JudgeResult::new(
+                        JudgeStatus::Error,
+                        vec!["http_assert needs args.url (or target)".into()],
+                        evidence,
+                    ),
                     0,
                 );
             };
@@ -273,13 +288,23 @@ fn run_helper(
             st.emit(EventType::ToolCallFinished, fin);
             st.emit(EventType::Observation, json!({"phase": view.phase.id, "attempt": view.attempt, "toolCallId": call_id, "observation": obs}));
             let args = c.args.clone().unwrap_or(Json::Null);
-            let want = args.get("expect_status").and_then(Json::as_u64).unwrap_or(200);
+            let want = args
+                .get("expect_status")
+                .and_then(Json::as_u64)
+                .unwrap_or(200);
             let got = obs.raw.get("status").and_then(Json::as_u64);
             let body = obs.raw.get("body").and_then(Json::as_str).unwrap_or("");
             let mut reasons = Vec::new();
             if !obs.ok && got.is_none() {
-                let status = if c.optional == Some(true) { JudgeStatus::Skipped } else { JudgeStatus::Error };
-                return (JudgeResult::new(status, vec![obs.summary.clone()], evidence), 1);
+                let status = if c.optional == Some(true) {
+                    JudgeStatus::Skipped
+                } else {
+                    JudgeStatus::Error
+                };
+                return (
+                    JudgeResult::new(status, vec![obs.summary.clone()], evidence),
+                    1,
+                );
             }
             if got != Some(want) {
                 reasons.push(format!("{url} answered {got:?}, expected {want}"));
@@ -289,7 +314,11 @@ fn run_helper(
             {
                 reasons.push(format!("{url} does not contain {needle:?}"));
             }
-            let status = if reasons.is_empty() { JudgeStatus::Pass } else { JudgeStatus::Fail };
+            let status = if reasons.is_empty() {
+                JudgeStatus::Pass
+            } else {
+                JudgeStatus::Fail
+            };
             (JudgeResult::new(status, reasons, evidence), 1)
         }
     }

@@ -37,11 +37,11 @@ use crate::engine::clock::ManualClock;
 use crate::engine::event::{EventType, to_jsonl};
 use crate::engine::model::ScriptedModel;
 use crate::engine::planner::ModelPlanner;
-use std::collections::BTreeMap;
 use crate::engine::policy::{Confirm, TaskConfig, resolve_in_workspace};
 use crate::package::{Process, TestCase, TestMode};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

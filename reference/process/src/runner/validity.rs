@@ -98,12 +98,19 @@ pub fn claim_type(text: &str) -> Option<&'static str> {
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .collect();
-    if words.iter().any(|w| w.starts_with(|c: char| c.is_ascii_digit())) {
+    if words
+        .iter()
+        .any(|w| w.starts_with(|c: char| c.is_ascii_digit()))
+    {
         // The loader's first test (`\b\d[\d,]*(?:\.\d+)?\b`) also catches years.
         return Some("numeric");
     }
     const FORECAST: [&str; 5] = ["forecast", "project", "expect", "guidance", "assum"];
-    if words.iter().any(|w| FORECAST.iter().any(|f| w == f || (*f == "assum" && w.starts_with(f)))) {
+    if words.iter().any(|w| {
+        FORECAST
+            .iter()
+            .any(|f| w == f || (*f == "assum" && w.starts_with(f)))
+    }) {
         return Some("forecast_assumption");
     }
     const ENTITY: [&str; 5] = ["company", "entity", "organization", "person", "team"];
@@ -154,15 +161,23 @@ pub fn sentences(text: &str) -> Vec<String> {
                 .map(str::trim)
                 .filter(|c| !c.is_empty())
                 .collect();
-            if !cells.iter().all(|c| c.chars().all(|ch| matches!(ch, '-' | ':'))) {
+            if !cells
+                .iter()
+                .all(|c| c.chars().all(|ch| matches!(ch, '-' | ':')))
+            {
                 blocks.push(cells.join("; "));
             }
             continue;
         }
-        let item = t.strip_prefix(['-', '*', '+', '>']).map(str::trim_start).or_else(|| {
-            let digits = t.trim_start_matches(|c: char| c.is_ascii_digit());
-            (digits.len() < t.len()).then(|| digits.strip_prefix(". ")).flatten()
-        });
+        let item = t
+            .strip_prefix(['-', '*', '+', '>'])
+            .map(str::trim_start)
+            .or_else(|| {
+                let digits = t.trim_start_matches(|c: char| c.is_ascii_digit());
+                (digits.len() < t.len())
+                    .then(|| digits.strip_prefix(". "))
+                    .flatten()
+            });
         match item {
             Some(rest) => {
                 flush(&mut current, &mut blocks);
@@ -279,7 +294,11 @@ fn failures(claims: &[Claim], v: &ResolvedValidity, synthesis: bool) -> Vec<Stri
             c.supported, v.min_supported_ratio
         ));
     }
-    let ur = if judged == 0 { 0.0 } else { c.insufficient as f64 / judged as f64 };
+    let ur = if judged == 0 {
+        0.0
+    } else {
+        c.insufficient as f64 / judged as f64
+    };
     if ur > v.max_unverified_ratio {
         out.push(format!(
             "unverified ratio {ur:.2} ({} of {judged}) is above max_unverified_ratio {}",
@@ -326,7 +345,10 @@ fn thresholds(v: &ResolvedValidity, synthesis: bool) -> Json {
 /// Prunes the `insufficient_evidence` claims.
 pub fn prune(claims: &mut [Claim]) -> usize {
     let mut n = 0;
-    for c in claims.iter_mut().filter(|c| c.status == "insufficient_evidence") {
+    for c in claims
+        .iter_mut()
+        .filter(|c| c.status == "insufficient_evidence")
+    {
         c.status = "pruned".into();
         c.lifecycle.push("pruned".into());
         n += 1;
@@ -372,8 +394,11 @@ pub(crate) fn check_attempt(
         match st.env.model.reply(&req) {
             Ok(reply) => {
                 tokens = reply.tokens.total();
-                let verdicts: BTreeMap<String, _> =
-                    reply.claims.into_iter().map(|v| (v.id.clone(), v)).collect();
+                let verdicts: BTreeMap<String, _> = reply
+                    .claims
+                    .into_iter()
+                    .map(|v| (v.id.clone(), v))
+                    .collect();
                 for c in &mut claims {
                     let (status, source) = match verdicts.get(&c.claim_id) {
                         Some(v)
@@ -496,7 +521,8 @@ pub(crate) fn synthesis_input(st: &RunState<'_>, ph: &Phase) -> Option<(String, 
         };
         for c in &ledger.claims {
             let keep = c.status == "supported"
-                || (!v.enforce_verified_context_only && c.status != "contradicted"
+                || (!v.enforce_verified_context_only
+                    && c.status != "contradicted"
                     && c.status != "pruned");
             if keep {
                 included.push(format!("- [{}] {} ({id})", c.claim_id, c.text));
@@ -504,7 +530,10 @@ pub(crate) fn synthesis_input(st: &RunState<'_>, ph: &Phase) -> Option<(String, 
             } else {
                 *excluded.entry(c.status.clone()).or_default() += 1;
                 if c.status == "pruned" && ledger.prune_mode == "rewrite_uncertainty" {
-                    notes.push(format!("- Unverified, not to be relied on: {} ({id})", c.text));
+                    notes.push(format!(
+                        "- Unverified, not to be relied on: {} ({id})",
+                        c.text
+                    ));
                 }
             }
         }
@@ -590,8 +619,14 @@ mod tests {
     #[test]
     fn claims_are_typed_like_the_loader() {
         assert_eq!(claim_type("Revenue grew 12% in 2025."), Some("numeric"));
-        assert_eq!(claim_type("We expect demand to slow."), Some("forecast_assumption"));
-        assert_eq!(claim_type("The team owns the pipeline."), Some("entity_fact"));
+        assert_eq!(
+            claim_type("We expect demand to slow."),
+            Some("forecast_assumption")
+        );
+        assert_eq!(
+            claim_type("The team owns the pipeline."),
+            Some("entity_fact")
+        );
         assert_eq!(claim_type("The report is readable."), None);
         assert!(claim_id("x").starts_with("CLM-") && claim_id("x").len() == 14);
     }
@@ -638,7 +673,10 @@ mod tests {
         assert_eq!(f.len(), 2, "{f:?}");
         assert_eq!(prune(&mut claims), 2);
         assert!(failures(&claims, &v, false).is_empty());
-        assert_eq!(claims[2].lifecycle, ["extracted", "insufficient_evidence", "pruned"]);
+        assert_eq!(
+            claims[2].lifecycle,
+            ["extracted", "insufficient_evidence", "pruned"]
+        );
         let mut with_contradiction = vec![claim("supported", false), claim("contradicted", true)];
         prune(&mut with_contradiction);
         let f = failures(&with_contradiction, &v, true);

@@ -169,7 +169,9 @@ fn auth(ctx: &mut Ctx<'_>, p: &Process) {
                 ctx.emit(
                     &rules::AUTH_ENV_KEY_FORMAT,
                     format!("{base}.required_env_keys[{j}]"),
-                    format!("{key:?} is not an environment variable name (^[A-Za-z_][A-Za-z0-9_]*$)"),
+                    format!(
+                        "{key:?} is not an environment variable name (^[A-Za-z_][A-Za-z0-9_]*$)"
+                    ),
                 );
             }
         }

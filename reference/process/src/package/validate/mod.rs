@@ -119,7 +119,9 @@ pub fn load_str_with(yaml: &str, opts: &ValidateOptions) -> Result<Validated, Re
             CoercionReason::EnumAlias => &rules::RISK_LEVEL_ALIAS,
         };
         let why = match c.reason {
-            CoercionReason::Yaml11Bool => "a YAML 1.1 boolean: the guide's loader reads YAML with PyYAML",
+            CoercionReason::Yaml11Bool => {
+                "a YAML 1.1 boolean: the guide's loader reads YAML with PyYAML"
+            }
             CoercionReason::EnumCase => "the guide's loader lower-cases this value",
             CoercionReason::EnumAlias => "the guide's loader maps this alias",
         };
