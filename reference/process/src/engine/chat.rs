@@ -488,6 +488,61 @@ mod tests {
     }
 
     #[test]
+    fn fact_checks_memory_and_replans_parse_their_contracts() {
+        let fc = Purpose::FactCheck {
+            claims: vec![crate::engine::model::ClaimText {
+                id: "CLM-1".into(),
+                text: "Sales grew 4%.".into(),
+            }],
+            subject: "Sales grew 4%.".into(),
+        };
+        let body =
+            completion(r#"{"claims": [{"id": "CLM-1", "verdict": "supported", "source": "E1"}]}"#);
+        let r = parse_reply(&fc, body.as_bytes()).unwrap();
+        assert_eq!(
+            (r.claims[0].id.as_str(), r.claims[0].verdict.as_str()),
+            ("CLM-1", "supported")
+        );
+        let mem = Purpose::Memory {
+            types: vec![],
+            guidance: String::new(),
+            subject: String::new(),
+        };
+        let body = completion(r#"{"memory": [{"type": "finding", "content": "c"}]}"#);
+        assert_eq!(
+            parse_reply(&mem, body.as_bytes()).unwrap().memory[0].kind,
+            "finding"
+        );
+        let ctx = crate::engine::model::ReplanContext {
+            replan: 1,
+            failures: vec!["gate x failed".into()],
+            triggers: "- too broad".into(),
+            guidance: "narrow it".into(),
+            examples: serde_json::json!([]),
+            criteria: vec![],
+        };
+        let rp = Purpose::Replan(ctx);
+        let body = completion(
+            r#"{"replan": {"instructions": "narrow the scope", "criteria": ["one region"]}}"#,
+        );
+        let r = parse_reply(&rp, body.as_bytes()).unwrap();
+        assert_eq!(r.replan.unwrap().instructions, "narrow the scope");
+        let body = completion(r#"{"replan": null}"#);
+        assert!(parse_reply(&rp, body.as_bytes()).unwrap().replan.is_none());
+        let (m, rec) = model(200, completion("{\"replan\": null}"));
+        let m = m.with_tier_models([(3u8, "big-model".to_owned())].into_iter().collect());
+        let mut r = req(rp);
+        r.model_tier = 3;
+        m.reply(&r).unwrap();
+        let seen = rec.seen.lock().unwrap();
+        let sent = String::from_utf8_lossy(&seen[0].body).into_owned();
+        assert!(
+            sent.contains("\"model\":\"big-model\"") && sent.contains("narrow it"),
+            "{sent}"
+        );
+    }
+
+    #[test]
     fn judge_requests_parse_verdicts() {
         let (m, _) = model(
             200,

@@ -113,6 +113,10 @@ impl Process {
 /// `tools:` (guide "Tool guidance").
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 pub struct Tools {
+    /// Tool guidance written inside `tools:` (the guide's loader reads it when the top-level
+    /// `tool_guidance` is absent; its built-in packages use it).
+    #[serde(default)]
+    pub guidance: Option<String>,
     /// Tools that must be available; Loom fails fast if one is missing.
     #[serde(default)]
     pub required: Vec<String>,

@@ -35,10 +35,14 @@ pub fn system_prompt_with(
         }
     };
     section("", process.persona.as_deref().unwrap_or(""));
-    section(
-        "Tool guidance",
-        process.tool_guidance.as_deref().unwrap_or(""),
-    );
+    // The loader's reading: top-level `tool_guidance`, else `tools.guidance`.
+    let guidance = process
+        .tool_guidance
+        .as_deref()
+        .filter(|g| !g.trim().is_empty())
+        .or_else(|| process.tools.as_ref().and_then(|t| t.guidance.as_deref()))
+        .unwrap_or("");
+    section("Tool guidance", guidance);
     if let Some(t) = &process.tools
         && !t.excluded.is_empty()
     {
