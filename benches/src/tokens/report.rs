@@ -828,3 +828,93 @@ pub fn markdown(run: &Run, tok: &Tokenizers, charts: bool) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokens::measure::Cell;
+
+    fn cell(format: &str, t: [usize; 2], normalized: usize) -> Cell {
+        let mut tokens = [0; N];
+        tokens[0] = t[0];
+        tokens[1] = t[1];
+        Cell {
+            format: format.to_string(),
+            outcome: Outcome::Counted {
+                bytes: 1,
+                tokens,
+                normalized,
+            },
+        }
+    }
+
+    fn result(name: &str, cells: Vec<Cell>) -> DatasetResult {
+        DatasetResult {
+            name: name.to_string(),
+            description: String::new(),
+            docs: 1,
+            cells,
+        }
+    }
+
+    fn formats() -> Vec<String> {
+        ["json-compact", "loom", "toon", "toon-tab", "plsp"]
+            .map(String::from)
+            .to_vec()
+    }
+
+    #[test]
+    fn the_cheapest_format_wins_and_the_margin_is_against_another_notation() {
+        let results = vec![
+            result(
+                "a",
+                vec![
+                    cell("json-compact", [100, 100], 0),
+                    cell("loom", [120, 90], 0),
+                    cell("toon", [70, 95], 1),
+                    cell("toon-tab", [69, 96], 0),
+                    Cell {
+                        format: "plsp".to_string(),
+                        outcome: Outcome::Unavailable("n/a".to_string()),
+                    },
+                ],
+            ),
+            result(
+                "b",
+                vec![
+                    cell("json-compact", [10, 10], 0),
+                    cell("loom", [10, 10], 0),
+                    cell("toon", [10, 10], 0),
+                    cell("toon-tab", [10, 10], 0),
+                ],
+            ),
+        ];
+        let c = choose(&results, &["a", "b"], &formats(), 0).unwrap();
+        assert_eq!(c.best, "toon-tab");
+        assert_eq!(c.best_tokens, 79);
+        // Not toon (same notation): the next notation is json-compact.
+        assert_eq!(c.runner_up, Some(("json-compact".to_string(), 110)));
+        assert_eq!(c.loom, Some(130));
+        assert!(!c.normalized);
+        // With cl100k_base Loom wins; toon's normalized numbers would be marked.
+        let c = choose(&results, &["a", "b"], &formats(), 1).unwrap();
+        assert_eq!((c.best.as_str(), c.best_tokens), ("loom", 100));
+        assert_eq!(c.runner_up, Some(("toon".to_string(), 105)));
+        let t = choose(&results, &["a"], &formats(), 0).unwrap();
+        assert!(t.best == "toon-tab" && !t.normalized);
+        // A format missing from one dataset of the shape is not a candidate.
+        assert!(ranking(&results, &["a", "b"], &formats(), 0).iter().all(|(f, _, _)| f != "plsp"));
+        assert_eq!(choose(&results, &["zzz"], &formats(), 0), None);
+    }
+
+    #[test]
+    fn ties_keep_format_order() {
+        let results = vec![result(
+            "a",
+            vec![cell("json-compact", [5, 5], 0), cell("toon", [5, 5], 2)],
+        )];
+        let c = choose(&results, &["a"], &formats(), 0).unwrap();
+        assert_eq!(c.best, "json-compact");
+        assert_eq!(c.runner_up, Some(("toon".to_string(), 5)));
+    }
+}
