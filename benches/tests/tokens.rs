@@ -53,7 +53,10 @@ fn tokenizer_counts_of_known_strings() {
         ("<｜User｜>", "deepseek_v3"),
         ("[INST]", "mistral_v3"),
     ] {
-        assert!(tok.count(text)[col(name)] > 1, "{name} counted {text} as one token");
+        assert!(
+            tok.count(text)[col(name)] > 1,
+            "{name} counted {text} as one token"
+        );
     }
     // r50k_base has no tokens for runs of spaces; p50k_base adds them (same vocabulary
     // otherwise), so indentation is where the two differ.
@@ -166,7 +169,13 @@ fn strict_formats_round_trip_the_adversarial_corpus() {
     let codecs: Vec<&dyn Codec> = vec![&Format::JsonPretty, &Format::JsonCompact, &Format::Loom];
     let run = run_with(0, &[set], &codecs, Tokenizers::shared());
     for c in &run.datasets[0].cells {
-        assert_eq!(c.outcome.round_trip(), "exact", "{}: {:?}", c.format, c.outcome);
+        assert_eq!(
+            c.outcome.round_trip(),
+            "exact",
+            "{}: {:?}",
+            c.format,
+            c.outcome
+        );
     }
 }
 
@@ -243,8 +252,14 @@ fn the_bridge_is_pinned_to_the_toon_format_version_the_benchmark_expects() {
         "/toon-bridge/Cargo.toml"
     ))
     .unwrap();
-    let pin = format!("toon-format = {{ version = \"={}\"", toon::TOON_FORMAT_VERSION);
-    assert!(manifest.contains(&pin), "{pin} not in the bridge's Cargo.toml");
+    let pin = format!(
+        "toon-format = {{ version = \"={}\"",
+        toon::TOON_FORMAT_VERSION
+    );
+    assert!(
+        manifest.contains(&pin),
+        "{pin} not in the bridge's Cargo.toml"
+    );
 }
 
 /// Compact JSON whose writer rounds every number to an integer; it claims TOON's policy.
@@ -304,12 +319,24 @@ fn canonical_number_policy_allows_a_change_of_form_but_not_of_value() {
     }
     let out = &run.datasets[1].cell("rounds").unwrap().outcome;
     assert_eq!(out.status(), "lossy");
-    assert!(out.explanation().unwrap().contains("$.\"y\": expected 2.5, got 3"), "{out:?}");
+    assert!(
+        out.explanation()
+            .unwrap()
+            .contains("$.\"y\": expected 2.5, got 3"),
+        "{out:?}"
+    );
     let table = report::dataset_table(&run.datasets[0]);
-    assert!(table.contains("| rounds | same values, 2 numbers in canonical form |"), "{table}");
+    assert!(
+        table.contains("| rounds | same values, 2 numbers in canonical form |"),
+        "{table}"
+    );
     // The same change is a loss for a format with the exact policy.
     assert_eq!(
-        run.datasets[0].cell("json-compact").unwrap().outcome.round_trip(),
+        run.datasets[0]
+            .cell("json-compact")
+            .unwrap()
+            .outcome
+            .round_trip(),
         "exact"
     );
 }

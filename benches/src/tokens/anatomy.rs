@@ -62,7 +62,8 @@ pub fn strip_number_space(text: &str) -> String {
 /// Rule 6's number grammar.
 fn is_number(s: &str) -> bool {
     serde_json::from_str::<Value>(s).is_ok_and(|v| v.is_number())
-        && s.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b))
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b))
 }
 
 /// The row of one dataset (documents that Loom cannot encode are skipped in every column).
@@ -88,7 +89,10 @@ pub fn row(dataset: &Dataset, tok: &Tokenizers) -> Row {
         tokenizer::add(&mut r.compact, &tok.count(&json));
         tokenizer::add(&mut r.loom, &tok.count(&loom));
         tokenizer::add(&mut r.no_indent, &tok.count(&flat));
-        tokenizer::add(&mut r.no_number_space, &tok.count(&strip_number_space(&loom)));
+        tokenizer::add(
+            &mut r.no_number_space,
+            &tok.count(&strip_number_space(&loom)),
+        );
         tokenizer::add(&mut r.neither, &tok.count(&strip_number_space(&flat)));
     }
     r
@@ -101,7 +105,10 @@ mod tests {
     #[test]
     fn counterfactuals_remove_only_what_they_name() {
         let loom = "a:\n  b: 1\n  c: x: 2\n  - d: -2.5e3\nn: 007\n";
-        assert_eq!(strip_indentation(loom), "a:\nb: 1\nc: x: 2\n- d: -2.5e3\nn: 007");
+        assert_eq!(
+            strip_indentation(loom),
+            "a:\nb: 1\nc: x: 2\n- d: -2.5e3\nn: 007"
+        );
         assert_eq!(
             strip_number_space(loom),
             "a:\n  b:1\n  c: x:2\n  - d:-2.5e3\nn: 007"

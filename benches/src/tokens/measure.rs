@@ -217,7 +217,10 @@ fn measure_one(dataset: &Dataset, codec: &dyn Codec, tok: &Tokenizers) -> Outcom
     for doc in &dataset.docs {
         let text = match round_trip(codec, &doc.value) {
             Trip::Exact(text) => text,
-            Trip::SameValues { text, normalized: n } => {
+            Trip::SameValues {
+                text,
+                normalized: n,
+            } => {
                 normalized += n;
                 text
             }

@@ -40,10 +40,7 @@ fn token_cell(tokens: usize, base: Option<usize>) -> String {
 }
 
 fn tokenizer_header() -> String {
-    TOKENIZER_NAMES
-        .iter()
-        .map(|n| format!(" {n} |"))
-        .collect()
+    TOKENIZER_NAMES.iter().map(|n| format!(" {n} |")).collect()
 }
 
 fn right_aligned(n: usize) -> String {
@@ -132,11 +129,7 @@ pub fn median_change(results: &[DatasetResult], format: &str, base: &str, i: usi
 /// its change against compact JSON.
 pub fn dataset_table(r: &DatasetResult) -> String {
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "| format | round trip | bytes |{}",
-        tokenizer_header()
-    );
+    let _ = writeln!(s, "| format | round trip | bytes |{}", tokenizer_header());
     let _ = writeln!(s, "|---|---|---:|{}", right_aligned(N));
     let compact = r.tokens(COMPACT);
     for c in &r.cells {
@@ -283,7 +276,10 @@ pub fn choose(
         best_tokens,
         runner_up,
         normalized: normalized > 0,
-        loom: ranked.iter().find(|(f, _, _)| f == LOOM).map(|(_, t, _)| *t),
+        loom: ranked
+            .iter()
+            .find(|(f, _, _)| f == LOOM)
+            .map(|(_, t, _)| *t),
     })
 }
 
@@ -299,29 +295,33 @@ fn decision_section(run: &Run, out: &mut String) {
     );
     let shapes: Vec<&Shape> = SHAPES
         .iter()
-        .filter(|s| run.datasets.iter().any(|r| s.datasets.contains(&r.name.as_str())))
+        .filter(|s| {
+            run.datasets
+                .iter()
+                .any(|r| s.datasets.contains(&r.name.as_str()))
+        })
         .collect();
     let _ = writeln!(out, "| data shape (datasets) |{}", tokenizer_header());
     let _ = writeln!(out, "|---|{}", "---|".repeat(N));
     for s in &shapes {
         let cells: String = (0..N)
-            .map(|i| match choose(&run.datasets, s.datasets, &run.formats, i) {
-                Some(c) => {
-                    let star = if c.normalized { "*" } else { "" };
-                    match &c.runner_up {
-                        Some((f, t)) if *t == c.best_tokens => {
-                            format!(" **{}**{star}, tied with {f} |", c.best)
+            .map(
+                |i| match choose(&run.datasets, s.datasets, &run.formats, i) {
+                    Some(c) => {
+                        let star = if c.normalized { "*" } else { "" };
+                        match &c.runner_up {
+                            Some((f, t)) if *t == c.best_tokens => {
+                                format!(" **{}**{star}, tied with {f} |", c.best)
+                            }
+                            Some((f, t)) => {
+                                format!(" **{}**{star} {} vs {f} |", c.best, pct(c.best_tokens, *t))
+                            }
+                            None => format!(" **{}**{star} |", c.best),
                         }
-                        Some((f, t)) => format!(
-                            " **{}**{star} {} vs {f} |",
-                            c.best,
-                            pct(c.best_tokens, *t)
-                        ),
-                        None => format!(" **{}**{star} |", c.best),
                     }
-                }
-                None => " n/a |".to_string(),
-            })
+                    None => " n/a |".to_string(),
+                },
+            )
             .collect();
         let _ = writeln!(out, "| {} ({}) |{cells}", s.name, s.datasets.join(", "));
     }
@@ -331,16 +331,18 @@ fn decision_section(run: &Run, out: &mut String) {
     let _ = writeln!(out, "|---|{}", right_aligned(N));
     for s in &shapes {
         let cells: String = (0..N)
-            .map(|i| match choose(&run.datasets, s.datasets, &run.formats, i) {
-                Some(c) if c.best == LOOM => " cheapest |".to_string(),
-                Some(Choice {
-                    loom: Some(l),
-                    best,
-                    best_tokens,
-                    ..
-                }) => format!(" {} vs {best} |", pct(l, best_tokens)),
-                _ => " n/a |".to_string(),
-            })
+            .map(
+                |i| match choose(&run.datasets, s.datasets, &run.formats, i) {
+                    Some(c) if c.best == LOOM => " cheapest |".to_string(),
+                    Some(Choice {
+                        loom: Some(l),
+                        best,
+                        best_tokens,
+                        ..
+                    }) => format!(" {} vs {best} |", pct(l, best_tokens)),
+                    _ => " n/a |".to_string(),
+                },
+            )
             .collect();
         let _ = writeln!(out, "| {} |{cells}", s.name);
     }
@@ -575,8 +577,10 @@ fn losses_section(run: &Run, out: &mut String) {
         .filter(|p| run.formats.iter().any(|f| f == p))
         .collect();
     for base in &peers {
-        let with: Vec<&&DatasetResult> =
-            counted.iter().filter(|r| r.tokens(base).is_some()).collect();
+        let with: Vec<&&DatasetResult> = counted
+            .iter()
+            .filter(|r| r.tokens(base).is_some())
+            .collect();
         let worse = with
             .iter()
             .filter(|r| match (r.tokens(LOOM), r.tokens(base)) {
@@ -596,7 +600,14 @@ fn losses_section(run: &Run, out: &mut String) {
         "Per dataset: Loom's change against each peer with o200k_base, and with how many of the {N} tokenizers Loom \
          costs more (`—`: fewer or equal tokens with every tokenizer; blank: the peer did not round-trip).\n"
     );
-    let _ = writeln!(out, "| dataset |{}", peers.iter().map(|p| format!(" vs {p} |")).collect::<String>());
+    let _ = writeln!(
+        out,
+        "| dataset |{}",
+        peers
+            .iter()
+            .map(|p| format!(" vs {p} |"))
+            .collect::<String>()
+    );
     let _ = writeln!(out, "|---|{}", right_aligned(peers.len()));
     let mut notes = Vec::new();
     for r in &run.datasets {
@@ -730,7 +741,11 @@ fn totals_section(run: &Run, out: &mut String) {
          the same datasets. The 2,000-row dataset dominates these sums; the decision table above and the per-dataset \
          tables weight datasets separately.\n"
     );
-    let _ = writeln!(out, "| format | datasets | bytes |{} left out |", tokenizer_header());
+    let _ = writeln!(
+        out,
+        "| format | datasets | bytes |{} left out |",
+        tokenizer_header()
+    );
     let _ = writeln!(out, "|---|---:|---:|{}---|", right_aligned(N));
     for t in totals(&run.datasets, &run.formats) {
         let left = t
@@ -758,7 +773,11 @@ fn totals_section(run: &Run, out: &mut String) {
             t.format,
             t.datasets,
             t.bytes,
-            if left.is_empty() { "—".to_string() } else { left }
+            if left.is_empty() {
+                "—".to_string()
+            } else {
+                left
+            }
         );
     }
     let _ = writeln!(out);
@@ -818,7 +837,11 @@ pub fn markdown(run: &Run, tok: &Tokenizers, charts: bool) -> String {
             if r.docs == 1 { "" } else { "s" }
         );
         if charts {
-            let _ = writeln!(out, "![{0}: tokens per format and tokenizer](charts/{0}.svg)\n", r.name);
+            let _ = writeln!(
+                out,
+                "![{0}: tokens per format and tokenizer](charts/{0}.svg)\n",
+                r.name
+            );
         }
         out.push_str(&dataset_table(r));
         out.push('\n');
@@ -903,7 +926,11 @@ mod tests {
         let t = choose(&results, &["a"], &formats(), 0).unwrap();
         assert!(t.best == "toon-tab" && !t.normalized);
         // A format missing from one dataset of the shape is not a candidate.
-        assert!(ranking(&results, &["a", "b"], &formats(), 0).iter().all(|(f, _, _)| f != "plsp"));
+        assert!(
+            ranking(&results, &["a", "b"], &formats(), 0)
+                .iter()
+                .all(|(f, _, _)| f != "plsp")
+        );
         assert_eq!(choose(&results, &["zzz"], &formats(), 0), None);
     }
 

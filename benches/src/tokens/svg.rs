@@ -262,7 +262,9 @@ mod tests {
         };
         let svg = dataset_chart(&r);
         assert_eq!(svg.matches("<title>").count(), 2 * N);
-        assert!(svg.contains("<title>loom / o200k_base: 120 tokens (120.0% of compact JSON)</title>"));
+        assert!(
+            svg.contains("<title>loom / o200k_base: 120 tokens (120.0% of compact JSON)</title>")
+        );
         assert!(!svg.contains(">toon<"));
         let no_base = DatasetResult {
             cells: vec![counted("loom", 1)],

@@ -139,9 +139,9 @@ impl Tokenizers {
     }
 }
 
-
 /// An encoding of the `tiktoken` crate, built from the vocabulary compiled into it (the
 /// workspace enables exactly these four `vocab-*` features).
 fn bundled(name: &str) -> Result<&'static tiktoken::CoreBpe, String> {
-    tiktoken::get_encoding(name).ok_or_else(|| format!("{name}: not compiled into the tiktoken crate"))
+    tiktoken::get_encoding(name)
+        .ok_or_else(|| format!("{name}: not compiled into the tiktoken crate"))
 }

@@ -34,7 +34,8 @@ pub const BRIDGE_ENV: &str = "LOOM_TOON_BRIDGE";
 pub const BRIDGE_RELATIVE_PATH: &str = "benches/toon-bridge/target/release/loom-toon-bridge";
 
 /// How to get a bridge, for error messages.
-pub const BUILD_HINT: &str = "build it with `benches/toon-bridge/build.sh` (CI does), or set LOOM_TOON_BRIDGE to its path";
+pub const BUILD_HINT: &str =
+    "build it with `benches/toon-bridge/build.sh` (CI does), or set LOOM_TOON_BRIDGE to its path";
 
 /// A TOON array delimiter (TOON spec §11).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
