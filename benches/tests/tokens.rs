@@ -58,6 +58,14 @@ fn tokenizer_counts_of_known_strings() {
             "{name} counted {text} as one token"
         );
     }
+    // Qwen's tokenizer reads text as NFC: a decomposed "é" costs what the composed one does
+    // (Llama 3's has no normalizer, and there the decomposed text costs more).
+    let (nfd, nfc) = (
+        tok.count("text: Cafe\u{0301} invoice"),
+        tok.count("text: Caf\u{00e9} invoice"),
+    );
+    assert_eq!(nfd[col("qwen2")], nfc[col("qwen2")]);
+    assert!(nfd[col("llama3")] > nfc[col("llama3")], "{nfd:?} {nfc:?}");
     // r50k_base has no tokens for runs of spaces; p50k_base adds them (same vocabulary
     // otherwise), so indentation is where the two differ.
     let indented = "a:\n        b: 1\n";
