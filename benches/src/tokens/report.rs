@@ -326,6 +326,35 @@ fn decision_section(run: &Run, out: &mut String) {
         let _ = writeln!(out, "| {} ({}) |{cells}", s.name, s.datasets.join(", "));
     }
     let _ = writeln!(out);
+    for s in &shapes {
+        // For a starred winner: the cheapest format that also keeps number kinds.
+        let mut exact: Vec<String> = Vec::new();
+        let mut starred = false;
+        for i in 0..N {
+            let ranked = ranking(&run.datasets, s.datasets, &run.formats, i);
+            starred |= ranked.first().is_some_and(|(_, _, n)| *n > 0);
+            if let Some((f, _, _)) = ranked.iter().find(|(_, _, n)| *n == 0) {
+                if !exact.contains(f) {
+                    exact.push(f.clone());
+                }
+            }
+        }
+        if starred && !exact.is_empty() {
+            let _ = writeln!(
+                out,
+                "- `*` {}: if integer/float kinds and `-0.0` must survive, the cheapest is {}.",
+                s.name,
+                exact
+                    .iter()
+                    .map(|f| format!("`{f}`"))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            );
+        }
+    }
+    if !out.ends_with("\n\n") {
+        out.push('\n');
+    }
     let _ = writeln!(out, "Loom notation against the cheapest format:\n");
     let _ = writeln!(out, "| data shape |{}", tokenizer_header());
     let _ = writeln!(out, "|---|{}", right_aligned(N));
