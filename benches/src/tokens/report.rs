@@ -333,10 +333,10 @@ fn decision_section(run: &Run, out: &mut String) {
         for i in 0..N {
             let ranked = ranking(&run.datasets, s.datasets, &run.formats, i);
             starred |= ranked.first().is_some_and(|(_, _, n)| *n > 0);
-            if let Some((f, _, _)) = ranked.iter().find(|(_, _, n)| *n == 0) {
-                if !exact.contains(f) {
-                    exact.push(f.clone());
-                }
+            if let Some((f, _, _)) = ranked.iter().find(|(_, _, n)| *n == 0)
+                && !exact.contains(f)
+            {
+                exact.push(f.clone());
             }
         }
         if starred && !exact.is_empty() {
