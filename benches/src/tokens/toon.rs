@@ -11,6 +11,12 @@
 //! bridge keeps that order, so TOON text lists keys in the same order as every other format.
 //! Decoded values come back as JSON text and are compared here, by the same gate as the
 //! other formats (with [`super::format::NumberPolicy::CanonicalForm`]).
+//!
+//! Fidelity check (issue 20, by hand, not in CI): toon-format 0.7.0's text was byte-identical
+//! to the TypeScript reference `@toon-format/toon` 4.4.0 (run with Node on the same values) on
+//! 434 of the 450 TOON texts of the built-in run; the 16 others differ only where JavaScript
+//! numbers cannot hold the value exactly (18446744073709551615, -9223372036854775808) or are
+//! printed with an exponent (`1e+21`, where toon-format writes `1000000000000000000000`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
