@@ -3,8 +3,11 @@
 //! The toon-format crate turns on serde_json's `preserve_order` (and `float_roundtrip`);
 //! Cargo unifies features across a workspace, so linking it here would switch every crate's
 //! `serde_json::Map` to insertion order (DESIGN.md §3). The bridge is therefore its own crate,
-//! excluded from the workspace with its own Cargo.lock, built by `benches/toon-bridge/build.sh`
-//! (CI runs it before the tests). `loom-tokens` starts it once and speaks JSON lines to it:
+//! excluded from the workspace with its own Cargo.lock. On first use `loom-tokens` builds it
+//! with the Cargo that is running (a no-op when it is up to date, so it is never stale; the
+//! first build downloads its 18 locked crates), which is how `cargo test --workspace` on a
+//! clean clone gets it with no set-up step; `benches/toon-bridge/build.sh` does the same by
+//! hand. `loom-tokens` starts it once and speaks JSON lines to it:
 //! one request, one response, in order (protocol in `benches/toon-bridge/src/main.rs`).
 //!
 //! Values go to the bridge as JSON text with keys in this workspace's (sorted) order; the
@@ -40,8 +43,7 @@ pub const BRIDGE_ENV: &str = "LOOM_TOON_BRIDGE";
 pub const BRIDGE_RELATIVE_PATH: &str = "benches/toon-bridge/target/release/loom-toon-bridge";
 
 /// How to get a bridge, for error messages.
-pub const BUILD_HINT: &str =
-    "build it with `benches/toon-bridge/build.sh` (CI does), or set LOOM_TOON_BRIDGE to its path";
+pub const BUILD_HINT: &str = "build it with `benches/toon-bridge/build.sh` (loom-tokens tries this itself on first use), or set LOOM_TOON_BRIDGE to its path";
 
 /// A TOON array delimiter (TOON spec §11).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -62,20 +64,65 @@ impl Delimiter {
     }
 }
 
+/// The bridge crate's directory in this checkout.
+fn bridge_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("toon-bridge")
+}
+
 /// Where the bridge is: `$LOOM_TOON_BRIDGE`, else [`BRIDGE_RELATIVE_PATH`] in this checkout.
 pub fn default_path() -> PathBuf {
     match std::env::var_os(BRIDGE_ENV) {
         Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("toon-bridge/target/release")
+        _ => bridge_dir()
+            .join("target/release")
             .join(format!("loom-toon-bridge{}", std::env::consts::EXE_SUFFIX)),
     }
 }
 
-/// The process-wide bridge at [`default_path`], started on first use.
+/// Builds the in-checkout bridge with Cargo (`$CARGO`, else `cargo` on the PATH) into its own
+/// target directory, exactly as `build.sh` does. Cargo's lock on that directory serializes
+/// concurrent callers (parallel test binaries). When no Cargo can run, an existing build is
+/// used as it is; the version handshake still refuses a stale one.
+pub fn build_in_checkout() -> Result<(), String> {
+    let dir = bridge_dir();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let status = Command::new(&cargo)
+        .args([
+            "build",
+            "--release",
+            "--locked",
+            "--quiet",
+            "--manifest-path",
+        ])
+        .arg(dir.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(dir.join("target"))
+        .stdout(Stdio::null())
+        .status();
+    match status {
+        Ok(s) if s.success() => Ok(()),
+        Ok(s) => Err(format!(
+            "`{cargo} build --manifest-path {}` failed ({s})",
+            dir.join("Cargo.toml").display()
+        )),
+        Err(e) => Err(format!(
+            "cannot run `{cargo}` to build the TOON bridge: {e}"
+        )),
+    }
+}
+
+/// The process-wide bridge at [`default_path`], built (when it is the in-checkout one) and
+/// started on first use.
 pub fn shared() -> &'static Bridge {
     static SHARED: OnceLock<Bridge> = OnceLock::new();
-    SHARED.get_or_init(|| Bridge::at(default_path()))
+    SHARED.get_or_init(|| {
+        let path = default_path();
+        let overridden = std::env::var_os(BRIDGE_ENV).is_some_and(|p| !p.is_empty());
+        if !overridden && let Err(why) = build_in_checkout() {
+            eprintln!("loom-tokens: {why}; TOON will be measured only if a built bridge exists");
+        }
+        Bridge::at(path)
+    })
 }
 
 struct Process {
