@@ -1,9 +1,10 @@
 //! The store seen through `loom-protocol`'s lookup traits: keys, identity types, revocations
 //! and spent tokens for delegation chains (§13.3) and capability tokens (§12).
 
-use crate::store::Cached;
+use super::Cached;
 use ed25519_dalek::VerifyingKey;
 use loom_protocol::Address;
+use loom_protocol::accept::Directory;
 use loom_protocol::capability::CapabilityResolver;
 use loom_protocol::delegation::{DelegationResolver, LinkRef};
 use loom_protocol::envelope::SenderType;
@@ -49,16 +50,7 @@ impl DelegationResolver for StoreResolver<'_> {
     }
 
     fn identity_type(&self, identity: &Address) -> Option<SenderType> {
-        let t: String = self
-            .conn
-            .row(
-                "SELECT type FROM identities WHERE id = ?1",
-                [identity.to_string()],
-                |r| r.get(0),
-            )
-            .optional()
-            .ok()??;
-        SenderType::parse(&t)
+        SenderType::parse(&self.registered(identity).ok()??)
     }
 
     fn is_revoked(&self, link: &LinkRef<'_>) -> bool {
@@ -99,6 +91,39 @@ impl DelegationResolver for StoreResolver<'_> {
             .flatten()
             .is_some();
         by_content || by_id || by_pair
+    }
+}
+
+/// The signing key `key_id` of `identity` when it is active.
+pub const ACTIVE_SIGNING_KEY: &str = "SELECT public_key FROM identity_keys WHERE identity = ?1 AND key_id = ?2 AND purpose = 'signing' AND status = 'active'";
+/// The registered type of an identity.
+pub const IDENTITY_TYPE: &str = "SELECT type FROM identities WHERE id = ?1";
+
+impl StoreResolver<'_> {
+    /// The registered type as stored (`human`, `agent`, …).
+    pub fn registered(&self, identity: &Address) -> rusqlite::Result<Option<String>> {
+        self.conn
+            .row(IDENTITY_TYPE, [identity.to_string()], |r| r.get(0))
+            .optional()
+    }
+
+    /// The active signing key `key_id` of `identity`.
+    pub fn active_key(&self, identity: &Address, key_id: &str) -> rusqlite::Result<Option<VerifyingKey>> {
+        let pk: Option<String> = self
+            .conn
+            .row(ACTIVE_SIGNING_KEY, params![identity.to_string(), key_id], |r| r.get(0))
+            .optional()?;
+        Ok(pk.and_then(|p| public_key_from_b64url(&p).ok()))
+    }
+}
+
+impl Directory for StoreResolver<'_> {
+    fn registered_type(&self, identity: &Address) -> Option<String> {
+        self.registered(identity).ok().flatten()
+    }
+
+    fn active_signing_key(&self, identity: &Address, key_id: &str) -> Option<VerifyingKey> {
+        self.active_key(identity, key_id).ok().flatten()
     }
 }
 
