@@ -474,10 +474,16 @@ impl<'a> QuirkRules<'a> {
     fn fill_head_members(&self, env: &Value) -> Value {
         let mut env = env.clone();
         let s = |env: &Value, p: &str| env.pointer(p).and_then(Value::as_str).map(str::to_owned);
-        if s(&env, "/id").and_then(|s| EnvelopeId::parse(&s).ok()).is_none() {
+        if s(&env, "/id")
+            .and_then(|s| EnvelopeId::parse(&s).ok())
+            .is_none()
+        {
             env["id"] = self.env.ids().envelope().to_string().into();
         }
-        if s(&env, "/thread_id").and_then(|s| ThreadId::parse(&s).ok()).is_none() {
+        if s(&env, "/thread_id")
+            .and_then(|s| ThreadId::parse(&s).ok())
+            .is_none()
+        {
             env["thread_id"] = self.env.ids().thread().to_string().into();
         }
         if s(&env, "/from/identity")
@@ -505,7 +511,11 @@ impl<'a> QuirkRules<'a> {
 fn lenient_facts(env: &Value, multi_parent: bool) -> Result<Facts, ProtocolError> {
     let s = |p: &str| env.pointer(p).and_then(Value::as_str);
     let bad = |f: &str| {
-        ProtocolError::invalid(f.to_owned(), format!("{f} is missing or malformed"), "v1.1 §8.2")
+        ProtocolError::invalid(
+            f.to_owned(),
+            format!("{f} is missing or malformed"),
+            "v1.1 §8.2",
+        )
     };
     let parent = match env.get("parent_id") {
         None | Some(Value::Null) => None,
@@ -564,7 +574,10 @@ impl Rules for QuirkRules<'_> {
             *self.filled.borrow_mut() = Some(filled);
             return facts;
         }
-        let typed = match validate_envelope_all(env).into_iter().find(|e| !self.waived(e)) {
+        let typed = match validate_envelope_all(env)
+            .into_iter()
+            .find(|e| !self.waived(e))
+        {
             Some(e) => return Err(e),
             None => validate_envelope(env).ok(),
         };

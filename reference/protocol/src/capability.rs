@@ -692,10 +692,9 @@ impl TokenShape {
             Some(Value::Bool(b)) => *b,
             Some(_) => return Err(shape_invalid("single_use", "single_use must be a boolean")),
         };
-        let epoch = o
-            .get("epoch")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| shape_invalid("epoch", "epoch must be a non-negative integer (§12.3)"))?;
+        let epoch = o.get("epoch").and_then(Value::as_u64).ok_or_else(|| {
+            shape_invalid("epoch", "epoch must be a non-negative integer (§12.3)")
+        })?;
         let grants = o
             .get("grants")
             .and_then(Value::as_array)
@@ -719,8 +718,9 @@ impl TokenShape {
             .and_then(Value::as_str)
             .ok_or_else(|| shape_invalid("scope.thread_id", "scope.thread_id is required"))
             .and_then(|s| {
-                ThreadId::parse(s)
-                    .map_err(|e| ProtocolError::invalid("scope.thread_id", e.to_string(), "v1.1 §8.4"))
+                ThreadId::parse(s).map_err(|e| {
+                    ProtocolError::invalid("scope.thread_id", e.to_string(), "v1.1 §8.4")
+                })
             })?;
         if let Some(t) = scope.get("envelope_types").filter(|v| !v.is_null())
             && !t.as_array().is_some_and(|a| a.iter().all(Value::is_string))
@@ -741,7 +741,10 @@ impl TokenShape {
         if let Some(p) = scope.get("max_priority").filter(|v| !v.is_null())
             && p.as_str().and_then(Priority::parse).is_none()
         {
-            return Err(shape_invalid("scope.max_priority", "max_priority must be a priority"));
+            return Err(shape_invalid(
+                "scope.max_priority",
+                "max_priority must be a priority",
+            ));
         }
         if let Some(x) = scope.get("external_domains").filter(|v| !v.is_null())
             && !matches!(x.as_str(), Some("deny" | "allow"))
@@ -754,7 +757,9 @@ impl TokenShape {
         let sig = o
             .get("signature")
             .and_then(Value::as_object)
-            .ok_or_else(|| shape_invalid("signature", "tokens are signed: signature object required"))?;
+            .ok_or_else(|| {
+                shape_invalid("signature", "tokens are signed: signature object required")
+            })?;
         if sig.get("algorithm").and_then(Value::as_str) != Some("Ed25519") {
             return Err(shape_invalid(
                 "signature.algorithm",

@@ -65,7 +65,8 @@ impl AudienceOf {
             .and_then(Value::as_array)
             .map(|v| v.as_slice())
             .unwrap_or_default();
-        let (mode, unknown_mode) = match envelope.pointer("/audience/mode").and_then(Value::as_str) {
+        let (mode, unknown_mode) = match envelope.pointer("/audience/mode").and_then(Value::as_str)
+        {
             None => (None, false),
             Some("thread") => (Some(AudienceMode::Thread), false),
             Some("recipients") => (Some(AudienceMode::Recipients), false),
@@ -113,7 +114,11 @@ impl AudienceOf {
     }
 
     /// [`AudienceOf::admits`] as a §24.2 `AUDIENCE_DENIED` error.
-    pub fn check(&self, viewer: &Address, is_thread_participant: bool) -> Result<(), ProtocolError> {
+    pub fn check(
+        &self,
+        viewer: &Address,
+        is_thread_participant: bool,
+    ) -> Result<(), ProtocolError> {
         if self.admits(viewer, is_thread_participant) {
             Ok(())
         } else {

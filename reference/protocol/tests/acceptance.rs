@@ -46,7 +46,11 @@ impl World {
     }
 
     /// Admits and decides like a node: applies an accepted envelope's effects.
-    fn submit(&mut self, env: Value, dev: &Deviations) -> Result<Decision, loom_protocol::ProtocolError> {
+    fn submit(
+        &mut self,
+        env: Value,
+        dev: &Deviations,
+    ) -> Result<Decision, loom_protocol::ProtocolError> {
         let caller = Address::parse_wire(env["from"]["identity"].as_str().unwrap()).unwrap();
         self.submit_as(env, Origin::Local { caller: &caller }, dev)
     }
@@ -69,7 +73,13 @@ impl World {
         if let Decision::Accepted(a) = &d {
             self.stored.insert(a.facts.id);
             for e in &a.effects {
-                if let Effect::TaskCreated { id, thread, creator, assignee } = e {
+                if let Effect::TaskCreated {
+                    id,
+                    thread,
+                    creator,
+                    assignee,
+                } = e
+                {
                     self.tasks.insert(
                         id.to_string(),
                         TaskRecord {
@@ -80,17 +90,25 @@ impl World {
                         },
                     );
                 }
-                if let Effect::TaskMoved { id, state, assignee } = e {
+                if let Effect::TaskMoved {
+                    id,
+                    state,
+                    assignee,
+                } = e
+                {
                     let t = self.tasks.get_mut(id).unwrap();
                     t.state = *state;
                     t.assignee = assignee.clone();
                 }
             }
-            let rt = self.threads.entry(a.facts.thread).or_insert_with(|| ThreadRuntime {
-                dag: Default::default(),
-                state: a.next_state.clone(),
-                last_event_seq: 0,
-            });
+            let rt = self
+                .threads
+                .entry(a.facts.thread)
+                .or_insert_with(|| ThreadRuntime {
+                    dag: Default::default(),
+                    state: a.next_state.clone(),
+                    last_event_seq: 0,
+                });
             a.advance(rt);
             self.events.push((a.facts.thread, a.event_seq));
         }
@@ -105,7 +123,9 @@ impl DelegationResolver for World {
             .map(|(_, k)| vec![("k_sign_x".into(), *k)])
     }
     fn identity_type(&self, identity: &Address) -> Option<SenderType> {
-        self.identities.get(identity).and_then(|(t, _)| SenderType::parse(t))
+        self.identities
+            .get(identity)
+            .and_then(|(t, _)| SenderType::parse(t))
     }
     fn is_revoked(&self, _: &LinkRef<'_>) -> bool {
         false
@@ -222,7 +242,10 @@ fn a_root_bootstraps_its_thread_and_lists_every_effect_in_order() {
     assert_eq!(a.envelope["meta"]["event_seq"], 1);
     assert_eq!(a.envelope["meta"]["origin_event_seq"], 1);
     assert_eq!(a.envelope["meta"]["node_id"], "node.test");
-    assert_eq!(a.envelope["meta"]["received_at"], "2026-02-16T17:00:00.000Z");
+    assert_eq!(
+        a.envelope["meta"]["received_at"],
+        "2026-02-16T17:00:00.000Z"
+    );
     let kinds: Vec<&str> = a
         .effects
         .iter()
@@ -238,7 +261,14 @@ fn a_root_bootstraps_its_thread_and_lists_every_effect_in_order() {
         .collect();
     assert_eq!(
         kinds,
-        ["thread(new)", "index-thread", "envelope", "index-envelope", "event", "audit"]
+        [
+            "thread(new)",
+            "index-thread",
+            "envelope",
+            "index-envelope",
+            "event",
+            "audit"
+        ]
     );
     let ev = a.events().next().unwrap();
     assert_eq!(ev.kind, "envelope.new");
@@ -256,7 +286,14 @@ fn replies_take_the_next_event_seq_and_a_missing_parent_is_pending() {
     let c = accepted(w.submit(msg(3, 1, ALICE, BOB, Some(99)), &NONE).unwrap());
     assert_eq!((c.event_seq, c.pending_parent), (3, true));
     assert_eq!(c.envelope["meta"]["pending_parent"], true);
-    assert!(matches!(c.effects[0], Effect::PutThread { fresh: false, state_changed: false, .. }));
+    assert!(matches!(
+        c.effects[0],
+        Effect::PutThread {
+            fresh: false,
+            state_changed: false,
+            ..
+        }
+    ));
 }
 
 #[test]
@@ -269,7 +306,10 @@ fn duplicates_are_refused_unless_the_deviation_replays_them() {
         allow_duplicate_ids: true,
         ..NONE
     };
-    assert_eq!(w.submit(msg(1, 1, ALICE, BOB, None), &dev).unwrap(), Decision::AlreadyStored);
+    assert_eq!(
+        w.submit(msg(1, 1, ALICE, BOB, None), &dev).unwrap(),
+        Decision::AlreadyStored
+    );
 }
 
 #[test]
@@ -278,9 +318,16 @@ fn admission_checks_run_in_the_documented_order() {
     // Step 3 before step 4: a spoofed sender is refused before the lookup.
     let carol = Address::parse_wire(CAROL).unwrap();
     let e = w
-        .submit_as(msg(1, 1, ALICE, BOB, None), Origin::Local { caller: &carol }, &NONE)
+        .submit_as(
+            msg(1, 1, ALICE, BOB, None),
+            Origin::Local { caller: &carol },
+            &NONE,
+        )
         .unwrap_err();
-    assert_eq!((e.code, e.field.as_str()), (ErrorCode::CapabilityDenied, "from.identity"));
+    assert_eq!(
+        (e.code, e.field.as_str()),
+        (ErrorCode::CapabilityDenied, "from.identity")
+    );
     // Step 4: unknown sender.
     w.identities.remove(&Address::parse_wire(BOB).unwrap());
     let e = w.submit(msg(2, 2, BOB, ALICE, None), &NONE).unwrap_err();
@@ -294,12 +341,18 @@ fn admission_checks_run_in_the_documented_order() {
     // Step 1 before everything: size.
     let mut big = msg(4, 4, ALICE, CAROL, None);
     big["content"]["human"]["text"] = "x".repeat(70 * 1024).into();
-    assert_eq!(w.submit(big, &NONE).unwrap_err().code, ErrorCode::PayloadTooLarge);
+    assert_eq!(
+        w.submit(big, &NONE).unwrap_err().code,
+        ErrorCode::PayloadTooLarge
+    );
     // Step 2: structure names the field.
     let mut bad = msg(5, 5, ALICE, CAROL, None);
     bad["to"] = json!([]);
     let e = w.submit(bad, &NONE).unwrap_err();
-    assert_eq!((e.code, e.field.as_str()), (ErrorCode::EnvelopeInvalid, "to"));
+    assert_eq!(
+        (e.code, e.field.as_str()),
+        (ErrorCode::EnvelopeInvalid, "to")
+    );
     assert!(w.stored.is_empty(), "no refused envelope is stored");
 }
 
@@ -311,9 +364,17 @@ fn thread_rules_refuse_unknown_threads_outsiders_and_locked_threads() {
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::ThreadNotFound);
     w.submit(msg(2, 1, ALICE, BOB, None), &NONE).unwrap();
-    let e = w.submit(msg(3, 1, CAROL, ALICE, Some(2)), &NONE).unwrap_err();
-    assert_eq!((e.code, e.field.as_str()), (ErrorCode::CapabilityDenied, "from.identity"));
-    let lock = accepted(w.submit(op(4, 1, ALICE, "thread.lock@v1", json!({})), &NONE).unwrap());
+    let e = w
+        .submit(msg(3, 1, CAROL, ALICE, Some(2)), &NONE)
+        .unwrap_err();
+    assert_eq!(
+        (e.code, e.field.as_str()),
+        (ErrorCode::CapabilityDenied, "from.identity")
+    );
+    let lock = accepted(
+        w.submit(op(4, 1, ALICE, "thread.lock@v1", json!({})), &NONE)
+            .unwrap(),
+    );
     assert_eq!(lock.events().next().unwrap().kind, "thread.updated");
     let e = w.submit(msg(5, 1, BOB, ALICE, Some(2)), &NONE).unwrap_err();
     assert_eq!(e.code, ErrorCode::ThreadLocked);
@@ -334,13 +395,28 @@ fn operations_need_the_owner_and_change_the_state() {
     assert_eq!(e.code, ErrorCode::CapabilityDenied);
     let add = accepted(
         w.submit(
-            op(3, 1, ALICE, "thread.add_participant@v1", json!({"identity": CAROL})),
+            op(
+                3,
+                1,
+                ALICE,
+                "thread.add_participant@v1",
+                json!({"identity": CAROL}),
+            ),
             &NONE,
         )
         .unwrap(),
     );
-    assert!(add.next_state.is_active_participant(&Address::parse_wire(CAROL).unwrap()));
-    assert!(matches!(add.effects[0], Effect::PutThread { state_changed: true, .. }));
+    assert!(
+        add.next_state
+            .is_active_participant(&Address::parse_wire(CAROL).unwrap())
+    );
+    assert!(matches!(
+        add.effects[0],
+        Effect::PutThread {
+            state_changed: true,
+            ..
+        }
+    ));
     let e = w
         .submit(op(4, 1, ALICE, "thread.archive@v1", json!({})), &NONE)
         .unwrap_err();
@@ -351,11 +427,16 @@ fn operations_need_the_owner_and_change_the_state() {
 fn tasks_move_by_the_table_and_only_for_the_roles_that_may() {
     let mut w = World::with_people();
     let mut create = msg(1, 1, ALICE, BOB, None);
-    create["content"]["structured"] = json!({"intent": "task.create@v1", "parameters": {"assignee": BOB}});
+    create["content"]["structured"] =
+        json!({"intent": "task.create@v1", "parameters": {"assignee": BOB}});
     let (s, k) = seed_of(ALICE);
     sign_envelope(&mut create, &key(s), &key_id(k)).unwrap();
     let a = accepted(w.submit(create, &NONE).unwrap());
-    assert!(a.effects.iter().any(|e| matches!(e, Effect::TaskCreated { .. })));
+    assert!(
+        a.effects
+            .iter()
+            .any(|e| matches!(e, Effect::TaskCreated { .. }))
+    );
     let update = |n: u32, from: &str, state: &str| {
         let mut e = msg(n, 1, from, ALICE, Some(1));
         e["content"]["structured"] = json!({"intent": "task.state_update@v1", "parameters": {"task_id": id("env", 1), "state": state}});
@@ -365,7 +446,11 @@ fn tasks_move_by_the_table_and_only_for_the_roles_that_may() {
     };
     assert!(w.submit(update(2, ALICE, "assigned"), &NONE).is_ok());
     let e = w.submit(update(3, ALICE, "accepted"), &NONE).unwrap_err();
-    assert_eq!(e.code, ErrorCode::CapabilityDenied, "only the assignee accepts");
+    assert_eq!(
+        e.code,
+        ErrorCode::CapabilityDenied,
+        "only the assignee accepts"
+    );
     assert!(w.submit(update(4, BOB, "accepted"), &NONE).is_ok());
     let e = w.submit(update(5, BOB, "created"), &NONE).unwrap_err();
     assert_eq!(e.code, ErrorCode::StateTransitionInvalid);
@@ -377,7 +462,10 @@ fn federated_delivery_binds_the_sender_to_the_delivering_node_and_keeps_its_seq(
     let e = w
         .submit_as(
             msg(1, 1, ALICE, BOB, None),
-            Origin::Federated { node: "other.test", origin_event_seq: Some(7) },
+            Origin::Federated {
+                node: "other.test",
+                origin_event_seq: Some(7),
+            },
             &NONE,
         )
         .unwrap_err();
@@ -385,7 +473,10 @@ fn federated_delivery_binds_the_sender_to_the_delivering_node_and_keeps_its_seq(
     let a = accepted(
         w.submit_as(
             msg(1, 1, ALICE, BOB, None),
-            Origin::Federated { node: "NODE.test", origin_event_seq: Some(7) },
+            Origin::Federated {
+                node: "NODE.test",
+                origin_event_seq: Some(7),
+            },
             &NONE,
         )
         .unwrap(),

@@ -31,9 +31,14 @@ async fn issue(
     headers: HeaderMap,
     body: StrictJson,
 ) -> R {
-    create_once(&s, &c, &headers, "POST /v1/capabilities", &body.raw, async {
-        s.issue_capability(&c, body.value.clone())
-    })
+    create_once(
+        &s,
+        &c,
+        &headers,
+        "POST /v1/capabilities",
+        &body.raw,
+        async { s.issue_capability(&c, body.value.clone()) },
+    )
     .await
 }
 

@@ -254,7 +254,12 @@ impl Service {
     /// marks the token revoked and increments the thread's `cap_epoch` (every older token
     /// then fails the §12.3 epoch check). Then a `capability.revoked` event (§17.3) goes to
     /// the thread's participants and the holder.
-    pub async fn revoke_capability(&self, caller: &Caller, id: &str, op: Value) -> ApiResult<Value> {
+    pub async fn revoke_capability(
+        &self,
+        caller: &Caller,
+        id: &str,
+        op: Value,
+    ) -> ApiResult<Value> {
         let cid = CapabilityId::parse(id)
             .map_err(|e| ApiError::bad_request("capability_id", e.to_string(), "v1.1 §8.4"))?;
         let (thread, issued_to, revoked) = {

@@ -13,9 +13,9 @@ use crate::quirks::{Quirk, QuirkRules};
 use crate::store::resolvers::StoreResolver;
 use crate::store::{envelopes, events, threads};
 use loom_protocol::accept::{Origin, SizeLimit, SpecRules, ThreadRuntime, admit};
+use loom_protocol::envelope::AudienceMode;
 use loom_protocol::id::{EnvelopeId, ThreadId};
 use loom_protocol::jcs::to_canonical_bytes;
-use loom_protocol::envelope::AudienceMode;
 use loom_protocol::policy::{AudienceOf, check_deletable};
 use loom_protocol::thread::ThreadState;
 use loom_protocol::{Address, ErrorCode, ProtocolError, Timestamp};
@@ -169,10 +169,16 @@ impl Service {
             return Ok(());
         }
         let mut audience = AudienceOf::read(env);
-        if self.quirk(Quirk::OmittedAudienceAsRecipients) && audience.mode.is_none() && !audience.unknown_mode {
+        if self.quirk(Quirk::OmittedAudienceAsRecipients)
+            && audience.mode.is_none()
+            && !audience.unknown_mode
+        {
             audience.mode = Some(AudienceMode::Recipients);
         }
-        audience.check(&caller.identity, state.is_active_participant(&caller.identity))
+        audience.check(
+            &caller.identity,
+            state.is_active_participant(&caller.identity),
+        )
     }
 
     /// `DELETE /v1/envelopes/{id}` (§20.7 retract, §25.2 erasure): only the sender, within

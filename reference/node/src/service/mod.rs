@@ -13,9 +13,9 @@ pub mod events;
 pub mod idempotency;
 pub mod identity;
 pub mod rate_limit;
-pub mod write_group;
 pub mod search;
 pub mod threads;
+pub mod write_group;
 
 use crate::config::NodeConfig;
 use crate::env::Env;

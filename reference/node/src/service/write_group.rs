@@ -22,7 +22,9 @@ use super::{Caller, Service};
 use crate::error::{ApiError, ApiResult};
 use crate::store::accept::{WriterView, apply};
 use crate::store::{batch, envelopes, threads};
-use loom_protocol::accept::{Acceptance, Admitted, Context, Decision, Origin, ThreadRuntime, decide};
+use loom_protocol::accept::{
+    Acceptance, Admitted, Context, Decision, Origin, ThreadRuntime, decide,
+};
 use loom_protocol::id::ThreadId;
 use loom_protocol::thread::ThreadLimits;
 use rusqlite::Connection;
@@ -95,7 +97,11 @@ impl WriteGroup {
 
     /// Passes leadership to the first waiting envelope, or ends it.
     fn hand_off(q: &mut Queue) {
-        match q.jobs.iter().find(|j| !j.slot.abandoned.load(Ordering::SeqCst)) {
+        match q
+            .jobs
+            .iter()
+            .find(|j| !j.slot.abandoned.load(Ordering::SeqCst))
+        {
             Some(next) => {
                 next.slot.lead.store(true, Ordering::SeqCst);
                 next.slot.notify.notify_one();
@@ -133,7 +139,7 @@ struct Overlay(BTreeMap<ThreadId, Held>);
 #[derive(Debug)]
 enum Held {
     /// The thread as of the batch so far.
-    Loaded(ThreadRuntime),
+    Loaded(Box<ThreadRuntime>),
     /// The thread does not exist.
     Absent,
     /// Changed in the store outside its runtime (a fork target): read it from the store.
@@ -143,7 +149,11 @@ enum Held {
 impl Service {
     /// Decides, applies and durably commits an admitted envelope in the writer's next
     /// group; the stored envelope, or why it was refused.
-    pub(crate) async fn commit_envelope(&self, admitted: Admitted, caller: &Caller) -> ApiResult<Value> {
+    pub(crate) async fn commit_envelope(
+        &self,
+        admitted: Admitted,
+        caller: &Caller,
+    ) -> ApiResult<Value> {
         let slot = Arc::new(Slot::default());
         let group = &self.write_group;
         let mut lead = group.enqueue(Job {
@@ -199,6 +209,7 @@ impl Service {
             Ok(())
         });
         drop(conn);
+        tracing::debug!(group = jobs.len(), ok = committed.is_ok(), "group commit");
         match committed {
             Ok(()) => {
                 self.threads.merge(overlay);
@@ -245,7 +256,10 @@ impl Service {
         match decide(&job.admitted, origin, &view, &ctx)? {
             Decision::AlreadyStored => {
                 let stored = envelopes::body(c, &f.id)?;
-                Ok((stored.unwrap_or_else(|| job.admitted.envelope.clone()), None))
+                Ok((
+                    stored.unwrap_or_else(|| job.admitted.envelope.clone()),
+                    None,
+                ))
             }
             Decision::Accepted(a) => {
                 apply(c, &a, &now.to_rfc3339(), &mut || self.new_event_id())?;
@@ -264,7 +278,12 @@ impl Overlay {
     }
 
     /// Brings `id` into the overlay: from the shared cache, else from the store.
-    fn load(&mut self, id: ThreadId, cache: &super::envelopes::ThreadCache, c: &Connection) -> ApiResult<()> {
+    fn load(
+        &mut self,
+        id: ThreadId,
+        cache: &super::envelopes::ThreadCache,
+        c: &Connection,
+    ) -> ApiResult<()> {
         let stale = match self.0.get(&id) {
             Some(Held::Loaded(_) | Held::Absent) => return Ok(()),
             Some(Held::Stale) => true,
@@ -272,9 +291,9 @@ impl Overlay {
         };
         let cached = if stale { None } else { cache.get(&id) };
         let held = match cached {
-            Some(rt) => Held::Loaded(rt),
+            Some(rt) => Held::Loaded(Box::new(rt)),
             None => match threads::load_runtime(c, &id)? {
-                Some(rt) => Held::Loaded(rt),
+                Some(rt) => Held::Loaded(Box::new(rt)),
                 None => Held::Absent,
             },
         };
@@ -285,11 +304,11 @@ impl Overlay {
     fn advance(&mut self, a: &Acceptance) {
         let entry = self.0.entry(a.facts.thread).or_insert(Held::Absent);
         if !matches!(entry, Held::Loaded(_)) {
-            *entry = Held::Loaded(ThreadRuntime {
+            *entry = Held::Loaded(Box::new(ThreadRuntime {
                 dag: Default::default(),
                 state: a.next_state.clone(),
                 last_event_seq: 0,
-            });
+            }));
         }
         if let Held::Loaded(rt) = entry {
             a.advance(rt);
@@ -307,7 +326,7 @@ impl super::envelopes::ThreadCache {
         for (id, held) in overlay.0 {
             match held {
                 Held::Loaded(rt) => {
-                    map.insert(id, rt);
+                    map.insert(id, *rt);
                 }
                 Held::Stale => {
                     map.remove(&id);

@@ -6,12 +6,12 @@ use super::audit::{self, AuditEntry};
 use super::resolvers::StoreResolver;
 use super::{Cached, envelopes, events, threads};
 use ed25519_dalek::VerifyingKey;
+use loom_protocol::Address;
 use loom_protocol::accept::{AcceptView, Acceptance, Effect, TaskRecord, ThreadRuntime};
 use loom_protocol::capability::CapabilityResolver;
 use loom_protocol::id::{CapabilityId, EnvelopeId, ThreadId};
 use loom_protocol::task::TaskState;
 use loom_protocol::thread::ThreadState;
-use loom_protocol::Address;
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// Marks a single-use token spent.
@@ -57,7 +57,15 @@ pub fn apply(
                 if conn.exec(SPEND_CAPABILITY, params![id, now])? == 0 {
                     conn.exec(
                         INSERT_SPENT_CAPABILITY,
-                        params![id, thread.to_string(), issued_by, issued_to, epoch, token.to_string(), now],
+                        params![
+                            id,
+                            thread.to_string(),
+                            issued_by,
+                            issued_to,
+                            epoch,
+                            token.to_string(),
+                            now
+                        ],
                     )?;
                 }
             }
@@ -72,7 +80,9 @@ pub fn apply(
                     conn.exec(REVOKE_DELEGATION_PAIR, params![delegator, delegate, now])?;
                 }
             }
-            Effect::PutOtherThread { state, create } => threads::put_other(conn, state, *create, now)?,
+            Effect::PutOtherThread { state, create } => {
+                threads::put_other(conn, state, *create, now)?
+            }
             Effect::MoveEnvelopes { from, to } => envelopes::move_all(conn, from, to)?,
             Effect::TaskCreated {
                 id,
@@ -82,7 +92,13 @@ pub fn apply(
             } => {
                 conn.exec(
                     INSERT_TASK,
-                    params![id.to_string(), thread.to_string(), creator.to_string(), assignee, now],
+                    params![
+                        id.to_string(),
+                        thread.to_string(),
+                        creator.to_string(),
+                        assignee,
+                        now
+                    ],
                 )?;
             }
             Effect::TaskMoved {
@@ -207,7 +223,9 @@ impl AcceptView for WriterView<'_> {
     fn task(&self, id: &str) -> Option<TaskRecord> {
         let row: Option<(String, String, Option<String>, String)> = self
             .conn
-            .row(SELECT_TASK, [id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .row(SELECT_TASK, [id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
             .optional()
             .ok()
             .flatten();

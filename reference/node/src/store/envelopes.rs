@@ -77,7 +77,11 @@ pub fn body(conn: &Connection, id: &EnvelopeId) -> rusqlite::Result<Option<Value
 }
 
 /// Stores the envelope row and its readers (the sender as `sender`, others as `reader`).
-pub fn insert(conn: &Connection, e: &NewEnvelope<'_>, readers: &BTreeSet<Address>) -> rusqlite::Result<()> {
+pub fn insert(
+    conn: &Connection,
+    e: &NewEnvelope<'_>,
+    readers: &BTreeSet<Address>,
+) -> rusqlite::Result<()> {
     let id = e.id.to_string();
     conn.exec(
         INSERT,
@@ -98,7 +102,11 @@ pub fn insert(conn: &Connection, e: &NewEnvelope<'_>, readers: &BTreeSet<Address
     for r in readers {
         conn.exec(
             INSERT_READER,
-            params![id, r.to_string(), if r == e.sender { "sender" } else { "reader" }],
+            params![
+                id,
+                r.to_string(),
+                if r == e.sender { "sender" } else { "reader" }
+            ],
         )?;
     }
     Ok(())
@@ -162,7 +170,10 @@ pub struct StoredRetract {
 }
 
 /// Reads an envelope for retraction.
-pub fn read_for_retract(conn: &Connection, id: &EnvelopeId) -> rusqlite::Result<Option<StoredRetract>> {
+pub fn read_for_retract(
+    conn: &Connection,
+    id: &EnvelopeId,
+) -> rusqlite::Result<Option<StoredRetract>> {
     conn.row(SELECT_FOR_RETRACT, [id.to_string()], |r| {
         Ok(StoredRetract {
             thread: r.get(0)?,
@@ -177,9 +188,17 @@ pub fn read_for_retract(conn: &Connection, id: &EnvelopeId) -> rusqlite::Result<
 
 /// Retracts: erases the content (or only marks it, when `keep_content`) and drops its
 /// search row.
-pub fn retract(conn: &Connection, id: &EnvelopeId, now: &str, keep_content: bool) -> rusqlite::Result<()> {
+pub fn retract(
+    conn: &Connection,
+    id: &EnvelopeId,
+    now: &str,
+    keep_content: bool,
+) -> rusqlite::Result<()> {
     let id = id.to_string();
-    conn.exec(if keep_content { MARK_RETRACTED } else { ERASE }, params![id, now])?;
+    conn.exec(
+        if keep_content { MARK_RETRACTED } else { ERASE },
+        params![id, now],
+    )?;
     conn.exec(DELETE_SEARCH, [&id])?;
     Ok(())
 }

@@ -48,7 +48,9 @@ fn bad_row(e: impl std::error::Error + Send + Sync + 'static) -> rusqlite::Error
 /// Rebuilds a thread's runtime from the store, or `None` when the thread does not exist.
 pub fn load_runtime(conn: &Connection, id: &ThreadId) -> rusqlite::Result<Option<ThreadRuntime>> {
     let row: Option<(String, i64)> = conn
-        .row(SELECT_RUNTIME, [id.to_string()], |r| Ok((r.get(0)?, r.get(1)?)))
+        .row(SELECT_RUNTIME, [id.to_string()], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
         .optional()?;
     let Some((state, last)) = row else {
         return Ok(None);
@@ -68,7 +70,11 @@ pub fn load_runtime(conn: &Connection, id: &ThreadId) -> rusqlite::Result<Option
         let (Ok(eid), Ok(created)) = (EnvelopeId::parse(&eid), Timestamp::parse(&created)) else {
             continue;
         };
-        envelopes.push((eid, parent.and_then(|p| EnvelopeId::parse(&p).ok()), created));
+        envelopes.push((
+            eid,
+            parent.and_then(|p| EnvelopeId::parse(&p).ok()),
+            created,
+        ));
     }
     Ok(Some(ThreadRuntime::rebuild(
         state,
@@ -99,12 +105,26 @@ pub fn put(
     if fresh {
         conn.exec(
             INSERT_THREAD,
-            params![id, state_json(state)?, state.state.as_str(), state.subject, now, event_seq],
+            params![
+                id,
+                state_json(state)?,
+                state.state.as_str(),
+                state.subject,
+                now,
+                event_seq
+            ],
         )?;
     } else if state_changed {
         conn.exec(
             UPDATE_STATE,
-            params![id, state_json(state)?, state.state.as_str(), state.subject, now, event_seq],
+            params![
+                id,
+                state_json(state)?,
+                state.state.as_str(),
+                state.subject,
+                now,
+                event_seq
+            ],
         )?;
     } else {
         // Only operations change the replicated state (§11); other envelopes move the
@@ -115,12 +135,23 @@ pub fn put(
 }
 
 /// Another thread's state (fork targets, §11.4): created when `create` and missing.
-pub fn put_other(conn: &Connection, state: &ThreadState, create: bool, now: &str) -> rusqlite::Result<()> {
+pub fn put_other(
+    conn: &Connection,
+    state: &ThreadState,
+    create: bool,
+    now: &str,
+) -> rusqlite::Result<()> {
     let id = state.id.to_string();
     if create {
         conn.exec(
             UPSERT_OTHER,
-            params![id, state_json(state)?, state.state.as_str(), state.subject, now],
+            params![
+                id,
+                state_json(state)?,
+                state.state.as_str(),
+                state.subject,
+                now
+            ],
         )?;
     } else {
         conn.exec(

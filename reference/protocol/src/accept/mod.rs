@@ -45,8 +45,7 @@ pub use view::{AcceptView, Directory, Origin, TaskRecord, ThreadRuntime};
 
 use crate::address::Address;
 use crate::capability::{
-    CapabilityRequest, CapabilityResolver, Grant, PopProof, authorize_capability,
-    grant_for_intent,
+    CapabilityRequest, CapabilityResolver, Grant, PopProof, authorize_capability, grant_for_intent,
 };
 use crate::clock::FixedClock;
 use crate::delegation::{ChainPolicy, verify_delegation_chain};
@@ -243,7 +242,12 @@ pub fn decide(
             // §10.5 bootstrap: the root's sender owns the thread, its recipients participate.
             bootstrap = ThreadRuntime {
                 dag: ThreadDag::new(),
-                state: ThreadState::new(f.thread, f.sender.clone(), &f.visible_recipients, f.created_at),
+                state: ThreadState::new(
+                    f.thread,
+                    f.sender.clone(),
+                    &f.visible_recipients,
+                    f.created_at,
+                ),
                 last_event_seq: 0,
             };
             (&bootstrap, true)
@@ -257,7 +261,8 @@ pub fn decide(
         effects: Vec::new(),
         evict: Vec::new(),
     };
-    d.run(admitted, origin, fresh).map(|a| Decision::Accepted(Box::new(a)))
+    d.run(admitted, origin, fresh)
+        .map(|a| Decision::Accepted(Box::new(a)))
 }
 
 struct Decider<'a> {
@@ -315,7 +320,8 @@ impl Decider<'_> {
             .intent()
             .is_some_and(|i| THREAD_OP_NAMESPACES.iter().any(|ns| i.starts_with(ns)));
         let is_op = f.kind == "thread_op" && !(out_of_family && dev.inert_out_of_family_ops);
-        if !fresh && !state.is_active_participant(&f.sender) && !is_op && !dev.skip_capability_check {
+        if !fresh && !state.is_active_participant(&f.sender) && !is_op && !dev.skip_capability_check
+        {
             let Some(token) = f.parameter("capability_token") else {
                 return Err(ProtocolError::new(
                     ErrorCode::CapabilityDenied,
@@ -376,7 +382,11 @@ impl Decider<'_> {
                 "thread.link@v1" => dev.ignore_thread_link,
                 _ => false,
             };
-            match if unapplied { Ok(()) } else { next.apply(event_seq, &op) } {
+            match if unapplied {
+                Ok(())
+            } else {
+                next.apply(event_seq, &op)
+            } {
                 Ok(()) => {}
                 Err(e)
                     if e.code == ErrorCode::StateTransitionInvalid
@@ -403,7 +413,9 @@ impl Decider<'_> {
         }
         let origin_seq = match origin {
             Origin::Local { .. } => Some(event_seq),
-            Origin::Federated { origin_event_seq, .. } => origin_event_seq,
+            Origin::Federated {
+                origin_event_seq, ..
+            } => origin_event_seq,
         };
         if let Some(o) = origin_seq.filter(|_| !dev.omit_origin_event_seq) {
             meta.insert("origin_event_seq".into(), o.into());
@@ -496,7 +508,10 @@ impl Decider<'_> {
     /// operation for a user; README "Choices where the spec is silent").
     fn check_capability(&mut self, token: &Value, required: Grant) -> Result<(), ProtocolError> {
         let f = self.f;
-        let pop = match (f.str_parameter("pop_signature"), f.str_parameter("pop_timestamp")) {
+        let pop = match (
+            f.str_parameter("pop_signature"),
+            f.str_parameter("pop_timestamp"),
+        ) {
             (Some(signature), Some(timestamp)) => Some(PopProof {
                 signature,
                 timestamp,
@@ -531,7 +546,10 @@ impl Decider<'_> {
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_owned(),
-                epoch: token.get("epoch").and_then(Value::as_i64).unwrap_or_default(),
+                epoch: token
+                    .get("epoch")
+                    .and_then(Value::as_i64)
+                    .unwrap_or_default(),
                 token: token.clone(),
             });
             if !self.ctx.deviations.omit_capability_spent_event {
@@ -554,7 +572,12 @@ impl Decider<'_> {
         let f = self.f;
         let dev = *self.ctx.deviations;
         let now = self.now();
-        let param = |k: &str| op.parameters.get(k).and_then(Value::as_str).map(str::to_owned);
+        let param = |k: &str| {
+            op.parameters
+                .get(k)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
         let mut readers = active_participants(next);
         readers.insert(f.sender.clone());
         let fork = param("fork_thread_id")
@@ -565,7 +588,8 @@ impl Decider<'_> {
                 let Some(id) = param("capability_id").or_else(|| param("token_id")) else {
                     return;
                 };
-                self.effects.push(Effect::CapabilityRevoked { id: id.clone() });
+                self.effects
+                    .push(Effect::CapabilityRevoked { id: id.clone() });
                 let holder = self.view.capability_holder(&id);
                 readers.extend(holder.as_deref().and_then(|a| Address::parse_wire(a).ok()));
                 let payload = json!({"capability_id": id, "thread_id": f.thread.to_string(), "issued_to": holder, "revoked_at": now, "cap_epoch": next.cap_epoch});
@@ -678,7 +702,10 @@ impl Decider<'_> {
                     )
                 };
                 let task_id = f.str_parameter("task_id").ok_or_else(|| {
-                    bad("task_id", "the task_id of the task.create envelope is required")
+                    bad(
+                        "task_id",
+                        "the task_id of the task.create envelope is required",
+                    )
                 })?;
                 let to = f
                     .str_parameter("state")
@@ -704,7 +731,8 @@ impl Decider<'_> {
                     Err(e)
                         if e.code == ErrorCode::StateTransitionInvalid
                             && dev.allow_invalid_state_transition => {}
-                    Err(e) if e.code == ErrorCode::CapabilityDenied && dev.allow_any_task_actor => {}
+                    Err(e) if e.code == ErrorCode::CapabilityDenied && dev.allow_any_task_actor => {
+                    }
                     Err(e) => return Err(e),
                     Ok(()) => {}
                 }
@@ -772,4 +800,3 @@ impl CapabilityResolver for IssuerAuthority<'_> {
         self.view.is_spent(id)
     }
 }
-

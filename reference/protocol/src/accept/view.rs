@@ -100,4 +100,3 @@ pub trait AcceptView: CapabilityResolver {
     /// The holder (`issued_to`) of a stored capability token.
     fn capability_holder(&self, id: &str) -> Option<String>;
 }
-
