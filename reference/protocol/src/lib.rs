@@ -11,6 +11,7 @@
 //! small traits the caller implements. Every rule lives in one function whose doc comment
 //! names its section.
 
+pub mod accept;
 pub mod address;
 pub mod capability;
 pub mod clock;
