@@ -372,8 +372,9 @@ pub fn verify_receipt(
         return Err(bad_sig(
             "delivery_id",
             format!(
-                "receipt is for delivery {delivery_id:?}, not {:?}",
-                expect.delivery_id
+                "receipt is for delivery {}, not {}",
+                delivery_id.unwrap_or("(none)"),
+                expect.delivery_id.unwrap_or("(none)")
             ),
         ));
     }
