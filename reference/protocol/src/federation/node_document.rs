@@ -457,6 +457,7 @@ mod tests {
     use super::*;
     use crate::keys::{public_key_to_b64url, public_key_to_spki_pem};
     use ed25519_dalek::SigningKey;
+    use proptest::prelude::*;
     use serde_json::json;
 
     fn pk(seed: u8) -> VerifyingKey {
@@ -573,5 +574,16 @@ mod tests {
         assert!(should_refetch(None, Timestamp::from_unix_ms(0)));
         assert!(!should_refetch(t(0), Timestamp::from_unix_ms(59_999)));
         assert!(should_refetch(t(0), Timestamp::from_unix_ms(60_000)));
+    }
+
+    proptest! {
+        /// The lenient reader never panics, whatever the document holds.
+        #[test]
+        fn reading_never_panics(v in crate::federation::testing::arb_json(), fed in crate::federation::testing::arb_json()) {
+            let _ = read_node_document(&v, "b.test");
+            let _ = missing_members(&v);
+            let doc = json!({"domain": "b.test", "signing_keys": [v.clone()], "federation": fed, "deliver_url": v});
+            let _ = read_node_document(&doc, "b.test");
+        }
     }
 }
