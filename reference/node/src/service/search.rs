@@ -16,8 +16,8 @@
 use super::capabilities::thread_id_param;
 use super::{Caller, Service};
 use crate::error::{ApiError, ApiResult};
+use crate::store::{Connection, search};
 use loom_protocol::id::ThreadId;
-use rusqlite::params;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -86,8 +86,7 @@ impl Service {
             .as_deref()
             .map(|t| thread_id_param("thread_id", t))
             .transpose()?;
-        let me = caller.identity.to_string();
-        let conn = self.store.conn();
+        let conn = self.store.read();
         let envelopes = self.search_envelopes(
             &conn,
             caller,
@@ -98,24 +97,7 @@ impl Service {
         )?;
         let threads = match (&text, intent) {
             (Some(text), None) => {
-                let mut sql = String::from(
-                    "SELECT s.thread_id FROM thread_search s \
-                     JOIN thread_participants p ON p.thread_id = s.thread_id AND p.identity = ?2 AND p.active = 1 \
-                     WHERE thread_search MATCH ?1",
-                );
-                if thread.is_some() {
-                    sql += " AND s.thread_id = ?3";
-                }
-                sql += &format!(" ORDER BY bm25(thread_search), s.thread_id LIMIT {limit}");
-                let mut stmt = conn.prepare(&sql)?;
-                let t = thread.map(|t| t.to_string()).unwrap_or_default();
-                let ids: Vec<String> = if thread.is_some() {
-                    stmt.query_map(params![text, me, t], |r| r.get(0))?
-                        .collect::<Result<_, _>>()?
-                } else {
-                    stmt.query_map(params![text, me], |r| r.get(0))?
-                        .collect::<Result<_, _>>()?
-                };
+                let ids = search::threads(&conn, &caller.identity, text, thread.as_ref(), limit)?;
                 let mut out = Vec::new();
                 for id in ids {
                     let tid = ThreadId::parse(&id).map_err(ApiError::internal)?;
@@ -140,55 +122,30 @@ impl Service {
 
     fn search_envelopes(
         &self,
-        conn: &rusqlite::Connection,
+        conn: &Connection,
         caller: &Caller,
         text: Option<&str>,
         intent: Option<&str>,
         thread: Option<&ThreadId>,
         limit: usize,
     ) -> ApiResult<Vec<Value>> {
-        let mut args: Vec<String> = vec![caller.identity.to_string()];
-        let mut sql = String::from(
-            "SELECT e.body, e.thread_id FROM envelope_search s JOIN envelopes e ON e.id = s.envelope_id \
-             WHERE e.body IS NOT NULL AND (\
-               EXISTS (SELECT 1 FROM envelope_readers r WHERE r.envelope_id = e.id AND r.identity = ?1) \
-               OR EXISTS (SELECT 1 FROM thread_participants p WHERE p.thread_id = e.thread_id AND p.identity = ?1 AND p.active = 1))",
-        );
-        if let Some(text) = text {
-            args.push(text.to_owned());
-            sql += &format!(" AND envelope_search MATCH ?{}", args.len());
-        }
-        if let Some(intent) = intent {
-            args.push(intent.to_owned());
-            sql += &format!(" AND e.intent = ?{}", args.len());
-        }
-        if let Some(t) = thread {
-            args.push(t.to_string());
-            sql += &format!(" AND e.thread_id = ?{}", args.len());
-        }
-        sql += if text.is_some() {
-            " ORDER BY bm25(envelope_search), e.thread_id, e.event_seq"
-        } else {
-            " ORDER BY e.thread_id, e.event_seq"
-        };
-        let mut stmt = conn.prepare(&sql)?;
-        let mut rows = stmt.query(rusqlite::params_from_iter(args.iter()))?;
         let mut out = Vec::new();
-        while out.len() < limit {
-            // Quoted terms cannot be FTS5 syntax errors; any error here is the node's.
-            let Some(row) = rows.next()? else {
-                break;
-            };
-            let (body, thread): (String, String) = (row.get(0)?, row.get(1)?);
-            let env: Value = serde_json::from_str(&body).map_err(ApiError::internal)?;
-            let tid = ThreadId::parse(&thread).map_err(ApiError::internal)?;
-            let Some(state) = self.thread_state(conn, &tid)? else {
-                continue;
-            };
-            if self.check_visible(&env, caller, &state).is_ok() {
+        let query = search::SearchQuery {
+            caller: &caller.identity,
+            text,
+            intent,
+            thread,
+        };
+        search::envelopes(conn, &query, |body, thread| -> ApiResult<bool> {
+            let env: Value = serde_json::from_str(body).map_err(ApiError::internal)?;
+            let tid = ThreadId::parse(thread).map_err(ApiError::internal)?;
+            if let Some(state) = self.thread_state(conn, &tid)?
+                && self.check_visible(&env, caller, &state).is_ok()
+            {
                 out.push(env);
             }
-        }
+            Ok(out.len() < limit)
+        })?;
         Ok(out)
     }
 }
