@@ -66,7 +66,9 @@ async fn revoked_key_is_refused_next(n: &TestNode) {
     let other = add_key_and_login(n, &alice, "k_sign_alice_2", 2).await;
     // Warm both caches with what is about to be revoked.
     n.get("/v1/identity/me", &alice.token).await.expect(200);
-    challenge(n, &alice.address, &alice.key_id).await.expect(200);
+    challenge(n, &alice.address, &alice.key_id)
+        .await
+        .expect(200);
     let store = &n.node.service().store;
     assert!(
         store.cache.tokens.get(&token_hash(&alice.token)).is_some(),
@@ -104,14 +106,9 @@ async fn revoked_key_is_refused_next(n: &TestNode) {
         .expect_error(401, "SIGNATURE_INVALID");
     let bob = n.register("bob", "human", 3).await;
     let e = alice.message(n, &n.thread_id(), None, &[&bob], "after revocation");
-    n.call(
-        "POST",
-        "/v1/envelopes",
-        Some(&other),
-        Some(alice.sign(e)),
-    )
-    .await
-    .expect_error(401, "SIGNATURE_INVALID");
+    n.call("POST", "/v1/envelopes", Some(&other), Some(alice.sign(e)))
+        .await
+        .expect_error(401, "SIGNATURE_INVALID");
     // The other key and its token are untouched.
     n.get("/v1/identity/me", &other).await.expect(200);
 }

@@ -23,14 +23,35 @@ const PENDING_HANDLE_USE: &[(&str, &str)] = &[
 
 /// Words that start an SQL statement.
 const STATEMENTS: [&str; 14] = [
-    "SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "PRAGMA", "REPLACE", "BEGIN", "COMMIT",
-    "ROLLBACK", "SAVEPOINT", "RELEASE", "ALTER", "DROP",
+    "SELECT",
+    "INSERT",
+    "UPDATE",
+    "DELETE",
+    "CREATE",
+    "PRAGMA",
+    "REPLACE",
+    "BEGIN",
+    "COMMIT",
+    "ROLLBACK",
+    "SAVEPOINT",
+    "RELEASE",
+    "ALTER",
+    "DROP",
 ];
 
 /// Fragments of SQL that appear in statement pieces (`" AND x = ?2"`).
 const FRAGMENTS: [&str; 11] = [
-    " FROM ", " WHERE ", " JOIN ", " ORDER BY ", " LIMIT ", " MATCH ", " VALUES ", " SET ",
-    " AND ", " OR ", "= ?",
+    " FROM ",
+    " WHERE ",
+    " JOIN ",
+    " ORDER BY ",
+    " LIMIT ",
+    " MATCH ",
+    " VALUES ",
+    " SET ",
+    " AND ",
+    " OR ",
+    "= ?",
 ];
 
 /// Database handling in code.
@@ -175,7 +196,10 @@ fn the_check_sees_sql_and_database_handling() {
     let (sql, handles) = findings(before);
     assert_eq!(sql.len(), 3, "{sql:?}");
     for h in ["rusqlite", "unchecked_transaction", ".row("] {
-        assert!(handles.contains(&h.to_owned()), "{h} not seen in {handles:?}");
+        assert!(
+            handles.contains(&h.to_owned()),
+            "{h} not seen in {handles:?}"
+        );
     }
     // Error texts and comments are not SQL.
     let clean = r#"

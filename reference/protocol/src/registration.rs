@@ -18,13 +18,13 @@ use crate::documents::IdentityType;
 use crate::error::{ErrorCode, ProtocolError};
 use crate::id::{KeyId, KeyKind};
 use crate::identity_profile::{
-    AGENT_MEMBERS, AgentDelegation, SERVICE_MEMBERS, TEAM_MEMBERS, TypeMembers,
-    check_type_members, verify_agent_delegation,
+    AGENT_MEMBERS, AgentDelegation, SERVICE_MEMBERS, TEAM_MEMBERS, TypeMembers, check_type_members,
+    verify_agent_delegation,
 };
 use crate::jcs::to_canonical_bytes;
 use crate::keys::{
-    b64url_decode, b64url_encode, public_key_from_any, public_key_to_b64url,
-    signature_from_b64url, verify,
+    b64url_decode, b64url_encode, public_key_from_any, public_key_to_b64url, signature_from_b64url,
+    verify,
 };
 use crate::time::Timestamp;
 use ed25519_dalek::VerifyingKey;
@@ -63,7 +63,6 @@ pub fn registration_document_hash(req: &Value) -> String {
     }
     hex::encode(Sha256::digest(to_canonical_bytes(&Value::Object(doc))))
 }
-
 
 /// Deliberate departures from single registration rules. All `false` in
 /// [`Deviations::NONE`], the only value a real node uses; each field names the rule it
@@ -284,7 +283,11 @@ fn lenient_loom_address(s: &str) -> Option<Address> {
 
 /// The address a registration or registration challenge names (§6.1: canonical lowercase
 /// wire form), reported against `field`.
-pub fn registrant_address(field: &str, s: &str, dev: &Deviations) -> Result<Address, ProtocolError> {
+pub fn registrant_address(
+    field: &str,
+    s: &str,
+    dev: &Deviations,
+) -> Result<Address, ProtocolError> {
     Address::parse_wire(s)
         .map_err(|e| bad(field, format!("not a LOOM address: {e}"), "v1.1 §6.1"))
         .or_else(|e| {

@@ -264,14 +264,7 @@ mod tests {
     }
 
     fn redeem(c: Option<&ChallengeRecord>, now: &str, dev: &Deviations) -> Redemption {
-        redeem_challenge(
-            c,
-            AUTH_PURPOSE,
-            "loom://a@x.test",
-            "k_sign_a",
-            at(now),
-            dev,
-        )
+        redeem_challenge(c, AUTH_PURPOSE, "loom://a@x.test", "k_sign_a", at(now), dev)
     }
 
     #[test]

@@ -50,11 +50,17 @@ fn a_registration_is_refused_at_its_first_broken_rule() {
     assert!(e.rule.starts_with("not a registration request"), "{e:?}");
     for (id, rule) in [
         ("loom://Alice@node.test", "canonical lowercase"),
-        ("bridge://alice@mail.test", "reserved for bridged identities"),
+        (
+            "bridge://alice@mail.test",
+            "reserved for bridged identities",
+        ),
         ("loom://alice@other.test", "this node hosts node.test"),
     ] {
         let e = refused(&registration(id, "human"), &none);
-        assert_eq!((e.code, e.field.as_str()), (ErrorCode::EnvelopeInvalid, "id"));
+        assert_eq!(
+            (e.code, e.field.as_str()),
+            (ErrorCode::EnvelopeInvalid, "id")
+        );
         assert!(e.rule.contains(rule), "{id}: {e:?}");
     }
     let e = refused(&registration("loom://alice@node.test", "node"), &none);
@@ -133,7 +139,10 @@ fn the_proof_binds_identity_key_document_and_nonce() {
     let mut other_key = raw.clone();
     other_key["registration_proof"]["key_id"] = "k_sign_alice_9".into();
     let r = Registration::parse(&other_key, DOMAIN, now(), &none).unwrap();
-    assert_eq!(r.proof_key().unwrap_err().field, "registration_proof.key_id");
+    assert_eq!(
+        r.proof_key().unwrap_err().field,
+        "registration_proof.key_id"
+    );
 }
 
 #[test]
@@ -143,7 +152,10 @@ fn added_keys_and_patches_follow_section_16_3() {
         public_key_pem: None,
         public_key: None,
     };
-    assert_eq!(parse_added_key(&node_key).unwrap_err().rule, "node keys belong to nodes");
+    assert_eq!(
+        parse_added_key(&node_key).unwrap_err().rule,
+        "node keys belong to nodes"
+    );
     let enc = KeyInput {
         key_id: "k_enc_alice_2".into(),
         public_key_pem: None,
@@ -159,7 +171,10 @@ fn added_keys_and_patches_follow_section_16_3() {
     let p = IdentityPatch::parse(&json!({"display_name": null, "metadata": {"a": 1}})).unwrap();
     let mut doc = json!({"display_name": "A", "id": "loom://a@node.test"});
     p.apply(&mut doc);
-    assert_eq!(doc, json!({"id": "loom://a@node.test", "metadata": {"a": 1}}));
+    assert_eq!(
+        doc,
+        json!({"id": "loom://a@node.test", "metadata": {"a": 1}})
+    );
 }
 
 const ALICE: &str = "loom://alice@node.test";
@@ -185,7 +200,11 @@ fn signed(mut l: Value) -> Value {
     l
 }
 
-fn check(l: &Value, is_human: bool, keys: &[(String, ed25519_dalek::VerifyingKey)]) -> Result<(), ProtocolError> {
+fn check(
+    l: &Value,
+    is_human: bool,
+    keys: &[(String, ed25519_dalek::VerifyingKey)],
+) -> Result<(), ProtocolError> {
     let alice = Address::parse(ALICE).unwrap();
     check_new_link(
         l,
@@ -221,10 +240,16 @@ fn links_for_storage_report_each_rule_with_its_code() {
     };
     let mut other = good.clone();
     other["delegator"] = BOT.into();
-    assert_eq!(code(&other, true), (ErrorCode::CapabilityDenied, "delegator".into()));
+    assert_eq!(
+        code(&other, true),
+        (ErrorCode::CapabilityDenied, "delegator".into())
+    );
     let mut own = link(&["*"]);
     own["delegate"] = ALICE.into();
-    assert_eq!(code(&own, true), (ErrorCode::EnvelopeInvalid, "delegate".into()));
+    assert_eq!(
+        code(&own, true),
+        (ErrorCode::EnvelopeInvalid, "delegate".into())
+    );
     assert_eq!(
         code(&signed(link(&["*"])), false),
         (ErrorCode::EnvelopeInvalid, "scope[0]".into())
@@ -244,10 +269,16 @@ fn links_for_storage_report_each_rule_with_its_code() {
     );
     let mut tampered = good.clone();
     tampered["scope"] = json!(["*"]);
-    assert_eq!(code(&tampered, true), (ErrorCode::DelegationInvalid, "signature".into()));
+    assert_eq!(
+        code(&tampered, true),
+        (ErrorCode::DelegationInvalid, "signature".into())
+    );
     let mut unknown = good.clone();
     unknown["key_id"] = "k_sign_alice_9".into();
-    assert_eq!(code(&unknown, true), (ErrorCode::DelegationInvalid, "key_id".into()));
+    assert_eq!(
+        code(&unknown, true),
+        (ErrorCode::DelegationInvalid, "key_id".into())
+    );
     let two = vec![
         keys[0].clone(),
         ("k_sign_alice_2".to_owned(), key(2).verifying_key()),
@@ -297,7 +328,9 @@ fn stored_links_have_a_status_and_may_forbid_revocation() {
 
 #[test]
 fn a_stored_token_status_is_the_first_that_applies() {
-    let t = StoredToken::read(&json!({"expires_at": "2026-03-01T11:00:00Z", "grants": ["read", "nonsense"]}));
+    let t = StoredToken::read(
+        &json!({"expires_at": "2026-03-01T11:00:00Z", "grants": ["read", "nonsense"]}),
+    );
     assert_eq!(t.grants, vec![Grant::Read]);
     assert!(t.covers(Grant::Read));
     assert!(!t.covers(Grant::Reply));
@@ -307,5 +340,8 @@ fn a_stored_token_status_is_the_first_that_applies() {
     assert_eq!(t.status(false, false, 1, 1, now()), TokenStatus::Expired);
     let open = StoredToken::read(&json!({"grants": ["admin"]}));
     assert_eq!(open.status(false, false, 1, 1, now()), TokenStatus::Active);
-    assert!(open.covers(Grant::Reply), "admin covers every grant (§12.2)");
+    assert!(
+        open.covers(Grant::Reply),
+        "admin covers every grant (§12.2)"
+    );
 }

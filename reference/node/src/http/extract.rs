@@ -102,4 +102,3 @@ impl FromRequestParts<AppState> for Authed {
         state.authenticate(token).map(Authed)
     }
 }
-

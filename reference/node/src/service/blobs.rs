@@ -91,7 +91,8 @@ fn valid_filename(f: &str) -> bool {
 }
 
 fn load(conn: &Connection, id: &BlobId) -> ApiResult<Blob> {
-    blobs::get(conn, id)?.ok_or_else(|| ApiError::not_found(ErrorCode::EnvelopeNotFound, "blob_id", id))
+    blobs::get(conn, id)?
+        .ok_or_else(|| ApiError::not_found(ErrorCode::EnvelopeNotFound, "blob_id", id))
 }
 
 impl Service {
@@ -321,4 +322,3 @@ impl Service {
             || self.holds_grant(conn, &caller.identity, &state, Grant::Read)?)
     }
 }
-

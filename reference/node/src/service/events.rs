@@ -91,8 +91,10 @@ impl Service {
             }));
             next = e.seq;
         }
-        let mut page = json!({"events": events, "next_cursor": next.to_string(), "has_more": has_more});
-        self.settings.shape(Output::EventsPage, &mut page, &self.env);
+        let mut page =
+            json!({"events": events, "next_cursor": next.to_string(), "has_more": has_more});
+        self.settings
+            .shape(Output::EventsPage, &mut page, &self.env);
         Ok(page)
     }
 }

@@ -12,7 +12,8 @@ const LAST_PART: &str = "SELECT COALESCE(MAX(n), 0) FROM blob_parts WHERE blob_i
 const UPLOADED_EXCEPT: &str =
     "SELECT COALESCE(SUM(LENGTH(data)), 0) FROM blob_parts WHERE blob_id = ?1 AND n != ?2";
 const PUT_PART: &str = "INSERT OR REPLACE INTO blob_parts (blob_id, n, data) VALUES (?1, ?2, ?3)";
-const COMPLETE: &str = "UPDATE blobs SET status = 'complete', size = ?2, sha256 = ?3, completed_at = ?4 WHERE id = ?1";
+const COMPLETE: &str =
+    "UPDATE blobs SET status = 'complete', size = ?2, sha256 = ?3, completed_at = ?4 WHERE id = ?1";
 const PARTS: &str = "SELECT data FROM blob_parts WHERE blob_id = ?1 ORDER BY n";
 
 /// A stored blob.

@@ -195,7 +195,11 @@ mod tests {
         let before = s.generation();
         s.invalidate(|k, _| k == "a");
         s.fill(before, "a", 1);
-        assert_eq!(s.get("a"), None, "a value read before the commit must not be cached");
+        assert_eq!(
+            s.get("a"),
+            None,
+            "a value read before the commit must not be cached"
+        );
         let after = s.generation();
         s.fill(after, "a", 2);
         assert_eq!(s.get("a"), Some(2));

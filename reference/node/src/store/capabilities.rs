@@ -85,7 +85,8 @@ pub struct NewCapability<'a> {
 
 /// Stores a token.
 pub fn insert(tx: &Tx<'_>, c: &NewCapability<'_>) -> StoreResult<()> {
-    let epoch = i64::try_from(c.epoch).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+    let epoch =
+        i64::try_from(c.epoch).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
     tx.exec(
         INSERT,
         params![

@@ -197,7 +197,11 @@ pub enum EventAudience<'a> {
 }
 
 /// The position of event `id` if `reader` may see it.
-pub fn event_seq_for(conn: &Connection, id: &EventId, reader: &Address) -> StoreResult<Option<i64>> {
+pub fn event_seq_for(
+    conn: &Connection,
+    id: &EventId,
+    reader: &Address,
+) -> StoreResult<Option<i64>> {
     conn.row(
         EVENT_SEQ_FOR_READER,
         params![id.to_string(), reader.to_string()],

@@ -3,7 +3,8 @@
 use super::{Cached, Store, StoreResult};
 use rusqlite::{OptionalExtension, params};
 
-const ACTIVE: &str = "SELECT key_id, secret_seed FROM node_keys WHERE status = 'active' ORDER BY created_at LIMIT 1";
+const ACTIVE: &str =
+    "SELECT key_id, secret_seed FROM node_keys WHERE status = 'active' ORDER BY created_at LIMIT 1";
 const INSERT: &str = "INSERT INTO node_keys (key_id, secret_seed, public_key, status, created_at) VALUES (?1, ?2, ?3, 'active', ?4)";
 
 /// The oldest active key: `(key_id, hex seed)`.

@@ -196,7 +196,11 @@ pub struct CachedDirectory<'a>(pub &'a super::Store);
 
 impl Directory for CachedDirectory<'_> {
     fn registered_type(&self, identity: &Address) -> Option<String> {
-        self.0.identity_keys(identity).ok().flatten().map(|k| k.kind)
+        self.0
+            .identity_keys(identity)
+            .ok()
+            .flatten()
+            .map(|k| k.kind)
     }
 
     fn active_signing_key(&self, identity: &Address, key_id: &str) -> Option<VerifyingKey> {
@@ -212,7 +216,11 @@ impl DelegationResolver for CachedDirectory<'_> {
     fn signing_keys(&self, identity: &Address) -> Option<Vec<(String, VerifyingKey)>> {
         // As [`StoreResolver`]: only identities of a sender type have keys to offer.
         self.identity_type(identity)?;
-        self.0.identity_keys(identity).ok().flatten().map(|k| k.signing)
+        self.0
+            .identity_keys(identity)
+            .ok()
+            .flatten()
+            .map(|k| k.signing)
     }
 
     fn identity_type(&self, identity: &Address) -> Option<SenderType> {
