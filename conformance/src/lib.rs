@@ -13,7 +13,9 @@
 
 pub mod case;
 pub mod catalogue;
+pub mod cli;
 pub mod ctx;
+pub mod finding;
 pub mod outcome;
 pub mod profile;
 pub mod report;
@@ -21,8 +23,10 @@ pub mod requirements;
 pub mod runner;
 #[cfg(feature = "selftest")]
 pub mod selftest;
+pub mod show;
 pub mod skips;
 pub mod target;
 
-pub use case::{Case, Finding, Mutant, Need, Strength, Verdict};
+pub use case::{Case, Mutant, Need, Strength};
+pub use finding::{Ex, Finding, Verdict};
 pub use outcome::{CaseResult, Outcome};

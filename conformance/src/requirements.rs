@@ -24,11 +24,25 @@ pub struct Requirement {
     pub strength: String,
     /// The requirement in one line.
     pub text: String,
+    /// The spec sentence that makes it mandatory, verbatim (fragments of one passage joined
+    /// by ` … `), from v1.1, or from v1.0 where v1.1 defers (`quote_from`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote: Option<String>,
+    /// Where `quote` comes from when not `section` (e.g. `v1.0 §17.3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote_from: Option<String>,
     /// Whether it can be observed over the node's HTTP API.
     pub testable: bool,
     /// Why not, when it cannot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+}
+
+impl Requirement {
+    /// The section the quote comes from.
+    pub fn quote_source(&self) -> &str {
+        self.quote_from.as_deref().unwrap_or(&self.section)
+    }
 }
 
 #[derive(Debug, Deserialize)]

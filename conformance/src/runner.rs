@@ -2,8 +2,9 @@
 //! bounded number in flight, and turns each finding into an outcome by the case's strength,
 //! the implementer's skip file and `--strict`.
 
-use crate::case::{Case, Finding, Need, Strength};
+use crate::case::{Case, Need, Strength};
 use crate::ctx::Ctx;
+use crate::finding::Finding;
 use crate::outcome::{CaseResult, Outcome};
 use crate::skips::SkipFile;
 use crate::target::TargetInfo;
@@ -65,9 +66,10 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
 }
 
 /// The cases `cfg` selects, in catalogue order.
-pub fn select<'a>(cases: &'a [Case], cfg: &RunConfig) -> Vec<&'a Case> {
+pub fn select(cases: &[&'static Case], cfg: &RunConfig) -> Vec<&'static Case> {
     cases
         .iter()
+        .copied()
         .filter(|c| c.level <= cfg.level)
         .filter(|c| cfg.only.is_empty() || cfg.only.iter().any(|g| glob_match(g, c.id)))
         .filter(|c| !cfg.exclude.iter().any(|g| glob_match(g, c.id)))
@@ -94,9 +96,7 @@ fn not_applicable(case: &Case, target: &TargetInfo) -> Option<Finding> {
                 if let Some(f) = n.feature()
                     && !target.features.contains(f)
                 {
-                    return Some(Finding::Unsupported(format!(
-                        "the target does not advertise the {f:?} feature in /v1/protocol/capabilities"
-                    )));
+                    return Some(Finding::Unsupported(target.missing_feature(f)));
                 }
             }
         }
@@ -175,7 +175,9 @@ pub async fn run_case(
             decisive,
         }) => {
             r.message = Some(format!("expected {expected}; got {actual}"));
-            r.decisive = decisive.or(r.transcripts.len().checked_sub(1));
+            r.decisive = decisive
+                .map(crate::finding::Ex::index)
+                .or(r.transcripts.len().checked_sub(1));
             r.expected = Some(expected);
             r.actual = Some(actual);
             if let Some(entry) = cfg.skips.get(case.id) {

@@ -54,6 +54,20 @@ impl SelfTest {
         (proven, must.len())
     }
 
+    /// MUST cases not proven: not passing clean, or not failing under their quirk.
+    pub fn unproven(&self, cases: &[&Case]) -> Vec<&'static str> {
+        self.cases
+            .iter()
+            .filter(|m| {
+                cases
+                    .iter()
+                    .any(|c| c.id == m.id && c.strength == Strength::Must)
+                    && !(m.clean == Outcome::Pass && m.mutated == Some(Outcome::Fail))
+            })
+            .map(|m| m.id)
+            .collect()
+    }
+
     /// Every problem: clean failures and unproven MUST cases.
     pub fn problems(&self) -> Vec<String> {
         self.cases

@@ -4,14 +4,14 @@
 
 use super::discovery::is_json_utf8;
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ident};
+use crate::ctx::{Ctx, Ex, Ident, TestData, skip};
 use serde_json::json;
 
 /// A signed message from a fresh alice to herself, serialized.
 async fn signed_message_bytes(cx: &mut Ctx, text: &str) -> Result<(Ident, Vec<u8>), Finding> {
     let alice = cx.identity("alice", "human").await?;
-    let t = cx.thread_id();
-    let env = cx.signed_message(&alice, &t, None, &[&alice], text);
+    let t = cx.data.thread_id();
+    let env = cx.data.signed_message(&alice, &t, None, &[&alice], text);
     let bytes = serde_json::to_vec(&env).map_err(|e| Finding::Error(e.to_string()))?;
     Ok((alice, bytes))
 }
@@ -21,29 +21,35 @@ async fn post_envelope_bytes(
     who: &Ident,
     body: Vec<u8>,
     content_type: &str,
-) -> Result<usize, Finding> {
-    cx.exchange(
-        "POST",
-        "/v1/envelopes",
-        &[("content-type", content_type)],
-        Some(body),
-        Some(&who.token),
-    )
-    .await
+) -> Result<Ex, Finding> {
+    cx.net
+        .exchange(
+            "POST",
+            "/v1/envelopes",
+            &[("content-type", content_type)],
+            Some(body),
+            Some(&who.token),
+        )
+        .await
 }
 
 const JSON: &str = "application/json; charset=utf-8";
 
 async fn json_charset(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
-    let ok = cx.get("/v1/identity/me", &alice.token).await?;
-    let err = cx.call("GET", "/v1/identity/me", None, None).await?;
+    let ok = cx.net.get("/v1/identity/me", &alice.token).await?;
+    let err = cx.net.call("GET", "/v1/identity/me", None, None).await?;
     for i in [ok, err] {
-        let ct = cx.t(i).header("content-type").unwrap_or("").to_owned();
+        let ct = cx
+            .net
+            .transcript(i)
+            .header("content-type")
+            .unwrap_or("")
+            .to_owned();
         if !is_json_utf8(&ct) {
             return Err(Finding::Fail {
                 expected: "Content-Type: application/json; charset=utf-8 on JSON responses, successes and errors (v1.1 §14.1)".into(),
-                actual: format!("HTTP {} with Content-Type: {ct:?}", cx.t(i).status),
+                actual: format!("HTTP {} with Content-Type: {ct:?}", cx.net.transcript(i).status),
                 decisive: Some(i),
             });
         }
@@ -54,19 +60,19 @@ async fn json_charset(cx: &mut Ctx) -> Verdict {
 async fn wrong_content_type(cx: &mut Ctx) -> Verdict {
     let (alice, body) = signed_message_bytes(cx, "sent as text/plain").await?;
     let i = post_envelope_bytes(cx, &alice, body, "text/plain; charset=utf-8").await?;
-    let status = cx.t(i).status;
-    cx.expect_that(
+    let status = cx.net.transcript(i).status;
+    cx.net.expect_that(
         (400..500).contains(&status),
         "a JSON body sent as text/plain is refused (4xx, 415 suggested; v1.1 §14.1)",
         format!("HTTP {status}"),
     )?;
-    cx.expect_error_shape(i)
+    cx.net.expect_error_shape(i)
 }
 
 async fn malformed_json(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let i = post_envelope_bytes(cx, &alice, br#"{"loom": "1.1", "type": "#.to_vec(), JSON).await?;
-    cx.expect_error(i, 400, "ENVELOPE_INVALID")
+    cx.net.expect_code(i, "ENVELOPE_INVALID")
 }
 
 async fn duplicate_keys(cx: &mut Ctx) -> Verdict {
@@ -75,7 +81,7 @@ async fn duplicate_keys(cx: &mut Ctx) -> Verdict {
     let mut dup = br#"{"type":"message","#.to_vec();
     dup.extend_from_slice(&body[1..]);
     let i = post_envelope_bytes(cx, &alice, dup, JSON).await?;
-    cx.expect_error(i, 400, "ENVELOPE_INVALID")
+    cx.net.expect_code(i, "ENVELOPE_INVALID")
 }
 
 async fn invalid_utf8(cx: &mut Ctx) -> Verdict {
@@ -89,7 +95,7 @@ async fn invalid_utf8(cx: &mut Ctx) -> Verdict {
     bad[at] = 0xff;
     bad[at + 1] = 0xfe;
     let i = post_envelope_bytes(cx, &alice, bad, JSON).await?;
-    cx.expect_error(i, 400, "ENVELOPE_INVALID")
+    cx.net.expect_code(i, "ENVELOPE_INVALID")
 }
 
 async fn too_large(cx: &mut Ctx) -> Verdict {
@@ -98,7 +104,7 @@ async fn too_large(cx: &mut Ctx) -> Verdict {
         .capability("/limits/max_body_bytes")
         .and_then(serde_json::Value::as_u64)
     else {
-        return cx.skip(
+        return skip(
             "the target does not advertise limits.max_body_bytes in /v1/protocol/capabilities",
         );
     };
@@ -106,26 +112,31 @@ async fn too_large(cx: &mut Ctx) -> Verdict {
     let pad = "x".repeat(usize::try_from(max).unwrap_or(usize::MAX / 2) + 1);
     let body = json!({"identity": alice.address(), "key_id": alice.id.key_id(), "pad": pad});
     let i = cx
+        .net
         .call("POST", "/v1/auth/challenge", None, Some(&body))
         .await?;
-    cx.expect_error(i, 413, "PAYLOAD_TOO_LARGE")
+    cx.net.expect_code(i, "PAYLOAD_TOO_LARGE")
 }
 
 async fn unknown_route(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
-    let path = format!("/v1/no-such-surface-{}", hex::encode(&cx.seed32()[..4]));
-    let i = cx.get(&path, &alice.token).await?;
-    cx.expect_status(i, 404)?;
-    cx.expect_error_shape(i)
+    let path = format!(
+        "/v1/no-such-surface-{}",
+        hex::encode(&cx.data.seed32()[..4])
+    );
+    let i = cx.net.get(&path, &alice.token).await?;
+    cx.net.expect_status(i, 404)?;
+    cx.net.expect_error_shape(i)
 }
 
 async fn wrong_method(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let i = cx
+        .net
         .call("PUT", "/v1/envelopes", Some(&alice.token), None)
         .await?;
-    cx.expect_status(i, 405)?;
-    cx.expect_error_shape(i)
+    cx.net.expect_status(i, 405)?;
+    cx.net.expect_error_shape(i)
 }
 
 /// API cases.
@@ -139,6 +150,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-14.1-04"],
         needs: &[Need::Provisioning],
         how: "GET /v1/identity/me with a token (200) and without (401); both Content-Type headers must be application/json; charset=utf-8.",
+        interpretation: None,
         mutant: Mutant::Quirk("no-json-charset"),
         run: |cx| Box::pin(json_charset(cx)),
     },
@@ -151,6 +163,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-14.1-04"],
         needs: &[Need::Provisioning],
         how: "POST a valid signed envelope to /v1/envelopes with Content-Type: text/plain; expect a 4xx refusal with a §24.1 body.",
+        interpretation: None,
         mutant: Mutant::Quirk("accept-any-content-type"),
         run: |cx| Box::pin(wrong_content_type(cx)),
     },
@@ -163,6 +176,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-24.2-01", "R-24.1-01"],
         needs: &[Need::Provisioning],
         how: "POST a truncated JSON object to /v1/envelopes; expect 400 ENVELOPE_INVALID with a §24.1 body.",
+        interpretation: None,
         mutant: Mutant::Quirk("bare-error-bodies"),
         run: |cx| Box::pin(malformed_json(cx)),
     },
@@ -175,6 +189,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-24.2-01"],
         needs: &[Need::Provisioning],
         how: "Serialize a valid signed envelope and prepend a second \"type\":\"message\" member; POST it; expect 400 ENVELOPE_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("accept-duplicate-json-keys"),
         run: |cx| Box::pin(duplicate_keys(cx)),
     },
@@ -187,6 +202,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-7.2-04", "R-24.2-01"],
         needs: &[Need::Provisioning],
         how: "Replace two bytes of a signed envelope's text with 0xFF 0xFE; POST it; expect 400 ENVELOPE_INVALID with a §24.1 body.",
+        interpretation: None,
         mutant: Mutant::Quirk("bare-error-bodies"),
         run: |cx| Box::pin(invalid_utf8(cx)),
     },
@@ -199,6 +215,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-24.2-15"],
         needs: &[Need::Provisioning],
         how: "POST /v1/auth/challenge with a JSON body one byte over limits.max_body_bytes; expect 413 PAYLOAD_TOO_LARGE.",
+        interpretation: None,
         mutant: Mutant::Quirk("ignore-body-limit"),
         run: |cx| Box::pin(too_large(cx)),
     },
@@ -211,6 +228,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-24.1-01", "R-24.1-02"],
         needs: &[Need::Provisioning],
         how: "GET /v1/no-such-surface-<random> with a token; expect 404 with a §24.1 body.",
+        interpretation: None,
         mutant: Mutant::Quirk("bare-error-bodies"),
         run: |cx| Box::pin(unknown_route(cx)),
     },
@@ -223,6 +241,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-24.1-01"],
         needs: &[Need::Provisioning],
         how: "PUT /v1/envelopes; expect 405 with a §24.1 body.",
+        interpretation: None,
         mutant: Mutant::Quirk("bare-error-bodies"),
         run: |cx| Box::pin(wrong_method(cx)),
     },

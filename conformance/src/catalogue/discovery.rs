@@ -2,12 +2,15 @@
 
 use crate::case::Verdict;
 use crate::case::{Case, Finding, Mutant, Strength};
-use crate::ctx::Ctx;
+use crate::ctx::{Ctx, Ex, Ident, TestData, skip};
 use serde_json::Value;
 
 async fn node_document_members(cx: &mut Ctx) -> Verdict {
-    let i = cx.call("GET", "/.well-known/loom.json", None, None).await?;
-    let doc = cx.body_of(i, 200)?;
+    let i = cx
+        .net
+        .call("GET", "/.well-known/loom.json", None, None)
+        .await?;
+    let doc = cx.net.ok_body(i)?;
     for m in [
         "node_id",
         "domain",
@@ -17,18 +20,18 @@ async fn node_document_members(cx: &mut Ctx) -> Verdict {
         "supported_versions",
         "supported_profiles",
     ] {
-        cx.expect_that(
+        cx.net.expect_that(
             !doc[m].is_null(),
             format!("the node document has {m} (v1.1 §15.2)"),
             format!("{m} is missing"),
         )?;
     }
-    cx.expect_that(
+    cx.net.expect_that(
         doc["federation"]["deliver_url"].is_string(),
         "federation.deliver_url",
         "missing",
     )?;
-    cx.expect_that(
+    cx.net.expect_that(
         doc["federation"]["policy"]
             .as_str()
             .is_some_and(|p| ["open", "quarantine", "allowlist"].contains(&p)),
@@ -39,12 +42,15 @@ async fn node_document_members(cx: &mut Ctx) -> Verdict {
 
 /// The node document, fetched by this case (200 and a JSON object).
 async fn document(cx: &mut Ctx) -> Result<Value, Finding> {
-    let i = cx.call("GET", "/.well-known/loom.json", None, None).await?;
-    let doc = cx.body_of(i, 200)?;
-    cx.expect_that(
+    let i = cx
+        .net
+        .call("GET", "/.well-known/loom.json", None, None)
+        .await?;
+    let doc = cx.net.ok_body(i)?;
+    cx.net.expect_that(
         doc.is_object(),
         "the node document is a JSON object (v1.1 §15.2)",
-        crate::ctx::preview(&cx.t(i).response_body),
+        crate::show::preview(&cx.net.transcript(i).response_body),
     )?;
     Ok(doc)
 }
@@ -73,7 +79,7 @@ fn url_expectation(cx: &Ctx, member: &str, schemes: (&str, &str)) -> String {
 
 async fn node_id(cx: &mut Ctx) -> Verdict {
     let doc = document(cx).await?;
-    cx.expect_that(
+    cx.net.expect_that(
         doc["node_id"].as_str().is_some_and(|s| !s.is_empty()),
         "node_id is a non-empty string (v1.1 §15.2)",
         format!("node_id = {}", doc["node_id"]),
@@ -82,14 +88,14 @@ async fn node_id(cx: &mut Ctx) -> Verdict {
 
 async fn domain(cx: &mut Ctx) -> Verdict {
     let doc = document(cx).await?;
-    cx.expect_that(
+    cx.net.expect_that(
         doc["domain"]
             .as_str()
             .is_some_and(|d| !d.is_empty() && d == d.to_ascii_lowercase()),
         "domain is a non-empty lowercase domain name (v1.1 §15.2, §6.1)",
         format!("domain = {}", doc["domain"]),
     )?;
-    cx.expect_that(
+    cx.net.expect_that(
         doc["node_id"].is_string() && doc["api_url"].is_string(),
         "the node document names node_id and api_url next to domain (v1.1 §15.2)",
         format!("node_id = {}, api_url = {}", doc["node_id"], doc["api_url"]),
@@ -99,7 +105,7 @@ async fn domain(cx: &mut Ctx) -> Verdict {
 async fn api_url(cx: &mut Ctx) -> Verdict {
     let doc = document(cx).await?;
     let s = ("http://", "https://");
-    cx.expect_that(
+    cx.net.expect_that(
         absolute_url(cx, &doc["api_url"], s),
         url_expectation(cx, "api_url", s),
         format!("api_url = {}", doc["api_url"]),
@@ -109,7 +115,7 @@ async fn api_url(cx: &mut Ctx) -> Verdict {
 async fn websocket_url(cx: &mut Ctx) -> Verdict {
     let doc = document(cx).await?;
     let s = ("ws://", "wss://");
-    cx.expect_that(
+    cx.net.expect_that(
         absolute_url(cx, &doc["websocket_url"], s),
         url_expectation(cx, "websocket_url", s),
         format!("websocket_url = {}", doc["websocket_url"]),
@@ -119,7 +125,7 @@ async fn websocket_url(cx: &mut Ctx) -> Verdict {
 async fn deliver_url(cx: &mut Ctx) -> Verdict {
     let doc = document(cx).await?;
     let s = ("http://", "https://");
-    cx.expect_that(
+    cx.net.expect_that(
         absolute_url(cx, &doc["federation"]["deliver_url"], s),
         url_expectation(cx, "federation.deliver_url", s),
         format!("federation = {}", doc["federation"]),
@@ -128,7 +134,7 @@ async fn deliver_url(cx: &mut Ctx) -> Verdict {
 
 async fn federation_requirements(cx: &mut Ctx) -> Verdict {
     let doc = document(cx).await?;
-    cx.expect_that(
+    cx.net.expect_that(
         doc["federation"]["requirements"]
             .as_array()
             .is_some_and(|a| a.iter().all(Value::is_string)),
@@ -139,7 +145,7 @@ async fn federation_requirements(cx: &mut Ctx) -> Verdict {
 
 async fn federation_policy(cx: &mut Ctx) -> Verdict {
     let doc = document(cx).await?;
-    cx.expect_that(
+    cx.net.expect_that(
         doc["federation"]["policy"]
             .as_str()
             .is_some_and(|p| ["open", "quarantine", "allowlist"].contains(&p)),
@@ -151,13 +157,13 @@ async fn federation_policy(cx: &mut Ctx) -> Verdict {
 async fn signing_keys(cx: &mut Ctx) -> Verdict {
     let doc = document(cx).await?;
     let keys = doc["signing_keys"].as_array().cloned().unwrap_or_default();
-    cx.expect_that(
+    cx.net.expect_that(
         !keys.is_empty(),
         "signing_keys is a non-empty array (v1.1 §15.2)",
         format!("signing_keys = {}", doc["signing_keys"]),
     )?;
     for k in &keys {
-        cx.expect_that(
+        cx.net.expect_that(
             k["key_id"]
                 .as_str()
                 .and_then(|id| id.strip_prefix("k_node_sign_"))
@@ -170,7 +176,7 @@ async fn signing_keys(cx: &mut Ctx) -> Verdict {
             .and_then(|p| loom_protocol::keys::b64url_decode(p).ok())
             .and_then(|b| <[u8; 32]>::try_from(b.as_slice()).ok())
             .is_some_and(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).is_ok());
-        cx.expect_that(
+        cx.net.expect_that(
             valid,
             "every node public_key is a base64url Ed25519 public key (32 bytes, a valid point)",
             format!("key = {k}"),
@@ -181,7 +187,7 @@ async fn signing_keys(cx: &mut Ctx) -> Verdict {
 
 async fn supported_versions(cx: &mut Ctx) -> Verdict {
     let doc = document(cx).await?;
-    cx.expect_that(
+    cx.net.expect_that(
         doc["supported_versions"]
             .as_array()
             .is_some_and(|a| a.iter().any(|v| v == "1.1")),
@@ -192,7 +198,7 @@ async fn supported_versions(cx: &mut Ctx) -> Verdict {
 
 async fn supported_profiles(cx: &mut Ctx) -> Verdict {
     let doc = document(cx).await?;
-    cx.expect_that(
+    cx.net.expect_that(
         doc["supported_profiles"].as_array().is_some_and(|a| {
             !a.is_empty() && a.iter().all(|v| v.as_str().is_some_and(|s| !s.is_empty()))
         }),
@@ -202,10 +208,18 @@ async fn supported_profiles(cx: &mut Ctx) -> Verdict {
 }
 
 async fn content_type(cx: &mut Ctx) -> Verdict {
-    let i = cx.call("GET", "/.well-known/loom.json", None, None).await?;
-    cx.expect_status(i, 200)?;
-    let ct = cx.t(i).header("content-type").unwrap_or("").to_owned();
-    cx.expect_that(
+    let i = cx
+        .net
+        .call("GET", "/.well-known/loom.json", None, None)
+        .await?;
+    cx.net.expect_ok(i)?;
+    let ct = cx
+        .net
+        .transcript(i)
+        .header("content-type")
+        .unwrap_or("")
+        .to_owned();
+    cx.net.expect_that(
         is_json_utf8(&ct),
         "Content-Type: application/json; charset=utf-8 (v1.1 §14.1)",
         format!("Content-Type: {ct:?}"),
@@ -234,6 +248,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-15.2-01"],
         needs: &[],
         how: "GET /.well-known/loom.json; every member §15.2 lists must be present.",
+        interpretation: None,
         mutant: Mutant::Quirk("incomplete-node-document"),
         run: |cx| Box::pin(node_document_members(cx)),
     },
@@ -246,6 +261,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-15.2-02"],
         needs: &[],
         how: "GET /.well-known/loom.json; node_id must be a non-empty string.",
+        interpretation: None,
         mutant: Mutant::Quirk("incomplete-node-document"),
         run: |cx| Box::pin(node_id(cx)),
     },
@@ -258,6 +274,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-15.2-03", "R-15.2-01"],
         needs: &[],
         how: "GET /.well-known/loom.json; domain must be a non-empty lowercase name, next to node_id and api_url.",
+        interpretation: None,
         mutant: Mutant::Quirk("incomplete-node-document"),
         run: |cx| Box::pin(domain(cx)),
     },
@@ -270,6 +287,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-15.2-04"],
         needs: &[],
         how: "GET /.well-known/loom.json; api_url must be an absolute URL (https on a TLS target).",
+        interpretation: None,
         mutant: Mutant::Quirk("incomplete-node-document"),
         run: |cx| Box::pin(api_url(cx)),
     },
@@ -282,6 +300,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-15.2-05"],
         needs: &[],
         how: "GET /.well-known/loom.json; websocket_url must be an absolute ws(s) URL (wss on a TLS target).",
+        interpretation: None,
         mutant: Mutant::Quirk("incomplete-node-document"),
         run: |cx| Box::pin(websocket_url(cx)),
     },
@@ -294,6 +313,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-15.2-06"],
         needs: &[],
         how: "GET /.well-known/loom.json; federation.deliver_url must be an absolute URL (https on a TLS target).",
+        interpretation: None,
         mutant: Mutant::Quirk("incomplete-node-document"),
         run: |cx| Box::pin(deliver_url(cx)),
     },
@@ -306,6 +326,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-15.2-07"],
         needs: &[],
         how: "GET /.well-known/loom.json; federation.requirements must be an array of strings.",
+        interpretation: None,
         mutant: Mutant::Quirk("incomplete-node-document"),
         run: |cx| Box::pin(federation_requirements(cx)),
     },
@@ -318,6 +339,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-15.2-11"],
         needs: &[],
         how: "GET /.well-known/loom.json; federation.policy must be open, quarantine or allowlist.",
+        interpretation: None,
         mutant: Mutant::Quirk("incomplete-node-document"),
         run: |cx| Box::pin(federation_policy(cx)),
     },
@@ -330,6 +352,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-15.2-08", "R-8.4-10"],
         needs: &[],
         how: "GET /.well-known/loom.json; signing_keys must be non-empty, each key_id k_node_sign_… and each public_key a valid base64url Ed25519 key.",
+        interpretation: None,
         mutant: Mutant::Quirk("incomplete-node-document"),
         run: |cx| Box::pin(signing_keys(cx)),
     },
@@ -342,6 +365,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-15.2-09"],
         needs: &[],
         how: "GET /.well-known/loom.json; supported_versions must be an array containing \"1.1\".",
+        interpretation: None,
         mutant: Mutant::Quirk("incomplete-node-document"),
         run: |cx| Box::pin(supported_versions(cx)),
     },
@@ -354,6 +378,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-15.2-10"],
         needs: &[],
         how: "GET /.well-known/loom.json; supported_profiles must be a non-empty array of strings.",
+        interpretation: None,
         mutant: Mutant::Quirk("incomplete-node-document"),
         run: |cx| Box::pin(supported_profiles(cx)),
     },
@@ -366,6 +391,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-14.1-04"],
         needs: &[],
         how: "GET /.well-known/loom.json; the Content-Type must be application/json with charset=utf-8.",
+        interpretation: None,
         mutant: Mutant::Quirk("no-json-charset"),
         run: |cx| Box::pin(content_type(cx)),
     },

@@ -1,7 +1,7 @@
 //! Envelopes and signatures (v1.1 §7.3, §8, §16.1).
 
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ident};
+use crate::ctx::{Ctx, Ex, Ident, TestData, skip};
 use loom_protocol::delegation::sign_delegation_link;
 use loom_protocol::envelope::envelope_signing_payload;
 use serde_json::{Value, json};
@@ -13,8 +13,8 @@ pub(super) const INVALID: Mutant = Mutant::Quirk("skip-envelope-validation");
 pub(super) async fn setup(cx: &mut Ctx) -> Result<(Ident, Ident, Value), Finding> {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
-    let t = cx.thread_id();
-    let env = cx.message(&alice, &t, None, &[&bob], "hello");
+    let t = cx.data.thread_id();
+    let env = cx.data.message(&alice, &t, None, &[&bob], "hello");
     Ok((alice, bob, env))
 }
 
@@ -24,8 +24,8 @@ pub(super) async fn invalid(cx: &mut Ctx, change: fn(&mut Value)) -> Verdict {
     let (alice, _, mut env) = setup(cx).await?;
     change(&mut env);
     alice.sign(&mut env);
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_error(i, 400, "ENVELOPE_INVALID")
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_code(i, "ENVELOPE_INVALID")
 }
 
 pub(super) fn remove(env: &mut Value, member: &str) {
@@ -88,20 +88,20 @@ async fn from_type_mismatch(cx: &mut Ctx) -> Verdict {
     let (alice, _, mut env) = setup(cx).await?;
     env["from"]["type"] = "service".into();
     alice.sign(&mut env);
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_refused(i)
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_refused(i)
 }
 
 async fn unknown_type(cx: &mut Ctx) -> Verdict {
     let (alice, bob, mut env) = setup(cx).await?;
     env["type"] = "x_vendor_widget".into();
     alice.sign(&mut env);
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_status(i, 201)?;
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_created(i)?;
     let path = format!("/v1/envelopes/{}", env["id"].as_str().unwrap_or_default());
-    let i = cx.get(&path, &bob.token).await?;
-    let got = cx.body_of(i, 200)?;
-    cx.expect_eq(
+    let i = cx.net.get(&path, &bob.token).await?;
+    let got = cx.net.ok_body(i)?;
+    cx.net.expect_eq(
         "type of the stored envelope as its recipient reads it",
         &env["type"],
         &got["type"],
@@ -111,24 +111,24 @@ async fn unknown_type(cx: &mut Ctx) -> Verdict {
 async fn duplicate(cx: &mut Ctx) -> Verdict {
     let (alice, _, mut env) = setup(cx).await?;
     alice.sign(&mut env);
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_status(i, 201)?;
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_error(i, 409, "ENVELOPE_DUPLICATE")
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_created(i)?;
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_code(i, "ENVELOPE_DUPLICATE")
 }
 
 async fn spoofed_sender(cx: &mut Ctx) -> Verdict {
     let (alice, bob, _) = setup(cx).await?;
-    let t = cx.thread_id();
-    let env = cx.signed_message(&bob, &t, None, &[&alice], "as bob");
+    let t = cx.data.thread_id();
+    let env = cx.data.signed_message(&bob, &t, None, &[&alice], "as bob");
     // Signed correctly by Bob, but posted with Alice's session.
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_that(
-        cx.t(i).status == 403,
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_that(
+        cx.net.transcript(i).status == 403,
         "HTTP 403: from.identity is not the authenticated identity (v1.1 §16.1)",
-        format!("HTTP {}", cx.t(i).status),
+        format!("HTTP {}", cx.net.transcript(i).status),
     )?;
-    cx.expect_error_shape(i)
+    cx.net.expect_error_shape(i)
 }
 
 /// The signed bytes of `env` and whether its signature verifies with `from`'s key.
@@ -140,9 +140,9 @@ async fn stored_round_trip(cx: &mut Ctx) -> Verdict {
     let (alice, bob, mut env) = setup(cx).await?;
     env["expires_at"] = Value::Null;
     alice.sign(&mut env);
-    let i = cx.send(&alice, &env).await?;
-    let stored = cx.body_of(i, 201)?;
-    cx.expect_that(
+    let i = cx.net.send(&alice, &env).await?;
+    let stored = cx.net.created_body(i)?;
+    cx.net.expect_that(
         stored.pointer("/meta/event_seq").is_some_and(Value::is_u64)
             && stored
                 .pointer("/meta/received_at")
@@ -151,18 +151,18 @@ async fn stored_round_trip(cx: &mut Ctx) -> Verdict {
         format!("meta = {}", stored["meta"]),
     )?;
     let path = format!("/v1/envelopes/{}", env["id"].as_str().unwrap_or_default());
-    let i = cx.get(&path, &bob.token).await?;
-    let got = cx.body_of(i, 200)?;
+    let i = cx.net.get(&path, &bob.token).await?;
+    let got = cx.net.ok_body(i)?;
     for (what, copy) in [("the 201 body", &stored), ("GET by the recipient", &got)] {
-        cx.expect_that(
+        cx.net.expect_that(
             envelope_signing_payload(copy) == envelope_signing_payload(&env),
             format!("{what}: the signed members exactly as sent (v1.1 §7.2, nulls included)"),
             format!(
                 "{what} differs: {}",
-                crate::ctx::preview(&serde_json::to_vec(copy).unwrap_or_default())
+                crate::show::preview(&serde_json::to_vec(copy).unwrap_or_default())
             ),
         )?;
-        cx.expect_that(
+        cx.net.expect_that(
             verifies(copy, &alice),
             format!("{what} verifies with the sender's key"),
             "the signature no longer verifies",
@@ -177,15 +177,15 @@ async fn oversized(cx: &mut Ctx) -> Verdict {
         .capability("/limits/max_envelope_bytes")
         .and_then(Value::as_u64)
     else {
-        return cx.skip(
+        return skip(
             "the target does not advertise limits.max_envelope_bytes in /v1/protocol/capabilities",
         );
     };
     let (alice, _, mut env) = setup(cx).await?;
     env["content"]["human"]["text"] = "x".repeat(limit as usize).into();
     alice.sign(&mut env);
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_error(i, 413, "PAYLOAD_TOO_LARGE")
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_code(i, "PAYLOAD_TOO_LARGE")
 }
 
 async fn agent_without_chain(cx: &mut Ctx) -> Verdict {
@@ -195,60 +195,49 @@ async fn agent_without_chain(cx: &mut Ctx) -> Verdict {
         "delegator": alice.address(),
         "delegate": bot.address(),
         "scope": ["*"],
-        "created_at": cx.now(),
+        "created_at": cx.data.now(),
         "expires_at": "2099-01-01T00:00:00Z",
         "revocable": true,
         "allow_sub_delegation": false,
     });
     let _ = sign_delegation_link(&mut link, alice.id.signing_key(), alice.id.key_id_typed());
     // With the chain the agent is accepted: the refusal below is about the chain alone.
-    let t = cx.thread_id();
-    let mut env = cx.message(&bot, &t, None, &[&alice], "from an agent");
+    let t = cx.data.thread_id();
+    let mut env = cx.data.message(&bot, &t, None, &[&alice], "from an agent");
     env["from"]["delegation_chain"] = json!([link]);
     bot.sign(&mut env);
-    let i = cx.send(&bot, &env).await?;
-    cx.expect_status(i, 201)?;
-    let t = cx.thread_id();
-    let env = cx.signed_message(&bot, &t, None, &[&alice], "no chain");
-    let i = cx.send(&bot, &env).await?;
-    cx.expect_error(i, 403, "DELEGATION_INVALID")
-}
-
-macro_rules! invalid_case {
-    ($id:literal, $spec:expr, $covers:expr, $req:literal, $how:literal, $f:ident) => {
-        Case {
-            id: $id,
-            level: 1,
-            strength: Strength::Must,
-            spec: $spec,
-            requirement: $req,
-            covers: $covers,
-            needs: P,
-            how: concat!($how, "; the envelope is otherwise valid and correctly signed; expect 400 ENVELOPE_INVALID."),
-            mutant: INVALID,
-            run: |cx| Box::pin($f(cx)),
-        }
-    };
+    let i = cx.net.send(&bot, &env).await?;
+    cx.net.expect_created(i)?;
+    let t = cx.data.thread_id();
+    let env = cx
+        .data
+        .signed_message(&bot, &t, None, &[&alice], "no chain");
+    let i = cx.net.send(&bot, &env).await?;
+    cx.net.expect_code(i, "DELEGATION_INVALID")
 }
 
 async fn tampered_body(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
-    let t = cx.thread_id();
-    let mut env = cx.signed_message(&alice, &t, None, &[&bob], "original");
+    let t = cx.data.thread_id();
+    let mut env = cx
+        .data
+        .signed_message(&alice, &t, None, &[&bob], "original");
     env["content"]["human"]["text"] = "altered after signing".into();
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_error(i, 401, "SIGNATURE_INVALID")
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_code(i, "SIGNATURE_INVALID")
 }
 
 async fn accepted_and_sequenced(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
     let (t, root) = cx.start_thread(&alice, &[&bob]).await?;
-    let reply = cx.signed_message(&bob, &t, root["id"].as_str(), &[&alice], "reply");
-    let i = cx.send(&bob, &reply).await?;
-    let stored = cx.body_of(i, 201)?;
-    cx.expect_that(
+    let reply = cx
+        .data
+        .signed_message(&bob, &t, root["id"].as_str(), &[&alice], "reply");
+    let i = cx.net.send(&bob, &reply).await?;
+    let stored = cx.net.created_body(i)?;
+    cx.net.expect_that(
         stored
             .pointer("/meta/event_seq")
             .and_then(|v| v.as_u64())
@@ -269,6 +258,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-7.3-01"],
         needs: &[Need::Provisioning],
         how: "Sign a message, change content.human.text, POST it; expect 401 SIGNATURE_INVALID with a §24.1 body.",
+        interpretation: None,
         mutant: Mutant::Quirk("accept-bad-signature"),
         run: |cx| Box::pin(tampered_body(cx)),
     },
@@ -281,6 +271,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-11.6-01"],
         needs: &[Need::Provisioning],
         how: "Start a thread and reply; the 201 body of the reply must carry meta.event_seq.",
+        interpretation: None,
         mutant: Mutant::Quirk("omit-event-seq"),
         run: |cx| Box::pin(accepted_and_sequenced(cx)),
     },
@@ -373,6 +364,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-13.5-03", "R-6.4-04"],
         needs: P,
         how: "A human sends a correctly signed message with from.type = \"service\"; expect a 4xx refusal with a §24.1 body (the spec names no code).",
+        interpretation: None,
         mutant: INVALID,
         run: |cx| Box::pin(from_type_mismatch(cx)),
     },
@@ -385,6 +377,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-9.1-01", "R-9.1-02", "R-9.1-03", "R-8.2-05"],
         needs: P,
         how: "Send a signed envelope of type x_vendor_widget (201); the recipient GETs it and sees the same type.",
+        interpretation: None,
         mutant: Mutant::Quirk("reject-unknown-types"),
         run: |cx| Box::pin(unknown_type(cx)),
     },
@@ -397,6 +390,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-24.2-12"],
         needs: P,
         how: "POST the same signed message twice (no Idempotency-Key); expect 201 then 409 ENVELOPE_DUPLICATE.",
+        interpretation: None,
         mutant: Mutant::Quirk("allow-duplicate-ids"),
         run: |cx| Box::pin(duplicate(cx)),
     },
@@ -409,6 +403,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-16.1-02"],
         needs: P,
         how: "Bob signs a message correctly; Alice POSTs it with her token; expect 403 with a §24.1 body.",
+        interpretation: None,
         mutant: Mutant::Quirk("allow-sender-spoofing"),
         run: |cx| Box::pin(spoofed_sender(cx)),
     },
@@ -421,6 +416,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-16.1-04", "R-7.2-06", "R-8.2-17"],
         needs: P,
         how: "Send a message with parent_id and expires_at null; the 201 body has meta.event_seq and meta.received_at; the 201 body and Bob's GET have the same RFC 8785 signed form as sent and verify with Alice's key.",
+        interpretation: None,
         mutant: Mutant::Quirk("drop-null-members"),
         run: |cx| Box::pin(stored_round_trip(cx)),
     },
@@ -433,6 +429,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-24.2-15"],
         needs: P,
         how: "Read limits.max_envelope_bytes from /v1/protocol/capabilities (skip if absent); send a message whose text alone has that many bytes; expect 413 PAYLOAD_TOO_LARGE.",
+        interpretation: None,
         mutant: Mutant::Quirk("ignore-size-limit"),
         run: |cx| Box::pin(oversized(cx)),
     },
@@ -445,6 +442,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-13.3-02", "R-13.3-12", "R-24.2-03"],
         needs: &[Need::Provisioning, Need::Registration, Need::Agent],
         how: "A human delegates scope * to a fresh agent; the agent's message with that chain is accepted (201); its message without from.delegation_chain gets 403 DELEGATION_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-delegation-check"),
         run: |cx| Box::pin(agent_without_chain(cx)),
     },

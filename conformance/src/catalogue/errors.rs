@@ -3,7 +3,7 @@
 
 use super::identity::{fresh, resolve_path};
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
-use crate::ctx::Ctx;
+use crate::ctx::{Ctx, Ex, Ident, TestData, skip};
 use loom_protocol::{ErrorCode, Timestamp};
 use serde_json::{Value, json};
 
@@ -11,9 +11,10 @@ async fn body_members(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let nobody = fresh(cx, "nobody")?;
     let i = cx
+        .net
         .get(&resolve_path(nobody.address()), &alice.token)
         .await?;
-    let body = cx.json(i);
+    let body = cx.net.json(i);
     let e = &body["error"];
     let checks: [(bool, &str); 8] = [
         (e.is_object(), "a top-level `error` object (R-24.1-01)"),
@@ -53,8 +54,8 @@ async fn body_members(cx: &mut Ctx) -> Verdict {
                 expected: format!("a §24.1 error body with {what}"),
                 actual: format!(
                     "HTTP {}: {}",
-                    cx.t(i).status,
-                    crate::ctx::preview(&cx.t(i).response_body)
+                    cx.net.transcript(i).status,
+                    crate::show::preview(&cx.net.transcript(i).response_body)
                 ),
                 decisive: Some(i),
             });
@@ -68,21 +69,24 @@ async fn registry_status(cx: &mut Ctx) -> Verdict {
     let nobody = fresh(cx, "nobody")?;
     let mut provoked = Vec::new();
     provoked.push(
-        cx.get(&resolve_path(nobody.address()), &alice.token)
+        cx.net
+            .get(&resolve_path(nobody.address()), &alice.token)
             .await?,
     );
-    provoked.push(cx.call("GET", "/v1/identity/me", None, None).await?);
+    provoked.push(cx.net.call("GET", "/v1/identity/me", None, None).await?);
     provoked.push(
-        cx.exchange(
-            "POST",
-            "/v1/envelopes",
-            &[],
-            Some(b"{\"loom\":".to_vec()),
-            Some(&alice.token),
-        )
-        .await?,
+        cx.net
+            .exchange(
+                "POST",
+                "/v1/envelopes",
+                &[],
+                Some(b"{\"loom\":".to_vec()),
+                Some(&alice.token),
+            )
+            .await?,
     );
     let ch = cx
+        .net
         .call(
             "POST",
             "/v1/auth/challenge",
@@ -90,29 +94,30 @@ async fn registry_status(cx: &mut Ctx) -> Verdict {
             Some(&json!({"identity": alice.address(), "key_id": alice.id.key_id()})),
         )
         .await?;
-    let ch = cx.body_of(ch, 200)?;
+    let ch = cx.net.ok_body(ch)?;
     provoked.push(
-        cx.call(
-            "POST",
-            "/v1/auth/token",
-            None,
-            Some(&json!({
-                "identity": alice.address(),
-                "key_id": alice.id.key_id(),
-                "challenge_id": super::identity::challenge_id(&ch),
-                "challenge": super::identity::challenge_id(&ch),
-                "signature": "AAAA",
-            })),
-        )
-        .await?,
+        cx.net
+            .call(
+                "POST",
+                "/v1/auth/token",
+                None,
+                Some(&json!({
+                    "identity": alice.address(),
+                    "key_id": alice.id.key_id(),
+                    "challenge_id": super::identity::challenge_id(&ch),
+                    "challenge": super::identity::challenge_id(&ch),
+                    "signature": "AAAA",
+                })),
+            )
+            .await?,
     );
     for i in provoked {
-        let body: Value = cx.json(i);
+        let body: Value = cx.net.json(i);
         let code = body
             .pointer("/error/code")
             .and_then(Value::as_str)
             .and_then(ErrorCode::parse);
-        let status = cx.t(i).status;
+        let status = cx.net.transcript(i).status;
         let ok = code.is_some_and(|c| c.http_status() == status);
         if !ok {
             return Err(Finding::Fail {
@@ -148,6 +153,7 @@ pub const CASES: &[Case] = &[
         ],
         needs: &[Need::Provisioning],
         how: "Provoke IDENTITY_NOT_FOUND; the body must carry error.code (registry), message, details {field, reason}, request_id req_… and an RFC 3339 timestamp.",
+        interpretation: None,
         mutant: Mutant::Quirk("bare-error-bodies"),
         run: |cx| Box::pin(body_members(cx)),
     },
@@ -160,6 +166,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-24.1-02", "R-24.2-01", "R-24.2-02", "R-24.2-08"],
         needs: &[Need::Provisioning],
         how: "Provoke an unknown identity, a missing token, a malformed envelope body and a bad login signature; each response's status must equal the registry status of its error.code.",
+        interpretation: None,
         mutant: Mutant::Quirk("bare-error-bodies"),
         run: |cx| Box::pin(registry_status(cx)),
     },

@@ -2,7 +2,7 @@
 //! as DESIGN.md §9 describes it).
 
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ident};
+use crate::ctx::{Ctx, Ex, Ident, TestData, skip};
 use ed25519_dalek::SigningKey;
 use loom_client::Identity;
 use loom_client::api::encode_component;
@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 /// A fresh, unregistered identity on the target's domain (`name-<hex>`, key from the case seed).
 pub(super) fn fresh(cx: &mut Ctx, name: &str) -> Result<Identity, Finding> {
-    let seed = cx.seed32();
+    let seed = cx.data.seed32();
     let address = format!(
         "loom://{name}-{}@{}",
         hex::encode(&seed[..6]),
@@ -31,8 +31,9 @@ pub(super) async fn challenge(
     path: &str,
     identity: &str,
     key_id: &str,
-) -> Result<(usize, Value), Finding> {
+) -> Result<(Ex, Value), Finding> {
     let i = cx
+        .net
         .call(
             "POST",
             path,
@@ -40,7 +41,7 @@ pub(super) async fn challenge(
             Some(&json!({"identity": identity, "key_id": key_id})),
         )
         .await?;
-    let body = cx.body_of(i, 200)?;
+    let body = cx.net.ok_body(i)?;
     Ok((i, body))
 }
 
@@ -54,10 +55,10 @@ pub(super) fn challenge_id(body: &Value) -> String {
 }
 
 /// Registers `id` (challenge, then the signed document); returns the registration exchange.
-pub(super) async fn register(cx: &mut Ctx, id: &Identity) -> Result<usize, Finding> {
+pub(super) async fn register(cx: &mut Ctx, id: &Identity) -> Result<Ex, Finding> {
     let (_, ch) = challenge(cx, "/v1/identity/challenge", id.address(), id.key_id()).await?;
     let req = id.registration_request(&challenge_id(&ch), ch["nonce"].as_str().unwrap_or(""));
-    cx.call("POST", "/v1/identity", None, Some(&req)).await
+    cx.net.call("POST", "/v1/identity", None, Some(&req)).await
 }
 
 /// Logs in as `identity` with `key`/`key_id` (§14.2); returns the last exchange (the token
@@ -67,8 +68,9 @@ pub(super) async fn login_with(
     identity: &str,
     key: &SigningKey,
     key_id: &str,
-) -> Result<usize, Finding> {
+) -> Result<Ex, Finding> {
     let i = cx
+        .net
         .call(
             "POST",
             "/v1/auth/challenge",
@@ -76,12 +78,12 @@ pub(super) async fn login_with(
             Some(&json!({"identity": identity, "key_id": key_id})),
         )
         .await?;
-    if cx.t(i).status != 200 {
+    if cx.net.transcript(i).status != 200 {
         return Ok(i);
     }
-    let ch = cx.json(i);
+    let ch = cx.net.json(i);
     let sig = sign_b64url(key, None, ch["nonce"].as_str().unwrap_or("").as_bytes());
-    cx.call(
+    cx.net.call(
         "POST",
         "/v1/auth/token",
         None,
@@ -105,11 +107,12 @@ fn signing_key<'a>(doc: &'a Value, key_id: &str) -> Option<&'a Value> {
 
 /// The document `doc` must be `who`'s, with its registered signing key active.
 fn expect_own_document(cx: &Ctx, doc: &Value, who: &Ident) -> Verdict {
-    cx.expect_eq("id", &json!(who.address()), &doc["id"])?;
-    cx.expect_eq("type", &json!(who.id.kind()), &doc["type"])?;
+    cx.net.expect_eq("id", &json!(who.address()), &doc["id"])?;
+    cx.net
+        .expect_eq("type", &json!(who.id.kind()), &doc["type"])?;
     let want = public_key_to_b64url(&who.id.signing_key().verifying_key());
     let key = signing_key(doc, who.id.key_id());
-    cx.expect_that(
+    cx.net.expect_that(
         key.is_some_and(|k| k["public_key"] == want.as_str() && k["status"] == "active"),
         format!(
             "public_keys.signing lists {} with public_key {want} and status active (v1.1 §6.2)",
@@ -121,8 +124,11 @@ fn expect_own_document(cx: &Ctx, doc: &Value, who: &Ident) -> Verdict {
 
 async fn resolve_registered(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
-    let i = cx.get(&resolve_path(alice.address()), &alice.token).await?;
-    let doc = cx.body_of(i, 200)?;
+    let i = cx
+        .net
+        .get(&resolve_path(alice.address()), &alice.token)
+        .await?;
+    let doc = cx.net.ok_body(i)?;
     expect_own_document(cx, &doc, &alice)
 }
 
@@ -130,23 +136,24 @@ async fn resolve_unknown(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let nobody = fresh(cx, "nobody")?;
     let i = cx
+        .net
         .get(&resolve_path(nobody.address()), &alice.token)
         .await?;
-    cx.expect_error(i, 404, "IDENTITY_NOT_FOUND")
+    cx.net.expect_code(i, "IDENTITY_NOT_FOUND")
 }
 
 async fn me(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
-    let i = cx.get("/v1/identity/me", &alice.token).await?;
-    let doc = cx.body_of(i, 200)?;
+    let i = cx.net.get("/v1/identity/me", &alice.token).await?;
+    let doc = cx.net.ok_body(i)?;
     expect_own_document(cx, &doc, &alice)
 }
 
 /// The identity `address` must not resolve (nothing was created).
 pub(super) async fn expect_not_registered(cx: &mut Ctx, address: &str) -> Verdict {
     let observer = cx.identity("observer", "human").await?;
-    let i = cx.get(&resolve_path(address), &observer.token).await?;
-    cx.expect_status(i, 404)
+    let i = cx.net.get(&resolve_path(address), &observer.token).await?;
+    cx.net.expect_status(i, 404)
 }
 
 async fn register_bad_proof(cx: &mut Ctx) -> Verdict {
@@ -155,21 +162,27 @@ async fn register_bad_proof(cx: &mut Ctx) -> Verdict {
     // The proof signs the registration text for another nonce.
     let nonce = format!("{}-not-the-nonce", ch["nonce"].as_str().unwrap_or(""));
     let req = id.registration_request(&challenge_id(&ch), &nonce);
-    let i = cx.call("POST", "/v1/identity", None, Some(&req)).await?;
-    cx.expect_error(i, 401, "SIGNATURE_INVALID")?;
+    let i = cx
+        .net
+        .call("POST", "/v1/identity", None, Some(&req))
+        .await?;
+    cx.net.expect_code(i, "SIGNATURE_INVALID")?;
     expect_not_registered(cx, id.address()).await
 }
 
 async fn register_duplicate(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
-    let seed = cx.seed32();
+    let seed = cx.data.seed32();
     let usurper =
         Identity::from_seed(alice.address(), &seed).map_err(|e| Finding::Error(e.to_string()))?;
     let i = register(cx, &usurper).await?;
-    cx.expect_status(i, 409)?;
-    cx.expect_error_shape(i)?;
-    let i = cx.get(&resolve_path(alice.address()), &alice.token).await?;
-    let doc = cx.body_of(i, 200)?;
+    cx.net.expect_status(i, 409)?;
+    cx.net.expect_error_shape(i)?;
+    let i = cx
+        .net
+        .get(&resolve_path(alice.address()), &alice.token)
+        .await?;
+    let doc = cx.net.ok_body(i)?;
     expect_own_document(cx, &doc, &alice)
 }
 
@@ -196,22 +209,25 @@ async fn register_mixed_case(cx: &mut Ctx) -> Verdict {
         "key_id": id.key_id(),
         "signature": sign_b64url(id.signing_key(), None, text.as_bytes()),
     });
-    let i = cx.call("POST", "/v1/identity", None, Some(&req)).await?;
-    let status = cx.t(i).status;
+    let i = cx
+        .net
+        .call("POST", "/v1/identity", None, Some(&req))
+        .await?;
+    let status = cx.net.transcript(i).status;
     if (400..500).contains(&status) {
-        cx.expect_error_shape(i)?;
+        cx.net.expect_error_shape(i)?;
         return expect_not_registered(cx, &lower).await;
     }
-    cx.expect_that(
+    cx.net.expect_that(
         status == 201 || status == 200,
         format!("the registration of {mixed} refused (4xx) or accepted"),
         format!("HTTP {status}"),
     )?;
     // Accepted: every document must spell the address in canonical lowercase.
     let observer = cx.identity("observer", "human").await?;
-    let i = cx.get(&resolve_path(&lower), &observer.token).await?;
-    let doc = cx.body_of(i, 200)?;
-    cx.expect_eq(
+    let i = cx.net.get(&resolve_path(&lower), &observer.token).await?;
+    let doc = cx.net.ok_body(i)?;
+    cx.net.expect_eq(
         "id (canonical lowercase, v1.1 §6.1)",
         &json!(lower),
         &doc["id"],
@@ -220,7 +236,7 @@ async fn register_mixed_case(cx: &mut Ctx) -> Verdict {
 
 /// A second signing key for `who`: (key, key id).
 fn second_key(cx: &mut Ctx, who: &Ident) -> (SigningKey, String) {
-    let key = signing_key_from_seed(&cx.seed32());
+    let key = signing_key_from_seed(&cx.data.seed32());
     (key, format!("{}_dev2", who.id.key_id()))
 }
 
@@ -229,6 +245,7 @@ async fn add_and_revoke_key(cx: &mut Ctx) -> Verdict {
     let (key, kid) = second_key(cx, &alice);
     let pem = public_key_to_spki_pem(&key.verifying_key());
     let i = cx
+        .net
         .call(
             "POST",
             "/v1/identity/me/keys",
@@ -236,31 +253,37 @@ async fn add_and_revoke_key(cx: &mut Ctx) -> Verdict {
             Some(&json!({"key_id": kid, "public_key_pem": pem})),
         )
         .await?;
-    cx.expect_that(
-        cx.t(i).is_success(),
+    cx.net.expect_that(
+        cx.net.transcript(i).is_success(),
         format!("POST /v1/identity/me/keys adds {kid} (2xx, v1.1 §16.3)"),
-        format!("HTTP {}", cx.t(i).status),
+        format!("HTTP {}", cx.net.transcript(i).status),
     )?;
     let i = login_with(cx, alice.address(), &key, &kid).await?;
-    cx.expect_status(i, 200)?;
+    cx.net.expect_ok(i)?;
     let path = format!("/v1/identity/me/keys/{}", encode_component(&kid));
-    let i = cx.call("DELETE", &path, Some(&alice.token), None).await?;
-    cx.expect_that(
-        cx.t(i).is_success(),
+    let i = cx
+        .net
+        .call("DELETE", &path, Some(&alice.token), None)
+        .await?;
+    cx.net.expect_that(
+        cx.net.transcript(i).is_success(),
         format!("DELETE {path} revokes the key (2xx, v1.1 §16.3)"),
-        format!("HTTP {}", cx.t(i).status),
+        format!("HTTP {}", cx.net.transcript(i).status),
     )?;
-    let i = cx.get(&resolve_path(alice.address()), &alice.token).await?;
-    let doc = cx.body_of(i, 200)?;
+    let i = cx
+        .net
+        .get(&resolve_path(alice.address()), &alice.token)
+        .await?;
+    let doc = cx.net.ok_body(i)?;
     let k = signing_key(&doc, &kid).cloned();
-    cx.expect_that(
+    cx.net.expect_that(
         k.as_ref().is_none_or(|k| k["status"] != "active"),
         format!("{kid} is no longer an active signing key"),
         format!("{}", k.unwrap_or(Value::Null)),
     )?;
     let i = login_with(cx, alice.address(), &key, &kid).await?;
-    let status = cx.t(i).status;
-    cx.expect_that(
+    let status = cx.net.transcript(i).status;
+    cx.net.expect_that(
         (400..500).contains(&status),
         format!("a login with the revoked key {kid} is refused (4xx, v1.1 §14.2)"),
         format!("HTTP {status}"),
@@ -273,16 +296,22 @@ async fn last_key_kept(cx: &mut Ctx) -> Verdict {
         "/v1/identity/me/keys/{}",
         encode_component(alice.id.key_id())
     );
-    let i = cx.call("DELETE", &path, Some(&alice.token), None).await?;
-    let status = cx.t(i).status;
-    cx.expect_that(
+    let i = cx
+        .net
+        .call("DELETE", &path, Some(&alice.token), None)
+        .await?;
+    let status = cx.net.transcript(i).status;
+    cx.net.expect_that(
         (400..500).contains(&status),
         "revoking the only signing key of a human identity is refused (4xx, v1.1 §6.3)",
         format!("HTTP {status}"),
     )?;
-    cx.expect_error_shape(i)?;
-    let i = cx.get(&resolve_path(alice.address()), &alice.token).await?;
-    let doc = cx.body_of(i, 200)?;
+    cx.net.expect_error_shape(i)?;
+    let i = cx
+        .net
+        .get(&resolve_path(alice.address()), &alice.token)
+        .await?;
+    let doc = cx.net.ok_body(i)?;
     expect_own_document(cx, &doc, &alice)
 }
 
@@ -297,6 +326,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-6.2-01", "R-6.1-06", "R-6.3-01"],
         needs: &[Need::Provisioning],
         how: "Register alice; GET /v1/identity/{percent-encoded address}; expect 200 with id, type and public_keys.signing listing alice's key (same public key, status active).",
+        interpretation: None,
         mutant: Mutant::Quirk("identity-document-without-keys"),
         run: |cx| Box::pin(resolve_registered(cx)),
     },
@@ -309,6 +339,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-24.2-08"],
         needs: &[Need::Provisioning],
         how: "GET /v1/identity/{address never registered}; expect 404 IDENTITY_NOT_FOUND with a §24.1 body.",
+        interpretation: None,
         mutant: Mutant::Quirk("bare-error-bodies"),
         run: |cx| Box::pin(resolve_unknown(cx)),
     },
@@ -321,6 +352,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-6.2-01", "R-16.3-01"],
         needs: &[Need::Provisioning],
         how: "GET /v1/identity/me with alice's token; expect 200 with alice's id, type and active signing key.",
+        interpretation: None,
         mutant: Mutant::Quirk("identity-document-without-keys"),
         run: |cx| Box::pin(me(cx)),
     },
@@ -333,6 +365,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-14.2-01", "R-24.2-02"],
         needs: &[Need::Registration],
         how: "Ask a registration challenge, sign the registration text with another nonce, POST /v1/identity; expect 401 SIGNATURE_INVALID, then GET the address: 404.",
+        interpretation: None,
         mutant: Mutant::Quirk("accept-bad-registration-proof"),
         run: |cx| Box::pin(register_bad_proof(cx)),
     },
@@ -345,6 +378,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-14.2-01"],
         needs: &[Need::Registration],
         how: "Register alice; register her address again with a different key and a valid proof; expect 409 with a §24.1 body, and alice's document still lists her original key.",
+        interpretation: None,
         mutant: Mutant::Quirk("allow-duplicate-registration"),
         run: |cx| Box::pin(register_duplicate(cx)),
     },
@@ -357,6 +391,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-6.1-06"],
         needs: &[Need::Registration],
         how: "Register loom://Carol-…@DOMAIN (mixed case, valid proof over the lowercase challenge); expect a 4xx §24.1 refusal and no identity, or, if accepted, the resolved document's id in lowercase.",
+        interpretation: None,
         mutant: Mutant::Quirk("accept-non-canonical-address"),
         run: |cx| Box::pin(register_mixed_case(cx)),
     },
@@ -370,6 +405,7 @@ pub const CASES: &[Case] = &[
         // Changes the identity's keys: it needs identities no concurrent case shares.
         needs: &[Need::Registration],
         how: "Add a second signing key, log in with it (200), revoke it, resolve the document (key not active) and log in with it again (4xx).",
+        interpretation: None,
         mutant: Mutant::Quirk("ignore-key-revocation"),
         run: |cx| Box::pin(add_and_revoke_key(cx)),
     },
@@ -383,6 +419,7 @@ pub const CASES: &[Case] = &[
         // Changes the identity's keys: it needs identities no concurrent case shares.
         needs: &[Need::Registration],
         how: "DELETE /v1/identity/me/keys/{alice's only key}; expect a 4xx §24.1 refusal, and the document still lists the key as active.",
+        interpretation: None,
         mutant: Mutant::Quirk("allow-revoking-last-key"),
         run: |cx| Box::pin(last_key_kept(cx)),
     },

@@ -3,12 +3,12 @@
 //! read (§8.3).
 
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ident};
+use crate::ctx::{Ctx, Ex, Ident, TestData, skip};
 use serde_json::{Value, json};
 
 /// A search term no other case uses (letters and digits only, so any tokenizer keeps it).
 fn token(cx: &mut Ctx) -> String {
-    let id = cx.envelope_id();
+    let id = cx.data.envelope_id();
     format!("kw{}", id.trim_start_matches("env_").to_ascii_lowercase())
 }
 
@@ -22,8 +22,11 @@ async fn search(cx: &mut Ctx, who: &Ident, q: &str) -> Result<Value, Finding> {
             enc.push_str(&format!("%{b:02X}"));
         }
     }
-    let i = cx.get(&format!("/v1/search?q={enc}"), &who.token).await?;
-    cx.body_of(i, 200)
+    let i = cx
+        .net
+        .get(&format!("/v1/search?q={enc}"), &who.token)
+        .await?;
+    cx.net.ok_body(i)
 }
 
 fn ids(body: &Value, key: &str) -> Vec<String> {
@@ -38,7 +41,7 @@ fn ids(body: &Value, key: &str) -> Vec<String> {
 /// `want` must (or must not) be among the `key` results of `body`.
 fn expect_found(cx: &Ctx, body: &Value, key: &str, want: &str, found: bool, what: &str) -> Verdict {
     let got = ids(body, key);
-    cx.expect_that(
+    cx.net.expect_that(
         got.iter().any(|i| i == want) == found,
         format!(
             "{key} {} {want} ({what})",
@@ -52,16 +55,16 @@ async fn human_text(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
     let tok = token(cx);
-    let t = cx.thread_id();
-    let env = cx.signed_message(
+    let t = cx.data.thread_id();
+    let env = cx.data.signed_message(
         &alice,
         &t,
         None,
         &[&bob],
         &format!("the word {tok} is here"),
     );
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_status(i, 201)?;
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_created(i)?;
     let body = search(cx, &bob, &tok).await?;
     expect_found(
         cx,
@@ -79,12 +82,14 @@ async fn structured(cx: &mut Ctx) -> Result<(Ident, String, String, String), Fin
     let bob = cx.identity("bob", "human").await?;
     let intent = format!("{}.ping@v1", token(cx));
     let param = token(cx);
-    let t = cx.thread_id();
-    let mut env = cx.message(&alice, &t, None, &[&bob], "structured request");
+    let t = cx.data.thread_id();
+    let mut env = cx
+        .data
+        .message(&alice, &t, None, &[&bob], "structured request");
     env["content"]["structured"] = json!({"intent": intent, "parameters": {"note": param}});
     alice.sign(&mut env);
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_status(i, 201)?;
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_created(i)?;
     Ok((
         bob,
         env["id"].as_str().unwrap_or("").to_owned(),
@@ -126,15 +131,15 @@ async fn described_thread(cx: &mut Ctx) -> Result<(Ident, Ident, String, String,
     let (t, _) = cx.start_thread(&alice, &[&bob]).await?;
     let subject = token(cx);
     let label = token(cx);
-    let mut op = cx.op(
+    let mut op = cx.data.op(
         &alice,
         &t,
         "thread.update@v1",
         json!({"subject": format!("Subject {subject}"), "labels": [label]}),
     );
     alice.sign(&mut op);
-    let i = cx.send(&alice, &op).await?;
-    cx.expect_status(i, 201)?;
+    let i = cx.net.send(&alice, &op).await?;
+    cx.net.expect_created(i)?;
     Ok((alice, bob, t, subject, label))
 }
 
@@ -184,7 +189,7 @@ async fn audience_limited(cx: &mut Ctx) -> Verdict {
     let dave = cx.identity("dave", "human").await?;
     let (t, root) = cx.start_thread(&alice, &[&bob, &carol]).await?;
     let tok = token(cx);
-    let mut env = cx.message(
+    let mut env = cx.data.message(
         &alice,
         &t,
         root["id"].as_str(),
@@ -193,8 +198,8 @@ async fn audience_limited(cx: &mut Ctx) -> Verdict {
     );
     env["audience"] = json!({"mode": "recipients"});
     alice.sign(&mut env);
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_status(i, 201)?;
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_created(i)?;
     let id = env["id"].as_str().unwrap_or("").to_owned();
     let body = search(cx, &bob, &tok).await?;
     expect_found(
@@ -230,8 +235,8 @@ async fn encrypted_not_indexed(cx: &mut Ctx) -> Verdict {
     let bob = cx.identity("bob", "human").await?;
     // Letters and digits only: valid base64url, and one token for any tokenizer.
     let cipher = token(cx);
-    let t = cx.thread_id();
-    let mut env = cx.message(&alice, &t, None, &[&bob], "");
+    let t = cx.data.thread_id();
+    let mut env = cx.data.message(&alice, &t, None, &[&bob], "");
     env["content"] = json!({
         "encrypted": true,
         "ciphertext": cipher,
@@ -240,12 +245,14 @@ async fn encrypted_not_indexed(cx: &mut Ctx) -> Verdict {
         "profile": "loom-e2ee-x25519-xchacha20-v1",
     });
     alice.sign(&mut env);
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_status(i, 201)?;
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_created(i)?;
     let clear = token(cx);
-    let reply = cx.signed_message(&alice, &t, env["id"].as_str(), &[&bob], &clear);
-    let i = cx.send(&alice, &reply).await?;
-    cx.expect_status(i, 201)?;
+    let reply = cx
+        .data
+        .signed_message(&alice, &t, env["id"].as_str(), &[&bob], &clear);
+    let i = cx.net.send(&alice, &reply).await?;
+    cx.net.expect_created(i)?;
     let body = search(cx, &bob, &clear).await?;
     expect_found(
         cx,
@@ -279,6 +286,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-16.6-01"],
         needs: NEEDS,
         how: "Alice sends Bob a message with a case-unique word; Bob's GET /v1/search?q=word must list the envelope in `envelopes`.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-envelope-search-index"),
         run: |cx| Box::pin(human_text(cx)),
     },
@@ -291,6 +299,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-16.6-02"],
         needs: NEEDS,
         how: "A message with content.structured.intent `<unique>.ping@v1`; the recipient's search for that intent must list it.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-envelope-search-index"),
         run: |cx| Box::pin(intent(cx)),
     },
@@ -303,6 +312,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-16.6-03"],
         needs: NEEDS,
         how: "A message whose content.structured.parameters hold a case-unique word; the recipient's search for it must list the envelope.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-envelope-search-index"),
         run: |cx| Box::pin(parameters(cx)),
     },
@@ -315,6 +325,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-16.6-04"],
         needs: NEEDS,
         how: "The owner sets the subject with thread.update@v1; a participant's search for a word of it must list the thread in `threads`.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-thread-search-index"),
         run: |cx| Box::pin(thread_subject(cx)),
     },
@@ -327,6 +338,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-16.6-05"],
         needs: NEEDS,
         how: "The owner sets a case-unique label with thread.update@v1; a participant's search for it must list the thread.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-thread-search-index"),
         run: |cx| Box::pin(thread_labels(cx)),
     },
@@ -339,6 +351,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-16.6-06"],
         needs: NEEDS,
         how: "Alice searches for Bob's address; her thread with Bob must be listed.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-thread-search-index"),
         run: |cx| Box::pin(thread_participants(cx)),
     },
@@ -351,6 +364,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-8.3-05", "R-8.3-08"],
         needs: NEEDS,
         how: "In a thread of Alice, Bob and Carol, Alice sends Bob a word with audience.mode=recipients: Bob's search finds it (control), Carol's and an outsider's do not.",
+        interpretation: None,
         mutant: Mutant::Quirk("ignore-audience"),
         run: |cx| Box::pin(audience_limited(cx)),
     },
@@ -363,6 +377,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-16.6-07"],
         needs: NEEDS,
         how: "In a plain thread Alice sends Bob an encrypted-content envelope (vector shape encrypted.valid.x25519-v1, unique ciphertext) and a cleartext reply; Bob's search finds the reply's word (control) but not the ciphertext.",
+        interpretation: None,
         mutant: Mutant::NotApplicable(
             "the MUST of §16.6 concerns E2EE threads (Level 4, R-16.6-07); in plain threads this is the node's indexing choice",
         ),

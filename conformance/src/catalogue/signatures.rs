@@ -3,7 +3,7 @@
 //! RFC 8785 form the signature covers.
 
 use crate::case::{Case, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ident};
+use crate::ctx::{Ctx, Ex, Ident, TestData, skip};
 use loom_protocol::envelope::{sign_envelope, sign_envelope_legacy};
 use loom_protocol::id::{KeyId, KeyKind};
 use loom_protocol::keys::b64url_encode;
@@ -15,28 +15,28 @@ const P: &[Need] = &[Need::Provisioning];
 async fn setup(cx: &mut Ctx) -> Result<(Ident, Ident, Value), crate::case::Finding> {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
-    let t = cx.thread_id();
-    let env = cx.message(&alice, &t, None, &[&bob], "signed text");
+    let t = cx.data.thread_id();
+    let env = cx.data.message(&alice, &t, None, &[&bob], "signed text");
     Ok((alice, bob, env))
 }
 
 /// `env` must be refused with 401 SIGNATURE_INVALID.
 async fn refused(cx: &mut Ctx, from: &Ident, env: &Value) -> Verdict {
-    let i = cx.send(from, env).await?;
-    cx.expect_error(i, 401, "SIGNATURE_INVALID")
+    let i = cx.net.send(from, env).await?;
+    cx.net.expect_code(i, "SIGNATURE_INVALID")
 }
 
 /// `env` must be accepted (201).
 async fn accepted(cx: &mut Ctx, from: &Ident, env: &Value) -> Result<Value, crate::case::Finding> {
-    let i = cx.send(from, env).await?;
-    cx.body_of(i, 201)
+    let i = cx.net.send(from, env).await?;
+    cx.net.created_body(i)
 }
 
 async fn prefixed_accepted(cx: &mut Ctx) -> Verdict {
     let (alice, _, mut env) = setup(cx).await?;
     alice.sign(&mut env);
     let stored = accepted(cx, &alice, &env).await?;
-    cx.expect_eq(
+    cx.net.expect_eq(
         "signature.context of the stored envelope",
         &json!("LOOM-ENVELOPE-SIG-v1"),
         &stored["signature"]["context"],
@@ -90,7 +90,7 @@ fn prepare_member(cx: &mut Ctx, env: &mut Value, pointer: &str) {
             json!({"intent": "note.add@v1", "parameters": {"amount": 10, "item": "paper"}});
     }
     if pointer.starts_with("/attachments") {
-        let ulid = cx.envelope_id()[4..].to_owned();
+        let ulid = cx.data.envelope_id()[4..].to_owned();
         env["attachments"] = json!([{
             "id": format!("att_{ulid}"),
             "filename": "report.pdf",
@@ -107,12 +107,12 @@ fn prepare_member(cx: &mut Ctx, env: &mut Value, pointer: &str) {
 }
 
 async fn tamper_id(cx: &mut Ctx) -> Verdict {
-    let id = cx.envelope_id();
+    let id = cx.data.envelope_id();
     tampered(cx, "/id", id.into()).await
 }
 
 async fn tamper_thread(cx: &mut Ctx) -> Verdict {
-    let t = cx.thread_id();
+    let t = cx.data.thread_id();
     tampered(cx, "/thread_id", t.into()).await
 }
 
@@ -128,7 +128,7 @@ async fn tamper_to(cx: &mut Ctx) -> Verdict {
 
 async fn tamper_created_at(cx: &mut Ctx) -> Verdict {
     // One second earlier than the signed value: a different valid timestamp.
-    let shifted = minus_one_second(&cx.now());
+    let shifted = minus_one_second(&cx.data.now());
     tampered(cx, "/created_at", shifted.into()).await
 }
 
@@ -198,6 +198,7 @@ async fn revoked_key(cx: &mut Ctx) -> Verdict {
         "public_key": loom_protocol::keys::public_key_to_b64url(&second.verifying_key()),
     });
     let i = cx
+        .net
         .call(
             "POST",
             "/v1/identity/me/keys",
@@ -205,22 +206,27 @@ async fn revoked_key(cx: &mut Ctx) -> Verdict {
             Some(&body),
         )
         .await?;
-    cx.expect_that(
-        (200..300).contains(&cx.t(i).status),
+    cx.net.expect_that(
+        (200..300).contains(&cx.net.transcript(i).status),
         "POST /v1/identity/me/keys adds a signing key (v1.1 §16.3)",
-        format!("HTTP {}", cx.t(i).status),
+        format!("HTTP {}", cx.net.transcript(i).status),
     )?;
     let _ = sign_envelope(&mut env, &second, &kid);
     accepted(cx, &alice, &env).await?;
     let path = format!("/v1/identity/me/keys/{kid_text}");
-    let i = cx.call("DELETE", &path, Some(&alice.token), None).await?;
-    cx.expect_that(
-        (200..300).contains(&cx.t(i).status),
+    let i = cx
+        .net
+        .call("DELETE", &path, Some(&alice.token), None)
+        .await?;
+    cx.net.expect_that(
+        (200..300).contains(&cx.net.transcript(i).status),
         "DELETE /v1/identity/me/keys/{key_id} revokes the key (v1.1 §16.3)",
-        format!("HTTP {}", cx.t(i).status),
+        format!("HTTP {}", cx.net.transcript(i).status),
     )?;
     let t = env["thread_id"].as_str().unwrap_or_default().to_owned();
-    let mut next = cx.message(&alice, &t, env["id"].as_str(), &[&bob], "after revocation");
+    let mut next = cx
+        .data
+        .message(&alice, &t, env["id"].as_str(), &[&bob], "after revocation");
     let _ = sign_envelope(&mut next, &second, &kid);
     refused(cx, &alice, &next).await
 }
@@ -304,6 +310,7 @@ async fn json_text_form(cx: &mut Ctx) -> Verdict {
     // The same number, spelled as the JSON text allows: 15 = 1.5E1.
     let text = text.replacen("\"n\"  :\t15", "\"n\"  :\t1.5E1", 1);
     let i = cx
+        .net
         .exchange(
             "POST",
             "/v1/envelopes",
@@ -312,7 +319,7 @@ async fn json_text_form(cx: &mut Ctx) -> Verdict {
             Some(&alice.token),
         )
         .await?;
-    cx.expect_status(i, 201)
+    cx.net.expect_created(i)
 }
 
 async fn numbers(cx: &mut Ctx) -> Verdict {
@@ -359,6 +366,7 @@ macro_rules! tamper_case {
                 $member,
                 " in a copy and POST it: 401 SIGNATURE_INVALID; then POST the untouched original: 201."
             ),
+            interpretation: None,
             mutant: BAD,
             run: |cx| Box::pin($f(cx)),
         }
@@ -376,6 +384,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-7.3-02", "R-7.3-05", "R-7.3-07", "R-7.1-01"],
         needs: P,
         how: "POST a message signed over 'LOOM-ENVELOPE-SIG-v1\\0' + JCS with signature.context set; expect 201 and the context kept in the stored envelope.",
+        interpretation: None,
         mutant: Mutant::Quirk("unprefixed-signatures-only"),
         run: |cx| Box::pin(prefixed_accepted(cx)),
     },
@@ -388,6 +397,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-7.3-08", "R-7.3-09"],
         needs: P,
         how: "POST a message signed over JCS without the prefix and without signature.context; expect 201.",
+        interpretation: None,
         mutant: Mutant::Quirk("reject-legacy-signatures"),
         run: |cx| Box::pin(legacy_accepted(cx)),
     },
@@ -400,6 +410,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-7.3-07", "R-24.2-02"],
         needs: P,
         how: "Sign without the prefix, then set signature.context = LOOM-ENVELOPE-SIG-v1; expect 401 SIGNATURE_INVALID (no fallback when the context is present).",
+        interpretation: None,
         mutant: BAD,
         run: |cx| Box::pin(legacy_claims_context(cx)),
     },
@@ -412,6 +423,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-7.3-07", "R-24.2-02"],
         needs: P,
         how: "Sign with the LOOM-ENVELOPE-SIG-v1 prefix, then set signature.context = LOOM-ENVELOPE-SIG-v9; expect 401 SIGNATURE_INVALID.",
+        interpretation: None,
         mutant: BAD,
         run: |cx| Box::pin(unknown_context(cx)),
     },
@@ -424,6 +436,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-7.1-01", "R-8.2-16", "R-7.3-06", "R-24.2-02"],
         needs: P,
         how: "POST a well-formed message with no signature member; expect 401 SIGNATURE_INVALID.",
+        interpretation: None,
         mutant: BAD,
         run: |cx| Box::pin(missing(cx)),
     },
@@ -469,6 +482,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-7.2-09", "R-7.3-01"],
         needs: P,
         how: "Sign a message carrying meta, then replace meta with different members; expect 201.",
+        interpretation: None,
         mutant: Mutant::Quirk("sign-over-meta"),
         run: |cx| Box::pin(meta_outside(cx)),
     },
@@ -481,6 +495,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-7.3-03", "R-7.3-06", "R-16.1-01", "R-24.2-02"],
         needs: P,
         how: "Mallory signs Alice's message with Mallory's key under Alice's key id; Alice POSTs it; expect 401 SIGNATURE_INVALID.",
+        interpretation: None,
         mutant: BAD,
         run: |cx| Box::pin(other_identitys_key(cx)),
     },
@@ -493,6 +508,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-7.3-03", "R-16.1-01", "R-24.2-02"],
         needs: P,
         how: "Alice signs with her own key under k_sign_never_registered_9 (from.key_id and signature.key_id); expect 401 SIGNATURE_INVALID.",
+        interpretation: None,
         mutant: BAD,
         run: |cx| Box::pin(unknown_key_id(cx)),
     },
@@ -505,6 +521,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-7.3-03", "R-16.1-01", "R-24.2-02"],
         needs: &[Need::Provisioning, Need::Registration],
         how: "Alice adds a second signing key (POST /v1/identity/me/keys), sends with it (201), revokes it (DELETE …/keys/{key_id}) and sends with it again; expect 401 SIGNATURE_INVALID.",
+        interpretation: None,
         mutant: BAD,
         run: |cx| Box::pin(revoked_key(cx)),
     },
@@ -517,6 +534,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-7.3-04", "R-24.2-02"],
         needs: P,
         how: "Append '==' to a valid signature.value; expect 401 SIGNATURE_INVALID.",
+        interpretation: None,
         mutant: BAD,
         run: |cx| Box::pin(value_padded(cx)),
     },
@@ -529,6 +547,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-7.3-04", "R-24.2-02"],
         needs: P,
         how: "Rewrite a valid signature.value in the standard alphabet ('-'→'+', '_'→'/', at least one forced); expect 401 SIGNATURE_INVALID.",
+        interpretation: None,
         mutant: BAD,
         run: |cx| Box::pin(value_standard_alphabet(cx)),
     },
@@ -541,6 +560,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-7.1-01", "R-24.2-02"],
         needs: P,
         how: "Replace signature.value with base64url of 63 bytes; expect 401 SIGNATURE_INVALID.",
+        interpretation: None,
         mutant: BAD,
         run: |cx| Box::pin(value_wrong_length(cx)),
     },
@@ -553,6 +573,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-7.3-06", "R-24.2-02"],
         needs: P,
         how: "Replace signature.value with base64url of 64 zero bytes; expect 401 SIGNATURE_INVALID.",
+        interpretation: None,
         mutant: BAD,
         run: |cx| Box::pin(value_all_zero(cx)),
     },
@@ -565,6 +586,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-7.2-01", "R-7.2-02", "R-7.2-03", "R-7.2-05", "R-7.2-08"],
         needs: P,
         how: "Sign a message with parameters {n: 15}; send it as raw JSON text with every object's members reversed, newlines, tabs and CRs between tokens, and n written 1.5E1; expect 201. (The self-test's quirk checks a non-JCS serialization, which the number spelling exposes.)",
+        interpretation: None,
         mutant: Mutant::Quirk("non-canonical-signing-form"),
         run: |cx| Box::pin(json_text_form(cx)),
     },
@@ -577,6 +599,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-7.2-05", "R-7.2-01"],
         needs: P,
         how: "Sign a message whose parameters hold 15.0, -0.0, 1e21, 1e-7, 0.1 and 2^53-1 (signed over their RFC 8785 forms 15, 0, 1e+21, 1e-7, 0.1, 9007199254740991); expect 201.",
+        interpretation: None,
         mutant: Mutant::Quirk("non-canonical-signing-form"),
         run: |cx| Box::pin(numbers(cx)),
     },
@@ -589,6 +612,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-7.2-02", "R-7.2-04"],
         needs: P,
         how: "Sign a message whose parameters have the keys U+E000 and U+1F600 (opposite orders in UTF-8 and UTF-16); expect 201.",
+        interpretation: None,
         mutant: Mutant::Quirk("non-canonical-signing-form"),
         run: |cx| Box::pin(key_order_utf16(cx)),
     },

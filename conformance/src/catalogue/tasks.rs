@@ -2,12 +2,12 @@
 
 use super::thread_kit::id_of;
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ident};
+use crate::ctx::{Ctx, Ex, Ident, TestData, skip};
 use serde_json::{Value, json};
 
 /// A signed `task` envelope from `who` in `t` with `intent` and `params`.
 fn task(cx: &mut Ctx, who: &Ident, t: &str, to: &[&Ident], intent: &str, params: Value) -> Value {
-    let mut e = cx.message(who, t, None, to, "task");
+    let mut e = cx.data.message(who, t, None, to, "task");
     e["type"] = "task".into();
     e["content"]["structured"] = json!({"intent": intent, "parameters": params});
     who.sign(&mut e);
@@ -28,8 +28,8 @@ async fn setup(cx: &mut Ctx) -> Result<(Ident, Ident, String, String), Finding> 
         "task.create@v1",
         json!({"title": "Q1 invoice", "assignee": bob.address()}),
     );
-    let i = cx.send(&alice, &create).await?;
-    cx.expect_status(i, 201)?;
+    let i = cx.net.send(&alice, &create).await?;
+    cx.net.expect_created(i)?;
     Ok((alice, bob, t, id_of(&create)))
 }
 
@@ -41,7 +41,7 @@ async fn update(
     t: &str,
     id: &str,
     state: &str,
-) -> Result<usize, Finding> {
+) -> Result<Ex, Finding> {
     let e = task(
         cx,
         who,
@@ -50,13 +50,13 @@ async fn update(
         "task.state_update@v1",
         json!({"task_id": id, "state": state}),
     );
-    cx.send(who, &e).await
+    cx.net.send(who, &e).await
 }
 
 async fn lifecycle(cx: &mut Ctx) -> Verdict {
     let (alice, bob, t, id) = setup(cx).await?;
     let i = update(cx, &alice, &bob, &t, &id, "assigned").await?;
-    cx.expect_status(i, 201)?;
+    cx.net.expect_created(i)?;
     for s in [
         "accepted",
         "in_progress",
@@ -65,28 +65,28 @@ async fn lifecycle(cx: &mut Ctx) -> Verdict {
         "completed",
     ] {
         let i = update(cx, &bob, &alice, &t, &id, s).await?;
-        cx.expect_status(i, 201)?;
+        cx.net.expect_created(i)?;
     }
     let i = update(cx, &bob, &alice, &t, &id, "in_progress").await?;
-    cx.expect_error(i, 409, "STATE_TRANSITION_INVALID")
+    cx.net.expect_code(i, "STATE_TRANSITION_INVALID")
 }
 
 async fn invalid_transition(cx: &mut Ctx) -> Verdict {
     let (alice, bob, t, id) = setup(cx).await?;
     let i = update(cx, &alice, &bob, &t, &id, "completed").await?;
-    cx.expect_error(i, 409, "STATE_TRANSITION_INVALID")
+    cx.net.expect_code(i, "STATE_TRANSITION_INVALID")
 }
 
 async fn wrong_actor(cx: &mut Ctx) -> Verdict {
     let (alice, bob, t, id) = setup(cx).await?;
     // Only the creator or the thread owner assigns.
     let i = update(cx, &bob, &alice, &t, &id, "assigned").await?;
-    cx.expect_error(i, 403, "CAPABILITY_DENIED")?;
+    cx.net.expect_code(i, "CAPABILITY_DENIED")?;
     let i = update(cx, &alice, &bob, &t, &id, "assigned").await?;
-    cx.expect_status(i, 201)?;
+    cx.net.expect_created(i)?;
     // Only the assignee accepts.
     let i = update(cx, &alice, &bob, &t, &id, "accepted").await?;
-    cx.expect_error(i, 403, "CAPABILITY_DENIED")
+    cx.net.expect_code(i, "CAPABILITY_DENIED")
 }
 
 const P: &[Need] = &[Need::Provisioning];
@@ -102,6 +102,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-18.3-01", "R-18.3-02", "R-24.2-14"],
         needs: P,
         how: "Alice creates a task for Bob (task.create@v1) and assigns it; Bob accepts, starts, blocks, resumes and completes it (201 each); in_progress after completed is 409 STATE_TRANSITION_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("allow-invalid-state-transition"),
         run: |cx| Box::pin(lifecycle(cx)),
     },
@@ -114,6 +115,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-18.3-01", "R-24.2-14"],
         needs: P,
         how: "Alice moves a created task straight to completed: 409 STATE_TRANSITION_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("allow-invalid-state-transition"),
         run: |cx| Box::pin(invalid_transition(cx)),
     },
@@ -126,6 +128,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-18.3-01", "R-24.2-04"],
         needs: P,
         how: "Bob (assignee) assigns the task: 403 CAPABILITY_DENIED; Alice (creator) assigns it (201); Alice accepts it on Bob's behalf: 403 CAPABILITY_DENIED.",
+        interpretation: None,
         mutant: Mutant::Quirk("allow-any-task-actor"),
         run: |cx| Box::pin(wrong_actor(cx)),
     },

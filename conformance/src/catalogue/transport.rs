@@ -2,7 +2,7 @@
 //! https targets; a plain-http target skips them with the reason.
 
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict, fail};
-use crate::ctx::Ctx;
+use crate::ctx::{Ctx, Ex, Ident, TestData, skip};
 use loom_client::NodeUrl;
 use rustls::{ProtocolVersion, SupportedProtocolVersion};
 use std::time::Duration;
@@ -112,10 +112,13 @@ async fn http2(cx: &mut Ctx) -> Verdict {
             ));
         }
     }
-    let i = cx.call("GET", "/.well-known/loom.json", None, None).await?;
-    cx.expect_status(i, 200)?;
-    let version = cx.t(i).version.clone();
-    cx.expect_that(
+    let i = cx
+        .net
+        .call("GET", "/.well-known/loom.json", None, None)
+        .await?;
+    cx.net.expect_ok(i)?;
+    let version = cx.net.transcript(i).version.clone();
+    cx.net.expect_that(
         version == "HTTP/2",
         "the API answers over HTTP/2 (v1.1 §14.1)",
         format!("the exchange used {version}"),
@@ -123,9 +126,12 @@ async fn http2(cx: &mut Ctx) -> Verdict {
 }
 
 async fn websocket_wss(cx: &mut Ctx) -> Verdict {
-    let i = cx.call("GET", "/.well-known/loom.json", None, None).await?;
-    let doc = cx.body_of(i, 200)?;
-    cx.expect_that(
+    let i = cx
+        .net
+        .call("GET", "/.well-known/loom.json", None, None)
+        .await?;
+    let doc = cx.net.ok_body(i)?;
+    cx.net.expect_that(
         doc["websocket_url"]
             .as_str()
             .is_some_and(|u| u.starts_with("wss://")),
@@ -147,6 +153,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-14.1-03"],
         needs: &[Need::Tls],
         how: "Open a TLS handshake offering only TLS 1.2 (trusting the target's certificate); it must not complete.",
+        interpretation: None,
         mutant: Mutant::Quirk("allow-tls12"),
         run: |cx| Box::pin(tls12_refused(cx)),
     },
@@ -159,6 +166,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-14.1-02", "R-14.1-03"],
         needs: &[Need::Tls],
         how: "Handshake offering TLS 1.3 and 1.2: TLS 1.3 must be negotiated; handshake offering only TLS 1.2: must fail.",
+        interpretation: None,
         mutant: Mutant::Quirk("allow-tls12"),
         run: |cx| Box::pin(tls13_only(cx)),
     },
@@ -171,6 +179,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-14.1-01"],
         needs: &[Need::Tls],
         how: "TLS 1.3 handshake offering ALPN h2, http/1.1: h2 must be selected; GET /.well-known/loom.json through the harness client must use HTTP/2.",
+        interpretation: None,
         mutant: Mutant::Quirk("no-http2"),
         run: |cx| Box::pin(http2(cx)),
     },
@@ -183,6 +192,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-14.1-05"],
         needs: &[Need::Tls],
         how: "GET /.well-known/loom.json on the https target; websocket_url must start with wss://.",
+        interpretation: None,
         mutant: Mutant::Quirk("incomplete-node-document"),
         run: |cx| Box::pin(websocket_wss(cx)),
     },

@@ -6,6 +6,13 @@ use crate::case::Case;
 use crate::outcome::{CaseResult, Outcome};
 use std::fmt::Write;
 
+/// The line a run starts with: how many cases against what, and the seed that reproduces it.
+pub fn run_header(cases: usize, url: &str, domain: &str, level: u8, seed: u64) -> String {
+    format!(
+        "loom-conformance: {cases} cases against {url} ({domain}), level {level}, seed {seed} (reproduce with --seed {seed})"
+    )
+}
+
 /// The progress line of one result.
 pub fn progress_line(case: &Case, r: &CaseResult, done: usize, total: usize) -> String {
     let mark = match r.outcome {
@@ -108,4 +115,45 @@ pub fn summary(r: &RunReport) -> String {
         }
     }
     out
+}
+
+/// The mutation half of `selftest`: per case its clean and mutated outcome and quirk, then
+/// the coverage line and the unproven MUST cases.
+#[cfg(feature = "selftest")]
+pub fn mutations(st: &crate::selftest::SelfTest, cases: &[&Case]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{:<58} {:<8} {:<14} quirk", "case", "clean", "mutated");
+    for m in &st.cases {
+        let _ = writeln!(
+            out,
+            "{:<58} {:<8} {:<14} {}",
+            m.id,
+            m.clean.name(),
+            m.mutated.map_or("-", |o| o.name()),
+            m.quirk.unwrap_or("-")
+        );
+    }
+    let (proven, total) = st.coverage(cases);
+    let _ = writeln!(
+        out,
+        "\nmutation coverage: {proven}/{total} MUST cases ({:.1}%)",
+        percent(proven, total)
+    );
+    let unproven = st.unproven(cases);
+    if !unproven.is_empty() {
+        let _ = writeln!(out, "unproven MUST cases ({}):", unproven.len());
+        for id in &unproven {
+            let _ = writeln!(out, "  {id}");
+        }
+    }
+    out
+}
+
+/// `part` of `whole` in percent (100 when there is nothing to cover).
+pub fn percent(part: usize, whole: usize) -> f64 {
+    if whole == 0 {
+        100.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
 }
