@@ -26,6 +26,8 @@ pub mod selftest;
 pub mod show;
 pub mod skips;
 pub mod target;
+#[cfg(feature = "selftest")]
+pub mod variants;
 
 pub use case::{Case, Mutant, Need, Strength};
 pub use finding::{Ex, Finding, Verdict};

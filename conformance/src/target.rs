@@ -117,7 +117,15 @@ impl TargetInfo {
 
 /// Waits for the embedded node's document, trusting its certificate.
 pub async fn probe_embedded(e: &Embedded) -> Result<TargetInfo, SetupError> {
-    probe_with(&e.url, &Profile::default(), true, e.trust.clone()).await
+    probe_embedded_with(e, &Profile::default()).await
+}
+
+/// [`probe_embedded`] with a profile (the self-test's legal variants bring their own).
+pub async fn probe_embedded_with(
+    e: &Embedded,
+    profile: &Profile,
+) -> Result<TargetInfo, SetupError> {
+    probe_with(&e.url, profile, true, e.trust.clone()).await
 }
 
 /// Waits for `url`'s node document, then reads its capabilities.
@@ -386,9 +394,79 @@ pub async fn start_embedded(
     quirks: loom_node::Quirks,
     clock: Arc<dyn Clock>,
     seed: u64,
-    mut config: loom_node::NodeConfig,
+    config: loom_node::NodeConfig,
     transport: Transport,
 ) -> Result<Embedded, SetupError> {
+    let prepared = prepare(quirks, clock, seed, config, transport).await?;
+    Ok(prepared.spawn(|node, listener, tls, stopped| async move {
+        let _ = node.serve(listener, tls, stopped).await;
+    }))
+}
+
+/// Starts the reference node with its router wrapped by `wrap` (the self-test's legal-variant
+/// shim, `crate::variants`, sits there: in front of the unchanged node, at the HTTP level).
+#[cfg(feature = "selftest")]
+pub async fn start_embedded_wrapped(
+    clock: Arc<dyn Clock>,
+    seed: u64,
+    config: loom_node::NodeConfig,
+    transport: Transport,
+    wrap: impl FnOnce(axum::Router) -> axum::Router + Send + 'static,
+) -> Result<Embedded, SetupError> {
+    let prepared = prepare(loom_node::Quirks::none(), clock, seed, config, transport).await?;
+    Ok(prepared.spawn(|node, listener, tls, stopped| async move {
+        let _ = loom_node::net::serve(listener, wrap(node.router()), tls, stopped).await;
+    }))
+}
+
+/// A built node, its bound listener and its TLS material, not serving yet.
+struct Prepared {
+    node: loom_node::Node,
+    listener: tokio::net::TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    trust: Option<Trust>,
+}
+
+impl Prepared {
+    /// Serves with `serve` on a task until the returned [`Embedded`] is dropped.
+    fn spawn<F, Fut>(self, serve: F) -> Embedded
+    where
+        F: FnOnce(
+                loom_node::Node,
+                tokio::net::TcpListener,
+                Option<tokio_rustls::TlsAcceptor>,
+                std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+            ) -> Fut
+            + Send
+            + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let addr = self
+            .listener
+            .local_addr()
+            .map_or_else(|_| "127.0.0.1:0".to_owned(), |a| a.to_string());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let stopped = Box::pin(async move {
+            let _ = stopped.await;
+        });
+        tokio::spawn(serve(self.node, self.listener, self.tls, stopped));
+        Embedded {
+            url: format!("{scheme}://{addr}"),
+            trust: self.trust,
+            stop: Some(stop),
+        }
+    }
+}
+
+/// Builds the node (in-memory store, `quirks`), its TLS material and a loopback listener.
+async fn prepare(
+    quirks: loom_node::Quirks,
+    clock: Arc<dyn Clock>,
+    seed: u64,
+    mut config: loom_node::NodeConfig,
+    transport: Transport,
+) -> Result<Prepared, SetupError> {
     let tls = match transport {
         Transport::Tls => {
             // The node document then advertises https/wss URLs (v1.1 §14.1, §15.2).
@@ -421,21 +499,10 @@ pub async fn start_embedded(
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| SetupError(format!("cannot bind a loopback port: {e}")))?;
-    let addr = listener
-        .local_addr()
-        .map_err(|e| SetupError(e.to_string()))?;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let scheme = if tls.is_some() { "https" } else { "http" };
-    tokio::spawn(async move {
-        let _ = node
-            .serve(listener, tls.map(|t| t.acceptor), async {
-                let _ = stopped.await;
-            })
-            .await;
-    });
-    Ok(Embedded {
-        url: format!("{scheme}://{addr}"),
+    Ok(Prepared {
+        node,
+        listener,
+        tls: tls.map(|t| t.acceptor),
         trust,
-        stop: Some(stop),
     })
 }

@@ -1,58 +1,41 @@
 //! LOOM addresses (v1.1 §6.1): the local-part syntax, case-insensitive comparison and the
 //! reserved `bridge://` scheme, observed through registration and resolution.
 
-use super::identity::{challenge_id, expect_not_registered, register, resolve_path};
+use super::identity::{expect_not_registered, register, register_document, resolve_path};
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ex, Ident, TestData, skip};
-use loom_client::identity::{registration_document_hash, registration_text};
-use loom_protocol::keys::{public_key_to_spki_pem, sign_b64url, signing_key_from_seed};
+use crate::ctx::provision::pem;
+use crate::ctx::{Ctx, Ex, TestData};
+use loom_protocol::keys::signing_key_from_seed;
 use serde_json::json;
 
 /// Tries to register exactly `address` (a human with a fresh key): challenge, then the
-/// signed registration. Returns the deciding exchange: the challenge when it is refused,
-/// otherwise the registration.
+/// signed registration with the profile's extras. Returns the deciding exchange: the challenge
+/// when it is refused, otherwise the registration.
 async fn try_register(cx: &mut Ctx, address: &str) -> Result<Ex, Finding> {
     let key = signing_key_from_seed(&cx.data.seed32());
     let key_id = "k_sign_addr_1";
-    let i = cx
-        .net
-        .call(
-            "POST",
-            "/v1/identity/challenge",
-            None,
-            Some(&json!({"identity": address, "key_id": key_id})),
-        )
-        .await?;
-    if cx.net.transcript(i).status != 200 {
-        return Ok(i);
-    }
-    let ch = cx.net.json(i);
-    let mut req = json!({
+    let doc = json!({
         "id": address,
         "type": "human",
         "display_name": "address probe",
-        "signing_keys": [{"key_id": key_id, "public_key_pem": public_key_to_spki_pem(&key.verifying_key())}],
+        "signing_keys": [{"key_id": key_id, "public_key_pem": pem(&key.verifying_key())}],
     });
-    let hash = registration_document_hash(&req);
-    let text = registration_text(address, key_id, &hash, ch["nonce"].as_str().unwrap_or(""));
-    req["registration_proof"] = json!({
-        "challenge_id": challenge_id(&ch),
-        "key_id": key_id,
-        "signature": sign_b64url(&key, None, text.as_bytes()),
-    });
-    cx.net.call("POST", "/v1/identity", None, Some(&req)).await
+    register_document(cx, doc, address, &key, key_id).await
 }
 
 /// `address` cannot be registered: a 4xx §24.1 refusal at the challenge or the registration.
 async fn expect_unregistrable(cx: &mut Ctx, address: &str, why: &str) -> Verdict {
     let i = try_register(cx, address).await?;
-    let st = cx.net.transcript(i).status;
-    cx.net.expect_that(
-        (400..500).contains(&st),
-        format!("registering {address} refused (4xx): {why}"),
-        format!("HTTP {st}"),
-    )?;
-    cx.net.expect_error_shape(i)
+    cx.net.expect_refused(i).map_err(|f| match f {
+        Finding::Fail {
+            actual, decisive, ..
+        } => Finding::Fail {
+            expected: format!("registering {address} refused (4xx with a §24.1 body): {why}"),
+            actual,
+            decisive,
+        },
+        f => f,
+    })
 }
 
 async fn local_part_syntax(cx: &mut Ctx) -> Verdict {

@@ -2,7 +2,7 @@
 
 use super::thread_kit::{expect_refused_without, has_id, id_of, thread_envelopes};
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ex, Ident, TestData, skip};
+use crate::ctx::{Ctx, Ident};
 use serde_json::{Value, json};
 
 /// Alice owns a thread with Bob and Carol; returns (alice, bob, carol, thread, root id).
@@ -60,7 +60,7 @@ async fn hidden(cx: &mut Ctx, who: &Ident, t: &str, env: &Value, secret: &str) -
         .get(&format!("/v1/threads/{t}/envelopes"), &who.token)
         .await?;
     cx.net.expect_ok(i)?;
-    let body = String::from_utf8_lossy(&cx.net.transcript(i).response_body).into_owned();
+    let body = cx.net.text(i);
     cx.net.expect_that(
         !body.contains(&id_of(env)) && !body.contains(secret),
         format!(
@@ -91,8 +91,9 @@ async fn recipients_only(cx: &mut Ctx) -> Verdict {
 async fn custom_only(cx: &mut Ctx) -> Verdict {
     let (alice, bob, carol, t, root) = trio(cx).await?;
     let secret = format!("for-carol-{}", &t[4..]);
+    // Addressed to Carol, whom the audience lists: Bob is a participant outside it.
     let aud = json!({"mode": "custom", "identities": [alice.address(), carol.address()]});
-    let e = send_with_audience(cx, &alice, &t, &root, &[&bob], aud, &secret).await?;
+    let e = send_with_audience(cx, &alice, &t, &root, &[&carol], aud, &secret).await?;
     readable(cx, &carol, &t, &e).await?;
     hidden(cx, &bob, &t, &e, &secret).await
 }
@@ -119,7 +120,44 @@ async fn thread_audience(cx: &mut Ctx) -> Verdict {
     expect_refused_without(cx, i, &secret, "the envelope's content")
 }
 
-async fn bcc_copy(cx: &mut Ctx) -> Verdict {
+/// How a bcc-copy addresses its recipient.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BccForm {
+    /// `to` = the visible recipients plus `{bcc recipient, role: bcc}` (the reference node's).
+    VisiblePlusBcc,
+    /// `to` = `{bcc recipient, role: primary}` only.
+    RecipientOnly,
+}
+
+/// Alice's bcc-copy for `carol` of `visible` (sent to `bob`), signed.
+fn bcc_copy(
+    cx: &mut Ctx,
+    alice: &Ident,
+    bob: &Ident,
+    carol: &Ident,
+    t: &str,
+    visible: &Value,
+    form: BccForm,
+) -> Value {
+    let to: &[&Ident] = match form {
+        BccForm::VisiblePlusBcc => &[bob],
+        BccForm::RecipientOnly => &[carol],
+    };
+    let mut copy = cx
+        .data
+        .message(alice, t, Some(&id_of(visible)), to, "hello bob");
+    if form == BccForm::VisiblePlusBcc
+        && let Some(a) = copy["to"].as_array_mut()
+    {
+        a.push(json!({"identity": carol.address(), "role": "bcc"}));
+    }
+    copy["audience"] = json!({"mode": "custom", "identities": [alice.address(), carol.address()]});
+    copy["references"] = json!({"linked_envelopes": [id_of(visible)]});
+    alice.sign(&mut copy);
+    copy
+}
+
+async fn bcc_copy_case(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
     let carol = cx.identity("carol", "human").await?;
@@ -129,23 +167,30 @@ async fn bcc_copy(cx: &mut Ctx) -> Verdict {
         .signed_message(&alice, &t, None, &[&bob], "hello bob");
     let i = cx.net.send(&alice, &visible).await?;
     cx.net.expect_created(i)?;
-    // The bcc-copy (v1.1 §20.6; form: reference/node/README.md "Choices where the spec is silent").
-    let mut copy = cx
-        .data
-        .message(&alice, &t, Some(&id_of(&visible)), &[&bob], "hello bob");
-    if let Some(a) = copy["to"].as_array_mut() {
-        a.push(json!({"identity": carol.address(), "role": "bcc"}));
+    // The bcc-copy (v1.1 §20.6): same thread, audience custom {sender, bcc recipient}, linked
+    // to the visible envelope. §20.6 does not say whom its `to` names, so the harness sends
+    // the reference node's form (the visible recipients plus the bcc entry, reference/node/
+    // README.md) and, if that is refused, the copy addressed to the bcc recipient alone.
+    let mut copy = Value::Null;
+    for form in [BccForm::VisiblePlusBcc, BccForm::RecipientOnly] {
+        copy = bcc_copy(cx, &alice, &bob, &carol, &t, &visible, form);
+        let i = cx.net.send(&alice, &copy).await?;
+        if cx.net.transcript(i).is_success() {
+            break;
+        }
+        if form == BccForm::RecipientOnly {
+            return Err(crate::finding::Finding::Error(format!(
+                "setup: the node accepted neither bcc-copy form the harness knows (the visible recipients plus a bcc entry, or the bcc recipient alone as primary): the last answer was HTTP {}{}",
+                cx.net.status(i),
+                crate::show::error_summary(cx.net.transcript(i))
+            )));
+        }
     }
-    copy["audience"] = json!({"mode": "custom", "identities": [alice.address(), carol.address()]});
-    copy["references"] = json!({"linked_envelopes": [id_of(&visible)]});
-    alice.sign(&mut copy);
-    let i = cx.net.send(&alice, &copy).await?;
-    cx.net.expect_created(i)?;
     let i = cx
         .net
         .get(&format!("/v1/envelopes/{}", id_of(&copy)), &carol.token)
         .await?;
-    let got = cx.net.ok_body(i)?;
+    let got = super::envelopes::stored(&cx.net.ok_body(i)?);
     cx.net
         .expect_eq("thread_id of the bcc-copy", &json!(t), &got["thread_id"])?;
     // Bob sees the visible envelope, never the copy or Carol's address.
@@ -159,7 +204,7 @@ async fn bcc_copy(cx: &mut Ctx) -> Verdict {
         .get(&format!("/v1/threads/{t}/envelopes"), &bob.token)
         .await?;
     cx.net.expect_ok(i)?;
-    let body = String::from_utf8_lossy(&cx.net.transcript(i).response_body).into_owned();
+    let body = cx.net.text(i);
     cx.net.expect_that(
         body.contains(&id_of(&visible)) && !body.contains(carol.address()),
         "Bob's listing has the visible envelope and no trace of the bcc recipient (v1.1 §8.3)",
@@ -189,10 +234,10 @@ pub const CASES: &[Case] = &[
         level: 1,
         strength: Strength::Must,
         spec: &["v1.1 §8.3", "v1.1 §24.2"],
-        requirement: "An envelope with audience.mode \"custom\" MUST be readable only by the sender and the listed identities, even by a `to` recipient not listed.",
+        requirement: "An envelope with audience.mode \"custom\" MUST be readable only by the sender and the listed identities, not by other thread participants.",
         covers: &["R-8.3-06", "R-8.3-07", "R-8.3-08", "R-24.2-05"],
         needs: P,
-        how: "Alice sends to Bob with audience custom [Alice, Carol]; Carol reads and lists it; Bob's GET is 403 AUDIENCE_DENIED and his listing leaves it out.",
+        how: "In a thread of Alice, Bob and Carol, Alice sends to Carol with audience custom [Alice, Carol]; Carol reads and lists it; Bob (a participant outside the audience) gets 403 AUDIENCE_DENIED and his listing leaves it out.",
         interpretation: None,
         mutant: Mutant::Quirk("ignore-audience"),
         run: |cx| Box::pin(custom_only(cx)),
@@ -227,9 +272,9 @@ pub const CASES: &[Case] = &[
             "R-20.6-05",
         ],
         needs: P,
-        how: "Alice sends a visible envelope to Bob and a bcc-copy for Carol in the form of the reference node's documented convention; Carol reads the copy (same thread_id); Bob's GET of the copy is 403 AUDIENCE_DENIED and his thread listing has the visible envelope but not Carol's address.",
+        how: "Alice sends a visible envelope to Bob and a bcc-copy for Carol (the reference node's form: to = Bob plus {Carol, role bcc}; if refused, to = Carol alone); Carol reads the copy (same thread_id); Bob's GET of the copy is 403 AUDIENCE_DENIED and his thread listing has the visible envelope but not Carol's address.",
         interpretation: None,
         mutant: Mutant::Quirk("ignore-audience"),
-        run: |cx| Box::pin(bcc_copy(cx)),
+        run: |cx| Box::pin(bcc_copy_case(cx)),
     },
 ];

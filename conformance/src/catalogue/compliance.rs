@@ -1,9 +1,14 @@
 //! Retraction, erasure and legal hold over the API (v1.1 §20.7, §25.2, §25.3):
 //! `DELETE /v1/envelopes/{id}` by the sender erases the content, emits `envelope.retracted`,
 //! and is refused with `LEGAL_HOLD_ACTIVE` under `sys.legal_hold`.
+//!
+//! §25.2 requires deletion but names no route; the only one v1.1 names is the optional §20.7
+//! `DELETE /v1/envelopes/{id}`. These cases need that route (the `retraction` feature, found
+//! by probing): a node without it gets `unsupported` with the probe's answer, not `fail`.
 
+use super::envelopes::stored;
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ex, Ident, TestData, skip};
+use crate::ctx::{Ctx, Ex, Ident, skip};
 use serde_json::{Value, json};
 
 /// Skips when the target advertises no retract window.
@@ -52,11 +57,15 @@ async fn delete(cx: &mut Ctx, who: &Ident, env: &Value) -> Result<Ex, Finding> {
 }
 
 fn succeeded(cx: &Ctx, i: Ex) -> Verdict {
-    let status = cx.net.transcript(i).status;
-    cx.net.expect_that(
-        (200..300).contains(&status),
+    cx.net.expect_at(
+        i,
+        cx.net.transcript(i).is_success(),
         "DELETE /v1/envelopes/{id} by the sender within the retract window succeeds (v1.1 §20.7, §25.2)",
-        format!("HTTP {status}: {}", crate::show::preview(&cx.net.transcript(i).response_body)),
+        format!(
+            "HTTP {}{}",
+            cx.net.status(i),
+            crate::show::error_summary(cx.net.transcript(i))
+        ),
     )
 }
 
@@ -74,7 +83,7 @@ async fn erases_content(cx: &mut Ctx) -> Verdict {
         .get(&format!("/v1/envelopes/{id}"), &bob.token)
         .await?;
     let t = cx.net.transcript(i);
-    let body = String::from_utf8_lossy(&t.response_body).into_owned();
+    let body = cx.net.text(i);
     cx.net.expect_that(
         !body.contains(&secret),
         "the recipient's GET no longer returns the erased content (v1.1 §25.2)",
@@ -84,7 +93,7 @@ async fn erases_content(cx: &mut Ctx) -> Verdict {
             crate::show::preview(&t.response_body)
         ),
     )?;
-    let v = cx.net.json(i);
+    let v = stored(&cx.net.json(i));
     let marked = v["retracted"] == true
         || v["erased"] == true
         || v["retracted_at"].is_string()
@@ -118,7 +127,7 @@ async fn non_sender_refused(cx: &mut Ctx) -> Verdict {
         .net
         .get(&format!("/v1/envelopes/{id}"), &bob.token)
         .await?;
-    let got = cx.net.ok_body(i)?;
+    let got = stored(&cx.net.ok_body(i)?);
     cx.net.expect_eq(
         "content.human.text",
         &env["content"]["human"]["text"],
@@ -166,8 +175,7 @@ async fn retracted_event(cx: &mut Ctx) -> Verdict {
     let id = env["id"].as_str().unwrap_or("");
     let evs = cx.net.events(&bob, None).await?;
     let found = evs.iter().any(|e| {
-        e["type"] == "envelope.retracted"
-            && (e["envelope_id"] == id || e["payload"]["envelope_id"] == id)
+        e["type"] == "envelope.retracted" && crate::ctx::shapes::event_envelope(e) == Some(id)
     });
     cx.net.expect_that(
         found,

@@ -4,7 +4,7 @@
 //! chain, so a node that refuses all agents cannot pass it.
 
 use crate::case::{Case, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ex, Ident, TestData, skip};
+use crate::ctx::{Ctx, Ident, shapes};
 use loom_protocol::Timestamp;
 use serde_json::{Value, json};
 
@@ -237,11 +237,11 @@ async fn store_link(cx: &mut Ctx, who: &Ident, l: &Value) -> Result<String, crat
         .call("POST", "/v1/delegations", Some(&who.token), Some(l))
         .await?;
     let body = cx.net.created_body(i)?;
-    let id = body["id"].as_str().unwrap_or_default().to_owned();
+    let id = shapes::created_id(&body, "delegation_id").unwrap_or_default();
     cx.net.expect_that(
         !id.is_empty(),
-        "POST /v1/delegations answers the stored delegation with its id (v1.1 §16.5)",
-        format!("body = {body}"),
+        "POST /v1/delegations answers the stored delegation's id (id or delegation_id; v1.1 §16.5)",
+        format!("body = {}", crate::show::compact(&body)),
     )?;
     Ok(id)
 }
@@ -290,24 +290,27 @@ async fn revocation_recorded(cx: &mut Ctx) -> Verdict {
         .collect();
     let found = revoked
         .iter()
-        .find(|e| e["payload"]["delegation_id"] == json!(id))
+        .find(|e| shapes::event_payload(e)["delegation_id"] == json!(id))
         .or(revoked.last())
         .map(|e| (*e).clone());
     let Some(ev) = found else {
         return cx.net.expect_that(
             false,
             "a delegation.revoked event for the delegate (v1.1 §13.4, §17.3)",
-            format!("events = {}", Value::Array(evs.clone())),
+            format!(
+                "events = {}",
+                crate::show::compact(&Value::Array(evs.clone()))
+            ),
         );
     };
-    let p = &ev["payload"];
+    let p = shapes::event_payload(&ev);
     cx.net.expect_that(
         p["delegator"] == json!(alice.address())
             && p["delegate"] == json!(bot.address())
             && p["reason"] == "conformance"
             && (p["revoked_at"].is_string() || ev["created_at"].is_string()),
         "the revocation record names delegator, delegate, time and reason (v1.1 §13.4)",
-        format!("event = {ev}"),
+        format!("event = {}", crate::show::compact(&ev)),
     )
 }
 
@@ -320,11 +323,10 @@ async fn api_create_list(cx: &mut Ctx) -> Verdict {
     for (who, want) in [(&alice, true), (&bot, true), (&stranger, false)] {
         let i = cx.net.get("/v1/delegations", &who.token).await?;
         let body = cx.net.ok_body(i)?;
-        let listed = body["delegations"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|d| d["id"] == json!(id));
+        let listed = shapes::list(&body, &["delegations"])
+            .unwrap_or_default()
+            .iter()
+            .any(|d| d["id"] == json!(id) || d["delegation_id"] == json!(id));
         cx.net.expect_that(
             listed == want,
             format!(
@@ -332,7 +334,7 @@ async fn api_create_list(cx: &mut Ctx) -> Verdict {
                 who.address(),
                 if want { "lists" } else { "does not list" }
             ),
-            format!("delegations = {}", body["delegations"]),
+            format!("delegations = {}", crate::show::compact(&body)),
         )?;
     }
     Ok(())

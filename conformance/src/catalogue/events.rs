@@ -3,7 +3,9 @@
 //! another's private events (§8.3 "enforce audience in delivery").
 
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ex, Ident, TestData, skip};
+use crate::ctx::shapes::{event_envelope, event_id, event_thread};
+use crate::ctx::{Ctx, Ident};
+use crate::show::compact;
 use serde_json::Value;
 
 /// Alice sends Bob a root and a reply; returns (alice, bob, thread, [root id, reply id]).
@@ -25,14 +27,17 @@ async fn two_envelopes(cx: &mut Ctx) -> Result<(Ident, Ident, String, [String; 2
 
 /// The `envelope.new` event of envelope `env` in `evs`.
 fn new_event<'a>(evs: &'a [Value], env: &str) -> Option<&'a Value> {
-    evs.iter().find(|e| {
-        e["type"] == "envelope.new"
-            && (e["envelope_id"] == env || e["payload"]["envelope_id"] == env)
-    })
+    evs.iter()
+        .find(|e| e["type"] == "envelope.new" && event_envelope(e) == Some(env))
 }
 
-fn event_id(e: &Value) -> Option<&str> {
-    e["id"].as_str().or_else(|| e["event_id"].as_str())
+/// A short account of events: how many, and the type and envelope of the first few.
+fn summary(evs: &[Value]) -> String {
+    let shown: Vec<Value> = evs
+        .iter()
+        .map(|e| serde_json::json!({"type": e["type"], "envelope": event_envelope(e)}))
+        .collect();
+    format!("{} events: {}", evs.len(), compact(&Value::Array(shown)))
 }
 
 async fn stable_ids(cx: &mut Ctx) -> Verdict {
@@ -45,7 +50,7 @@ async fn stable_ids(cx: &mut Ctx) -> Verdict {
                 "envelope.new events for {} and {} (v1.1 §17.3)",
                 ids[0], ids[1]
             ),
-            format!("events = {}", Value::Array(first.clone())),
+            summary(&first),
         );
     };
     let (ia, ib) = (event_id(a).unwrap_or(""), event_id(b).unwrap_or(""));
@@ -83,17 +88,14 @@ async fn since_resumes(cx: &mut Ctx) -> Verdict {
         return cx.net.expect_that(
             false,
             format!("an envelope.new event for {}", ids[0]),
-            format!("events = {}", Value::Array(all.clone())),
+            summary(&all),
         );
     };
     let after = cx.net.events(&bob, Some(&first)).await?;
     cx.net.expect_that(
         new_event(&after, &ids[0]).is_none() && new_event(&after, &ids[1]).is_some(),
         format!("since={first} returns the reply's event and not the root's (v1.1 §16.8)"),
-        format!(
-            "events = {}",
-            Value::Array(after.iter().map(|e| e["envelope_id"].clone()).collect())
-        ),
+        summary(&after),
     )
 }
 
@@ -104,15 +106,14 @@ async fn private(cx: &mut Ctx) -> Verdict {
     cx.net.expect_that(
         new_event(&mine, &ids[0]).is_some(),
         "control: the recipient sees the envelope.new event",
-        format!("events = {}", Value::Array(mine.clone())),
+        summary(&mine),
     )?;
     let theirs = cx.net.events(&carol, None).await?;
     let leaked: Vec<&Value> = theirs
         .iter()
         .filter(|e| {
-            e["thread_id"] == t.as_str()
-                || e["payload"]["thread_id"] == t.as_str()
-                || ids.iter().any(|i| e["envelope_id"] == i.as_str())
+            event_thread(e) == Some(t.as_str())
+                || ids.iter().any(|i| event_envelope(e) == Some(i.as_str()))
         })
         .collect();
     cx.net.expect_that(
@@ -121,7 +122,7 @@ async fn private(cx: &mut Ctx) -> Verdict {
         format!(
             "{} leaked: {}",
             leaked.len(),
-            leaked.first().map(|v| v.to_string()).unwrap_or_default()
+            leaked.first().map(|v| compact(v)).unwrap_or_default()
         ),
     )
 }

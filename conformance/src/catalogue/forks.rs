@@ -7,7 +7,7 @@ use super::thread_kit::{
     thread_obj, token,
 };
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ex, Ident, TestData, skip};
+use crate::ctx::{Ctx, Ident, shapes};
 use serde_json::{Value, json};
 
 const FORK: &str = "thread.fork@v1";
@@ -41,8 +41,7 @@ fn has_link(th: &Value, other: &str, relation: &str) -> bool {
 
 /// Whether an event in `evs` names envelope `env`.
 fn names_envelope(evs: &[Value], env: &str) -> bool {
-    evs.iter()
-        .any(|e| e["envelope_id"] == env || e["payload"]["envelope_id"] == env)
+    evs.iter().any(|e| shapes::event_envelope(e) == Some(env))
 }
 
 /// Alice forks thread `t` at `from` into a fresh thread id; returns the fork id.
@@ -238,7 +237,10 @@ async fn observers(cx: &mut Ctx) -> Verdict {
     cx.net.expect_that(
         names_envelope(&evs, &op),
         format!("observer Carol's /v1/events names the operation {op} (v1.1 §11.5)"),
-        format!("events = {}", Value::Array(evs.clone())),
+        format!(
+            "events = {}",
+            crate::show::compact(&Value::Array(evs.clone()))
+        ),
     )
 }
 
@@ -258,7 +260,10 @@ async fn removed(cx: &mut Ctx) -> Verdict {
     cx.net.expect_that(
         names_envelope(&evs, &op),
         format!("removed Bob's /v1/events names the removal {op}"),
-        format!("events = {}", Value::Array(evs.clone())),
+        format!(
+            "events = {}",
+            crate::show::compact(&Value::Array(evs.clone()))
+        ),
     )
 }
 
@@ -300,12 +305,16 @@ async fn spent_event(cx: &mut Ctx) -> Verdict {
     let evs = cx.net.events(&bob, None).await?;
     let seen = evs.iter().any(|e| {
         e["type"] == "capability.spent"
-            && (e["payload"]["capability_id"] == cap.as_str() || e["capability_id"] == cap.as_str())
+            && (shapes::event_payload(e)["capability_id"] == cap.as_str()
+                || e["capability_id"] == cap.as_str())
     });
     cx.net.expect_that(
         seen,
         format!("a capability.spent event for {cap} in the holder's /v1/events (v1.1 §12.5)"),
-        format!("events = {}", Value::Array(evs.clone())),
+        format!(
+            "events = {}",
+            crate::show::compact(&Value::Array(evs.clone()))
+        ),
     )
 }
 

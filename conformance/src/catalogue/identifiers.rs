@@ -1,11 +1,10 @@
 //! Typed ID prefixes (v1.1 §8.4): capability token ids at issue, attachment ids in envelopes and key ids at registration.
 
-use super::identity::{challenge, challenge_id, fresh};
+use super::identity::{fresh, register_document};
 use super::thread_kit::{Grant, token};
 use crate::case::{Case, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ex, Ident, TestData, skip};
-use loom_client::identity::{registration_document_hash, registration_text};
-use loom_protocol::keys::{public_key_to_spki_pem, sign_b64url};
+use crate::ctx::Ctx;
+use crate::ctx::provision::pem;
 use serde_json::{Value, json};
 
 const P: &[Need] = &[Need::Provisioning];
@@ -36,12 +35,7 @@ async fn capability_wrong_prefix(cx: &mut Ctx) -> Verdict {
         .net
         .call("POST", "/v1/capabilities", Some(&alice.token), Some(&tok))
         .await?;
-    let st = cx.net.transcript(i).status;
-    cx.net.expect_that(
-        st == 200 || st == 201,
-        "the same token with a cap_ id issued (2xx, v1.1 §16.4)",
-        format!("HTTP {st}"),
-    )
+    cx.net.expect_created(i)
 }
 
 async fn attachment_wrong_prefix(cx: &mut Ctx) -> Verdict {
@@ -69,37 +63,20 @@ async fn attachment_wrong_prefix(cx: &mut Ctx) -> Verdict {
 /// correctly prefixed signing key, which signs the proof); expects a §24.1 4xx refusal.
 async fn register_with_key(cx: &mut Ctx, member: &str, extra: Value) -> Verdict {
     let id = fresh(cx, "erin")?;
-    let (_, ch) = challenge(cx, "/v1/identity/challenge", id.address(), id.key_id()).await?;
-    let mut req = id.registration_document();
-    match req[member].as_array_mut() {
+    let mut doc = id.registration_document();
+    doc["signing_keys"][0]["public_key_pem"] = pem(&id.signing_key().verifying_key()).into();
+    match doc[member].as_array_mut() {
         Some(list) => list.push(extra),
-        None => req[member] = json!([extra]),
+        None => doc[member] = json!([extra]),
     }
-    let hash = registration_document_hash(&req);
-    let nonce = ch["nonce"].as_str().unwrap_or("");
-    let text = registration_text(id.address(), id.key_id(), &hash, nonce);
-    req["registration_proof"] = json!({
-        "challenge_id": challenge_id(&ch),
-        "key_id": id.key_id(),
-        "signature": sign_b64url(id.signing_key(), None, text.as_bytes()),
-    });
-    let i = cx
-        .net
-        .call("POST", "/v1/identity", None, Some(&req))
-        .await?;
-    let st = cx.net.transcript(i).status;
-    cx.net.expect_that(
-        (400..500).contains(&st),
-        format!("the registration with a {member} key id lacking its prefix refused (4xx)"),
-        format!("HTTP {st}"),
-    )?;
-    cx.net.expect_error_shape(i)
+    let address = id.address().to_owned();
+    let i = register_document(cx, doc, &address, id.signing_key(), id.key_id()).await?;
+    cx.net.expect_refused(i)
 }
 
 async fn signing_key_wrong_prefix(cx: &mut Ctx) -> Verdict {
     let key = loom_protocol::keys::signing_key_from_seed(&cx.data.seed32());
-    let pem = public_key_to_spki_pem(&key.verifying_key());
-    let extra = json!({"key_id": "sign_device_2", "public_key_pem": pem});
+    let extra = json!({"key_id": "sign_device_2", "public_key_pem": pem(&key.verifying_key())});
     register_with_key(cx, "signing_keys", extra).await
 }
 

@@ -7,7 +7,7 @@
 
 use super::identity::{expect_not_registered, register, resolve_path};
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ex, Ident, TestData, skip};
+use crate::ctx::Ctx;
 use loom_client::Identity;
 use serde_json::{Map, Value, json};
 
@@ -54,17 +54,36 @@ async fn agent_delegator_required(cx: &mut Ctx) -> Verdict {
     expect_registration_refused(cx, &bot).await
 }
 
+/// The §6.4 members of `agent` delegated by `sponsor` with `scope` until `expires`, with the
+/// target's full `agent_info` (so only the delegation can be what a node refuses).
+fn agent_members(
+    cx: &Ctx,
+    sponsor: &Identity,
+    agent: &str,
+    scope: &[String],
+    expires: &str,
+) -> Value {
+    let mut m = sponsor.delegate_agent(agent, scope, expires);
+    m["agent_info"] = cx.target.agent_info.clone();
+    m
+}
+
 async fn agent_scope_bounded(cx: &mut Ctx) -> Verdict {
     let sponsor = cx.sponsor().await?;
     let later = cx.data.now_plus_days(30);
     let bot = cx.fresh_identity("bot", "agent")?;
-    let unscoped = bot
-        .clone()
-        .with_members(sponsor.delegate_agent(bot.address(), &[], &later));
+    let unscoped =
+        bot.clone()
+            .with_members(agent_members(cx, &sponsor, bot.address(), &[], &later));
     expect_registration_refused(cx, &unscoped).await?;
     let past = cx.data.now_plus_days(-1);
-    let expired =
-        bot.with_members(sponsor.delegate_agent(unscoped.address(), &["read.*".to_owned()], &past));
+    let expired = bot.with_members(agent_members(
+        cx,
+        &sponsor,
+        unscoped.address(),
+        &["read.*".to_owned()],
+        &past,
+    ));
     expect_registration_refused(cx, &expired).await
 }
 

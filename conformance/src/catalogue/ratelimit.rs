@@ -37,7 +37,7 @@ async fn envelopes_limited(cx: &mut Ctx) -> Verdict {
         if status == 429 {
             return cx.net.expect_code(i, "RATE_LIMIT_EXCEEDED");
         }
-        if status != 201 {
+        if !cx.net.transcript(i).is_success() {
             return cx.net.expect_created(i);
         }
         last = Some((n + 1, i));

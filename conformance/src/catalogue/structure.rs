@@ -4,7 +4,7 @@
 
 use super::envelopes::{INVALID, invalid, remove, setup};
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ex, Ident, TestData, skip};
+use crate::ctx::{Ctx, Ident, TestData};
 use loom_protocol::delegation::sign_delegation_link;
 use serde_json::{Value, json};
 
@@ -119,7 +119,11 @@ async fn lone_surrogate(cx: &mut Ctx) -> Verdict {
             Some(&alice.token),
         )
         .await?;
-    cx.net.expect_code(i, "ENVELOPE_INVALID")
+    cx.net.expect_refused_with(
+        i,
+        &["ENVELOPE_INVALID", "SIGNATURE_INVALID"],
+        "JSON text with a lone surrogate is not valid (RFC 8785 §3.2.2.2), so it fails the form (ENVELOPE_INVALID) and cannot be verified (SIGNATURE_INVALID)",
+    )
 }
 
 async fn envelope_not_found(cx: &mut Ctx) -> Verdict {
@@ -195,7 +199,7 @@ async fn event_ids_prefixed(cx: &mut Ctx) -> Verdict {
         "no events",
     )?;
     for e in &evs {
-        let id = e["id"].as_str().or_else(|| e["event_id"].as_str());
+        let id = crate::ctx::shapes::event_id(e);
         let ok = id
             .and_then(|s| s.strip_prefix("evt_"))
             .is_some_and(|u| u.len() == 26 && u.bytes().all(|b| b.is_ascii_alphanumeric()));
@@ -350,7 +354,7 @@ pub const CASES: &[Case] = &[
         requirement: "Lone surrogate code points MUST be rejected.",
         covers: &["R-7.2-07", "R-24.2-01"],
         needs: P,
-        how: "Sign a message whose text holds U+FFFD, then send its JSON text with that character written \\ud800 (a lone surrogate escape); expect 400 ENVELOPE_INVALID.",
+        how: "Sign a message whose text holds U+FFFD, then send its JSON text with that character written \\ud800 (a lone surrogate escape); expect 400 ENVELOPE_INVALID or 401 SIGNATURE_INVALID.",
         interpretation: None,
         mutant: Mutant::Quirk("accept-lone-surrogates"),
         run: |cx| Box::pin(lone_surrogate(cx)),

@@ -3,7 +3,7 @@
 //! the "refused without leaking" check.
 
 use crate::case::{Finding, Verdict};
-use crate::ctx::{Ctx, Ex, Ident, TestData, skip};
+use crate::ctx::{Ctx, Ex, Ident, shapes};
 use serde_json::{Value, json};
 
 /// `GET /v1/threads/{t}` as `who`; must be 200.
@@ -19,10 +19,11 @@ pub async fn thread_envelopes(cx: &mut Ctx, who: &Ident, t: &str) -> Result<Vec<
         .get(&format!("/v1/threads/{t}/envelopes"), &who.token)
         .await?;
     let body = cx.net.ok_body(i)?;
-    let list = body["envelopes"].as_array().cloned();
-    cx.net.expect_that(
+    let list = shapes::list(&body, &["envelopes"]);
+    cx.net.expect_at(
+        i,
         list.is_some(),
-        "an `envelopes` array (v1.1 §16.2)",
+        "a list of envelopes (the body, or its envelopes member; v1.1 §16.2)",
         crate::show::preview(&cx.net.transcript(i).response_body),
     )?;
     Ok(list.unwrap_or_default())
@@ -149,7 +150,7 @@ pub async fn op_with_token(
 /// Exchange `i` must be a refusal (4xx with a §24.1 body) that does not contain `secret`.
 pub fn expect_refused_without(cx: &Ctx, i: Ex, secret: &str, what: &str) -> Verdict {
     let t = cx.net.transcript(i);
-    let body = String::from_utf8_lossy(&t.response_body).into_owned();
+    let body = cx.net.text(i);
     if !(400..500).contains(&t.status) || body.contains(secret) {
         return Err(Finding::Fail {
             expected: format!("a 4xx §24.1 error that does not reveal {what}"),

@@ -43,7 +43,7 @@ mod with_feature {
     use super::Args;
     use crate::cli::outln;
     use crate::runner::{self, RunConfig};
-    use crate::{Case, Outcome, catalogue, report};
+    use crate::{Case, catalogue, report};
     use loom_protocol::clock::{Clock, SystemClock};
     use std::process::ExitCode;
     use std::sync::Arc;
@@ -63,13 +63,24 @@ mod with_feature {
         if cases.is_empty() {
             return crate::cli::usage("no case matches --only");
         }
+        let variants: Vec<&'static crate::variants::Variant> = crate::variants::all()
+            .into_iter()
+            .filter(|v| {
+                args.variant.is_empty()
+                    || args.variant.iter().any(|g| runner::glob_match(g, v.name))
+            })
+            .collect();
+        if variants.is_empty() {
+            return crate::cli::usage("no variant matches --variant");
+        }
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let started = Instant::now();
         eprintln!(
-            "loom-conformance selftest (seed {seed}): {} cases against the clean embedded node, each case that names a quirk against that quirk",
-            cases.len()
+            "loom-conformance selftest (seed {seed}): {} cases against the clean embedded node, each case that names a quirk against that quirk, and all of them under {} legal variants",
+            cases.len(),
+            variants.len()
         );
-        let st = match crate::selftest::selftest(&cases, &cfg, clock).await {
+        let st = match crate::selftest::selftest(&cases, &cfg, clock, &variants).await {
             Ok(st) => st,
             Err(e) => {
                 eprintln!("error: the embedded reference node did not start: {e}");
@@ -77,6 +88,7 @@ mod with_feature {
             }
         };
         outln!("{}", report::terminal::mutations(&st, &cases));
+        outln!("{}", report::terminal::variants(&st));
         outln!("in {:.1} s", started.elapsed().as_secs_f64());
         let problems = st.problems();
         if problems.is_empty() {
@@ -86,7 +98,6 @@ mod with_feature {
             for p in &problems {
                 outln!("  {p}");
             }
-            let _ = Outcome::Pass;
             ExitCode::from(1)
         }
     }

@@ -149,6 +149,40 @@ pub fn mutations(st: &crate::selftest::SelfTest, cases: &[&Case]) -> String {
     out
 }
 
+/// The legal-variant half of `selftest`: per variant its spec sentence and counts, then the
+/// coverage line.
+#[cfg(feature = "selftest")]
+pub fn variants(st: &crate::selftest::SelfTest) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\n{:<38} {:<12} {:>5} {:>8} {:>7} {:>9} {:>8}",
+        "legal variant", "allowed by", "pass", "skipped", "unsupp.", "departed", "problems"
+    );
+    for v in &st.variants {
+        let problems = v.cases.iter().filter(|c| c.problem.is_some()).count();
+        let _ = writeln!(
+            out,
+            "{:<38} {:<12} {:>5} {:>8} {:>7} {:>9} {:>8}",
+            v.variant.name,
+            v.variant.section,
+            v.count(Outcome::Pass),
+            v.count(Outcome::Skipped),
+            v.count(Outcome::Unsupported),
+            v.count(Outcome::NonStrict),
+            problems
+        );
+    }
+    let (clean, total) = st.variant_coverage();
+    let (ok, runs) = st.variant_case_runs();
+    let _ = writeln!(
+        out,
+        "\nlegal-variant coverage: {clean}/{total} variants ({:.1}%) with every case acceptable; {ok}/{runs} case runs",
+        percent(clean, total)
+    );
+    out
+}
+
 /// `part` of `whole` in percent (100 when there is nothing to cover).
 pub fn percent(part: usize, whole: usize) -> f64 {
     if whole == 0 {
