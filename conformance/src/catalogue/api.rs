@@ -266,7 +266,9 @@ pub const CASES: &[Case] = &[
         covers: &["R-24.1-01"],
         needs: &[Need::Provisioning],
         how: "PUT /v1/envelopes; expect 405 with a §24.1 body.",
-        interpretation: None,
+        interpretation: Some(
+            "§24.1 requires the error body, not a status for a known route with an unknown method; 405 is HTTP's (RFC 9110 §15.5.6) and recommended here.",
+        ),
         mutant: Mutant::Quirk("bare-error-bodies"),
         run: |cx| Box::pin(wrong_method(cx)),
     },

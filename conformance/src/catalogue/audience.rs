@@ -262,8 +262,8 @@ pub const CASES: &[Case] = &[
         spec: &["v1.1 §8.3", "v1.1 §20.6"],
         requirement: "BCC is one visible envelope plus one bcc-copy per bcc recipient (same thread, audience custom {sender, recipient}, linked to the visible one); other recipients MUST NOT see the copy or the bcc identity.",
         covers: &[
-            "R-8.3-01",
             "R-8.3-02",
+            "R-8.3-01",
             "R-8.3-03",
             "R-20.6-01",
             "R-20.6-02",

@@ -281,7 +281,7 @@ pub const CASES: &[Case] = &[
         strength: Strength::Must,
         spec: &["v1.1 §12.3"],
         requirement: "Nodes MUST reject tokens where token.epoch != thread.cap_epoch.",
-        covers: &["R-12.3-03", "R-12.3-04"],
+        covers: &["R-12.3-04", "R-12.3-03"],
         needs: P,
         how: "Bob resolves with a token of epoch 1 on a thread at cap_epoch 0: 403 CAPABILITY_DENIED.",
         interpretation: None,

@@ -217,7 +217,9 @@ pub const CASES: &[Case] = &[
         covers: &["R-20.7-01"],
         needs: NEEDS,
         how: "Bob DELETEs Alice's envelope: expect a 4xx §24.1 error, and Bob still reads the content.",
-        interpretation: None,
+        interpretation: Some(
+            "§20.7 does not say who may retract; that only the sender may is the reference node's policy and a recommendation here.",
+        ),
         mutant: Mutant::NotApplicable(
             "§20.7 does not say who may retract; the sender-only rule is the reference node's policy",
         ),

@@ -277,7 +277,7 @@ pub const CASES: &[Case] = &[
         strength: Strength::Must,
         spec: &["v1.1 §7.3", "v1.1 §16.1", "v1.0 §7.2"],
         requirement: "A node MUST reject an envelope whose signed content was altered after signing (SIGNATURE_INVALID).",
-        covers: &["R-7.3-01"],
+        covers: &["R-7.3-06", "R-7.3-01"],
         needs: &[Need::Provisioning],
         how: "Sign a message, change content.human.text, POST it; expect 401 SIGNATURE_INVALID with a §24.1 body.",
         interpretation: None,

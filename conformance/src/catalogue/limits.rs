@@ -2,7 +2,7 @@
 
 use super::thread_kit::{reply, senders_for};
 use crate::case::{Case, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ex, Ident, TestData, skip};
+use crate::ctx::{Ctx, Ident, skip};
 use serde_json::Value;
 
 async fn envelopes_per_thread_limit(cx: &mut Ctx) -> Verdict {
@@ -44,7 +44,7 @@ pub const CASES: &[Case] = &[Case {
     strength: Strength::Must,
     spec: &["v1.1 §10.7"],
     requirement: "When a thread holds limits.max_envelopes_per_thread envelopes, nodes MUST reject new envelopes in it with ENVELOPE_INVALID.",
-    covers: &["R-10.7-02", "R-10.7-03"],
+    covers: &["R-10.7-03", "R-10.7-02"],
     needs: &[Need::Provisioning],
     how: "Read limits.max_envelopes_per_thread (skip above 1000) and the per-identity envelope rate limit; fill one thread to the limit from enough participants (all 201); one more is 400 ENVELOPE_INVALID.",
     interpretation: None,

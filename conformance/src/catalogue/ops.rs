@@ -4,7 +4,7 @@ use super::thread_kit::{
     expect_refused_without, expect_state, is_current, op_ok, reply, send_op, thread_obj,
 };
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ex, Ident, TestData, skip};
+use crate::ctx::{Ctx, Ex, Ident};
 use serde_json::{Value, json};
 
 const RESOLVE: &str = "thread.resolve@v1";
@@ -230,8 +230,8 @@ pub const CASES: &[Case] = &[
         spec: &["v1.1 §10.4", "v1.1 §11.2", "v1.1 §24.2", "v1.0 §9.4"],
         requirement: "thread.resolve@v1 MUST move an active thread to resolved; resolving a resolved thread MUST be refused with STATE_TRANSITION_INVALID.",
         covers: &[
-            "R-10.4-01",
             "R-10.4-02",
+            "R-10.4-01",
             "R-10.4-06",
             "R-11.2-04",
             "R-24.2-14",

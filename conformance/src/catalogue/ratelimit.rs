@@ -2,7 +2,7 @@
 //! reports the limit in `X-LOOM-RateLimit-*` headers.
 
 use crate::case::{Case, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ex, Ident, TestData, skip};
+use crate::ctx::{Ctx, skip};
 
 /// Most envelopes the harness sends to reach a limit (2 × limit + 1 must stay below it).
 const MAX_PROBE: u64 = 2_000;

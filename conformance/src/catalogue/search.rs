@@ -372,7 +372,9 @@ pub const CASES: &[Case] = &[
         covers: &["R-16.6-07"],
         needs: NEEDS,
         how: "In a plain thread Alice sends Bob an encrypted-content envelope (vector shape encrypted.valid.x25519-v1, unique ciphertext) and a cleartext reply; Bob's search finds the reply's word (control) but not the ciphertext.",
-        interpretation: None,
+        interpretation: Some(
+            "The §16.6 MUST (\"For E2EE threads, nodes MUST NOT claim decrypted content search\") concerns E2EE threads (Level 4); in a plain thread, not indexing an encrypted-content envelope's ciphertext is a recommendation.",
+        ),
         mutant: Mutant::NotApplicable(
             "the MUST of §16.6 concerns E2EE threads (Level 4, R-16.6-07); in plain threads this is the node's indexing choice",
         ),

@@ -367,7 +367,7 @@ async fn key_order_utf16(cx: &mut Ctx) -> Verdict {
 }
 
 const SIG: &[&str] = &["v1.1 §7.3", "v1.1 §16.1", "v1.0 §7.2"];
-const TAMPER_COVERS: &[&str] = &["R-7.3-01", "R-7.3-06", "R-16.1-01", "R-24.2-02"];
+const TAMPER_COVERS: &[&str] = &["R-7.3-06", "R-7.3-01", "R-16.1-01", "R-24.2-02"];
 const BAD: Mutant = Mutant::Quirk("accept-bad-signature");
 
 macro_rules! tamper_case {

@@ -249,7 +249,7 @@ pub const CASES: &[Case] = &[
     invalid_case!(
         "core.structure.id.wrong-prefix",
         &["v1.1 §8.4", "v1.1 §8.2"],
-        &["R-8.4-01", "R-8.4-02", "R-8.2-02", "R-24.2-01"],
+        &["R-8.4-02", "R-8.4-01", "R-8.2-02", "R-24.2-01"],
         "Envelope IDs MUST use the prefix env_; a node refuses an envelope whose id has another prefix.",
         "Give a message the id thr_<ULID>",
         id_wrong_prefix
@@ -257,7 +257,7 @@ pub const CASES: &[Case] = &[
     invalid_case!(
         "core.structure.thread-id.wrong-prefix",
         &["v1.1 §8.4", "v1.1 §8.2"],
-        &["R-8.4-01", "R-8.4-03", "R-8.2-03", "R-24.2-01"],
+        &["R-8.4-03", "R-8.4-01", "R-8.2-03", "R-24.2-01"],
         "Thread IDs MUST use the prefix thr_; a node refuses an envelope whose thread_id has another prefix.",
         "Give a message the thread_id env_<ULID>",
         thread_id_wrong_prefix

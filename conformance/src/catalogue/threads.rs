@@ -2,8 +2,8 @@
 
 use super::envelopes::stored;
 use super::thread_kit::{
-    expect_refused_without, has_id, id_of, is_current, participant, reply, send_op, senders_for,
-    thread_envelopes, thread_obj,
+    expect_refused_without, id_of, is_current, participant, reply, senders_for, thread_envelopes,
+    thread_obj,
 };
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
 use crate::ctx::{Ctx, Ident, shapes, skip};
@@ -417,7 +417,9 @@ pub const CASES: &[Case] = &[
         covers: &["R-10.3-04"],
         needs: P,
         how: "Send R, B (child of R, t−20 s), B1 (child of B), A and C (children of R, both t−40 s), in that order; the listing must put every parent before its children and the siblings as A/C (by id), then B.",
-        interpretation: None,
+        interpretation: Some(
+            "§10.3 binds clients' rendering (\"Clients MUST render thread envelopes using stable ordering\"); a node that returns another order leaves the client to sort, so returning the §10.3 order is a recommendation.",
+        ),
         mutant: Mutant::NotApplicable(
             "§10.3 binds clients' rendering; a node returning another order is not broken, so no quirk is needed",
         ),
@@ -494,7 +496,7 @@ pub const CASES: &[Case] = &[
         strength: Strength::Must,
         spec: &["v1.1 §10.7"],
         requirement: "Past limits.max_pending_parents unresolved parents in a thread, new envelopes with unresolved parents MUST be rejected with ENVELOPE_INVALID.",
-        covers: &["R-10.7-01", "R-10.7-04", "R-10.7-05"],
+        covers: &["R-10.7-05", "R-10.7-01", "R-10.7-04"],
         needs: P,
         how: "Read limits.max_pending_parents (skip above 1000) and the per-identity envelope rate limit; send that many replies to distinct missing parents from enough participants, all accepted; one more is 400 ENVELOPE_INVALID.",
         interpretation: None,
@@ -507,7 +509,7 @@ pub const CASES: &[Case] = &[
         strength: Strength::Must,
         spec: &["v1.1 §11.6", "v1.1 §16.1"],
         requirement: "meta.event_seq MUST be assigned to every accepted envelope and increase monotonically per thread.",
-        covers: &["R-11.6-01", "R-11.6-02", "R-16.1-03"],
+        covers: &["R-11.6-02", "R-11.6-01", "R-16.1-03"],
         needs: P,
         how: "Send a root, a reply, a thread.update operation and another reply; in the thread's listing the meta.event_seq of the four must be strictly increasing in sending order.",
         interpretation: None,

@@ -134,7 +134,7 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
     };
     let probed = match (&args.target, &embedded) {
         (Some(url), _) => target::probe(url, &profile, false).await,
-        (None, Some(e)) => target::probe_embedded(e).await,
+        (None, Some(e)) => target::probe_embedded_with(e, &profile).await,
         (None, None) => unreachable!("the embedded node was started above"),
     };
     let info = match probed {

@@ -3,8 +3,6 @@
 //! variant). Only in builds with the `selftest` feature, which compiles the reference node's
 //! quirks in (DESIGN.md §4: release builds carry none).
 
-use std::process::ExitCode;
-
 /// `selftest` options.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -25,14 +23,14 @@ pub struct Args {
 /// Without the `selftest` feature the mutants and variants do not exist in this build, so the
 /// command says how to get a build that has them.
 #[cfg(not(feature = "selftest"))]
-pub async fn main(_args: Args, _fresh_seed: u64) -> ExitCode {
+pub async fn main(_args: Args, _fresh_seed: u64) -> std::process::ExitCode {
     eprintln!(
         "error: this loom-conformance was built without the `selftest` feature, so the reference \
          node's quirks and the legal-variant shim (what the self-test runs against) are not \
          compiled in.\n\
          Run: cargo run --release -p loom-conformance --features selftest -- selftest"
     );
-    ExitCode::from(2)
+    std::process::ExitCode::from(2)
 }
 
 #[cfg(feature = "selftest")]

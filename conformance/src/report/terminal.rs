@@ -80,6 +80,11 @@ pub fn summary(r: &RunReport) -> String {
             let _ = writeln!(out, "Level achieved: none (requested {})", r.level);
         }
     }
+    let _ = writeln!(
+        out,
+        "Seed {}: reproduce this run with --seed {}",
+        r.seed, r.seed
+    );
     let failures: Vec<_> = r
         .results
         .iter()
@@ -101,6 +106,9 @@ pub fn summary(r: &RunReport) -> String {
                 let _ = writeln!(out, "      expected: {e}\n      actual:   {a}");
             } else if let Some(m) = &res.message {
                 let _ = writeln!(out, "      {m}");
+            }
+            if let Some(i) = c.interpretation {
+                let _ = writeln!(out, "      interpretation: {i}");
             }
             if let Some(t) = res.decisive.and_then(|i| res.transcripts.get(i)) {
                 let _ = writeln!(
