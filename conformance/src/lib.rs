@@ -8,8 +8,11 @@
 //! ([`outcome`]); and reports a person can act on ([`report`]).
 //!
 //! Verdicts come from the spec's expected behaviour observed over the wire, never from the
-//! reference node's internals; `loom-node` is used only to start the embedded default target
-//! and the quirk-switched mutants of the self-test.
+//! reference node's internals; `loom-node` is used only to start the embedded default target,
+//! the quirk-switched mutants of the self-test and, behind the `variants` shim (feature
+//! `selftest`), its legal variants. [`requirements`] holds the Level 1 inventory with the
+//! quoted sentence of every MUST; [`show`] renders what a target sent; [`cli`] is the command
+//! line, one module per subcommand.
 
 pub mod case;
 pub mod catalogue;

@@ -72,13 +72,16 @@ fn write_compact(v: &Value, out: &mut String) {
     }
 }
 
-/// The first place where `got` differs from `want`, as (`JSON path`, wanted value, value
-/// found; `Null` when absent). Object members are compared in name order, arrays by index.
-pub fn first_difference(want: &Value, got: &Value) -> Option<(String, Value, Value)> {
+/// A value at a JSON path, or its absence.
+pub type Member = Option<Value>;
+
+/// The first place where `got` differs from `want`, as (`JSON path`, wanted member, member
+/// found; `None` when absent). Object members are compared in name order, arrays by index.
+pub fn first_difference(want: &Value, got: &Value) -> Option<(String, Member, Member)> {
     diff_at("$", want, got)
 }
 
-fn diff_at(path: &str, want: &Value, got: &Value) -> Option<(String, Value, Value)> {
+fn diff_at(path: &str, want: &Value, got: &Value) -> Option<(String, Member, Member)> {
     match (want, got) {
         (Value::Object(a), Value::Object(b)) => {
             let mut names: Vec<&String> = a.keys().chain(b.keys()).collect();
@@ -92,8 +95,8 @@ fn diff_at(path: &str, want: &Value, got: &Value) -> Option<(String, Value, Valu
                             return Some(d);
                         }
                     }
-                    (Some(x), None) => return Some((sub, x.clone(), Value::Null)),
-                    (None, Some(y)) => return Some((sub, Value::Null, y.clone())),
+                    (Some(x), None) => return Some((sub, Some(x.clone()), None)),
+                    (None, Some(y)) => return Some((sub, None, Some(y.clone()))),
                     (None, None) => {}
                 }
             }
@@ -108,39 +111,27 @@ fn diff_at(path: &str, want: &Value, got: &Value) -> Option<(String, Value, Valu
                             return Some(d);
                         }
                     }
-                    (x, y) => {
-                        return Some((
-                            sub,
-                            x.cloned().unwrap_or(Value::Null),
-                            y.cloned().unwrap_or(Value::Null),
-                        ));
-                    }
+                    (x, y) => return Some((sub, x.cloned(), y.cloned())),
                 }
             }
             None
         }
         (a, b) if a == b => None,
-        (a, b) => Some((path.to_owned(), a.clone(), b.clone())),
+        (a, b) => Some((path.to_owned(), Some(a.clone()), Some(b.clone()))),
     }
 }
 
 /// `want` and `got` as an expected/actual pair that names the first differing path:
 /// (`"$.content.human.text = \"a\""`, `"$.content.human.text = \"b\""`).
 pub fn difference_texts(what: &str, want: &Value, got: &Value) -> (String, String) {
+    let shown = |v: &Member| v.as_ref().map_or_else(|| "absent".to_owned(), compact);
     match first_difference(want, got) {
         Some((path, w, g)) if path == "$" => (
-            format!("{what} = {}", compact(&w)),
-            format!("{what} = {}", compact(&g)),
+            format!("{what} = {}", shown(&w)),
+            format!("{what} = {}", shown(&g)),
         ),
         Some((path, w, g)) => {
             let member = path.trim_start_matches('$');
-            let shown = |v: &Value| {
-                if v.is_null() {
-                    "absent or null".to_owned()
-                } else {
-                    compact(v)
-                }
-            };
             (
                 format!("{what}{member} = {}", shown(&w)),
                 format!("{what}{member} = {} (first difference)", shown(&g)),
@@ -193,7 +184,7 @@ mod tests {
         b["to"][0]["role"] = "cc".into();
         let (p, w, g) = first_difference(&a, &b).unwrap();
         assert_eq!(p, "$.to[0].role");
-        assert_eq!((w, g), (json!("primary"), json!("cc")));
+        assert_eq!((w, g), (Some(json!("primary")), Some(json!("cc"))));
         let mut c = a.clone();
         c["content"]["human"]
             .as_object_mut()
@@ -201,7 +192,13 @@ mod tests {
             .remove("text");
         let (e, x) = difference_texts("stored", &a, &c);
         assert!(e.contains("stored.content.human.text = \"a\""), "{e}");
-        assert!(x.contains("absent"), "{x}");
+        assert!(x.contains("text = absent"), "{x}");
+        // A dropped null is told apart from a null.
+        let (e, x) = difference_texts("s", &json!({"x": null}), &json!({}));
+        assert_eq!(
+            (e.as_str(), x.as_str()),
+            ("s.x = null", "s.x = absent (first difference)")
+        );
         assert!(first_difference(&a, &a).is_none());
     }
 }

@@ -508,3 +508,19 @@ async fn every_variant_makes_its_choice() {
         }
     }
 }
+
+#[test]
+fn the_node_readme_lists_every_variant_with_its_sentence() {
+    let readme = include_str!("../../reference/node/README.md");
+    let section = readme
+        .split("## Legal variants (conformance self-test)")
+        .nth(1)
+        .expect("reference/node/README.md has the legal-variant section");
+    for v in variants::all() {
+        let row = section
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{}` |", v.name)))
+            .unwrap_or_else(|| panic!("the node README does not list the variant {}", v.name));
+        assert!(row.contains(v.section), "{}: {row}", v.name);
+    }
+}

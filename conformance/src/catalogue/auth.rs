@@ -23,7 +23,7 @@ async fn challenge_nonce_expiry(cx: &mut Ctx) -> Verdict {
     cx.net.expect_that(
         !challenge_id(&ch).is_empty(),
         "the challenge carries its id (challenge_id or challenge)",
-        format!("{ch}"),
+        crate::show::compact(&ch),
     )?;
     cx.net.expect_that(
         ch["expires_at"]

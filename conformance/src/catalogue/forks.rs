@@ -96,7 +96,7 @@ async fn fork_entry_case(cx: &mut Ctx) -> Verdict {
     cx.net.expect_that(
         entry.is_some() && f != t,
         format!("parent forks[] holds an entry for the new thread {f}"),
-        format!("forks = {}", th["forks"]),
+        format!("forks = {}", crate::show::compact(&th["forks"])),
     )?;
     cx.net.expect_eq(
         "forks[].forked_from",
@@ -118,7 +118,10 @@ async fn merge_marks(cx: &mut Ctx) -> Verdict {
     cx.net.expect_that(
         has_link(&th, &f, "merged_from"),
         format!("parent linked_threads[] holds {{thread_id: {f}, relation: merged_from}}"),
-        format!("linked_threads = {}", th["linked_threads"]),
+        format!(
+            "linked_threads = {}",
+            crate::show::compact(&th["linked_threads"])
+        ),
     )?;
     cx.net.expect_eq(
         "parent thread.state after merge",
@@ -136,7 +139,10 @@ async fn fork_thread_created(cx: &mut Ctx) -> Verdict {
     cx.net.expect_that(
         has_link(&th, &t, "parent"),
         format!("the fork thread's linked_threads[] holds {{thread_id: {t}, relation: parent}}"),
-        format!("linked_threads = {}", th["linked_threads"]),
+        format!(
+            "linked_threads = {}",
+            crate::show::compact(&th["linked_threads"])
+        ),
     )?;
     cx.net
         .expect_eq("fork thread.state", &json!("active"), &th["state"])
@@ -180,13 +186,19 @@ async fn merge_moves_nothing(cx: &mut Ctx) -> Verdict {
     cx.net.expect_that(
         stays,
         format!("{fork_root} still listed in the fork {f} with thread_id {f}"),
-        format!("fork envelopes = {}", Value::Array(in_fork.clone())),
+        format!(
+            "fork envelopes = {}",
+            crate::show::compact(&Value::Array(in_fork.clone()))
+        ),
     )?;
     let in_parent = thread_envelopes(cx, &bob, &t).await?;
     cx.net.expect_that(
         !has_id(&in_parent, &fork_root),
         format!("{fork_root} not listed in the parent {t}"),
-        format!("parent envelopes = {}", Value::Array(in_parent)),
+        format!(
+            "parent envelopes = {}",
+            crate::show::compact(&Value::Array(in_parent))
+        ),
     )
 }
 
@@ -206,7 +218,10 @@ async fn link(cx: &mut Ctx) -> Verdict {
     cx.net.expect_that(
         has_link(&th, &other, "blocks"),
         format!("linked_threads[] holds {{thread_id: {other}, relation: blocks}}"),
-        format!("linked_threads = {}", th["linked_threads"]),
+        format!(
+            "linked_threads = {}",
+            crate::show::compact(&th["linked_threads"])
+        ),
     )?;
     cx.net.expect_eq(
         "thread.state after thread.link@v1 (unchanged)",

@@ -52,7 +52,8 @@ fn same_result(cx: &Ctx, a: Ex, b: Ex) -> Verdict {
             Some((path, _, got)) if ta.status == tb.status => format!(
                 "HTTP {}, differing first at {path}: {}",
                 tb.status,
-                crate::show::compact(&got)
+                got.as_ref()
+                    .map_or_else(|| "absent".to_owned(), crate::show::compact)
             ),
             _ => format!("HTTP {} {}", tb.status, crate::show::compact(&jb)),
         },

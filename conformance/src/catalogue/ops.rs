@@ -136,7 +136,10 @@ async fn add_participant(cx: &mut Ctx) -> Verdict {
     cx.net.expect_that(
         is_current(&th, &carol) && is_current(&th, &bob),
         "Carol and Bob are current participants after thread.add_participant@v1",
-        format!("participants = {}", th["participants"]),
+        format!(
+            "participants = {}",
+            crate::show::compact(&th["participants"])
+        ),
     )?;
     let (i, _) = reply(cx, &carol, &t, root["id"].as_str(), &[&alice], "in").await?;
     cx.net.expect_created(i)
@@ -156,7 +159,10 @@ async fn remove_participant(cx: &mut Ctx) -> Verdict {
     cx.net.expect_that(
         !is_current(&th, &bob),
         "Bob is no longer a current participant (absent, or left_at set)",
-        format!("participants = {}", th["participants"]),
+        format!(
+            "participants = {}",
+            crate::show::compact(&th["participants"])
+        ),
     )?;
     let (i, _) = reply(cx, &bob, &t, root["id"].as_str(), &[&alice], "still here?").await?;
     cx.net.expect_code(i, "CAPABILITY_DENIED")

@@ -35,7 +35,7 @@ async fn object_after_creation(cx: &mut Ctx) -> Verdict {
     cx.net.expect_that(
         th["labels"].is_array(),
         "thread.labels is an array (v1.1 §10.1)",
-        format!("thread.labels = {}", th["labels"]),
+        format!("thread.labels = {}", crate::show::compact(&th["labels"])),
     )?;
     let owner = participant(&th, &alice).cloned().unwrap_or(Value::Null);
     cx.net.expect_eq(
@@ -46,7 +46,10 @@ async fn object_after_creation(cx: &mut Ctx) -> Verdict {
     cx.net.expect_that(
         is_current(&th, &alice),
         "the owner is a current participant (left_at null)",
-        format!("participants = {}", th["participants"]),
+        format!(
+            "participants = {}",
+            crate::show::compact(&th["participants"])
+        ),
     )
 }
 
@@ -101,7 +104,10 @@ async fn participants_not_inferred(cx: &mut Ctx) -> Verdict {
     cx.net.expect_that(
         !is_current(&th, &carol),
         "a recipient of a non-root envelope is not made a participant (v1.1 §10.5)",
-        format!("participants = {}", th["participants"]),
+        format!(
+            "participants = {}",
+            crate::show::compact(&th["participants"])
+        ),
     )?;
     let i = cx
         .net
@@ -251,7 +257,7 @@ async fn origin_event_seq(cx: &mut Ctx) -> Verdict {
     cx.net.expect_that(
         origin.as_ref().is_some_and(Value::is_u64),
         "meta.origin_event_seq (an integer) on a locally created envelope (v1.1 §11.6)",
-        format!("meta = {}", body["meta"]),
+        format!("meta = {}", crate::show::compact(&body["meta"])),
     )?;
     cx.net.expect_eq(
         "meta.origin_event_seq of a local envelope (its own event_seq)",
