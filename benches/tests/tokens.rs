@@ -3,14 +3,26 @@
 use std::process::Command;
 
 use loom_benches::tokens::datasets::{Dataset, Doc};
-use loom_benches::tokens::format::{Codec, EncodeFailure, Format};
+use loom_benches::tokens::format::{Codec, EncodeFailure, Format, NumberPolicy};
 use loom_benches::tokens::measure::Outcome;
-use loom_benches::tokens::tokenizer::Tokenizers;
+use loom_benches::tokens::tokenizer::{N, TOKENIZER_NAMES, Tokenizers};
+use loom_benches::tokens::toon::{self, Bridge, Delimiter};
 use loom_benches::tokens::{golden, report, run_builtin, run_with};
 use serde_json::{Value, json};
 
+/// The golden counts include TOON, so the bridge must work (`toon::shared` builds it with
+/// Cargo on first use, so a clean clone needs no set-up step).
+fn require_bridge() {
+    if let Err(e) = toon::shared().call(&json!({"op": "version"})) {
+        panic!(
+            "the TOON bridge is needed by this test and is not usable: {e:?}\nbuild it with `benches/toon-bridge/build.sh`"
+        );
+    }
+}
+
 #[test]
 fn committed_golden_counts_equal_a_fresh_run() {
+    require_bridge();
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/results/token-counts.json");
     let committed: Value =
         serde_json::from_str(&std::fs::read_to_string(path).expect("golden file is committed"))
@@ -25,12 +37,41 @@ fn committed_golden_counts_equal_a_fresh_run() {
 }
 
 #[test]
-fn tiktoken_counts_of_known_strings() {
+fn tokenizer_counts_of_known_strings() {
     let tok = Tokenizers::shared();
-    assert_eq!(tok.count("hello world"), [2, 2]);
-    assert_eq!(tok.count(""), [0, 0]);
-    // Special-token text is counted as ordinary text, never as one special token.
-    assert!(tok.count("<|endoftext|>")[1] > 1);
+    assert_eq!(tok.count("hello world"), [2; N]);
+    assert_eq!(tok.count(""), [0; N]);
+    // Special-token text is counted as ordinary text, never as one special token, for each
+    // vocabulary's own special tokens.
+    let col = |name: &str| TOKENIZER_NAMES.iter().position(|n| *n == name).unwrap();
+    for (text, name) in [
+        ("<|endoftext|>", "cl100k_base"),
+        ("<|endoftext|>", "o200k_base"),
+        ("<|endoftext|>", "p50k_base"),
+        ("<|endoftext|>", "r50k_base"),
+        ("<|begin_of_text|>", "llama3"),
+        ("<|im_start|>", "qwen2"),
+        ("<｜User｜>", "deepseek_v3"),
+        ("[INST]", "mistral_v3"),
+    ] {
+        assert!(
+            tok.count(text)[col(name)] > 1,
+            "{name} counted {text} as one token"
+        );
+    }
+    // Qwen's tokenizer reads text as NFC: a decomposed "é" costs what the composed one does
+    // (Llama 3's has no normalizer, and there the decomposed text costs more).
+    let (nfd, nfc) = (
+        tok.count("text: Cafe\u{0301} invoice"),
+        tok.count("text: Caf\u{00e9} invoice"),
+    );
+    assert_eq!(nfd[col("qwen2")], nfc[col("qwen2")]);
+    assert!(nfd[col("llama3")] > nfc[col("llama3")], "{nfd:?} {nfc:?}");
+    // r50k_base has no tokens for runs of spaces; p50k_base adds them (same vocabulary
+    // otherwise), so indentation is where the two differ.
+    let indented = "a:\n        b: 1\n";
+    let c = tok.count(indented);
+    assert!(c[col("r50k_base")] > c[col("p50k_base")], "{c:?}");
 }
 
 /// Writes compact JSON but drops the last element of every array.
@@ -113,7 +154,7 @@ fn lossy_encoder_is_excluded_and_reported() {
     }
     let totals = report::totals(&run.datasets, &run.formats);
     let lossy = totals.iter().find(|t| t.format == "lossy").unwrap();
-    assert_eq!((lossy.datasets, lossy.tokens), (0, [0, 0]));
+    assert_eq!((lossy.datasets, lossy.tokens), (0, [0; N]));
     assert_eq!(
         lossy.left_out,
         vec![("tiny".to_string(), "lossy".to_string())]
@@ -137,8 +178,176 @@ fn strict_formats_round_trip_the_adversarial_corpus() {
     let codecs: Vec<&dyn Codec> = vec![&Format::JsonPretty, &Format::JsonCompact, &Format::Loom];
     let run = run_with(0, &[set], &codecs, Tokenizers::shared());
     for c in &run.datasets[0].cells {
-        assert_eq!(c.outcome.status(), "ok", "{}: {:?}", c.format, c.outcome);
+        assert_eq!(
+            c.outcome.round_trip(),
+            "exact",
+            "{}: {:?}",
+            c.format,
+            c.outcome
+        );
     }
+}
+
+#[test]
+fn toon_keeps_every_adversarial_value_and_only_rewrites_minus_zero() {
+    require_bridge();
+    let set = Dataset {
+        name: "adversarial".to_string(),
+        description: String::new(),
+        docs: loom_benches::tokens::datasets::adversarial(),
+    };
+    let codecs: Vec<&dyn Codec> = vec![&Format::JsonCompact, &Format::Toon, &Format::ToonTab];
+    let run = run_with(0, &[set], &codecs, Tokenizers::shared());
+    for f in ["toon", "toon-tab"] {
+        match &run.datasets[0].cell(f).unwrap().outcome {
+            // -0.0 comes back as 0 (TOON §2) in its three documents (alone, in an object, in
+            // the array); 1e21, u64::MAX and i64::MIN keep their values and kinds.
+            Outcome::Counted { normalized, .. } => assert_eq!(*normalized, 3, "{f}"),
+            other => panic!("{f}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn toon_writes_uniform_records_as_a_table_and_reads_them_back() {
+    require_bridge();
+    let v = json!({"records": [{"id": 1, "name": "Ada", "score": 2.5}, {"id": 2, "name": "Bo, Jr.", "score": 3.0}]});
+    let text = Format::Toon.encode(&v).unwrap();
+    assert_eq!(
+        text,
+        "records[2]{id,name,score}:\n  1,Ada,2.5\n  2,\"Bo, Jr.\",3"
+    );
+    let tab = Format::ToonTab.encode(&v).unwrap();
+    assert!(tab.starts_with("records[2\t]{id\tname\tscore}:"), "{tab}");
+    for (codec, t) in [(Format::Toon, &text), (Format::ToonTab, &tab)] {
+        let back = codec.decode(t).unwrap();
+        // 3.0 comes back as the integer 3: equal in value, reported as normalized.
+        assert_eq!(
+            loom_benches::tokens::compare::normalized_numbers(&v, &back),
+            Some(1)
+        );
+    }
+}
+
+#[test]
+fn a_missing_bridge_is_unavailable_and_names_the_build_command() {
+    let b = Bridge::at("/nonexistent/loom-toon-bridge");
+    match b.encode(&json!({"a": 1}), Delimiter::Comma) {
+        Err(EncodeFailure::Unavailable(why)) => {
+            assert!(why.contains("/nonexistent/loom-toon-bridge"), "{why}");
+            assert!(why.contains("benches/toon-bridge/build.sh"), "{why}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(b.decode("a: 1").unwrap_err().contains("not available"));
+}
+
+#[test]
+fn a_program_that_is_not_a_bridge_is_refused_at_the_handshake() {
+    // `cat` answers the version request with the request itself: no "ok" member.
+    let b = Bridge::at("/bin/cat");
+    match b.encode(&json!(1), Delimiter::Comma) {
+        Err(EncodeFailure::Unavailable(why)) => {
+            assert!(why.contains("is not a working TOON bridge"), "{why}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_bridge_is_pinned_to_the_toon_format_version_the_benchmark_expects() {
+    let manifest = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/toon-bridge/Cargo.toml"
+    ))
+    .unwrap();
+    let pin = format!(
+        "toon-format = {{ version = \"={}\"",
+        toon::TOON_FORMAT_VERSION
+    );
+    assert!(
+        manifest.contains(&pin),
+        "{pin} not in the bridge's Cargo.toml"
+    );
+}
+
+/// Compact JSON whose writer rounds every number to an integer; it claims TOON's policy.
+#[derive(Debug)]
+struct RoundsNumbers;
+
+fn round_numbers(v: &Value) -> Value {
+    match v {
+        Value::Number(n) => json!(n.as_f64().unwrap().round() as i64),
+        Value::Array(a) => Value::Array(a.iter().map(round_numbers).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), round_numbers(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+impl Codec for RoundsNumbers {
+    fn name(&self) -> &str {
+        "rounds"
+    }
+    fn encode(&self, value: &Value) -> Result<String, EncodeFailure> {
+        Ok(serde_json::to_string(&round_numbers(value)).unwrap())
+    }
+    fn decode(&self, text: &str) -> Result<Value, String> {
+        serde_json::from_str(text).map_err(|e| e.to_string())
+    }
+    fn numbers(&self) -> NumberPolicy {
+        NumberPolicy::CanonicalForm
+    }
+}
+
+#[test]
+fn canonical_number_policy_allows_a_change_of_form_but_not_of_value() {
+    let doc = |label: &str, value: Value| Doc {
+        label: label.to_string(),
+        value,
+    };
+    let tok = Tokenizers::shared();
+    let codecs: Vec<&dyn Codec> = vec![&Format::JsonCompact, &RoundsNumbers];
+    let integral = Dataset {
+        name: "integral".to_string(),
+        description: String::new(),
+        docs: vec![doc("a", json!({"x": [1.0, 2, -0.0]}))],
+    };
+    let fractional = Dataset {
+        name: "fractional".to_string(),
+        description: String::new(),
+        docs: vec![doc("a", json!({"x": [1.0]})), doc("b", json!({"y": 2.5}))],
+    };
+    let run = run_with(0, &[integral, fractional], &codecs, tok);
+    match &run.datasets[0].cell("rounds").unwrap().outcome {
+        Outcome::Counted { normalized, .. } => assert_eq!(*normalized, 2),
+        other => panic!("{other:?}"),
+    }
+    let out = &run.datasets[1].cell("rounds").unwrap().outcome;
+    assert_eq!(out.status(), "lossy");
+    assert!(
+        out.explanation()
+            .unwrap()
+            .contains("$.\"y\": expected 2.5, got 3"),
+        "{out:?}"
+    );
+    let table = report::dataset_table(&run.datasets[0]);
+    assert!(
+        table.contains("| rounds | same values, 2 numbers in canonical form |"),
+        "{table}"
+    );
+    // The same change is a loss for a format with the exact policy.
+    assert_eq!(
+        run.datasets[0]
+            .cell("json-compact")
+            .unwrap()
+            .outcome
+            .round_trip(),
+        "exact"
+    );
 }
 
 #[test]
@@ -150,6 +359,25 @@ fn unreadable_input_file_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot read /nonexistent/input.json"), "{err}");
+}
+
+#[test]
+fn check_covers_toon_and_fails_when_the_bridge_is_missing() {
+    let out = Command::new(env!("CARGO_BIN_EXE_loom-tokens"))
+        .arg("--check")
+        .env("LOOM_TOON_BRIDGE", "/nonexistent/loom-toon-bridge")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("changed flat-records-100/toon/status: golden \"ok\", now \"unavailable\""),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("gone flat-records-100/toon-tab/tokens.o200k_base"),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! `loom-tokens`: token cost of Loom notation vs JSON, YAML, TOON (and the PLSP slot).
+//! `loom-tokens`: token cost of Loom notation vs JSON, YAML, TOON and PLSP, with eight
+//! tokenizers. TOON needs the bridge built by `benches/toon-bridge/build.sh`.
 //!
 //! Exit codes: 0 done; 1 `--check` found changed counts; 2 usage or I/O error.
 
@@ -10,8 +11,9 @@ use loom_benches::tokens::datasets::{Dataset, Doc};
 use loom_benches::tokens::tokenizer::Tokenizers;
 use loom_benches::tokens::{Run, golden, report, run, run_builtin, svg};
 
-/// Measure what each format costs in LLM tokens (o200k_base, cl100k_base), counting only
-/// encodings that decode back to the original value.
+/// Measure what each format costs in LLM tokens (eight offline tokenizers), counting only
+/// encodings that decode back to the original value. TOON runs in the bridge process built by
+/// `benches/toon-bridge/build.sh` (or the executable named by LOOM_TOON_BRIDGE).
 #[derive(Debug, Parser)]
 #[command(name = "loom-tokens")]
 struct Args {
@@ -26,7 +28,8 @@ struct Args {
     /// Compare with the committed golden counts (benches/results/token-counts.json); exit 1 on any change.
     #[arg(long, conflicts_with_all = ["file", "write_results"])]
     check: bool,
-    /// Regenerate benches/results/token-efficiency.md, token-counts.json and token-efficiency.svg.
+    /// Regenerate benches/results/: token-efficiency.md, token-counts.json, token-efficiency.svg
+    /// and charts/DATASET.svg.
     #[arg(long, conflicts_with = "file")]
     write_results: bool,
 }
@@ -77,7 +80,7 @@ fn main_inner(args: Args) -> Result<ExitCode, String> {
         }
         _ => {
             let run = run_builtin(&tok);
-            let md = report::markdown(&run, &tok);
+            let md = report::markdown(&run, &tok, args.write_results);
             (run, md)
         }
     };
@@ -94,8 +97,17 @@ fn main_inner(args: Args) -> Result<ExitCode, String> {
         write(&dir.join("token-efficiency.md"), &format!("{text}\n"))?;
         write(&dir.join("token-counts.json"), &json_text(&run))?;
         write(&dir.join("token-efficiency.svg"), &svg::chart(&run))?;
+        let charts = dir.join("charts");
+        std::fs::create_dir_all(&charts)
+            .map_err(|e| format!("cannot create {}: {e}", charts.display()))?;
+        for r in &run.datasets {
+            write(
+                &charts.join(format!("{}.svg", r.name)),
+                &svg::dataset_chart(r),
+            )?;
+        }
         eprintln!(
-            "wrote {}/token-efficiency.md, token-counts.json, token-efficiency.svg",
+            "wrote {}/token-efficiency.md, token-counts.json, token-efficiency.svg, charts/*.svg",
             dir.display()
         );
         return Ok(ExitCode::SUCCESS);

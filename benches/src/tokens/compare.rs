@@ -10,20 +10,53 @@ pub fn first_difference(original: &Value, decoded: &Value) -> Option<String> {
     diff_at("$", original, decoded)
 }
 
-/// Equality where numbers compare by value only (`1` = `1.0`, `0.0` = `-0.0`), as JavaScript
-/// and many JSON readers see them.
-pub fn equal_as_number_values(a: &Value, b: &Value) -> bool {
+/// If `a` and `b` are equal except for numbers written in another form but with the same
+/// exact value (`1.0` → `1`, `-0.0` → `0`, `1e21` → `1000000000000000000000`), how many
+/// numbers changed form; `None` when anything else differs (a number that changed value,
+/// such as 18446744073709551615 → 1.8446744073709552e19, counts as different).
+///
+/// This is the round-trip criterion of formats whose specification writes numbers in one
+/// canonical form (TOON §2): they keep every value of the JSON data model (RFC 8259 §6 does
+/// not distinguish `1` from `1.0`), not the integer/float kind or the sign of zero.
+pub fn normalized_numbers(a: &Value, b: &Value) -> Option<usize> {
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| equal_as_number_values(p, q))
+        (Value::Number(x), Value::Number(y)) => {
+            if number_key(x) == number_key(y) {
+                Some(0)
+            } else if same_exact_value(x, y) {
+                Some(1)
+            } else {
+                None
+            }
         }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| equal_as_number_values(v, w)))
-        }
-        _ => a == b,
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .try_fold(0, |n, (p, q)| Some(n + normalized_numbers(p, q)?)),
+        (Value::Object(x), Value::Object(y)) if x.len() == y.len() => x
+            .iter()
+            .try_fold(0, |n, (k, v)| Some(n + normalized_numbers(v, y.get(k)?)?)),
+        _ => (a == b).then_some(0),
+    }
+}
+
+/// Whether two JSON numbers have the same mathematical value (`-0.0` and `0` are both zero).
+fn same_exact_value(x: &Number, y: &Number) -> bool {
+    let int = |n: &Number| {
+        n.as_u64()
+            .map(i128::from)
+            .or_else(|| n.as_i64().map(i128::from))
+    };
+    // An f64 equals an integer only if it is integral and converts to it exactly; every
+    // integral f64 below 2^127 in magnitude converts to i128 without rounding.
+    let float_is = |f: Option<f64>, i: i128| {
+        f.is_some_and(|f| f.fract() == 0.0 && f.abs() < 2f64.powi(127) && f as i128 == i)
+    };
+    match (int(x), int(y)) {
+        (Some(a), Some(b)) => a == b,
+        (Some(a), None) => float_is(y.as_f64(), a),
+        (None, Some(b)) => float_is(x.as_f64(), b),
+        (None, None) => x.as_f64() == y.as_f64(),
     }
 }
 
@@ -111,16 +144,40 @@ mod tests {
     }
 
     #[test]
-    fn number_value_equality_is_looser() {
-        assert!(equal_as_number_values(
-            &json!({"a": [1.0, -0.0]}),
-            &json!({"a": [1, 0]})
-        ));
-        assert!(!equal_as_number_values(
-            &json!({"a": [1.5]}),
-            &json!({"a": [1]})
-        ));
-        assert!(!equal_as_number_values(&json!("1"), &json!(1)));
+    fn normalized_numbers_counts_changes_of_form_only() {
+        assert_eq!(
+            normalized_numbers(&json!({"a": [1, "x"]}), &json!({"a": [1, "x"]})),
+            Some(0)
+        );
+        assert_eq!(
+            normalized_numbers(&json!({"a": [1.0, -0.0, 2.5]}), &json!({"a": [1, 0, 2.5]})),
+            Some(2)
+        );
+        assert_eq!(normalized_numbers(&json!(1e21), &json!(1e21)), Some(0));
+        assert_eq!(normalized_numbers(&json!(-3.0), &json!(-3)), Some(1));
+        // A changed value is not a change of form.
+        assert_eq!(
+            normalized_numbers(&json!({"a": [1.5]}), &json!({"a": [1]})),
+            None
+        );
+        assert_eq!(
+            normalized_numbers(
+                &json!(18_446_744_073_709_551_615u64),
+                &json!(1.8446744073709552e19)
+            ),
+            None
+        );
+        assert_eq!(
+            normalized_numbers(
+                &json!(9_007_199_254_740_993u64),
+                &json!(9_007_199_254_740_992.0)
+            ),
+            None
+        );
+        // Anything but a number must be identical.
+        assert_eq!(normalized_numbers(&json!("1"), &json!(1)), None);
+        assert_eq!(normalized_numbers(&json!({"a": 1}), &json!({"b": 1})), None);
+        assert_eq!(normalized_numbers(&json!([1.0]), &json!([1, 1])), None);
     }
 
     #[test]

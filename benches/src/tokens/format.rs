@@ -2,6 +2,8 @@
 
 use serde_json::Value;
 
+use super::toon::Delimiter;
+
 /// Why a format produced no text for a value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EncodeFailure {
@@ -9,6 +11,17 @@ pub enum EncodeFailure {
     Unavailable(String),
     /// The encoder refused or failed on this value.
     Failed(String),
+}
+
+/// What a round trip must preserve of numbers for the text to count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NumberPolicy {
+    /// Kind and bits: `1` ≠ `1.0`, `0.0` ≠ `-0.0` (JSON, YAML, Loom notation, PLSP).
+    Exact,
+    /// The exact value only: the format's specification writes every number in one canonical
+    /// form, so `1.0` reads back as `1` and `-0.0` as `0` (TOON §2). A number whose value
+    /// changes is still a loss. See [`super::compare::normalized_numbers`].
+    CanonicalForm,
 }
 
 /// An encoder and its decoder. The benchmark only counts text whose decoding equals the input.
@@ -19,6 +32,10 @@ pub trait Codec {
     fn encode(&self, value: &Value) -> Result<String, EncodeFailure>;
     /// The value `text` stands for.
     fn decode(&self, text: &str) -> Result<Value, String>;
+    /// What the round trip must keep of numbers.
+    fn numbers(&self) -> NumberPolicy {
+        NumberPolicy::Exact
+    }
 }
 
 /// The built-in formats, in report order.
@@ -32,30 +49,23 @@ pub enum Format {
     Yaml,
     /// Loom notation, strict profile (`loom_notation::encode` / `decode`).
     Loom,
-    /// TOON: slot only, see [`TOON_UNAVAILABLE`].
+    /// TOON with its default comma delimiter (toon-format, through [`super::toon`]).
     Toon,
+    /// TOON with the tab delimiter (`[N\t]` headers), which TOON recommends for fewer tokens.
+    ToonTab,
     /// PLSP `S{...}S` state blocks, for flat state maps only (`tokens::plsp`).
     Plsp,
 }
 
-/// Reason printed for the TOON slot.
-///
-/// toon-format 0.7.0 builds and round-trips here, but it depends on serde_json with the
-/// `preserve_order` feature. Cargo unifies features across the workspace, so with it every
-/// crate's `serde_json::Map` would switch from sorted to insertion order whenever the
-/// workspace is built together (`loom-notation`'s snapshot test then fails under
-/// `cargo test --workspace`): output would depend on what else is compiled (DESIGN.md §3).
-pub const TOON_UNAVAILABLE: &str = "not available: toon-format 0.7.0 forces serde_json's \
-    `preserve_order` on the whole workspace, changing key order in other crates (DESIGN.md §3)";
-
 impl Format {
     /// Every format, in report order.
-    pub const ALL: [Format; 6] = [
+    pub const ALL: [Format; 7] = [
         Format::JsonPretty,
         Format::JsonCompact,
         Format::Yaml,
         Format::Loom,
         Format::Toon,
+        Format::ToonTab,
         Format::Plsp,
     ];
 
@@ -67,14 +77,36 @@ impl Format {
             Format::Yaml => "yaml",
             Format::Loom => "loom",
             Format::Toon => "toon",
+            Format::ToonTab => "toon-tab",
             Format::Plsp => "plsp",
+        }
+    }
+
+    /// One line on what the format is and which implementation writes and reads it.
+    pub fn description(self) -> &'static str {
+        match self {
+            Format::JsonPretty => "JSON, 2-space indentation (`serde_json::to_string_pretty`)",
+            Format::JsonCompact => "JSON without whitespace (`serde_json::to_string`)",
+            Format::Yaml => "YAML (serde-saphyr)",
+            Format::Loom => "Loom notation, strict profile (`loom_notation::encode`)",
+            Format::Toon => "TOON, comma delimiter (toon-format, TOON spec v4.4)",
+            Format::ToonTab => "TOON, tab delimiter (toon-format, TOON spec v4.4)",
+            Format::Plsp => "PLSP v0.5 `S{...}S` state block (`loom-plsp`), flat state maps only",
         }
     }
 
     /// All built-in formats as codecs.
     pub fn all_codecs() -> Vec<&'static dyn Codec> {
-        const ALL: [Format; 6] = Format::ALL;
+        const ALL: [Format; 7] = Format::ALL;
         ALL.iter().map(|f| f as &dyn Codec).collect()
+    }
+
+    fn toon_delimiter(self) -> Option<Delimiter> {
+        match self {
+            Format::Toon => Some(Delimiter::Comma),
+            Format::ToonTab => Some(Delimiter::Tab),
+            _ => None,
+        }
     }
 }
 
@@ -90,7 +122,9 @@ impl Codec for Format {
             Format::JsonCompact => serde_json::to_string(value).map_err(|e| failed(&e)),
             Format::Yaml => serde_saphyr::to_string(value).map_err(|e| failed(&e)),
             Format::Loom => loom_notation::encode(value).map_err(|e| failed(&e)),
-            Format::Toon => Err(EncodeFailure::Unavailable(TOON_UNAVAILABLE.to_string())),
+            Format::Toon | Format::ToonTab => {
+                super::toon::shared().encode(value, self.toon_delimiter().unwrap_or_default())
+            }
             Format::Plsp => super::plsp::encode(value).map_err(EncodeFailure::Failed),
         }
     }
@@ -102,8 +136,15 @@ impl Codec for Format {
             }
             Format::Yaml => serde_saphyr::from_str(text).map_err(|e| e.to_string()),
             Format::Loom => loom_notation::decode(text).map_err(|e| e.to_string()),
-            Format::Toon => Err(TOON_UNAVAILABLE.to_string()),
+            Format::Toon | Format::ToonTab => super::toon::shared().decode(text),
             Format::Plsp => super::plsp::decode(text),
+        }
+    }
+
+    fn numbers(&self) -> NumberPolicy {
+        match self {
+            Format::Toon | Format::ToonTab => NumberPolicy::CanonicalForm,
+            _ => NumberPolicy::Exact,
         }
     }
 }

@@ -7,13 +7,19 @@ use serde_json::{Value, json};
 use super::Run;
 use super::measure::Outcome;
 use super::report::totals;
-use super::tokenizer::TOKENIZER_NAMES;
+use super::tokenizer::{Counts, TOKENIZER_NAMES};
 
-/// Schema tag of the results file.
-pub const SCHEMA: &str = "loom-tokens/1";
+/// Schema tag of the results file (2: eight tokenizers, TOON, `numbers_normalized`).
+pub const SCHEMA: &str = "loom-tokens/2";
 
-fn counts_json(c: [usize; 2]) -> Value {
-    json!({ TOKENIZER_NAMES[0]: c[0], TOKENIZER_NAMES[1]: c[1] })
+fn counts_json(c: Counts) -> Value {
+    Value::Object(
+        TOKENIZER_NAMES
+            .iter()
+            .zip(c)
+            .map(|(name, n)| (name.to_string(), json!(n)))
+            .collect(),
+    )
 }
 
 /// The run as JSON (what `--json` writes and what the golden file holds).
@@ -28,9 +34,16 @@ pub fn to_json(run: &Run) -> Value {
                 .map(|c| {
                     let mut v = json!({"format": c.format, "status": c.outcome.status()});
                     match &c.outcome {
-                        Outcome::Counted { bytes, tokens } => {
+                        Outcome::Counted {
+                            bytes,
+                            tokens,
+                            normalized,
+                        } => {
                             v["bytes"] = json!(bytes);
                             v["tokens"] = counts_json(*tokens);
+                            if *normalized > 0 {
+                                v["numbers_normalized"] = json!(normalized);
+                            }
                         }
                         Outcome::Excluded {
                             doc,
@@ -90,8 +103,10 @@ pub fn counts(results: &Value) -> BTreeMap<String, String> {
             if !r["bytes"].is_null() {
                 out.insert(format!("{key}/bytes"), r["bytes"].to_string());
             }
-            if !r["numbers_only"].is_null() {
-                out.insert(format!("{key}/numbers_only"), r["numbers_only"].to_string());
+            for field in ["numbers_only", "numbers_normalized"] {
+                if !r[field].is_null() {
+                    out.insert(format!("{key}/{field}"), r[field].to_string());
+                }
             }
             for field in ["tokens", "uncounted_tokens"] {
                 for t in TOKENIZER_NAMES {

@@ -2,10 +2,10 @@
 
 use serde_json::Value;
 
-use super::compare::{equal_as_number_values, first_difference};
+use super::compare::{first_difference, normalized_numbers};
 use super::datasets::Dataset;
-use super::format::{Codec, EncodeFailure};
-use super::tokenizer::{Counts, Tokenizers};
+use super::format::{Codec, EncodeFailure, NumberPolicy};
+use super::tokenizer::{self, Counts, Tokenizers};
 
 /// What one format gave for one dataset.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,6 +16,9 @@ pub enum Outcome {
         bytes: usize,
         /// Tokens per tokenizer.
         tokens: Counts,
+        /// Numbers that came back in another form with the same value (`1.0` → `1`); always 0
+        /// for formats with [`NumberPolicy::Exact`].
+        normalized: usize,
     },
     /// A document did not survive encode → decode; excluded from every total.
     Excluded {
@@ -39,7 +42,7 @@ impl Outcome {
     /// Counted bytes and tokens, if the result may be counted.
     pub fn counted(&self) -> Option<(usize, Counts)> {
         match self {
-            Outcome::Counted { bytes, tokens } => Some((*bytes, *tokens)),
+            Outcome::Counted { bytes, tokens, .. } => Some((*bytes, *tokens)),
             _ => None,
         }
     }
@@ -50,6 +53,19 @@ impl Outcome {
             Outcome::Counted { .. } => "ok",
             Outcome::Excluded { kind, .. } => kind,
             Outcome::Unavailable(_) => "unavailable",
+        }
+    }
+
+    /// How the round trip went, for the tables: `exact`, `exact up to number form (N numbers)`,
+    /// or the status word.
+    pub fn round_trip(&self) -> String {
+        match self {
+            Outcome::Counted { normalized: 0, .. } => "exact".to_string(),
+            Outcome::Counted { normalized, .. } => format!(
+                "same values, {normalized} number{} in canonical form",
+                if *normalized == 1 { "" } else { "s" }
+            ),
+            other => other.status().to_string(),
         }
     }
 
@@ -72,8 +88,11 @@ impl Outcome {
                 }
                 if let Some((_, t)) = uncounted {
                     s.push_str(&format!(
-                        "; not counted: would be {} / {} tokens",
-                        t[0], t[1]
+                        "; not counted: would be {} / {} tokens ({} / {})",
+                        t[0],
+                        t[1],
+                        tokenizer::TOKENIZER_NAMES[0],
+                        tokenizer::TOKENIZER_NAMES[1]
                     ));
                 }
                 Some(s)
@@ -122,6 +141,14 @@ impl DatasetResult {
 pub enum Trip {
     /// Decoded to exactly the original value.
     Exact(String),
+    /// Decoded to the original value up to the form of some numbers (`1.0` → `1`), which the
+    /// codec's [`NumberPolicy::CanonicalForm`] allows.
+    SameValues {
+        /// The encoding.
+        text: String,
+        /// How many numbers changed form.
+        normalized: usize,
+    },
     /// Decoded to a different value.
     Lossy {
         /// The encoding.
@@ -137,7 +164,8 @@ pub enum Trip {
     Unavailable(String),
 }
 
-/// Encodes `value`, decodes the text and compares the result with `value`.
+/// Encodes `value`, decodes the text and compares the result with `value`: exactly (numbers
+/// by kind and bits), or by value for numbers when the codec's [`NumberPolicy`] says so.
 pub fn round_trip(codec: &dyn Codec, value: &Value) -> Trip {
     let text = match codec.encode(value) {
         Ok(t) => t,
@@ -148,10 +176,14 @@ pub fn round_trip(codec: &dyn Codec, value: &Value) -> Trip {
         Ok(v) => v,
         Err(e) => return Trip::Failed("decode-failed", e.replace('\n', " ")),
     };
-    match first_difference(value, &back) {
-        None => Trip::Exact(text),
-        Some(detail) => Trip::Lossy {
-            numbers_only: equal_as_number_values(value, &back),
+    let Some(detail) = first_difference(value, &back) else {
+        return Trip::Exact(text);
+    };
+    let same_values = normalized_numbers(value, &back);
+    match (codec.numbers(), same_values) {
+        (NumberPolicy::CanonicalForm, Some(normalized)) => Trip::SameValues { text, normalized },
+        _ => Trip::Lossy {
+            numbers_only: same_values.is_some(),
             text,
             detail,
         },
@@ -177,13 +209,21 @@ pub fn measure(dataset: &Dataset, codecs: &[&dyn Codec], tok: &Tokenizers) -> Da
 
 fn measure_one(dataset: &Dataset, codec: &dyn Codec, tok: &Tokenizers) -> Outcome {
     let mut bytes = 0;
-    let mut tokens = [0usize; 2];
+    let mut tokens = [0usize; tokenizer::N];
+    let mut normalized = 0;
     let mut first: Option<(&'static str, String, String)> = None;
     let mut all_texts = true;
     let mut numbers_only = true;
     for doc in &dataset.docs {
         let text = match round_trip(codec, &doc.value) {
             Trip::Exact(text) => text,
+            Trip::SameValues {
+                text,
+                normalized: n,
+            } => {
+                normalized += n;
+                text
+            }
             Trip::Lossy {
                 text,
                 detail,
@@ -202,12 +242,14 @@ fn measure_one(dataset: &Dataset, codec: &dyn Codec, tok: &Tokenizers) -> Outcom
             Trip::Unavailable(reason) => return Outcome::Unavailable(reason),
         };
         bytes += text.len();
-        let c = tok.count(&text);
-        tokens[0] += c[0];
-        tokens[1] += c[1];
+        tokenizer::add(&mut tokens, &tok.count(&text));
     }
     match first {
-        None => Outcome::Counted { bytes, tokens },
+        None => Outcome::Counted {
+            bytes,
+            tokens,
+            normalized,
+        },
         Some((kind, doc, detail)) => Outcome::Excluded {
             kind,
             doc,

@@ -1,9 +1,12 @@
 //! `loom-tokens`: what each format costs in LLM tokens, counted only when it round-trips.
 //!
 //! Pipeline: [`datasets`] → [`measure`] (encode, decode, compare with [`compare`], count with
-//! [`tokenizer`]) → [`report`] (markdown), [`golden`] (JSON results and the `--check` gate),
-//! [`svg`] (bar chart). Everything is deterministic: fixed seed, `Vec`/`BTreeMap` only.
+//! [`tokenizer`]; TOON through the [`toon`] bridge process) → [`report`] (markdown, with the
+//! "which format when" table), [`golden`] (JSON results and the `--check` gate), [`svg`] (bar
+//! charts); [`anatomy`] explains Loom's gap. Everything is deterministic: fixed seed,
+//! `Vec`/`BTreeMap` only.
 
+pub mod anatomy;
 pub mod compare;
 pub mod datasets;
 pub mod format;
@@ -13,6 +16,7 @@ pub mod plsp;
 pub mod report;
 pub mod svg;
 pub mod tokenizer;
+pub mod toon;
 
 use datasets::Dataset;
 use format::{Codec, Format};
@@ -30,6 +34,8 @@ pub struct Run {
     pub datasets: Vec<DatasetResult>,
     /// The seed's documents measured one by one (for the claims table).
     pub seed_docs: Vec<DatasetResult>,
+    /// Where Loom notation's tokens go, per dataset (counterfactual texts, never counted).
+    pub anatomy: Vec<anatomy::Row>,
 }
 
 /// Measures `sets` in every built-in format.
@@ -58,6 +64,7 @@ pub fn run_with(seed: u64, sets: &[Dataset], codecs: &[&dyn Codec], tok: &Tokeni
             .map(|d| measure::measure(d, codecs, tok))
             .collect(),
         seed_docs,
+        anatomy: sets.iter().map(|d| anatomy::row(d, tok)).collect(),
     }
 }
 

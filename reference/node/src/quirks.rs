@@ -2,7 +2,26 @@
 //! the conformance harness can prove that the case for that rule fails against a node that
 //! breaks it. Quirks exist only with the `quirks` feature; without it [`Quirks::has`] is
 //! always false and the checks cannot be turned off.
+//!
+//! This module is the self-test shim (rustls BoGo style): the envelope path never asks
+//! "is quirk X on?". [`Quirks::deviations`] turns the set into loom-protocol's
+//! [`Deviations`] (data the acceptance core reads, each field naming the rule it breaks),
+//! and [`QuirkRules`] substitutes the deliberately broken admission steps (lenient
+//! structure, wrong signature verifiers, altered stored forms) through
+//! [`loom_protocol::accept::Rules`]. Each quirk's reason is its doc comment below.
 
+use crate::env::Env;
+use loom_protocol::accept::{Deviations, Facts, Rules, Structured};
+use loom_protocol::envelope::validate::CORE_TYPES;
+use loom_protocol::envelope::{
+    Priority, SignatureMode, validate_envelope, validate_envelope_all, verify_envelope_signature,
+};
+use loom_protocol::id::{EnvelopeId, ThreadId};
+use loom_protocol::jcs::to_canonical_bytes;
+use loom_protocol::policy::{AudienceOf, check_bcc_copy};
+use loom_protocol::{Address, ErrorCode, ProtocolError, Timestamp};
+use serde_json::Value;
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 
 /// One switch per MUST-level check.
@@ -340,6 +359,319 @@ impl Quirks {
             let _ = q;
             false
         }
+    }
+}
+
+impl Quirks {
+    /// The acceptance deviations these quirks stand for ([`Deviations::NONE`] without
+    /// quirks): one field per envelope-path quirk.
+    pub fn deviations(&self) -> Deviations {
+        use Quirk as Q;
+        let q = |x| self.has(x);
+        Deviations {
+            ignore_size_limit: q(Q::IgnoreSizeLimit),
+            allow_sender_spoofing: q(Q::AllowSenderSpoofing),
+            ignore_sender_type: q(Q::SkipEnvelopeValidation),
+            skip_signature: q(Q::AcceptBadSignature),
+            skip_delegation_chain: q(Q::SkipDelegationCheck),
+            allow_duplicate_ids: q(Q::AllowDuplicateIds),
+            bootstrap_thread_from_op: q(Q::BootstrapThreadFromOp),
+            skip_capability_check: q(Q::SkipCapabilityCheck),
+            accept_into_locked_thread: q(Q::AcceptIntoLockedThread),
+            ignore_thread_limits: q(Q::IgnoreThreadLimits),
+            allow_dag_cycles: q(Q::AllowDagCycles),
+            reject_missing_parent: q(Q::RejectMissingParent),
+            ignore_op_preconditions: q(Q::IgnoreOpPreconditions),
+            allow_invalid_state_transition: q(Q::AllowInvalidStateTransition),
+            allow_any_task_actor: q(Q::AllowAnyTaskActor),
+            ignore_thread_delegate: q(Q::IgnoreThreadDelegate),
+            fork_without_entry: q(Q::ForkWithoutEntry),
+            fork_without_parent_link: q(Q::ForkWithoutParentLink),
+            ignore_thread_merge: q(Q::IgnoreThreadMerge),
+            merge_moves_envelopes: q(Q::MergeMovesEnvelopes),
+            merge_leaves_fork_open: q(Q::MergeLeavesForkOpen),
+            ignore_thread_link: q(Q::IgnoreThreadLink),
+            skip_observer_delivery: q(Q::SkipObserverDelivery),
+            omit_capability_spent_event: q(Q::OmitCapabilitySpentEvent),
+            omit_event_seq: q(Q::OmitEventSeq),
+            omit_origin_event_seq: q(Q::OmitOriginEventSeq),
+            restamp_created_at: q(Q::RestampCreatedAt),
+            skip_envelope_search_index: q(Q::SkipEnvelopeSearchIndex),
+            skip_thread_search_index: q(Q::SkipThreadSearchIndex),
+            inert_out_of_family_ops: q(Q::SkipEnvelopeValidation),
+        }
+    }
+
+    /// Whether any quirk replaces an admission step (so the node needs [`QuirkRules`]).
+    pub fn alter_admission(&self) -> bool {
+        use Quirk as Q;
+        [
+            Q::SkipEnvelopeValidation,
+            Q::SkipDelegationCheck,
+            Q::AllowDagCycles,
+            Q::AcceptBadSignature,
+            Q::AcceptAnyAttachmentId,
+            Q::AcceptParentIdArray,
+            Q::RejectUnknownTypes,
+            Q::RejectLegacySignatures,
+            Q::UnprefixedSignaturesOnly,
+            Q::NonCanonicalSigningForm,
+            Q::SignOverMeta,
+            Q::DropNullMembers,
+        ]
+        .into_iter()
+        .any(|x| self.has(x))
+    }
+}
+
+/// Admission with the quirks' broken steps (the self-test shim of
+/// [`loom_protocol::accept::Rules`]).
+#[derive(Debug)]
+pub struct QuirkRules<'a> {
+    quirks: &'a Quirks,
+    deviations: Deviations,
+    env: &'a Env,
+    caller: &'a Address,
+    /// `skip-envelope-validation`: the envelope with its head members filled in, stored
+    /// instead of the one received.
+    filled: RefCell<Option<Value>>,
+}
+
+impl<'a> QuirkRules<'a> {
+    /// The shim for `caller`'s submission; `env` draws the ids a lenient node invents.
+    pub fn new(quirks: &'a Quirks, env: &'a Env, caller: &'a Address) -> Self {
+        QuirkRules {
+            quirks,
+            deviations: quirks.deviations(),
+            env,
+            caller,
+            filled: RefCell::new(None),
+        }
+    }
+
+    fn q(&self, q: Quirk) -> bool {
+        self.quirks.has(q)
+    }
+
+    /// Structural rules that belong to a check a quirk turns off: the §13.5 chain presence
+    /// rule is part of the delegation check, the self-parent rule part of the cycle check.
+    fn waived(&self, e: &ProtocolError) -> bool {
+        (e.code == ErrorCode::DelegationInvalid && self.q(Quirk::SkipDelegationCheck))
+            || (e.field == "parent_id"
+                && e.rule.contains("own parent")
+                && self.q(Quirk::AllowDagCycles))
+            || (e.code == ErrorCode::SignatureInvalid && self.q(Quirk::AcceptBadSignature))
+            || (e.field == "parent_id"
+                && e.rule.starts_with("a single parent")
+                && self.q(Quirk::AcceptParentIdArray))
+            || (e.field.starts_with("attachments[")
+                && e.field.ends_with("].id")
+                && self.q(Quirk::AcceptAnyAttachmentId))
+    }
+
+    /// `env` with a missing or malformed `id`, `thread_id`, `from.identity` or
+    /// `created_at` filled in instead of refused (v1.1 §8.2).
+    fn fill_head_members(&self, env: &Value) -> Value {
+        let mut env = env.clone();
+        let s = |env: &Value, p: &str| env.pointer(p).and_then(Value::as_str).map(str::to_owned);
+        if s(&env, "/id")
+            .and_then(|s| EnvelopeId::parse(&s).ok())
+            .is_none()
+        {
+            env["id"] = self.env.ids().envelope().to_string().into();
+        }
+        if s(&env, "/thread_id")
+            .and_then(|s| ThreadId::parse(&s).ok())
+            .is_none()
+        {
+            env["thread_id"] = self.env.ids().thread().to_string().into();
+        }
+        if s(&env, "/from/identity")
+            .and_then(|s| Address::parse_wire(&s).ok())
+            .is_none()
+        {
+            if !env.get("from").is_some_and(Value::is_object) {
+                env["from"] = serde_json::json!({});
+            }
+            env["from"]["identity"] = self.caller.to_string().into();
+        }
+        if s(&env, "/created_at")
+            .and_then(|s| Timestamp::parse(&s).ok())
+            .is_none()
+        {
+            env["created_at"] = self.env.now().to_string().into();
+        }
+        env
+    }
+}
+
+/// The facts of an envelope that did not pass (all of) validation: the head members must
+/// parse, everything else is read as far as it goes. `multi_parent` threads a `parent_id`
+/// list under its first entry.
+fn lenient_facts(env: &Value, multi_parent: bool) -> Result<Facts, ProtocolError> {
+    let s = |p: &str| env.pointer(p).and_then(Value::as_str);
+    let bad = |f: &str| {
+        ProtocolError::invalid(
+            f.to_owned(),
+            format!("{f} is missing or malformed"),
+            "v1.1 §8.2",
+        )
+    };
+    let parent = match env.get("parent_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(list)) if multi_parent => list
+            .first()
+            .and_then(Value::as_str)
+            .and_then(|s| EnvelopeId::parse(s).ok()),
+        Some(v) => Some(
+            v.as_str()
+                .and_then(|s| EnvelopeId::parse(s).ok())
+                .ok_or_else(|| bad("parent_id"))?,
+        ),
+    };
+    let audience = AudienceOf::read(env);
+    Ok(Facts {
+        id: s("/id")
+            .and_then(|s| EnvelopeId::parse(s).ok())
+            .ok_or_else(|| bad("id"))?,
+        thread: s("/thread_id")
+            .and_then(|s| ThreadId::parse(s).ok())
+            .ok_or_else(|| bad("thread_id"))?,
+        parent,
+        kind: s("/type").ok_or_else(|| bad("type"))?.to_owned(),
+        structured: s("/content/structured/intent").map(|intent| Structured {
+            intent: intent.to_owned(),
+            parameters: env.pointer("/content/structured/parameters").cloned(),
+            preconditions: env.pointer("/content/structured/preconditions").cloned(),
+        }),
+        sender: s("/from/identity")
+            .and_then(|s| Address::parse_wire(s).ok())
+            .ok_or_else(|| bad("from.identity"))?,
+        sender_type: s("/from/type").unwrap_or("").to_owned(),
+        key_id: s("/from/key_id").unwrap_or("").to_owned(),
+        created_at: s("/created_at")
+            .and_then(|s| Timestamp::parse(s).ok())
+            .ok_or_else(|| bad("created_at"))?,
+        visible_recipients: audience.visible_recipients.clone(),
+        audience,
+        encrypted: env.pointer("/content/encrypted") == Some(&Value::Bool(true)),
+        priority: s("/priority")
+            .and_then(Priority::parse)
+            .unwrap_or(Priority::Normal),
+        human_text: s("/content/human/text").map(str::to_owned),
+    })
+}
+
+impl Rules for QuirkRules<'_> {
+    fn deviations(&self) -> &Deviations {
+        &self.deviations
+    }
+
+    fn structure(&self, env: &Value) -> Result<Facts, ProtocolError> {
+        if self.q(Quirk::SkipEnvelopeValidation) {
+            let filled = self.fill_head_members(env);
+            let facts = lenient_facts(&filled, false);
+            *self.filled.borrow_mut() = Some(filled);
+            return facts;
+        }
+        let typed = match validate_envelope_all(env)
+            .into_iter()
+            .find(|e| !self.waived(e))
+        {
+            Some(e) => return Err(e),
+            None => validate_envelope(env).ok(),
+        };
+        check_bcc_copy(env)?;
+        if self.q(Quirk::RejectUnknownTypes)
+            && let Some(kind) = env.get("type").and_then(Value::as_str)
+            && !CORE_TYPES.contains(&kind)
+        {
+            return Err(ProtocolError::invalid(
+                "type",
+                format!("unknown envelope type {kind:?}"),
+                "v1.1 §9.1",
+            ));
+        }
+        match typed {
+            Some(t) => Ok(Facts::of(&t)),
+            None => lenient_facts(env, self.q(Quirk::AcceptParentIdArray)),
+        }
+    }
+
+    fn verify_signature(
+        &self,
+        env: &Value,
+        key: &ed25519_dalek::VerifyingKey,
+    ) -> Result<(), ProtocolError> {
+        let mutant = self.q(Quirk::UnprefixedSignaturesOnly)
+            || self.q(Quirk::NonCanonicalSigningForm)
+            || self.q(Quirk::SignOverMeta);
+        if !mutant {
+            let mode = verify_envelope_signature(env, key)?;
+            if mode == SignatureMode::Legacy && self.q(Quirk::RejectLegacySignatures) {
+                return Err(ProtocolError::new(
+                    ErrorCode::SignatureInvalid,
+                    "signature.value",
+                    "legacy (unprefixed) signatures are not accepted",
+                    "v1.1 §7.3",
+                ));
+            }
+            return Ok(());
+        }
+        // Deliberately wrong verifiers.
+        let bad = || {
+            ProtocolError::new(
+                ErrorCode::SignatureInvalid,
+                "signature.value",
+                "Ed25519 signature mismatch",
+                "v1.1 §7.3",
+            )
+        };
+        let sig = env
+            .pointer("/signature/value")
+            .and_then(Value::as_str)
+            .and_then(|v| loom_protocol::keys::signature_from_b64url(v).ok())
+            .ok_or_else(bad)?;
+        let mut unsigned = env.clone();
+        if let Some(o) = unsigned.as_object_mut() {
+            o.remove("signature");
+            if !self.q(Quirk::SignOverMeta) {
+                o.remove("meta");
+            }
+        }
+        let payload = if self.q(Quirk::NonCanonicalSigningForm) {
+            serde_json::to_vec(&unsigned).unwrap_or_default()
+        } else {
+            to_canonical_bytes(&unsigned)
+        };
+        let context = (!self.q(Quirk::UnprefixedSignaturesOnly))
+            .then_some(loom_protocol::keys::SigContext::ENVELOPE);
+        if loom_protocol::keys::verify(key, context, &payload, &sig) {
+            Ok(())
+        } else {
+            Err(bad())
+        }
+    }
+
+    fn stored_form(&self, env: &mut Value) {
+        if let Some(filled) = self.filled.borrow_mut().take() {
+            *env = filled;
+        }
+        if self.q(Quirk::DropNullMembers) {
+            drop_nulls(env);
+        }
+    }
+}
+
+/// Removes every `null` member, recursively (the `drop-null-members` quirk).
+fn drop_nulls(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            o.retain(|_, m| !m.is_null());
+            o.values_mut().for_each(drop_nulls);
+        }
+        Value::Array(a) => a.iter_mut().for_each(drop_nulls),
+        _ => {}
     }
 }
 

@@ -599,3 +599,205 @@ fn check_scope_limits(
     }
     Ok(())
 }
+
+/// The members of a capability token a node reads when storing it (v1.1 §16.4), after the
+/// §12.1 shape check of [`TokenShape::parse`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenShape {
+    /// `cap_` id.
+    pub id: CapabilityId,
+    /// Issuer.
+    pub issued_by: Address,
+    /// Holder.
+    pub issued_to: Address,
+    /// `scope.thread_id`.
+    pub thread: ThreadId,
+    /// Capability epoch (§12.3).
+    pub epoch: u64,
+    /// Single use (§12.5).
+    pub single_use: bool,
+    /// Expiry, if any.
+    pub expires_at: Option<Timestamp>,
+    /// The issuer's key that signed.
+    pub key_id: String,
+    /// base64url signature.
+    pub signature: String,
+}
+
+fn shape_invalid(field: impl Into<String>, reason: impl Into<String>) -> ProtocolError {
+    ProtocolError::invalid(field, reason, "v1.1 §12.1")
+}
+
+fn shape_str<'a>(o: &'a Map<String, Value>, k: &str) -> Result<&'a str, ProtocolError> {
+    o.get(k)
+        .and_then(Value::as_str)
+        .ok_or_else(|| shape_invalid(k, format!("{k} is required (a string)")))
+}
+
+fn shape_address(o: &Map<String, Value>, k: &str) -> Result<Address, ProtocolError> {
+    Address::parse_wire(shape_str(o, k)?)
+        .map_err(|e| ProtocolError::invalid(k, format!("not a LOOM address: {e}"), "v1.1 §6.1"))
+}
+
+fn shape_timestamp(o: &Map<String, Value>, k: &str) -> Result<Option<Timestamp>, ProtocolError> {
+    match o.get(k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Timestamp::parse(s)
+            .map(Some)
+            .map_err(|e| shape_invalid(k, e.to_string())),
+        Some(_) => Err(shape_invalid(
+            k,
+            format!("{k} must be an ISO 8601 string or null"),
+        )),
+    }
+}
+
+impl TokenShape {
+    /// The §12.1 token structure of a token submitted for storage (§16.4): every member
+    /// present with its type, grants from §12.2, not yet expired at `now`. Failures are
+    /// `ENVELOPE_INVALID` naming the member ("fails schema"). `any_id_prefix` accepts an id
+    /// with another prefix than `cap_`, keeping its ULID (a conformance self-test waiver).
+    pub fn parse(
+        token: &Value,
+        now: Timestamp,
+        any_id_prefix: bool,
+    ) -> Result<TokenShape, ProtocolError> {
+        let o = token
+            .as_object()
+            .ok_or_else(|| shape_invalid("$body", "a capability token is a JSON object"))?;
+        if o.get("loom").and_then(Value::as_str) != Some("1.1") {
+            return Err(shape_invalid("loom", "loom must be \"1.1\""));
+        }
+        let raw_id = shape_str(o, "id")?;
+        let id = CapabilityId::parse(raw_id)
+            .or_else(|e| {
+                let ulid = raw_id.rsplit('_').next().unwrap_or_default();
+                if any_id_prefix {
+                    CapabilityId::parse(&format!("cap_{ulid}")).map_err(|_| e)
+                } else {
+                    Err(e)
+                }
+            })
+            .map_err(|e| shape_invalid("id", e.to_string()))?;
+        let issued_by = shape_address(o, "issued_by")?;
+        let issued_to = shape_address(o, "issued_to")?;
+        shape_timestamp(o, "created_at")?
+            .ok_or_else(|| shape_invalid("created_at", "created_at is required"))?;
+        let expires_at = shape_timestamp(o, "expires_at")?;
+        if expires_at.is_some_and(|e| e < now) {
+            return Err(shape_invalid("expires_at", "the token has already expired"));
+        }
+        let single_use = match o.get("single_use") {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(shape_invalid("single_use", "single_use must be a boolean")),
+        };
+        let epoch = o.get("epoch").and_then(Value::as_u64).ok_or_else(|| {
+            shape_invalid("epoch", "epoch must be a non-negative integer (§12.3)")
+        })?;
+        let grants = o
+            .get("grants")
+            .and_then(Value::as_array)
+            .filter(|g| !g.is_empty())
+            .ok_or_else(|| shape_invalid("grants", "grants must be a non-empty array"))?;
+        for (i, g) in grants.iter().enumerate() {
+            if g.as_str().and_then(Grant::parse).is_none() {
+                return Err(ProtocolError::invalid(
+                    format!("grants[{i}]"),
+                    "not a grant of the §12.2 registry",
+                    "v1.1 §12.2",
+                ));
+            }
+        }
+        let scope = o
+            .get("scope")
+            .and_then(Value::as_object)
+            .ok_or_else(|| shape_invalid("scope", "scope must be an object naming the thread"))?;
+        let thread = scope
+            .get("thread_id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| shape_invalid("scope.thread_id", "scope.thread_id is required"))
+            .and_then(|s| {
+                ThreadId::parse(s).map_err(|e| {
+                    ProtocolError::invalid("scope.thread_id", e.to_string(), "v1.1 §8.4")
+                })
+            })?;
+        if let Some(t) = scope.get("envelope_types").filter(|v| !v.is_null())
+            && !t.as_array().is_some_and(|a| a.iter().all(Value::is_string))
+        {
+            return Err(shape_invalid(
+                "scope.envelope_types",
+                "envelope_types must be an array of strings",
+            ));
+        }
+        if let Some(d) = scope.get("max_depth").filter(|v| !v.is_null())
+            && d.as_u64().is_none()
+        {
+            return Err(shape_invalid(
+                "scope.max_depth",
+                "max_depth must be a non-negative integer",
+            ));
+        }
+        if let Some(p) = scope.get("max_priority").filter(|v| !v.is_null())
+            && p.as_str().and_then(Priority::parse).is_none()
+        {
+            return Err(shape_invalid(
+                "scope.max_priority",
+                "max_priority must be a priority",
+            ));
+        }
+        if let Some(x) = scope.get("external_domains").filter(|v| !v.is_null())
+            && !matches!(x.as_str(), Some("deny" | "allow"))
+        {
+            return Err(shape_invalid(
+                "scope.external_domains",
+                "external_domains must be \"deny\" or \"allow\"",
+            ));
+        }
+        let sig = o
+            .get("signature")
+            .and_then(Value::as_object)
+            .ok_or_else(|| {
+                shape_invalid("signature", "tokens are signed: signature object required")
+            })?;
+        if sig.get("algorithm").and_then(Value::as_str) != Some("Ed25519") {
+            return Err(shape_invalid(
+                "signature.algorithm",
+                "algorithm must be \"Ed25519\"",
+            ));
+        }
+        let key_id = sig
+            .get("key_id")
+            .and_then(Value::as_str)
+            .filter(|k| KeyId::parse_any(k).is_ok_and(|k| k.kind() != KeyKind::Encryption))
+            .ok_or_else(|| shape_invalid("signature.key_id", "key_id must name a signing key"))?;
+        let value = sig
+            .get("value")
+            .and_then(Value::as_str)
+            .ok_or_else(|| shape_invalid("signature.value", "value is required"))?;
+        Ok(TokenShape {
+            id,
+            issued_by,
+            issued_to,
+            thread,
+            epoch,
+            single_use,
+            expires_at,
+            key_id: key_id.to_owned(),
+            signature: value.to_owned(),
+        })
+    }
+
+    /// Whether the issuer's signature over `JCS(token − signature)` verifies with `key`
+    /// (§12.1; no context prefix for tokens).
+    pub fn signature_verifies(&self, token: &Value, key: &VerifyingKey) -> bool {
+        signature_from_b64url(&self.signature).is_ok_and(|sig| {
+            verify(
+                key,
+                None,
+                &capability_signing_payload(token).unwrap_or_default(),
+                &sig,
+            )
+        })
+    }
+}

@@ -11,6 +11,7 @@
 //! small traits the caller implements. Every rule lives in one function whose doc comment
 //! names its section.
 
+pub mod accept;
 pub mod address;
 pub mod capability;
 pub mod clock;
@@ -18,6 +19,7 @@ pub mod delegation;
 pub mod documents;
 pub mod envelope;
 pub mod error;
+pub mod federation;
 pub mod fuzzing;
 pub mod http_sig;
 pub mod id;

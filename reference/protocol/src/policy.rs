@@ -2,8 +2,10 @@
 //! §20.6), encryption requirement (§10.6, §24.2) and legal hold (§25.3).
 
 use crate::address::Address;
+use crate::envelope::{AudienceMode, Envelope, RecipientRole};
 use crate::error::{ErrorCode, ProtocolError};
 use serde_json::Value;
+use std::collections::BTreeSet;
 
 /// The label that blocks deletion (v1.1 §25.3).
 pub const LEGAL_HOLD_LABEL: &str = "sys.legal_hold";
@@ -14,61 +16,151 @@ fn addresses<'a>(items: impl Iterator<Item = &'a Value>) -> impl Iterator<Item =
         .filter_map(|s| Address::parse_wire(s).ok())
 }
 
-/// May `viewer` see `envelope`? (v1.1 §8.3 "Nodes MUST enforce audience in delivery and
-/// retrieval".) `is_thread_participant` says whether the viewer currently participates in
-/// the envelope's thread. BCC recipients are visible only in their own copy (§20.6): they
-/// see an envelope whose `custom` audience lists them, never the original's `to`.
+/// The audience of one envelope as the §8.3 rules read it: the sender, the recipients
+/// other readers may see (everyone but `bcc`), the mode and the listed identities. The one
+/// place the audience rule lives: [`AudienceOf::admits`] decides a read,
+/// [`AudienceOf::readers`] the reader set recorded at acceptance, and both follow the
+/// same table (v1.1 §8.3, §11.5, §20.6).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AudienceOf {
+    /// `from.identity`.
+    pub sender: Option<Address>,
+    /// Non-bcc recipients (`to[]` with a role other than `bcc`).
+    pub visible_recipients: Vec<Address>,
+    /// `audience.mode`; `None` when `audience` is omitted (read as `thread`, §8.2).
+    pub mode: Option<AudienceMode>,
+    /// `audience.identities` (the `custom` list).
+    pub listed: Vec<Address>,
+    /// A mode this implementation does not know (only in unvalidated stored data): nobody
+    /// but the sender may read.
+    pub unknown_mode: bool,
+}
+
+impl AudienceOf {
+    /// The audience of a typed (validated) envelope.
+    pub fn of(envelope: &Envelope) -> AudienceOf {
+        AudienceOf {
+            sender: Some(envelope.from.identity.clone()),
+            visible_recipients: envelope
+                .to
+                .iter()
+                .filter(|r| r.role != RecipientRole::Bcc)
+                .map(|r| r.identity.clone())
+                .collect(),
+            mode: envelope.audience.as_ref().map(|a| a.mode),
+            listed: envelope
+                .audience
+                .as_ref()
+                .and_then(|a| a.identities.clone())
+                .unwrap_or_default(),
+            unknown_mode: false,
+        }
+    }
+
+    /// The audience of a stored envelope (JSON as stored); members that do not parse are
+    /// ignored, so a malformed entry never widens the audience.
+    pub fn read(envelope: &Value) -> AudienceOf {
+        let to = envelope
+            .get("to")
+            .and_then(Value::as_array)
+            .map(|v| v.as_slice())
+            .unwrap_or_default();
+        let (mode, unknown_mode) = match envelope.pointer("/audience/mode").and_then(Value::as_str)
+        {
+            None => (None, false),
+            Some("thread") => (Some(AudienceMode::Thread), false),
+            Some("recipients") => (Some(AudienceMode::Recipients), false),
+            Some("custom") => (Some(AudienceMode::Custom), false),
+            Some(_) => (None, true),
+        };
+        AudienceOf {
+            sender: envelope
+                .pointer("/from/identity")
+                .and_then(Value::as_str)
+                .and_then(|s| Address::parse_wire(s).ok()),
+            visible_recipients: to
+                .iter()
+                .filter(|r| r.get("role").and_then(Value::as_str) != Some("bcc"))
+                .filter_map(|r| r.get("identity").and_then(Value::as_str))
+                .filter_map(|s| Address::parse_wire(s).ok())
+                .collect(),
+            mode,
+            listed: envelope
+                .pointer("/audience/identities")
+                .and_then(Value::as_array)
+                .map(|v| addresses(v.iter()).collect())
+                .unwrap_or_default(),
+            unknown_mode,
+        }
+    }
+
+    /// May `viewer` read the envelope? (v1.1 §8.3 "Nodes MUST enforce audience in delivery
+    /// and retrieval".) `is_thread_participant`: the viewer currently participates in the
+    /// envelope's thread. BCC recipients see only their own copy, whose `custom` audience
+    /// lists them (§20.6), never the original's `to`.
+    pub fn admits(&self, viewer: &Address, is_thread_participant: bool) -> bool {
+        if self.sender.as_ref() == Some(viewer) {
+            return true;
+        }
+        if self.unknown_mode {
+            return false;
+        }
+        let visible = || self.visible_recipients.contains(viewer);
+        match self.mode {
+            None | Some(AudienceMode::Thread) => is_thread_participant || visible(),
+            Some(AudienceMode::Recipients) => visible(),
+            Some(AudienceMode::Custom) => self.listed.contains(viewer),
+        }
+    }
+
+    /// [`AudienceOf::admits`] as a §24.2 `AUDIENCE_DENIED` error.
+    pub fn check(
+        &self,
+        viewer: &Address,
+        is_thread_participant: bool,
+    ) -> Result<(), ProtocolError> {
+        if self.admits(viewer, is_thread_participant) {
+            Ok(())
+        } else {
+            Err(ProtocolError::new(
+                ErrorCode::AudienceDenied,
+                "audience",
+                "the envelope's audience does not include this identity",
+                "v1.1 §8.3",
+            ))
+        }
+    }
+
+    /// Who may read the envelope once stored: the reader set written to the event log.
+    /// `participants`: the thread's current participants after the envelope;
+    /// `op_subjects`: identities a thread operation removed, who still receive it (§11.5).
+    pub fn readers<'a>(
+        &self,
+        participants: impl IntoIterator<Item = &'a Address>,
+        op_subjects: &[Address],
+    ) -> BTreeSet<Address> {
+        let mut out = BTreeSet::new();
+        out.extend(self.sender.clone());
+        match self.mode {
+            Some(AudienceMode::Custom) => out.extend(self.listed.iter().cloned()),
+            Some(AudienceMode::Recipients) => out.extend(self.visible_recipients.iter().cloned()),
+            None | Some(AudienceMode::Thread) => {
+                out.extend(self.visible_recipients.iter().cloned());
+                out.extend(participants.into_iter().cloned());
+                out.extend(op_subjects.iter().cloned());
+            }
+        }
+        out
+    }
+}
+
+/// May `viewer` see `envelope` (JSON as stored)? [`AudienceOf::read`] + [`AudienceOf::check`].
 pub fn check_audience(
     envelope: &Value,
     viewer: &Address,
     is_thread_participant: bool,
 ) -> Result<(), ProtocolError> {
-    let sender = envelope
-        .pointer("/from/identity")
-        .and_then(Value::as_str)
-        .and_then(|s| Address::parse_wire(s).ok());
-    if sender.as_ref() == Some(viewer) {
-        return Ok(());
-    }
-    let to = envelope
-        .get("to")
-        .and_then(Value::as_array)
-        .map(|v| v.as_slice())
-        .unwrap_or_default();
-    let visible_recipient = || {
-        to.iter().any(|r| {
-            r.get("role").and_then(Value::as_str) != Some("bcc")
-                && r.get("identity")
-                    .and_then(Value::as_str)
-                    .and_then(|s| Address::parse_wire(s).ok())
-                    .as_ref()
-                    == Some(viewer)
-        })
-    };
-    let listed = || {
-        let ids = envelope
-            .pointer("/audience/identities")
-            .and_then(Value::as_array)
-            .map(|v| v.as_slice())
-            .unwrap_or_default();
-        addresses(ids.iter()).any(|a| &a == viewer)
-    };
-    let allowed = match envelope.pointer("/audience/mode").and_then(Value::as_str) {
-        None | Some("thread") => is_thread_participant || visible_recipient(),
-        Some("recipients") => visible_recipient(),
-        Some("custom") => listed(),
-        Some(_) => false,
-    };
-    if allowed {
-        Ok(())
-    } else {
-        Err(ProtocolError::new(
-            ErrorCode::AudienceDenied,
-            "audience",
-            "the envelope's audience does not include this identity",
-            "v1.1 §8.3",
-        ))
-    }
+    AudienceOf::read(envelope).check(viewer, is_thread_participant)
 }
 
 /// An envelope naming a `bcc` recipient must be a bcc-copy (v1.1 §8.3, §20.6): exactly one
@@ -144,7 +236,16 @@ pub fn check_encryption_required(
 ) -> Result<(), ProtocolError> {
     let is_op = envelope.get("type").and_then(Value::as_str) == Some("thread_op");
     let encrypted = envelope.pointer("/content/encrypted") == Some(&Value::Bool(true));
-    if thread_encrypted && !is_op && !encrypted {
+    require_encryption(is_op, encrypted, thread_encrypted)
+}
+
+/// The §10.6 rule of [`check_encryption_required`] on typed facts.
+pub fn require_encryption(
+    is_thread_op: bool,
+    encrypted: bool,
+    thread_encrypted: bool,
+) -> Result<(), ProtocolError> {
+    if thread_encrypted && !is_thread_op && !encrypted {
         return Err(ProtocolError::new(
             ErrorCode::EncryptionRequired,
             "content.encrypted",

@@ -32,9 +32,10 @@ async fn create(
     body: StrictJson,
 ) -> R {
     let req: BlobCreate = body.parse("v1.1 §16.7")?;
-    create_once(&s, &c, &headers, "POST /v1/blobs", &body.raw, || {
+    create_once(&s, &c, &headers, "POST /v1/blobs", &body.raw, async {
         s.create_blob(&c, &req)
     })
+    .await
 }
 
 async fn part(

@@ -31,9 +31,15 @@ async fn issue(
     headers: HeaderMap,
     body: StrictJson,
 ) -> R {
-    create_once(&s, &c, &headers, "POST /v1/capabilities", &body.raw, || {
-        s.issue_capability(&c, body.value.clone())
-    })
+    create_once(
+        &s,
+        &c,
+        &headers,
+        "POST /v1/capabilities",
+        &body.raw,
+        async { s.issue_capability(&c, body.value.clone()) },
+    )
+    .await
 }
 
 async fn list(
@@ -58,6 +64,6 @@ async fn revoke(
 ) -> R {
     Ok(json_response(
         StatusCode::OK,
-        s.revoke_capability(&c, &id, body.value)?,
+        s.revoke_capability(&c, &id, body.value).await?,
     ))
 }

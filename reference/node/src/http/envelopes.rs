@@ -38,19 +38,23 @@ pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<&str>, ApiEr
 
 /// Runs a create endpoint once per `Idempotency-Key` (§14.4): `f` produces the 201 body or
 /// the error, and a repeat with the same key gets the same answer.
-pub(super) fn create_once(
+pub(super) async fn create_once(
     s: &crate::service::Service,
     c: &crate::service::Caller,
     headers: &HeaderMap,
     route: &str,
     raw: &[u8],
-    f: impl FnOnce() -> crate::error::ApiResult<serde_json::Value>,
+    f: impl std::future::Future<Output = crate::error::ApiResult<serde_json::Value>>,
 ) -> R {
     let key = idempotency_key(headers)?;
-    let outcome = s.idempotent(c, key, route, &request_hash(raw), || match f() {
-        Ok(v) => Outcome::Ok(201, v),
-        Err(e) => Outcome::Err(e),
-    })?;
+    let outcome = s
+        .idempotent(c, key, route, &request_hash(raw), async {
+            match f.await {
+                Ok(v) => Outcome::Ok(201, v),
+                Err(e) => Outcome::Err(e),
+            }
+        })
+        .await?;
     Ok(respond(outcome))
 }
 
@@ -69,9 +73,15 @@ async fn submit(
     headers: HeaderMap,
     body: StrictJson,
 ) -> R {
-    create_once(&s, &c, &headers, "POST /v1/envelopes", &body.raw, || {
-        s.submit_envelope(&c, body.value.clone())
-    })
+    create_once(
+        &s,
+        &c,
+        &headers,
+        "POST /v1/envelopes",
+        &body.raw,
+        s.submit_envelope(&c, body.value.clone()),
+    )
+    .await
 }
 
 async fn get_envelope(State(s): State<AppState>, Authed(c): Authed, Path(id): Path<String>) -> R {
@@ -111,7 +121,13 @@ async fn post_op(
     body: StrictJson,
 ) -> R {
     let route = format!("POST /v1/threads/{id}/ops");
-    create_once(&s, &c, &headers, &route, &body.raw, || {
-        s.post_thread_op(&c, &id, body.value.clone())
-    })
+    create_once(
+        &s,
+        &c,
+        &headers,
+        &route,
+        &body.raw,
+        s.post_thread_op(&c, &id, body.value.clone()),
+    )
+    .await
 }

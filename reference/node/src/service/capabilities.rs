@@ -15,16 +15,14 @@
 //! leak (as `GET /v1/threads/{id}` does). The registry has no code for an unknown token;
 //! `ENVELOPE_NOT_FOUND` (404) with field `capability_id` stands in.
 
-use super::{Caller, Service, parse_address};
+use super::{Caller, Service};
 use crate::error::{ApiError, ApiResult};
-use loom_protocol::capability::{Grant, capability_signing_payload};
-use loom_protocol::id::{CapabilityId, KeyId, KeyKind, ThreadId};
-use loom_protocol::keys::{signature_from_b64url, verify};
+use loom_protocol::capability::{Grant, TokenShape};
+use loom_protocol::id::{CapabilityId, ThreadId};
 use loom_protocol::thread::ThreadState;
 use loom_protocol::{Address, ErrorCode, Timestamp};
 use rusqlite::{Connection, OptionalExtension, params};
-use serde_json::{Map, Value, json};
-use std::collections::BTreeSet;
+use serde_json::{Value, json};
 
 /// The intent of the revocation operation (§12.3).
 pub const REVOKE_INTENT: &str = "capability.revoked@v1";
@@ -34,180 +32,8 @@ pub(crate) fn thread_id_param(field: &str, s: &str) -> ApiResult<ThreadId> {
     ThreadId::parse(s).map_err(|e| ApiError::bad_request(field, e.to_string(), "v1.1 §8.4"))
 }
 
-/// The current participants of a thread: the readers of events about it (§17.3).
-pub(crate) fn active_participants(state: &ThreadState) -> BTreeSet<Address> {
-    state
-        .participants
-        .iter()
-        .filter(|(_, p)| p.left_at.is_none())
-        .map(|(a, _)| a.clone())
-        .collect()
-}
-
-fn invalid(field: impl Into<String>, reason: impl Into<String>) -> ApiError {
-    ApiError::new(ErrorCode::EnvelopeInvalid, field, reason, "v1.1 §12.1")
-}
-
 fn denied(field: &str, reason: impl Into<String>, section: &'static str) -> ApiError {
     ApiError::new(ErrorCode::CapabilityDenied, field, reason, section)
-}
-
-/// The members of a token this node reads, after the §12.1 shape check.
-struct TokenShape {
-    id: CapabilityId,
-    issued_by: Address,
-    issued_to: Address,
-    thread: ThreadId,
-    epoch: u64,
-    single_use: bool,
-    expires_at: Option<Timestamp>,
-    key_id: String,
-    signature: String,
-}
-
-fn str_member<'a>(o: &'a Map<String, Value>, k: &str) -> ApiResult<&'a str> {
-    o.get(k)
-        .and_then(Value::as_str)
-        .ok_or_else(|| invalid(k, format!("{k} is required (a string)")))
-}
-
-fn timestamp_member(o: &Map<String, Value>, k: &str) -> ApiResult<Option<Timestamp>> {
-    match o.get(k) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Timestamp::parse(s)
-            .map(Some)
-            .map_err(|e| invalid(k, e.to_string())),
-        Some(_) => Err(invalid(
-            k,
-            format!("{k} must be an ISO 8601 string or null"),
-        )),
-    }
-}
-
-/// The §12.1 token structure: every member present with its type, grants from §12.2.
-fn token_shape(token: &Value, now: Timestamp, any_id: bool) -> ApiResult<TokenShape> {
-    let o = token
-        .as_object()
-        .ok_or_else(|| invalid("$body", "a capability token is a JSON object"))?;
-    if o.get("loom").and_then(Value::as_str) != Some("1.1") {
-        return Err(invalid("loom", "loom must be \"1.1\""));
-    }
-    let raw_id = str_member(o, "id")?;
-    let id = CapabilityId::parse(raw_id)
-        .or_else(|e| {
-            // The quirk keeps the ULID of an id with another prefix (`tok_…`).
-            let ulid = raw_id.rsplit('_').next().unwrap_or_default();
-            if any_id {
-                CapabilityId::parse(&format!("cap_{ulid}")).map_err(|_| e)
-            } else {
-                Err(e)
-            }
-        })
-        .map_err(|e| invalid("id", e.to_string()))?;
-    let issued_by = parse_address("issued_by", str_member(o, "issued_by")?)?;
-    let issued_to = parse_address("issued_to", str_member(o, "issued_to")?)?;
-    timestamp_member(o, "created_at")?
-        .ok_or_else(|| invalid("created_at", "created_at is required"))?;
-    let expires_at = timestamp_member(o, "expires_at")?;
-    if expires_at.is_some_and(|e| e < now) {
-        return Err(invalid("expires_at", "the token has already expired"));
-    }
-    let single_use = match o.get("single_use") {
-        None => false,
-        Some(Value::Bool(b)) => *b,
-        Some(_) => return Err(invalid("single_use", "single_use must be a boolean")),
-    };
-    let epoch = o
-        .get("epoch")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| invalid("epoch", "epoch must be a non-negative integer (§12.3)"))?;
-    let grants = o
-        .get("grants")
-        .and_then(Value::as_array)
-        .filter(|g| !g.is_empty())
-        .ok_or_else(|| invalid("grants", "grants must be a non-empty array"))?;
-    for (i, g) in grants.iter().enumerate() {
-        if g.as_str().and_then(Grant::parse).is_none() {
-            return Err(ApiError::bad_request(
-                format!("grants[{i}]"),
-                "not a grant of the §12.2 registry",
-                "v1.1 §12.2",
-            ));
-        }
-    }
-    let scope = o
-        .get("scope")
-        .and_then(Value::as_object)
-        .ok_or_else(|| invalid("scope", "scope must be an object naming the thread"))?;
-    let thread = scope
-        .get("thread_id")
-        .and_then(Value::as_str)
-        .ok_or_else(|| invalid("scope.thread_id", "scope.thread_id is required"))
-        .and_then(|s| thread_id_param("scope.thread_id", s))?;
-    if let Some(t) = scope.get("envelope_types").filter(|v| !v.is_null())
-        && !t.as_array().is_some_and(|a| a.iter().all(Value::is_string))
-    {
-        return Err(invalid(
-            "scope.envelope_types",
-            "envelope_types must be an array of strings",
-        ));
-    }
-    if let Some(d) = scope.get("max_depth").filter(|v| !v.is_null())
-        && d.as_u64().is_none()
-    {
-        return Err(invalid(
-            "scope.max_depth",
-            "max_depth must be a non-negative integer",
-        ));
-    }
-    if let Some(p) = scope.get("max_priority").filter(|v| !v.is_null())
-        && p.as_str()
-            .and_then(loom_protocol::envelope::Priority::parse)
-            .is_none()
-    {
-        return Err(invalid(
-            "scope.max_priority",
-            "max_priority must be a priority",
-        ));
-    }
-    if let Some(x) = scope.get("external_domains").filter(|v| !v.is_null())
-        && !matches!(x.as_str(), Some("deny" | "allow"))
-    {
-        return Err(invalid(
-            "scope.external_domains",
-            "external_domains must be \"deny\" or \"allow\"",
-        ));
-    }
-    let sig = o
-        .get("signature")
-        .and_then(Value::as_object)
-        .ok_or_else(|| invalid("signature", "tokens are signed: signature object required"))?;
-    if sig.get("algorithm").and_then(Value::as_str) != Some("Ed25519") {
-        return Err(invalid(
-            "signature.algorithm",
-            "algorithm must be \"Ed25519\"",
-        ));
-    }
-    let key_id = sig
-        .get("key_id")
-        .and_then(Value::as_str)
-        .filter(|k| KeyId::parse_any(k).is_ok_and(|k| k.kind() != KeyKind::Encryption))
-        .ok_or_else(|| invalid("signature.key_id", "key_id must name a signing key"))?;
-    let value = sig
-        .get("value")
-        .and_then(Value::as_str)
-        .ok_or_else(|| invalid("signature.value", "value is required"))?;
-    Ok(TokenShape {
-        id,
-        issued_by,
-        issued_to,
-        thread,
-        epoch,
-        single_use,
-        expires_at,
-        key_id: key_id.to_owned(),
-        signature: value.to_owned(),
-    })
 }
 
 /// The lifecycle status of a stored token, as listed.
@@ -271,7 +97,7 @@ impl Service {
     /// `cap_epoch` (§12.3). Returns the token as stored.
     pub fn issue_capability(&self, caller: &Caller, token: Value) -> ApiResult<Value> {
         let now = self.env.now();
-        let t = token_shape(
+        let t = TokenShape::parse(
             &token,
             now,
             self.quirk(crate::quirks::Quirk::AcceptAnyCapabilityId),
@@ -295,15 +121,7 @@ impl Service {
                     "v1.1 §12.1, §24.2",
                 )
             })?;
-        let verifies = signature_from_b64url(&t.signature).is_ok_and(|sig| {
-            verify(
-                &key,
-                None,
-                &capability_signing_payload(&token).unwrap_or_default(),
-                &sig,
-            )
-        });
-        if !verifies {
+        if !t.signature_verifies(&token, &key) {
             return Err(denied(
                 "signature.value",
                 "Ed25519 signature of the issuer does not verify over JCS(token - signature)",
@@ -436,7 +254,12 @@ impl Service {
     /// marks the token revoked and increments the thread's `cap_epoch` (every older token
     /// then fails the §12.3 epoch check). Then a `capability.revoked` event (§17.3) goes to
     /// the thread's participants and the holder.
-    pub fn revoke_capability(&self, caller: &Caller, id: &str, op: Value) -> ApiResult<Value> {
+    pub async fn revoke_capability(
+        &self,
+        caller: &Caller,
+        id: &str,
+        op: Value,
+    ) -> ApiResult<Value> {
         let cid = CapabilityId::parse(id)
             .map_err(|e| ApiError::bad_request("capability_id", e.to_string(), "v1.1 §8.4"))?;
         let (thread, issued_to, revoked) = {
@@ -503,7 +326,7 @@ impl Service {
         }
         // The pipeline marks the token revoked, bumps cap_epoch and emits the
         // `capability.revoked` event and audit entry in the operation's own transaction.
-        let stored = self.submit_envelope(caller, op)?;
+        let stored = self.submit_envelope(caller, op).await?;
         let conn = self.store.conn();
         let state = self
             .thread_state(&conn, &thread)?

@@ -24,16 +24,16 @@ pub const MAX_KEY_LEN: usize = 255;
 
 impl Service {
     /// Runs `f` once per (caller, key); replays the first outcome for repeats.
-    pub fn idempotent(
+    pub async fn idempotent(
         &self,
         caller: &Caller,
         key: Option<&str>,
         route: &str,
         request_hash: &str,
-        f: impl FnOnce() -> Outcome,
+        f: impl std::future::Future<Output = Outcome>,
     ) -> ApiResult<Outcome> {
         let Some(key) = key.filter(|_| !self.quirk(Quirk::IgnoreIdempotencyKey)) else {
-            return Ok(f());
+            return Ok(f.await);
         };
         if key.is_empty() || key.len() > MAX_KEY_LEN || !key.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(ApiError::bad_request(
@@ -64,7 +64,7 @@ impl Service {
             let body: Value = serde_json::from_str(&response).map_err(ApiError::internal)?;
             return Ok(replay(u16::try_from(status).unwrap_or(500), body));
         }
-        let outcome = f();
+        let outcome = f.await;
         let (status, body) = match &outcome {
             Outcome::Ok(s, b) => (*s, b.clone()),
             Outcome::Err(e)

@@ -13,9 +13,9 @@ pub mod events;
 pub mod idempotency;
 pub mod identity;
 pub mod rate_limit;
-pub mod resolvers;
 pub mod search;
 pub mod threads;
+pub mod write_group;
 
 use crate::config::NodeConfig;
 use crate::env::Env;
@@ -49,9 +49,12 @@ pub struct Service {
     pub store: Store,
     /// Deliberate defects (empty unless built with `quirks`).
     pub quirks: Quirks,
+    /// The acceptance deviations the quirks stand for (none on a real node).
+    pub(crate) deviations: loom_protocol::accept::Deviations,
     node_key: SigningKey,
     node_key_id: String,
     pub(crate) threads: envelopes::ThreadCache,
+    pub(crate) write_group: write_group::WriteGroup,
     pub(crate) rate_limiter: rate_limit::RateLimiter,
 }
 
@@ -63,10 +66,12 @@ impl Service {
             config,
             env,
             store,
+            deviations: quirks.deviations(),
             quirks,
             node_key,
             node_key_id,
             threads: envelopes::ThreadCache::default(),
+            write_group: write_group::WriteGroup::default(),
             rate_limiter: rate_limit::RateLimiter::default(),
         })
     }

@@ -256,17 +256,12 @@ impl Service {
                 ));
             }
         }
-        let order = {
-            let cache = self.threads.0.lock().unwrap_or_else(|p| p.into_inner());
-            match cache.get(&tid) {
-                Some(rt) => rendering_order(&rt.dag),
-                None => {
-                    drop(cache);
-                    let rt = self
-                        .load_thread(&conn, &tid)?
-                        .ok_or_else(|| ApiError::internal("thread"))?;
-                    rendering_order(&rt.dag)
-                }
+        let order = match self.threads.get(&tid) {
+            Some(rt) => rendering_order(&rt.dag),
+            None => {
+                let rt = crate::store::threads::load_runtime(&conn, &tid)?
+                    .ok_or_else(|| ApiError::internal("thread"))?;
+                rendering_order(&rt.dag)
             }
         };
         let mut stmt = conn.prepare_cached("SELECT body FROM envelopes WHERE id = ?1")?;
@@ -288,7 +283,7 @@ impl Service {
     }
 
     /// `POST /v1/threads/{id}/ops`: a `thread_op` envelope for this thread (§16.2).
-    pub fn post_thread_op(&self, caller: &Caller, id: &str, env: Value) -> ApiResult<Value> {
+    pub async fn post_thread_op(&self, caller: &Caller, id: &str, env: Value) -> ApiResult<Value> {
         let tid = parse_thread_id(id)?;
         if env.get("type").and_then(Value::as_str) != Some("thread_op") {
             return Err(ApiError::bad_request(
@@ -304,7 +299,7 @@ impl Service {
                 "v1.1 §16.2",
             ));
         }
-        self.submit_envelope(caller, env)
+        self.submit_envelope(caller, env).await
     }
 
     /// Stable reference to an envelope id for callers outside the crate.

@@ -36,14 +36,17 @@ fn row_hash(prev: &str, seq: i64, e: &AuditEntry<'_>) -> String {
     hex::encode(h.finalize())
 }
 
+/// The last row of the chain.
+pub const SELECT_HEAD: &str =
+    "SELECT seq, hash FROM audit_log WHERE seq = (SELECT MAX(seq) FROM audit_log)";
+const INSERT: &str =
+    "INSERT INTO audit_log (seq, at, actor, action, subject, details, prev_hash, hash)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+
 /// Appends an entry inside the caller's transaction.
 pub fn append(conn: &Connection, e: &AuditEntry<'_>) -> rusqlite::Result<()> {
     let last: Option<(i64, String)> = conn
-        .row(
-            "SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
+        .row(SELECT_HEAD, [], |r| Ok((r.get(0)?, r.get(1)?)))
         .map(Some)
         .or_else(|e| match e {
             rusqlite::Error::QueryReturnedNoRows => Ok(None),
@@ -55,8 +58,7 @@ pub fn append(conn: &Connection, e: &AuditEntry<'_>) -> rusqlite::Result<()> {
     };
     let hash = row_hash(&prev, seq, e);
     conn.exec(
-        "INSERT INTO audit_log (seq, at, actor, action, subject, details, prev_hash, hash)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        INSERT,
         params![
             seq,
             e.at,

@@ -259,6 +259,9 @@ pub struct StructuredContent {
     /// URI of the expected reply structure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_schema: Option<Value>,
+    /// Preconditions of a thread operation (v1.1 §11.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preconditions: Option<Value>,
 }
 
 /// An attachment reference (v1.1 §8.1).

@@ -20,6 +20,14 @@ pub struct ThreadLimits {
     pub max_pending_parents: usize,
 }
 
+impl ThreadLimits {
+    /// Every limit off (rebuilding stored threads; nodes that waive §10.7).
+    pub const UNLIMITED: ThreadLimits = ThreadLimits {
+        max_envelopes_per_thread: 0,
+        max_pending_parents: 0,
+    };
+}
+
 impl Default for ThreadLimits {
     fn default() -> Self {
         ThreadLimits {

@@ -1,9 +1,10 @@
 //! The store seen through `loom-protocol`'s lookup traits: keys, identity types, revocations
 //! and spent tokens for delegation chains (§13.3) and capability tokens (§12).
 
-use crate::store::Cached;
+use super::Cached;
 use ed25519_dalek::VerifyingKey;
 use loom_protocol::Address;
+use loom_protocol::accept::Directory;
 use loom_protocol::capability::CapabilityResolver;
 use loom_protocol::delegation::{DelegationResolver, LinkRef};
 use loom_protocol::envelope::SenderType;
@@ -13,6 +14,27 @@ use loom_protocol::thread::ThreadState;
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// Lookups against the store inside the current transaction.
+/// `SIGNING_KEYS`.
+pub const SIGNING_KEYS: &str = "SELECT key_id, public_key FROM identity_keys WHERE identity = ?1 AND purpose = 'signing' AND status = 'active' ORDER BY key_id";
+
+/// `LINK_REVOKED_BY_CONTENT`.
+pub const LINK_REVOKED_BY_CONTENT: &str = "SELECT 1 FROM delegations WHERE delegator = ?1 AND delegate = ?2 AND link_created_at = ?3 AND revoked_at IS NOT NULL LIMIT 1";
+
+/// `LINK_REVOKED_BY_ID`.
+pub const LINK_REVOKED_BY_ID: &str =
+    "SELECT 1 FROM delegations WHERE id = ?1 AND revoked_at IS NOT NULL";
+
+/// `PAIR_REVOKED`.
+pub const PAIR_REVOKED: &str = "SELECT 1 FROM delegation_revocations WHERE delegator = ?1 AND delegate = ?2 AND revoked_at >= ?3";
+
+/// `CAPABILITY_REVOKED`.
+pub const CAPABILITY_REVOKED: &str =
+    "SELECT 1 FROM capabilities WHERE id = ?1 AND revoked_at IS NOT NULL";
+
+/// `CAPABILITY_SPENT`.
+pub const CAPABILITY_SPENT: &str =
+    "SELECT 1 FROM capabilities WHERE id = ?1 AND spent_at IS NOT NULL";
+
 #[derive(Debug)]
 pub struct StoreResolver<'a> {
     /// The connection (inside the caller's transaction).
@@ -23,9 +45,7 @@ pub struct StoreResolver<'a> {
 
 impl StoreResolver<'_> {
     fn keys(&self, identity: &Address, key_id: Option<&str>) -> Vec<(String, VerifyingKey)> {
-        let mut stmt = match self.conn.prepare_cached(
-            "SELECT key_id, public_key FROM identity_keys WHERE identity = ?1 AND purpose = 'signing' AND status = 'active' ORDER BY key_id",
-        ) {
+        let mut stmt = match self.conn.prepare_cached(SIGNING_KEYS) {
             Ok(s) => s,
             Err(_) => return Vec::new(),
         };
@@ -49,16 +69,7 @@ impl DelegationResolver for StoreResolver<'_> {
     }
 
     fn identity_type(&self, identity: &Address) -> Option<SenderType> {
-        let t: String = self
-            .conn
-            .row(
-                "SELECT type FROM identities WHERE id = ?1",
-                [identity.to_string()],
-                |r| r.get(0),
-            )
-            .optional()
-            .ok()??;
-        SenderType::parse(&t)
+        SenderType::parse(&self.registered(identity).ok()??)
     }
 
     fn is_revoked(&self, link: &LinkRef<'_>) -> bool {
@@ -67,8 +78,12 @@ impl DelegationResolver for StoreResolver<'_> {
         let by_content = self
             .conn
             .row(
-                "SELECT 1 FROM delegations WHERE delegator = ?1 AND delegate = ?2 AND link_created_at = ?3 AND revoked_at IS NOT NULL LIMIT 1",
-                params![link.delegator.to_string(), link.delegate.to_string(), link.created_at.to_rfc3339()],
+                LINK_REVOKED_BY_CONTENT,
+                params![
+                    link.delegator.to_string(),
+                    link.delegate.to_string(),
+                    link.created_at.to_rfc3339()
+                ],
                 |_| Ok(()),
             )
             .optional()
@@ -77,11 +92,7 @@ impl DelegationResolver for StoreResolver<'_> {
             .is_some();
         let by_id = link.id.is_some_and(|id| {
             self.conn
-                .row(
-                    "SELECT 1 FROM delegations WHERE id = ?1 AND revoked_at IS NOT NULL",
-                    [id],
-                    |_| Ok(()),
-                )
+                .row(LINK_REVOKED_BY_ID, [id], |_| Ok(()))
                 .optional()
                 .ok()
                 .flatten()
@@ -90,8 +101,12 @@ impl DelegationResolver for StoreResolver<'_> {
         let by_pair = self
             .conn
             .row(
-                "SELECT 1 FROM delegation_revocations WHERE delegator = ?1 AND delegate = ?2 AND revoked_at >= ?3",
-                params![link.delegator.to_string(), link.delegate.to_string(), link.created_at.to_rfc3339()],
+                PAIR_REVOKED,
+                params![
+                    link.delegator.to_string(),
+                    link.delegate.to_string(),
+                    link.created_at.to_rfc3339()
+                ],
                 |_| Ok(()),
             )
             .optional()
@@ -99,6 +114,47 @@ impl DelegationResolver for StoreResolver<'_> {
             .flatten()
             .is_some();
         by_content || by_id || by_pair
+    }
+}
+
+/// The signing key `key_id` of `identity` when it is active.
+pub const ACTIVE_SIGNING_KEY: &str = "SELECT public_key FROM identity_keys WHERE identity = ?1 AND key_id = ?2 AND purpose = 'signing' AND status = 'active'";
+/// The registered type of an identity.
+pub const IDENTITY_TYPE: &str = "SELECT type FROM identities WHERE id = ?1";
+
+impl StoreResolver<'_> {
+    /// The registered type as stored (`human`, `agent`, …).
+    pub fn registered(&self, identity: &Address) -> rusqlite::Result<Option<String>> {
+        self.conn
+            .row(IDENTITY_TYPE, [identity.to_string()], |r| r.get(0))
+            .optional()
+    }
+
+    /// The active signing key `key_id` of `identity`.
+    pub fn active_key(
+        &self,
+        identity: &Address,
+        key_id: &str,
+    ) -> rusqlite::Result<Option<VerifyingKey>> {
+        let pk: Option<String> = self
+            .conn
+            .row(
+                ACTIVE_SIGNING_KEY,
+                params![identity.to_string(), key_id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(pk.and_then(|p| public_key_from_b64url(&p).ok()))
+    }
+}
+
+impl Directory for StoreResolver<'_> {
+    fn registered_type(&self, identity: &Address) -> Option<String> {
+        self.registered(identity).ok().flatten()
+    }
+
+    fn active_signing_key(&self, identity: &Address, key_id: &str) -> Option<VerifyingKey> {
+        self.active_key(identity, key_id).ok().flatten()
     }
 }
 
@@ -121,11 +177,7 @@ impl CapabilityResolver for StoreResolver<'_> {
 
     fn is_revoked(&self, id: &CapabilityId) -> bool {
         self.conn
-            .row(
-                "SELECT 1 FROM capabilities WHERE id = ?1 AND revoked_at IS NOT NULL",
-                [id.to_string()],
-                |_| Ok(()),
-            )
+            .row(CAPABILITY_REVOKED, [id.to_string()], |_| Ok(()))
             .optional()
             .ok()
             .flatten()
@@ -134,11 +186,7 @@ impl CapabilityResolver for StoreResolver<'_> {
 
     fn is_spent(&self, id: &CapabilityId) -> bool {
         self.conn
-            .row(
-                "SELECT 1 FROM capabilities WHERE id = ?1 AND spent_at IS NOT NULL",
-                [id.to_string()],
-                |_| Ok(()),
-            )
+            .row(CAPABILITY_SPENT, [id.to_string()], |_| Ok(()))
             .optional()
             .ok()
             .flatten()

@@ -1,0 +1,339 @@
+//! The single writer with group commit (issue 14). Admission — parsing, validation,
+//! canonicalization, Ed25519, delegation chains — runs in each request's own task, with no
+//! lock. Admitted envelopes queue here; one task at a time is the *leader*: it takes every
+//! queued envelope, decides and applies them in queue order inside one transaction (a
+//! savepoint each, so a refused envelope rolls back only its own effects), commits once
+//! (one WAL fsync for the group) and only then hands each request its answer. Then it passes
+//! leadership to the first envelope that queued meanwhile, so no request waits behind
+//! batches that are not its own.
+//!
+//! The leader is an ordinary request task (no thread of its own), so the node behaves the
+//! same under tokio and inside the turmoil simulator, where one seed must give one trace.
+//! On a multi-threaded runtime the leader runs the batch under `block_in_place`, so the
+//! other tasks of its worker move on while SQLite waits for the disk.
+//!
+//! Order and caches: envelopes are decided in the order they queued, each against the
+//! state the earlier ones left (the transaction sees their rows; thread runtimes changed by
+//! the batch are held in an overlay). The shared thread cache takes the overlay only after
+//! the commit succeeded; a failed commit answers every envelope of the group with
+//! `INTERNAL_ERROR` and changes no cache.
+
+use super::{Caller, Service};
+use crate::error::{ApiError, ApiResult};
+use crate::store::accept::{WriterView, apply};
+use crate::store::{batch, envelopes, threads};
+use loom_protocol::accept::{
+    Acceptance, Admitted, Context, Decision, Origin, ThreadRuntime, decide,
+};
+use loom_protocol::id::ThreadId;
+use loom_protocol::thread::ThreadLimits;
+use rusqlite::Connection;
+use serde_json::Value;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::Notify;
+
+/// Most envelopes one transaction takes.
+pub const MAX_GROUP: usize = 256;
+
+/// The queue of admitted envelopes and who leads.
+#[derive(Debug, Default)]
+pub struct WriteGroup {
+    queue: Mutex<Queue>,
+}
+
+#[derive(Debug, Default)]
+struct Queue {
+    jobs: VecDeque<Job>,
+    leading: bool,
+}
+
+#[derive(Debug)]
+struct Job {
+    admitted: Admitted,
+    caller: Caller,
+    slot: Arc<Slot>,
+}
+
+/// Where a request waits for its answer or for leadership.
+#[derive(Debug, Default)]
+struct Slot {
+    result: Mutex<Option<ApiResult<Value>>>,
+    lead: AtomicBool,
+    abandoned: AtomicBool,
+    notify: Notify,
+}
+
+impl Slot {
+    fn finish(&self, r: ApiResult<Value>) {
+        *self.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+        self.notify.notify_one();
+    }
+
+    fn take(&self) -> Option<ApiResult<Value>> {
+        self.result.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+impl WriteGroup {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues `job`; true when the caller becomes the leader.
+    fn enqueue(&self, job: Job) -> bool {
+        let mut q = self.lock();
+        q.jobs.push_back(job);
+        !std::mem::replace(&mut q.leading, true)
+    }
+
+    /// The leader's batch: everything queued, up to [`MAX_GROUP`].
+    fn take(&self) -> Vec<Job> {
+        let mut q = self.lock();
+        let n = q.jobs.len().min(MAX_GROUP);
+        q.jobs.drain(..n).collect()
+    }
+
+    /// Passes leadership to the first waiting envelope, or ends it.
+    fn hand_off(q: &mut Queue) {
+        match q
+            .jobs
+            .iter()
+            .find(|j| !j.slot.abandoned.load(Ordering::SeqCst))
+        {
+            Some(next) => {
+                next.slot.lead.store(true, Ordering::SeqCst);
+                next.slot.notify.notify_one();
+            }
+            None => q.leading = false,
+        }
+    }
+}
+
+/// Keeps the queue moving when a waiting request is dropped (its client went away): a
+/// leadership handed to it passes on.
+struct Abandon<'a> {
+    group: &'a WriteGroup,
+    slot: &'a Arc<Slot>,
+    armed: bool,
+}
+
+impl Drop for Abandon<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let mut q = self.group.lock();
+        self.slot.abandoned.store(true, Ordering::SeqCst);
+        if self.slot.lead.swap(false, Ordering::SeqCst) {
+            WriteGroup::hand_off(&mut q);
+        }
+    }
+}
+
+/// Thread runtimes as the batch changed them.
+#[derive(Debug, Default)]
+struct Overlay(BTreeMap<ThreadId, Held>);
+
+#[derive(Debug)]
+enum Held {
+    /// The thread as of the batch so far.
+    Loaded(Box<ThreadRuntime>),
+    /// The thread does not exist.
+    Absent,
+    /// Changed in the store outside its runtime (a fork target): read it from the store.
+    Stale,
+}
+
+impl Service {
+    /// Decides, applies and durably commits an admitted envelope in the writer's next
+    /// group; the stored envelope, or why it was refused.
+    pub(crate) async fn commit_envelope(
+        &self,
+        admitted: Admitted,
+        caller: &Caller,
+    ) -> ApiResult<Value> {
+        let slot = Arc::new(Slot::default());
+        let group = &self.write_group;
+        let mut lead = group.enqueue(Job {
+            admitted,
+            caller: caller.clone(),
+            slot: slot.clone(),
+        });
+        let mut guard = Abandon {
+            group,
+            slot: &slot,
+            armed: true,
+        };
+        loop {
+            if lead {
+                self.lead_one_batch();
+                lead = false;
+            }
+            if let Some(r) = slot.take() {
+                guard.armed = false;
+                return r;
+            }
+            slot.notify.notified().await;
+            if slot.lead.swap(false, Ordering::SeqCst) {
+                lead = true;
+            }
+        }
+    }
+
+    fn lead_one_batch(&self) {
+        let jobs = self.write_group.take();
+        let run = || self.commit_batch(jobs);
+        match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(run),
+            _ => run(),
+        }
+        let mut q = self.write_group.lock();
+        WriteGroup::hand_off(&mut q);
+    }
+
+    fn commit_batch(&self, jobs: Vec<Job>) {
+        let conn = self.store.conn();
+        let mut overlay = Overlay::default();
+        let mut results: Vec<ApiResult<(Value, Option<Box<Acceptance>>)>> =
+            Vec::with_capacity(jobs.len());
+        let committed = batch::transaction(&conn, |c| {
+            for job in &jobs {
+                let r = batch::savepoint(c, |c| self.accept_in_batch(c, job, &mut overlay))?;
+                if let Ok((_, Some(a))) = &r {
+                    overlay.advance(a);
+                }
+                results.push(r);
+            }
+            Ok(())
+        });
+        drop(conn);
+        tracing::debug!(group = jobs.len(), ok = committed.is_ok(), "group commit");
+        match committed {
+            Ok(()) => {
+                self.threads.merge(overlay);
+                for (job, r) in jobs.iter().zip(results) {
+                    job.slot.finish(r.map(|(v, _)| v));
+                }
+            }
+            Err(e) => {
+                let err = ApiError::internal(format!("group commit: {e}"));
+                for job in &jobs {
+                    job.slot.finish(Err(err.clone()));
+                }
+            }
+        }
+    }
+
+    /// One envelope of a batch: decide against the writer's view, apply the effects.
+    fn accept_in_batch(
+        &self,
+        c: &Connection,
+        job: &Job,
+        overlay: &mut Overlay,
+    ) -> ApiResult<(Value, Option<Box<Acceptance>>)> {
+        let f = &job.admitted.facts;
+        overlay.load(f.thread, &self.threads, c)?;
+        let view = WriterView {
+            conn: c,
+            thread: overlay.get(&f.thread),
+        };
+        let now = self.env.now();
+        let limit = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        let ctx = Context {
+            now,
+            node_id: &self.config.domain,
+            limits: ThreadLimits {
+                max_envelopes_per_thread: limit(self.config.limits.max_envelopes_per_thread),
+                max_pending_parents: limit(self.config.limits.max_pending_parents),
+            },
+            deviations: &self.deviations,
+        };
+        let origin = Origin::Local {
+            caller: &job.caller.identity,
+        };
+        match decide(&job.admitted, origin, &view, &ctx)? {
+            Decision::AlreadyStored => {
+                let stored = envelopes::body(c, &f.id)?;
+                Ok((
+                    stored.unwrap_or_else(|| job.admitted.envelope.clone()),
+                    None,
+                ))
+            }
+            Decision::Accepted(a) => {
+                apply(c, &a, &now.to_rfc3339(), &mut || self.new_event_id())?;
+                Ok((a.envelope.clone(), Some(a)))
+            }
+        }
+    }
+}
+
+impl Overlay {
+    fn get(&self, id: &ThreadId) -> Option<&ThreadRuntime> {
+        match self.0.get(id) {
+            Some(Held::Loaded(rt)) => Some(rt),
+            _ => None,
+        }
+    }
+
+    /// Brings `id` into the overlay: from the shared cache, else from the store.
+    fn load(
+        &mut self,
+        id: ThreadId,
+        cache: &super::envelopes::ThreadCache,
+        c: &Connection,
+    ) -> ApiResult<()> {
+        let stale = match self.0.get(&id) {
+            Some(Held::Loaded(_) | Held::Absent) => return Ok(()),
+            Some(Held::Stale) => true,
+            None => false,
+        };
+        let cached = if stale { None } else { cache.get(&id) };
+        let held = match cached {
+            Some(rt) => Held::Loaded(Box::new(rt)),
+            None => match threads::load_runtime(c, &id)? {
+                Some(rt) => Held::Loaded(Box::new(rt)),
+                None => Held::Absent,
+            },
+        };
+        self.0.insert(id, held);
+        Ok(())
+    }
+
+    fn advance(&mut self, a: &Acceptance) {
+        let entry = self.0.entry(a.facts.thread).or_insert(Held::Absent);
+        if !matches!(entry, Held::Loaded(_)) {
+            *entry = Held::Loaded(Box::new(ThreadRuntime {
+                dag: Default::default(),
+                state: a.next_state.clone(),
+                last_event_seq: 0,
+            }));
+        }
+        if let Held::Loaded(rt) = entry {
+            a.advance(rt);
+        }
+        for t in &a.evict {
+            self.0.insert(*t, Held::Stale);
+        }
+    }
+}
+
+impl super::envelopes::ThreadCache {
+    /// Takes a committed batch's thread runtimes.
+    fn merge(&self, overlay: Overlay) {
+        let mut map = self.lock();
+        for (id, held) in overlay.0 {
+            match held {
+                Held::Loaded(rt) => {
+                    map.insert(id, *rt);
+                }
+                Held::Stale => {
+                    map.remove(&id);
+                }
+                Held::Absent => {}
+            }
+        }
+        super::envelopes::ThreadCache::bound(&mut map);
+    }
+}

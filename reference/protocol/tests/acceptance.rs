@@ -1,0 +1,516 @@
+//! The acceptance core on its own (no store, no HTTP): an in-memory world implements the
+//! lookups, applies each decision's effects the way a node does, and the tests check the
+//! order of the §16.1 steps, the effects and the invariants of `meta.event_seq`.
+
+mod common;
+
+use common::{ALICE, BOB, CAROL, key, key_id};
+use ed25519_dalek::VerifyingKey;
+use loom_protocol::accept::{
+    AcceptView, Admitted, Context, Decision, Deviations, Directory, Effect, Origin, SizeLimit,
+    SpecRules, TaskRecord, ThreadRuntime, admit, decide,
+};
+use loom_protocol::capability::CapabilityResolver;
+use loom_protocol::delegation::{DelegationResolver, LinkRef};
+use loom_protocol::envelope::{SenderType, sign_envelope};
+use loom_protocol::id::{CapabilityId, EnvelopeId, ThreadId};
+use loom_protocol::task::TaskState;
+use loom_protocol::thread::{ThreadLimits, ThreadState};
+use loom_protocol::{Address, ErrorCode, Timestamp};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+
+const NOW: &str = "2026-02-16T17:00:00Z";
+
+/// Registered identities, stored envelopes, threads and tasks.
+#[derive(Default)]
+struct World {
+    identities: BTreeMap<Address, (String, VerifyingKey)>,
+    stored: BTreeSet<EnvelopeId>,
+    threads: BTreeMap<ThreadId, ThreadRuntime>,
+    tasks: BTreeMap<String, TaskRecord>,
+    events: Vec<(ThreadId, u64)>,
+}
+
+impl World {
+    fn with_people() -> World {
+        let mut w = World::default();
+        for (a, seed) in [(ALICE, 1), (BOB, 2), (CAROL, 3)] {
+            w.identities.insert(
+                Address::parse_wire(a).unwrap(),
+                ("human".into(), key(seed).verifying_key()),
+            );
+        }
+        w
+    }
+
+    /// Admits and decides like a node: applies an accepted envelope's effects.
+    fn submit(
+        &mut self,
+        env: Value,
+        dev: &Deviations,
+    ) -> Result<Decision, loom_protocol::ProtocolError> {
+        let caller = Address::parse_wire(env["from"]["identity"].as_str().unwrap()).unwrap();
+        self.submit_as(env, Origin::Local { caller: &caller }, dev)
+    }
+
+    fn submit_as(
+        &mut self,
+        env: Value,
+        origin: Origin<'_>,
+        dev: &Deviations,
+    ) -> Result<Decision, loom_protocol::ProtocolError> {
+        let now = Timestamp::parse(NOW).unwrap();
+        let admitted: Admitted = admit(env, origin, self, &SpecRules, SizeLimit(64 * 1024), now)?;
+        let ctx = Context {
+            now,
+            node_id: "node.test",
+            limits: ThreadLimits::default(),
+            deviations: dev,
+        };
+        let d = decide(&admitted, origin, self, &ctx)?;
+        if let Decision::Accepted(a) = &d {
+            self.stored.insert(a.facts.id);
+            for e in &a.effects {
+                if let Effect::TaskCreated {
+                    id,
+                    thread,
+                    creator,
+                    assignee,
+                } = e
+                {
+                    self.tasks.insert(
+                        id.to_string(),
+                        TaskRecord {
+                            thread: *thread,
+                            creator: creator.to_string(),
+                            assignee: assignee.clone(),
+                            state: TaskState::Created,
+                        },
+                    );
+                }
+                if let Effect::TaskMoved {
+                    id,
+                    state,
+                    assignee,
+                } = e
+                {
+                    let t = self.tasks.get_mut(id).unwrap();
+                    t.state = *state;
+                    t.assignee = assignee.clone();
+                }
+            }
+            let rt = self
+                .threads
+                .entry(a.facts.thread)
+                .or_insert_with(|| ThreadRuntime {
+                    dag: Default::default(),
+                    state: a.next_state.clone(),
+                    last_event_seq: 0,
+                });
+            a.advance(rt);
+            self.events.push((a.facts.thread, a.event_seq));
+        }
+        Ok(d)
+    }
+}
+
+impl DelegationResolver for World {
+    fn signing_keys(&self, identity: &Address) -> Option<Vec<(String, VerifyingKey)>> {
+        self.identities
+            .get(identity)
+            .map(|(_, k)| vec![("k_sign_x".into(), *k)])
+    }
+    fn identity_type(&self, identity: &Address) -> Option<SenderType> {
+        self.identities
+            .get(identity)
+            .and_then(|(t, _)| SenderType::parse(t))
+    }
+    fn is_revoked(&self, _: &LinkRef<'_>) -> bool {
+        false
+    }
+}
+
+impl Directory for World {
+    fn registered_type(&self, identity: &Address) -> Option<String> {
+        self.identities.get(identity).map(|(t, _)| t.clone())
+    }
+    fn active_signing_key(&self, identity: &Address, _key_id: &str) -> Option<VerifyingKey> {
+        self.identities.get(identity).map(|(_, k)| *k)
+    }
+}
+
+impl CapabilityResolver for World {
+    fn signing_key(&self, identity: &Address, key_id: &str) -> Option<VerifyingKey> {
+        self.active_signing_key(identity, key_id)
+    }
+    fn pop_key(&self, holder: &Address, key_id: &str) -> Option<VerifyingKey> {
+        self.active_signing_key(holder, key_id)
+    }
+    fn may_issue(&self, _: &Address, _: &ThreadId) -> bool {
+        false
+    }
+    fn is_revoked(&self, _: &CapabilityId) -> bool {
+        false
+    }
+    fn is_spent(&self, _: &CapabilityId) -> bool {
+        false
+    }
+}
+
+impl AcceptView for World {
+    fn is_stored(&self, id: &EnvelopeId) -> bool {
+        self.stored.contains(id)
+    }
+    fn thread(&self, id: &ThreadId) -> Option<&ThreadRuntime> {
+        self.threads.get(id)
+    }
+    fn stored_thread(&self, id: &ThreadId) -> Option<ThreadState> {
+        self.threads.get(id).map(|t| t.state.clone())
+    }
+    fn task(&self, id: &str) -> Option<TaskRecord> {
+        self.tasks.get(id).cloned()
+    }
+    fn capability_holder(&self, _: &str) -> Option<String> {
+        None
+    }
+}
+
+fn seed_of(from: &str) -> (u8, &'static str) {
+    match from {
+        ALICE => (1, "alice_1"),
+        BOB => (2, "bob_1"),
+        _ => (3, "carol_1"),
+    }
+}
+
+fn id(prefix: &str, n: u32) -> String {
+    format!("{prefix}_01JMKB7X9Q2RVHF3KN4TYZ{n:04}")
+}
+
+/// A signed message `n` in thread `t` from `from` to `to`, replying to `parent`.
+fn msg(n: u32, t: u32, from: &str, to: &str, parent: Option<u32>) -> Value {
+    let mut env = json!({
+        "loom": "1.1",
+        "id": id("env", n),
+        "thread_id": id("thr", t),
+        "parent_id": parent.map(|p| id("env", p)),
+        "type": "message",
+        "from": {"identity": from, "key_id": "k_sign_x", "type": "human"},
+        "to": [{"identity": to, "role": "primary"}],
+        "created_at": "2026-02-16T16:37:00Z",
+        "content": {"human": {"text": format!("hello {n}")}, "structured": {"intent": "message.general@v1"}},
+    });
+    let (seed, kid) = seed_of(from);
+    sign_envelope(&mut env, &key(seed), &key_id(kid)).unwrap();
+    env
+}
+
+fn op(n: u32, t: u32, from: &str, intent: &str, parameters: Value) -> Value {
+    let mut env = json!({
+        "loom": "1.1",
+        "id": id("env", n),
+        "thread_id": id("thr", t),
+        "parent_id": null,
+        "type": "thread_op",
+        "from": {"identity": from, "key_id": "k_sign_x", "type": "human"},
+        "to": [{"identity": from, "role": "primary"}],
+        "created_at": "2026-02-16T16:38:00Z",
+        "content": {"structured": {"intent": intent, "parameters": parameters}},
+    });
+    let (seed, kid) = seed_of(from);
+    sign_envelope(&mut env, &key(seed), &key_id(kid)).unwrap();
+    env
+}
+
+fn accepted(d: Decision) -> Box<loom_protocol::accept::Acceptance> {
+    match d {
+        Decision::Accepted(a) => a,
+        Decision::AlreadyStored => panic!("expected an acceptance"),
+    }
+}
+
+const NONE: Deviations = Deviations::NONE;
+
+#[test]
+fn a_root_bootstraps_its_thread_and_lists_every_effect_in_order() {
+    let mut w = World::with_people();
+    let a = accepted(w.submit(msg(1, 1, ALICE, BOB, None), &NONE).unwrap());
+    assert_eq!(a.event_seq, 1);
+    assert!(!a.pending_parent);
+    assert_eq!(a.envelope["meta"]["event_seq"], 1);
+    assert_eq!(a.envelope["meta"]["origin_event_seq"], 1);
+    assert_eq!(a.envelope["meta"]["node_id"], "node.test");
+    assert_eq!(
+        a.envelope["meta"]["received_at"],
+        "2026-02-16T17:00:00.000Z"
+    );
+    let kinds: Vec<&str> = a
+        .effects
+        .iter()
+        .map(|e| match e {
+            Effect::PutThread { fresh: true, .. } => "thread(new)",
+            Effect::IndexThread { .. } => "index-thread",
+            Effect::PutEnvelope { .. } => "envelope",
+            Effect::IndexEnvelope { .. } => "index-envelope",
+            Effect::Event(_) => "event",
+            Effect::Audit(_) => "audit",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "thread(new)",
+            "index-thread",
+            "envelope",
+            "index-envelope",
+            "event",
+            "audit"
+        ]
+    );
+    let ev = a.events().next().unwrap();
+    assert_eq!(ev.kind, "envelope.new");
+    let readers: Vec<String> = ev.readers.iter().map(|a| a.to_string()).collect();
+    assert_eq!(readers, [ALICE, BOB]);
+    assert!(a.next_state.is_owner(&Address::parse_wire(ALICE).unwrap()));
+}
+
+#[test]
+fn replies_take_the_next_event_seq_and_a_missing_parent_is_pending() {
+    let mut w = World::with_people();
+    w.submit(msg(1, 1, ALICE, BOB, None), &NONE).unwrap();
+    let b = accepted(w.submit(msg(2, 1, BOB, ALICE, Some(1)), &NONE).unwrap());
+    assert_eq!((b.event_seq, b.pending_parent), (2, false));
+    let c = accepted(w.submit(msg(3, 1, ALICE, BOB, Some(99)), &NONE).unwrap());
+    assert_eq!((c.event_seq, c.pending_parent), (3, true));
+    assert_eq!(c.envelope["meta"]["pending_parent"], true);
+    assert!(matches!(
+        c.effects[0],
+        Effect::PutThread {
+            fresh: false,
+            state_changed: false,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn duplicates_are_refused_unless_the_deviation_replays_them() {
+    let mut w = World::with_people();
+    w.submit(msg(1, 1, ALICE, BOB, None), &NONE).unwrap();
+    let e = w.submit(msg(1, 1, ALICE, BOB, None), &NONE).unwrap_err();
+    assert_eq!(e.code, ErrorCode::EnvelopeDuplicate);
+    let dev = Deviations {
+        allow_duplicate_ids: true,
+        ..NONE
+    };
+    assert_eq!(
+        w.submit(msg(1, 1, ALICE, BOB, None), &dev).unwrap(),
+        Decision::AlreadyStored
+    );
+}
+
+#[test]
+fn admission_checks_run_in_the_documented_order() {
+    let mut w = World::with_people();
+    // Step 3 before step 4: a spoofed sender is refused before the lookup.
+    let carol = Address::parse_wire(CAROL).unwrap();
+    let e = w
+        .submit_as(
+            msg(1, 1, ALICE, BOB, None),
+            Origin::Local { caller: &carol },
+            &NONE,
+        )
+        .unwrap_err();
+    assert_eq!(
+        (e.code, e.field.as_str()),
+        (ErrorCode::CapabilityDenied, "from.identity")
+    );
+    // Step 4: unknown sender.
+    w.identities.remove(&Address::parse_wire(BOB).unwrap());
+    let e = w.submit(msg(2, 2, BOB, ALICE, None), &NONE).unwrap_err();
+    assert_eq!(e.code, ErrorCode::IdentityNotFound);
+    // Step 5: a signature by another key.
+    let mut forged = msg(3, 3, ALICE, CAROL, None);
+    let carol_signed = msg(3, 3, CAROL, ALICE, None);
+    forged["signature"] = carol_signed["signature"].clone();
+    let e = w.submit(forged, &NONE).unwrap_err();
+    assert_eq!(e.code, ErrorCode::SignatureInvalid);
+    // Step 1 before everything: size.
+    let mut big = msg(4, 4, ALICE, CAROL, None);
+    big["content"]["human"]["text"] = "x".repeat(70 * 1024).into();
+    assert_eq!(
+        w.submit(big, &NONE).unwrap_err().code,
+        ErrorCode::PayloadTooLarge
+    );
+    // Step 2: structure names the field.
+    let mut bad = msg(5, 5, ALICE, CAROL, None);
+    bad["to"] = json!([]);
+    let e = w.submit(bad, &NONE).unwrap_err();
+    assert_eq!(
+        (e.code, e.field.as_str()),
+        (ErrorCode::EnvelopeInvalid, "to")
+    );
+    assert!(w.stored.is_empty(), "no refused envelope is stored");
+}
+
+#[test]
+fn thread_rules_refuse_unknown_threads_outsiders_and_locked_threads() {
+    let mut w = World::with_people();
+    let e = w
+        .submit(op(1, 1, ALICE, "thread.resolve@v1", json!({})), &NONE)
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::ThreadNotFound);
+    w.submit(msg(2, 1, ALICE, BOB, None), &NONE).unwrap();
+    let e = w
+        .submit(msg(3, 1, CAROL, ALICE, Some(2)), &NONE)
+        .unwrap_err();
+    assert_eq!(
+        (e.code, e.field.as_str()),
+        (ErrorCode::CapabilityDenied, "from.identity")
+    );
+    let lock = accepted(
+        w.submit(op(4, 1, ALICE, "thread.lock@v1", json!({})), &NONE)
+            .unwrap(),
+    );
+    assert_eq!(lock.events().next().unwrap().kind, "thread.updated");
+    let e = w.submit(msg(5, 1, BOB, ALICE, Some(2)), &NONE).unwrap_err();
+    assert_eq!(e.code, ErrorCode::ThreadLocked);
+    let dev = Deviations {
+        accept_into_locked_thread: true,
+        ..NONE
+    };
+    assert!(w.submit(msg(5, 1, BOB, ALICE, Some(2)), &dev).is_ok());
+}
+
+#[test]
+fn operations_need_the_owner_and_change_the_state() {
+    let mut w = World::with_people();
+    w.submit(msg(1, 1, ALICE, BOB, None), &NONE).unwrap();
+    let e = w
+        .submit(op(2, 1, BOB, "thread.resolve@v1", json!({})), &NONE)
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::CapabilityDenied);
+    let add = accepted(
+        w.submit(
+            op(
+                3,
+                1,
+                ALICE,
+                "thread.add_participant@v1",
+                json!({"identity": CAROL}),
+            ),
+            &NONE,
+        )
+        .unwrap(),
+    );
+    assert!(
+        add.next_state
+            .is_active_participant(&Address::parse_wire(CAROL).unwrap())
+    );
+    assert!(matches!(
+        add.effects[0],
+        Effect::PutThread {
+            state_changed: true,
+            ..
+        }
+    ));
+    let e = w
+        .submit(op(4, 1, ALICE, "thread.archive@v1", json!({})), &NONE)
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::StateTransitionInvalid);
+}
+
+#[test]
+fn tasks_move_by_the_table_and_only_for_the_roles_that_may() {
+    let mut w = World::with_people();
+    let mut create = msg(1, 1, ALICE, BOB, None);
+    create["content"]["structured"] =
+        json!({"intent": "task.create@v1", "parameters": {"assignee": BOB}});
+    let (s, k) = seed_of(ALICE);
+    sign_envelope(&mut create, &key(s), &key_id(k)).unwrap();
+    let a = accepted(w.submit(create, &NONE).unwrap());
+    assert!(
+        a.effects
+            .iter()
+            .any(|e| matches!(e, Effect::TaskCreated { .. }))
+    );
+    let update = |n: u32, from: &str, state: &str| {
+        let mut e = msg(n, 1, from, ALICE, Some(1));
+        e["content"]["structured"] = json!({"intent": "task.state_update@v1", "parameters": {"task_id": id("env", 1), "state": state}});
+        let (s, k) = seed_of(from);
+        sign_envelope(&mut e, &key(s), &key_id(k)).unwrap();
+        e
+    };
+    assert!(w.submit(update(2, ALICE, "assigned"), &NONE).is_ok());
+    let e = w.submit(update(3, ALICE, "accepted"), &NONE).unwrap_err();
+    assert_eq!(
+        e.code,
+        ErrorCode::CapabilityDenied,
+        "only the assignee accepts"
+    );
+    assert!(w.submit(update(4, BOB, "accepted"), &NONE).is_ok());
+    let e = w.submit(update(5, BOB, "created"), &NONE).unwrap_err();
+    assert_eq!(e.code, ErrorCode::StateTransitionInvalid);
+}
+
+#[test]
+fn federated_delivery_binds_the_sender_to_the_delivering_node_and_keeps_its_seq() {
+    let mut w = World::with_people();
+    let e = w
+        .submit_as(
+            msg(1, 1, ALICE, BOB, None),
+            Origin::Federated {
+                node: "other.test",
+                origin_event_seq: Some(7),
+            },
+            &NONE,
+        )
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::CapabilityDenied);
+    let a = accepted(
+        w.submit_as(
+            msg(1, 1, ALICE, BOB, None),
+            Origin::Federated {
+                node: "NODE.test",
+                origin_event_seq: Some(7),
+            },
+            &NONE,
+        )
+        .unwrap(),
+    );
+    assert_eq!(a.envelope["meta"]["event_seq"], 1);
+    assert_eq!(a.envelope["meta"]["origin_event_seq"], 7);
+}
+
+proptest! {
+    /// Any sequence of replies (to existing, missing or fresh parents, in any of three
+    /// threads, by any of three people): every accepted envelope takes its thread's last
+    /// `event_seq` + 1, its readers include its sender, and a refused one changes nothing.
+    #[test]
+    fn event_seq_is_dense_per_thread(steps in proptest::collection::vec((0u32..3, 0usize..3, 0usize..3, 0u32..40), 1..40)) {
+        let people = [ALICE, BOB, CAROL];
+        let mut w = World::with_people();
+        let mut last: BTreeMap<ThreadId, u64> = BTreeMap::new();
+        for (n, (t, from, to, parent)) in steps.into_iter().enumerate() {
+            let n = n as u32 + 1;
+            let env = msg(n, t, people[from], people[to], (parent < n).then_some(parent));
+            let before = (w.stored.len(), w.events.len());
+            match w.submit(env, &NONE) {
+                Ok(Decision::Accepted(a)) => {
+                    let prev = last.get(&a.facts.thread).copied().unwrap_or(0);
+                    prop_assert_eq!(a.event_seq, prev + 1);
+                    last.insert(a.facts.thread, a.event_seq);
+                    prop_assert!(a.events().all(|e| e.readers.contains(&a.facts.sender)));
+                }
+                Ok(Decision::AlreadyStored) => prop_assert!(false, "no deviation is on"),
+                Err(e) => {
+                    prop_assert_eq!(e.code, ErrorCode::CapabilityDenied, "only outsiders are refused here: {}", e);
+                    prop_assert_eq!((w.stored.len(), w.events.len()), before);
+                }
+            }
+        }
+    }
+}
