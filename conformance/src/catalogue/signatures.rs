@@ -287,6 +287,34 @@ async fn value_wrong_length(cx: &mut Ctx) -> Verdict {
     bad_value(cx, |_| b64url_encode(&[7u8; 63]), false).await
 }
 
+/// Every signature the node cannot verify — an unknown context, an unknown key id, a value in
+/// the wrong alphabet or of the wrong length — should be refused with SIGNATURE_INVALID.
+async fn unverifiable_code(cx: &mut Ctx) -> Verdict {
+    let (alice, _, env) = setup(cx).await?;
+    let Ok(unknown) = KeyId::parse("k_sign_never_registered_9", KeyKind::Signing) else {
+        return Err(crate::case::Finding::Error("key id".into()));
+    };
+    let mut variants = Vec::new();
+    let mut signed = env.clone();
+    alice.sign(&mut signed);
+    let mut v = signed.clone();
+    v["signature"]["context"] = "LOOM-ENVELOPE-SIG-v9".into();
+    variants.push(v);
+    let mut v = env.clone();
+    let _ = sign_envelope(&mut v, alice.id.signing_key(), &unknown);
+    variants.push(v);
+    let mut v = signed.clone();
+    v["signature"]["value"] = b64url_encode(&[7u8; 63]).into();
+    variants.push(v);
+    for mut v in variants {
+        // Each probe its own id, so none is refused as a duplicate.
+        v["id"] = cx.data.envelope_id().into();
+        let i = cx.net.send(&alice, &v).await?;
+        cx.net.expect_code(i, "SIGNATURE_INVALID")?;
+    }
+    Ok(())
+}
+
 async fn value_all_zero(cx: &mut Ctx) -> Verdict {
     bad_value(cx, |_| b64url_encode(&[0u8; 64]), true).await
 }
@@ -588,6 +616,21 @@ pub const CASES: &[Case] = &[
         interpretation: None,
         mutant: BAD,
         run: |cx| Box::pin(value_wrong_length(cx)),
+    },
+    Case {
+        id: "core.signature.unverifiable.code",
+        level: 1,
+        strength: Strength::Should,
+        spec: &["v1.1 §24.2", "v1.1 §7.3"],
+        requirement: "A signature the node cannot verify (unknown context, unknown key id, malformed value) should be refused with SIGNATURE_INVALID.",
+        covers: &["R-24.2-02", "R-7.3-07", "R-7.3-03"],
+        needs: P,
+        how: "POST a message with signature.context LOOM-ENVELOPE-SIG-v9, one signed under a key id the sender does not have, and one whose signature.value is 63 bytes; expect 401 SIGNATURE_INVALID for each.",
+        interpretation: Some(
+            "An unverifiable signature fails verification (SIGNATURE_INVALID) and breaks the envelope's form (ENVELOPE_INVALID); §24.2 names neither for it, so the MUST cases take both and this case recommends SIGNATURE_INVALID.",
+        ),
+        mutant: BAD,
+        run: |cx| Box::pin(unverifiable_code(cx)),
     },
     Case {
         id: "core.signature.value.all-zero",

@@ -126,6 +126,25 @@ async fn lone_surrogate(cx: &mut Ctx) -> Verdict {
     )
 }
 
+async fn lone_surrogate_code(cx: &mut Ctx) -> Verdict {
+    let (alice, _, mut env) = setup(cx).await?;
+    env["content"]["human"]["text"] = "bad \u{FFFD} text".into();
+    alice.sign(&mut env);
+    let text = serde_json::to_string(&env).unwrap_or_default();
+    let text = text.replacen("bad \u{FFFD} text", "bad \\ud800 text", 1);
+    let i = cx
+        .net
+        .exchange(
+            "POST",
+            "/v1/envelopes",
+            &[],
+            Some(text.into_bytes()),
+            Some(&alice.token),
+        )
+        .await?;
+    cx.net.expect_code(i, "ENVELOPE_INVALID")
+}
+
 async fn envelope_not_found(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let id = cx.data.envelope_id();
@@ -358,6 +377,21 @@ pub const CASES: &[Case] = &[
         interpretation: None,
         mutant: Mutant::Quirk("accept-lone-surrogates"),
         run: |cx| Box::pin(lone_surrogate(cx)),
+    },
+    Case {
+        id: "core.structure.json.lone-surrogate.code",
+        level: 1,
+        strength: Strength::Should,
+        spec: &["v1.1 §24.2", "v1.1 §7.2"],
+        requirement: "A body with a lone surrogate escape should be refused with 400 ENVELOPE_INVALID.",
+        covers: &["R-24.2-01", "R-7.2-07"],
+        needs: P,
+        how: "Sign a message whose text holds U+FFFD, send its JSON text with that character written as a lone surrogate escape; expect 400 ENVELOPE_INVALID.",
+        interpretation: Some(
+            "§7.2 requires the rejection without naming a code; the text is not valid JSON for a signed form, so ENVELOPE_INVALID is recommended and SIGNATURE_INVALID also passes the MUST case.",
+        ),
+        mutant: Mutant::Quirk("accept-lone-surrogates"),
+        run: |cx| Box::pin(lone_surrogate_code(cx)),
     },
     Case {
         id: "core.structure.envelope.not-found",
