@@ -281,6 +281,10 @@ fn a_real_run_writes_valid_json_junit_and_html() {
 fn junit_marks_failures_and_skips() {
     let r = synthetic();
     let xml = junit::render(&r).expect("renders");
+    assert!(
+        xml.contains(r#"<property name="seed" value="7"/>"#),
+        "{xml}"
+    );
     let (_, cases, failures, skipped) = junit_counts(&xml);
     assert_eq!(cases, r.results.len());
     let want_fail = r
@@ -311,6 +315,10 @@ fn html_certificate_escapes_everything_from_the_target() {
     html::write(&r, &dir).expect("writes");
     let index = std::fs::read_to_string(dir.join("index.html")).expect("index");
     assert!(index.contains("not achieved"), "the verdict banner says so");
+    assert!(
+        index.contains("How to read this:") && index.contains("--seed 7"),
+        "the first screen says how to read it and how to reproduce the run"
+    );
     assert!(!index.contains("<script") && !index.contains("src=\"http"));
     let (case, _) = &r.results[0];
     let page = std::fs::read_to_string(dir.join("cases").join(html::case_file(case.id)))
