@@ -174,6 +174,7 @@ pub const AREA_MINIMUMS: &[(&str, usize)] = &[
     ("plsp-engine", 50),
     ("process-yaml", 100),
     ("identity-document", 60),
+    ("federation", 100),
 ];
 
 /// Every vector file in `dir`, sorted by name, loaded and checked.

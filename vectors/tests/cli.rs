@@ -156,6 +156,7 @@ fn stats_lists_every_area_with_counts() {
         "addresses",
         "envelope-signature",
         "http-signature",
+        "federation",
     ] {
         assert!(
             out.lines().any(|l| l.starts_with(area)),

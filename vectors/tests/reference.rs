@@ -126,3 +126,39 @@ fn malformed_files_are_reported() {
     assert!(e.0.contains("expected_error"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The federation vectors catch broken receivers: an implementation that forgets its nonce
+/// cache, or ignores its federation policy, fails exactly the vectors for those rules.
+#[test]
+fn federation_vectors_catch_a_receiver_without_replay_cache_or_policy() {
+    let file = VectorFile::load(&vectors_dir().join("federation.json")).unwrap();
+    let failing = |strip: &str| -> Vec<String> {
+        file.check(|req| {
+            let mut req = req.clone();
+            if req.kind == "verify-delivery-request" {
+                req.input.remove(strip);
+            }
+            reference::answer(&req)
+        })
+        .into_iter()
+        .filter(|o| o.judgement != Judgement::Pass)
+        .map(|o| o.id)
+        .collect()
+    };
+    assert_eq!(
+        failing("seen_nonces"),
+        vec![
+            "request.replay.under-15min",
+            "request.replay.node-respelled"
+        ]
+    );
+    assert_eq!(
+        failing("policy"),
+        vec![
+            "request.policy.quarantine",
+            "request.policy.blocked",
+            "request.policy.unlisted",
+            "request.policy.wildcard-not-apex"
+        ]
+    );
+}

@@ -97,7 +97,19 @@ fn financial_analysis_failure_path_blocks_the_contradicted_memo() {
     assert_eq!(failure.id, "contradicted-claims-blocked");
     assert_eq!(failure.run_status.map(|s| s.as_str()), Some("failed"));
     assert!(story(failure).contains(&"memo#1 rule:math-consistency fail".to_owned()));
+    // The fact checker contradicts the memo's revenue figure: the synthesis final gate
+    // (max_contradicted_count 0) blocks it, and the scorecard says so.
+    assert!(story(failure).contains(&"memo#1 validity:final_gate fail".to_owned()));
     assert!(story(failure).contains(&"memo=failed".to_owned()));
+    let events = read_jsonl(&failure.events_jsonl).unwrap();
+    let card = events
+        .iter()
+        .find_map(|e| e.payload.get("validityScorecard"))
+        .expect("a validity scorecard event");
+    assert_eq!(card["phases"]["memo"]["contradicted"], 1);
+    assert_eq!(card["phases"]["memo"]["status"], "fail");
+    assert_eq!(card["passed"], false);
+    assert!(!story(&reports[0]).iter().any(|v| v.contains("validity")));
 }
 
 /// The "every figure states its as-of date" check is a must-appear check, so it is an

@@ -568,6 +568,7 @@ fn llm_rules_go_through_the_model_with_judge_requests() {
                 ..Default::default()
             })
         }
+        _ => Ok(ModelReply::default()),
     }));
     let (out, _d) = quick(&process(yaml), Arc::new(model));
     assert_eq!(out.phases["p"].status, PhaseStatus::Failed);
@@ -820,6 +821,7 @@ fn excluded_tools_are_refused_and_policy_mode_orders_rules() {
             verdict: Some(true),
             ..Default::default()
         }),
+        _ => Ok(ModelReply::default()),
     }));
     let (out, _d) = quick(&process(yaml), Arc::new(model));
     let obs = kinds(&out)

@@ -41,12 +41,28 @@ fn every_example_package_loads_without_errors() {
 }
 
 #[test]
-fn only_the_legacy_example_warns_and_only_about_v1() {
+fn only_the_legacy_and_loader_form_examples_warn_and_only_about_that() {
     for dir in packages() {
         let pkg = load_dir(&dir).unwrap();
         let rules: Vec<_> = pkg.report.warnings().map(|d| d.rule).collect();
         if pkg.process.schema_version() == 1 {
             assert_eq!(rules, ["schema_version.legacy_v1"], "{}", dir.display());
+        } else if dir.ends_with("survey-synthesis") {
+            // Written in the forms the guide's loader reads: one warning per form.
+            assert_eq!(
+                rules,
+                [
+                    "risk_level.alias",
+                    "yaml.enum_case",
+                    "output_coordination.intermediate_root.not_normalized",
+                    "yaml.bool_yaml11",
+                    "yaml.bool_yaml11",
+                    "yaml.bool_yaml11",
+                    "yaml.bool_yaml11"
+                ],
+                "{}",
+                dir.display()
+            );
         } else {
             assert!(rules.is_empty(), "{}: {rules:?}", dir.display());
         }

@@ -19,6 +19,7 @@ pub mod delegation;
 pub mod documents;
 pub mod envelope;
 pub mod error;
+pub mod federation;
 pub mod fuzzing;
 pub mod http_sig;
 pub mod id;

@@ -233,3 +233,135 @@ fn the_wrapper_sender_must_be_the_signing_node() {
     assert_eq!(e.field, "sender_node");
     assert!(check_wrapper_sender(&serde_json::json!({"sender_node": 7}), "node-a.test").is_err());
 }
+
+mod v2 {
+    use super::*;
+    use loom_protocol::http_sig::{
+        NonceCacheLimits, SigningForm, sign_request_with_epoch, signing_string,
+        verify_request_detailed,
+    };
+    use loom_protocol::keys::sign_b64url;
+
+    fn verify(h: &SignedHeaders) -> Result<SigningForm, ProtocolError> {
+        verify_request_detailed(
+            &req(BODY),
+            h,
+            &key(40).verifying_key(),
+            &mut MemoryNonceCache::default(),
+            now(),
+        )
+        .map(|v| v.form)
+    }
+
+    #[test]
+    fn the_six_line_string_appends_the_trust_epoch() {
+        let five = canonical_string(&req(BODY), "T", "N");
+        assert_eq!(signing_string(&req(BODY), "T", "N", None), five);
+        assert_eq!(
+            signing_string(&req(BODY), "T", "N", Some("12")),
+            format!("{five}\n12")
+        );
+    }
+
+    #[test]
+    fn a_trust_epoch_header_must_be_signed() {
+        let h = sign_request_with_epoch(
+            &req(BODY),
+            "a.test",
+            "k",
+            &key(40),
+            now(),
+            &[9; 16],
+            Some("3"),
+        );
+        assert_eq!(h.trust_epoch.as_deref(), Some("3"));
+        assert_eq!(verify(&h), Ok(SigningForm::V2));
+        // Changing the epoch, or dropping the header, breaks the signature.
+        let mut other = h.clone();
+        other.trust_epoch = Some("4".into());
+        assert_eq!(verify(&other).unwrap_err().field, "X-LOOM-Signature");
+        let mut dropped = h.clone();
+        dropped.trust_epoch = None;
+        assert_eq!(verify(&dropped).unwrap_err().field, "X-LOOM-Signature");
+        // A v1 signature does not verify once an epoch header is added in flight.
+        let mut added = signed();
+        added.trust_epoch = Some("3".into());
+        assert_eq!(verify(&added).unwrap_err().field, "X-LOOM-Signature");
+        let mut junk = h.clone();
+        junk.trust_epoch = Some("3\n".into());
+        assert_eq!(verify(&junk).unwrap_err().field, "X-LOOM-Trust-Epoch");
+    }
+
+    #[test]
+    fn six_lines_with_an_empty_epoch_verify_without_the_header() {
+        let mut h = signed();
+        let text = format!("{}\n", canonical_string(&req(BODY), &h.timestamp, &h.nonce));
+        h.signature = sign_b64url(&key(40), None, text.as_bytes());
+        assert_eq!(verify(&h), Ok(SigningForm::V2));
+        assert_eq!(verify(&signed()), Ok(SigningForm::V1));
+    }
+
+    /// Without the nonce rule, a six-line signature over nonce `n` and epoch `5` would verify
+    /// as a five-line one over nonce "n\n5": a different cache slot, i.e. a replay.
+    #[test]
+    fn a_nonce_cannot_smuggle_a_line_break() {
+        let h = sign_request_with_epoch(
+            &req(BODY),
+            "a.test",
+            "k",
+            &key(40),
+            now(),
+            &[9; 16],
+            Some("5"),
+        );
+        let mut smuggled = h.clone();
+        smuggled.nonce = format!("{}\n5", h.nonce);
+        smuggled.trust_epoch = None;
+        assert_eq!(verify(&smuggled).unwrap_err().field, "X-LOOM-Nonce");
+        let mut long = signed();
+        long.nonce = "n".repeat(257);
+        assert_eq!(verify(&long).unwrap_err().field, "X-LOOM-Nonce");
+    }
+
+    #[test]
+    fn a_full_replay_cache_refuses_with_429() {
+        let mut cache = MemoryNonceCache::with_limits(NonceCacheLimits {
+            max_per_node: 1,
+            ..NonceCacheLimits::default()
+        });
+        let clock = ManualClock::new(now());
+        assert_eq!(check(&req(BODY), &signed(), &mut cache, &clock), Ok(()));
+        let second = sign_request(&req(BODY), "a.test", "k", &key(40), now(), &[8; 16]);
+        let e = check(&req(BODY), &second, &mut cache, &clock).unwrap_err();
+        assert_eq!(
+            (e.code, e.field.as_str()),
+            (ErrorCode::RateLimitExceeded, "X-LOOM-Nonce")
+        );
+    }
+
+    #[test]
+    fn headers_read_case_insensitively() {
+        let h = SignedHeaders::from_pairs([
+            ("x-loom-node", "a.test"),
+            ("X-LOOM-TIMESTAMP", "t"),
+            ("x-loom-nonce", "n"),
+            ("X-Loom-Key-Id", "k"),
+            ("x-loom-signature", "s"),
+            ("x-loom-trust-epoch", "2"),
+            ("content-type", "application/json"),
+        ]);
+        assert_eq!(
+            (
+                h.node.as_str(),
+                h.timestamp.as_str(),
+                h.nonce.as_str(),
+                h.key_id.as_str(),
+                h.signature.as_str(),
+                h.trust_epoch.as_deref()
+            ),
+            ("a.test", "t", "n", "k", "s", Some("2"))
+        );
+        assert_eq!(SignedHeaders::from_pairs([]).trust_epoch, None);
+        assert_eq!(h.all_pairs().len(), 6);
+    }
+}

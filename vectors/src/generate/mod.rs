@@ -9,6 +9,7 @@ pub mod capability_token;
 pub mod delegation_chain;
 pub mod envelope_signature;
 pub mod envelope_validation;
+pub mod federation;
 pub mod handwritten;
 pub mod http_signature;
 pub mod identity_document;
@@ -135,6 +136,11 @@ pub const GENERATED: &[GeneratedArea] = &[
         area: "identity-document",
         build: identity_document::build,
         schema: identity_document::schema,
+    },
+    GeneratedArea {
+        area: "federation",
+        build: federation::build,
+        schema: federation::schema,
     },
 ];
 

@@ -23,27 +23,17 @@ fn field<'a>(v: &'a Value, name: &str) -> Result<&'a str, BadRequest> {
         .ok_or_else(|| format!("member {name:?} must be a string"))
 }
 
-/// The five headers, looked up case-insensitively (RFC 9110 §5.1); an absent one is empty,
-/// which `verify_request` rejects as missing.
+/// The headers, looked up case-insensitively (RFC 9110 §5.1); an absent required one is
+/// empty, which `verify_request` rejects as missing.
 fn headers(input: Input<'_>) -> Result<SignedHeaders, BadRequest> {
     let map = input
         .value("headers")?
         .as_object()
         .ok_or("input member \"headers\" must be an object")?;
-    let get = |name: &str| {
+    Ok(SignedHeaders::from_pairs(
         map.iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .and_then(|(_, v)| v.as_str())
-            .unwrap_or_default()
-            .to_owned()
-    };
-    Ok(SignedHeaders {
-        node: get("X-LOOM-Node"),
-        timestamp: get("X-LOOM-Timestamp"),
-        nonce: get("X-LOOM-Nonce"),
-        key_id: get("X-LOOM-Key-Id"),
-        signature: get("X-LOOM-Signature"),
-    })
+            .filter_map(|(k, v)| v.as_str().map(|v| (k.as_str(), v))),
+    ))
 }
 
 /// The replay cache as the receiver left it: `seen_nonces` recorded in time order.

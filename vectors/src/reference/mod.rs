@@ -6,6 +6,7 @@ mod capability_token;
 mod delegation_chain;
 mod envelope_signature;
 mod envelope_validation;
+mod federation;
 mod http_signature;
 mod identity_document;
 mod jcs_numbers;
@@ -170,6 +171,58 @@ pub const KINDS: &[KindHandler] = &[
     KindHandler {
         kind: "identity-type-members",
         answer: identity_document::type_members,
+    },
+    KindHandler {
+        kind: "parse-delivery-wrapper",
+        answer: federation::parse_wrapper,
+    },
+    KindHandler {
+        kind: "federation-signing-string",
+        answer: federation::signing_string_kind,
+    },
+    KindHandler {
+        kind: "verify-delivery-request",
+        answer: federation::verify_delivery,
+    },
+    KindHandler {
+        kind: "federation-receipt-text",
+        answer: federation::receipt_text,
+    },
+    KindHandler {
+        kind: "verify-delivery-receipt",
+        answer: federation::verify_delivery_receipt,
+    },
+    KindHandler {
+        kind: "read-node-document",
+        answer: federation::read_document,
+    },
+    KindHandler {
+        kind: "verify-identity-node-signature",
+        answer: federation::verify_identity,
+    },
+    KindHandler {
+        kind: "check-sender-authority",
+        answer: federation::sender_authority,
+    },
+    KindHandler {
+        kind: "federation-policy",
+        answer: federation::federation_policy,
+    },
+    KindHandler {
+        kind: "backoff-bounds",
+        answer: federation::backoff,
+    },
+    KindHandler {
+        kind: "retry-after-failure",
+        answer: federation::retry,
+    },
+    KindHandler {
+        kind: "classify-delivery-response",
+        answer: federation::classify,
+    },
+    KindHandler {
+        kind: "federated-meta",
+        answer: federation::federated_meta,
     },
 ];
 

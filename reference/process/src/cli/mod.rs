@@ -4,6 +4,7 @@
 //! 2 usage or IO error.
 
 pub mod events;
+pub mod helpers;
 pub mod review;
 pub mod rules;
 pub mod run;
@@ -28,6 +29,8 @@ pub enum Command {
     Validate(validate::Args),
     /// List the validation rule ids, their severity and guide section.
     Rules(rules::Args),
+    /// List the verification helpers semantic checks may name, and which this runner runs.
+    Helpers(helpers::Args),
     /// Print the install security review of a package.
     Review(review::Args),
     /// Run a process with a model backend and write its Loop Engine events.
@@ -63,6 +66,7 @@ pub fn run(cli: Cli, out: &mut dyn std::io::Write) -> i32 {
     let result = match cli.command {
         Command::Validate(args) => validate::run(&args, out),
         Command::Rules(args) => rules::run(&args, out),
+        Command::Helpers(args) => helpers::run(&args, out),
         Command::Review(args) => review::run(&args, out),
         Command::Run(args) => run::run(&args, out),
         Command::Test(args) => test::run(&args, out),

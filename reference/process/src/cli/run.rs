@@ -13,6 +13,7 @@ use crate::engine::chat::{ChatModel, DialFetch, config_from_env};
 use crate::engine::clock::{Clock, ManualClock, SystemClock};
 use crate::engine::event::{summarize, to_jsonl};
 use crate::engine::model::{Model, ScriptedModel};
+use crate::engine::planner::ModelPlanner;
 use crate::engine::policy::{DenyConfirm, TaskConfig};
 use crate::engine::tools::{Fetch, ToolOutputs};
 use crate::package::dir::LoadedPackage;
@@ -63,6 +64,13 @@ pub struct Args {
     /// `execution.enable_iteration_command_exit_gate`; off by default).
     #[arg(long)]
     pub enable_command_exit_gates: bool,
+    /// Run the package's bundled tools with this Python instead of the declared one.
+    #[arg(long)]
+    pub python: Option<PathBuf>,
+    /// Do not run the package's bundled tools (`tool.call` is refused; `tool_metric` gates
+    /// read only the attempt's own calls and scripted outputs).
+    #[arg(long)]
+    pub no_bundled_tools: bool,
 }
 
 /// Loads and validates a package, printing the report when it is invalid.
@@ -117,9 +125,17 @@ pub fn model_from_spec_in(
             Ok((m.clone(), Some(m)))
         }
         Some(("chat", name)) if !name.is_empty() => {
+            // Model-tier escalation: `LOOM_PROCESS_MODEL_TIER_<1..3>` names the model a tier
+            // asks for; tiers without one use MODEL.
+            let tiers: std::collections::BTreeMap<u8, String> = (1..=3u8)
+                .filter_map(|t| env(&format!("LOOM_PROCESS_MODEL_TIER_{t}")).map(|m| (t, m)))
+                .collect();
             let config = config_from_env(name, env)?;
             let dial = Arc::new(HyperDial::new(MAX_HTTP_BODY));
-            Ok((Arc::new(ChatModel::new(config, dial)?), None))
+            Ok((
+                Arc::new(ChatModel::new(config, dial)?.with_tier_models(tiers)),
+                None,
+            ))
         }
         _ => Err(format!(
             "--model {spec:?}: expected scripted:FILE or chat:MODEL (README \"Running\")"
@@ -180,22 +196,30 @@ pub fn run(args: &Args, out: &mut dyn Write) -> std::io::Result<i32> {
     } else {
         None
     };
+    let options = RunOptions {
+        enable_command_exit_gates: args.enable_command_exit_gates,
+        bundled_tools: !args.no_bundled_tools,
+        python: args.python.clone(),
+        ..RunOptions::default()
+    };
+    // The binary's entry point: the only place the environment is read for credentials.
+    let auth_env = crate::runner::declared_auth_env(&pkg.process, |k| std::env::var(k).ok());
     let env = Env {
+        planner: Some(Arc::new(ModelPlanner(model.clone()))),
         model,
         clock,
         confirm: Arc::new(DenyConfirm),
         fetch,
         tool_outputs,
+        bundled: crate::runner::bundled_for(&pkg.root, &options, &auth_env),
+        auth_env,
     };
     let req = RunRequest {
         goal: args.goal.clone(),
         workspace: args.workspace.clone(),
         seed: args.seed,
         task,
-        options: RunOptions {
-            enable_command_exit_gates: args.enable_command_exit_gates,
-            ..RunOptions::default()
-        },
+        options,
     };
     let outcome = match crate::runner::run(&pkg.process, &env, &req) {
         Ok(o) => o,

@@ -1,5 +1,5 @@
 //! `loom-process test PATH [--case ID] [--format text|json] [--events-dir DIR]
-//! [--enable-command-exit-gates]`: runs the package's `tests:` manifest in deterministic mode
+//! [--enable-command-exit-gates] [--python PATH]`: runs the package's `tests:` manifest in deterministic mode
 //! (guide "Process test manifest"; conventions in [`crate::runner::testcase`]).
 //!
 //! Exit codes: 0 every case passed (skipped `live` cases allowed), 1 a case failed, 2 usage
@@ -31,6 +31,9 @@ pub struct Args {
     /// Run `command_exit` gates (off by default, as the guide's runtime note says).
     #[arg(long)]
     pub enable_command_exit_gates: bool,
+    /// Run the package's bundled tools with this Python instead of the declared one.
+    #[arg(long)]
+    pub python: Option<PathBuf>,
 }
 
 /// Runs the cases and prints one line per case (or JSON).
@@ -59,6 +62,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> std::io::Result<i32> {
     }
     let options = RunOptions {
         enable_command_exit_gates: args.enable_command_exit_gates,
+        python: args.python.clone(),
         ..RunOptions::default()
     };
     let mut reports = Vec::new();

@@ -8,6 +8,10 @@
 //! One reading of the schema: its `checkpoint.restore` example has two `id` keys (the
 //! action's and the checkpoint's), which JSON cannot hold. Here `id` is always the action id
 //! and the checkpoint to restore is `checkpointId`.
+//!
+//! One extension: `{"id", "type": "tool.call", "tool": NAME, "args": {...}}` calls one of the
+//! package's bundled tools (guide "Bundled tools"; `engine::bundled`), which the v1 schema
+//! has no action for.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
@@ -130,7 +134,25 @@ pub enum ToolAction {
         /// The URL.
         url: String,
     },
+    /// Extension: call a bundled tool of the package with `args` (a JSON object).
+    #[serde(rename = "tool.call")]
+    ToolCall {
+        /// Action id.
+        id: String,
+        /// The tool's `name`.
+        tool: String,
+        /// The tool's arguments (`{}` when absent).
+        #[serde(default = "empty_args")]
+        args: Json,
+    },
 }
+
+fn empty_args() -> Json {
+    Json::Object(Default::default())
+}
+
+/// Action types beyond the v1 schema that this runtime accepts.
+pub const EXTENSION_ACTION_TYPES: [&str; 1] = ["tool.call"];
 
 /// Every action type name, in schema order.
 pub const ACTION_TYPES: [&str; 12] = [
@@ -149,7 +171,7 @@ pub const ACTION_TYPES: [&str; 12] = [
 ];
 
 /// Required and optional fields per action type (besides `id` and `type`), with their JSON
-/// kind: `s` string, `a` array of strings.
+/// kind: `s` string, `a` array of strings, `o` object.
 fn fields_of(kind: &str) -> &'static [(&'static str, bool, char)] {
     match kind {
         "terminal.run" => &[
@@ -167,6 +189,7 @@ fn fields_of(kind: &str) -> &'static [(&'static str, bool, char)] {
         "checkpoint.create" => &[("label", false, 's')],
         "checkpoint.restore" => &[("checkpointId", true, 's')],
         "browser.fetch" => &[("url", true, 's')],
+        "tool.call" => &[("tool", true, 's'), ("args", false, 'o')],
         _ => &[],
     }
 }
@@ -204,10 +227,11 @@ impl ToolAction {
             }
             None => return Err(ActionError("missing `type`".into())),
         };
-        if !ACTION_TYPES.contains(&kind) {
+        if !ACTION_TYPES.contains(&kind) && !EXTENSION_ACTION_TYPES.contains(&kind) {
             return Err(ActionError(format!(
-                "unknown action type {kind:?}; expected one of {}",
-                ACTION_TYPES.join(", ")
+                "unknown action type {kind:?}; expected one of {}, {}",
+                ACTION_TYPES.join(", "),
+                EXTENSION_ACTION_TYPES.join(", ")
             )));
         }
         match obj.get("id") {
@@ -238,6 +262,12 @@ impl ToolAction {
                 }
                 (None, _) | (Some(Json::String(_)), 's') => {}
                 (Some(Json::Array(items)), 'a') if items.iter().all(Json::is_string) => {}
+                (Some(Json::Object(_)), 'o') => {}
+                (Some(other), 'o') => {
+                    return Err(ActionError(format!(
+                        "{kind}: `{name}` must be an object, got {other}"
+                    )));
+                }
                 (Some(other), 's') => {
                     return Err(ActionError(format!(
                         "{kind}: `{name}` must be a string, got {other}"
@@ -273,7 +303,8 @@ impl ToolAction {
             | ToolAction::GitCommit { id, .. }
             | ToolAction::CheckpointCreate { id, .. }
             | ToolAction::CheckpointRestore { id, .. }
-            | ToolAction::BrowserFetch { id, .. } => id,
+            | ToolAction::BrowserFetch { id, .. }
+            | ToolAction::ToolCall { id, .. } => id,
         }
     }
 
@@ -292,6 +323,7 @@ impl ToolAction {
             ToolAction::CheckpointCreate { .. } => "checkpoint.create",
             ToolAction::CheckpointRestore { .. } => "checkpoint.restore",
             ToolAction::BrowserFetch { .. } => "browser.fetch",
+            ToolAction::ToolCall { .. } => "tool.call",
         }
     }
 
@@ -370,6 +402,13 @@ impl<'de> Deserialize<'de> for Tagged {
             },
             #[serde(rename = "browser.fetch")]
             BrowserFetch { id: String, url: String },
+            #[serde(rename = "tool.call")]
+            ToolCall {
+                id: String,
+                tool: String,
+                #[serde(default = "empty_args")]
+                args: Json,
+            },
         }
         Raw::deserialize(d).map(Tagged)
     }

@@ -14,7 +14,10 @@
 //! so a `ChatModel` must not be used from inside another tokio runtime.
 
 use super::action::ToolAction;
-use super::model::{Model, ModelError, ModelReply, ModelRequest, Purpose, TokenUsage};
+use super::model::{
+    ClaimVerdict, MemoryEntry, Model, ModelError, ModelReply, ModelRequest, Purpose, Replan,
+    TokenUsage,
+};
 use super::tools::Fetch;
 use loom_plsp::http::{Dial, HttpRequest};
 use serde_json::{Value as Json, json};
@@ -45,6 +48,12 @@ pub fn config_from_env(
 
 const ACT_CONTRACT: &str = "Reply with ONE JSON object and nothing else: {\"message\": string, \"actions\": [tool actions], \"done\": boolean}. Each action is a Loop Engine Tool Action v1 object with a unique \"id\" and a \"type\" among terminal.run {program, args, cwd?}, terminal.exec {cmd, cwd?}, fs.read {path}, fs.write {path, content}, fs.applyPatch {path, patch}, fs.search {pattern, paths}, git.status, git.diff {path?}, git.commit {message}, checkpoint.create {label?}, checkpoint.restore {checkpointId}, browser.fetch {url}. Paths are workspace-relative. Set done to true when the phase's deliverables are complete.";
 
+const FACT_CHECK_CONTRACT: &str = "You are a fact checker. For each claim decide from the text and your knowledge whether it is supported, contradicted, or has insufficient evidence. Reply with ONE JSON object and nothing else: {\"claims\": [{\"id\": claim id, \"verdict\": \"supported\" | \"contradicted\" | \"insufficient_evidence\", \"source\": optional evidence reference}]}.";
+
+const MEMORY_CONTRACT: &str = "Extract reusable knowledge of the listed memory types from the text. Reply with ONE JSON object and nothing else: {\"memory\": [{\"type\": one of the listed types, \"content\": string}]}.";
+
+const REPLAN_CONTRACT: &str = "You are the planner. A phase's iteration loop is exhausted. Decide whether to adapt the step. Reply with ONE JSON object and nothing else: {\"replan\": null} to decline, or {\"replan\": {\"instructions\": string, \"criteria\": [strings]}} with instructions for the phase's next loop.";
+
 const JUDGE_CONTRACT: &str = "You are a verifier. Reply with ONE JSON object and nothing else: {\"verdict\": \"pass\" or \"fail\", \"reasons\": [strings]}.";
 
 /// A runtime that blocks on one future at a time.
@@ -61,6 +70,7 @@ pub struct ChatModel {
     config: ChatConfig,
     dial: Arc<dyn Dial>,
     rt: tokio::runtime::Runtime,
+    tier_models: std::collections::BTreeMap<u8, String>,
 }
 
 impl ChatModel {
@@ -70,7 +80,22 @@ impl ChatModel {
             config,
             dial,
             rt: runtime()?,
+            tier_models: std::collections::BTreeMap::new(),
         })
+    }
+
+    /// Uses `models` (tier → model name) for requests of those tiers; other tiers use the
+    /// configured model (model-tier escalation on retry asks for a higher tier).
+    pub fn with_tier_models(mut self, models: std::collections::BTreeMap<u8, String>) -> Self {
+        self.tier_models = models;
+        self
+    }
+
+    /// The model name for a tier.
+    fn model_for(&self, tier: u8) -> &str {
+        self.tier_models
+            .get(&tier)
+            .map_or(self.config.model.as_str(), String::as_str)
     }
 
     /// The request body for `req`.
@@ -105,9 +130,50 @@ impl ChatModel {
                 format!("{}\n\n{JUDGE_CONTRACT}", req.system),
                 format!("Rule {rule}: {check}\n\nText to judge:\n{subject}"),
             ),
+            Purpose::FactCheck { claims, subject } => (
+                FACT_CHECK_CONTRACT.to_owned(),
+                format!(
+                    "Claims:\n{}\n\nText they come from:\n{subject}",
+                    claims
+                        .iter()
+                        .map(|c| format!("- {}: {}", c.id, c.text))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                ),
+            ),
+            Purpose::Memory {
+                types,
+                guidance,
+                subject,
+            } => (
+                format!("{MEMORY_CONTRACT}\n\n{guidance}"),
+                format!(
+                    "Memory types:\n{}\n\nText:\n{subject}",
+                    types
+                        .iter()
+                        .map(|t| format!("- {}: {}", t.name, t.description))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                ),
+            ),
+            Purpose::Replan(ctx) => (
+                format!("{}\n\n{REPLAN_CONTRACT}", req.system),
+                format!(
+                    "Goal: {}\nPhase: {} (replan {})\n{}\nFailures of the last attempt:\n- {}\nCurrent criteria:\n- {}\nReplanning triggers:\n{}\nReplanning guidance:\n{}\nPlanner examples:\n{}",
+                    req.goal,
+                    req.phase_id,
+                    ctx.replan,
+                    req.phase_description,
+                    ctx.failures.join("\n- "),
+                    ctx.criteria.join("\n- "),
+                    ctx.triggers,
+                    ctx.guidance,
+                    ctx.examples
+                ),
+            ),
         };
         json!({
-            "model": self.config.model,
+            "model": self.model_for(req.model_tier),
             "temperature": 0,
             "max_tokens": self.config.max_tokens,
             "messages": [
@@ -186,8 +252,7 @@ pub fn parse_reply(purpose: &Purpose, body: &[u8]) -> Result<ModelReply, ModelEr
                 actions,
                 tokens,
                 done,
-                verdict: None,
-                reasons: Vec::new(),
+                ..Default::default()
             })
         }
         Purpose::Judge { .. } => {
@@ -212,11 +277,59 @@ pub fn parse_reply(purpose: &Purpose, body: &[u8]) -> Result<ModelReply, ModelEr
                 .unwrap_or_default();
             Ok(ModelReply {
                 message: content.to_owned(),
-                actions: Vec::new(),
                 tokens,
                 done: true,
                 verdict: Some(verdict),
                 reasons,
+                ..Default::default()
+            })
+        }
+        Purpose::FactCheck { .. } => {
+            let claims = obj
+                .get("claims")
+                .cloned()
+                .map(serde_json::from_value::<Vec<ClaimVerdict>>)
+                .transpose()
+                .map_err(|e| ModelError(format!("`claims`: {e}")))?
+                .unwrap_or_default();
+            Ok(ModelReply {
+                message: content.to_owned(),
+                tokens,
+                done: true,
+                claims,
+                ..Default::default()
+            })
+        }
+        Purpose::Memory { .. } => {
+            let memory = obj
+                .get("memory")
+                .cloned()
+                .map(serde_json::from_value::<Vec<MemoryEntry>>)
+                .transpose()
+                .map_err(|e| ModelError(format!("`memory`: {e}")))?
+                .unwrap_or_default();
+            Ok(ModelReply {
+                message: content.to_owned(),
+                tokens,
+                done: true,
+                memory,
+                ..Default::default()
+            })
+        }
+        Purpose::Replan(_) => {
+            let replan = match obj.get("replan") {
+                None | Some(Json::Null) => None,
+                Some(v) => Some(
+                    serde_json::from_value::<Replan>(v.clone())
+                        .map_err(|e| ModelError(format!("`replan`: {e}")))?,
+                ),
+            };
+            Ok(ModelReply {
+                message: content.to_owned(),
+                tokens,
+                done: true,
+                replan,
+                ..Default::default()
             })
         }
     }
@@ -324,6 +437,7 @@ mod tests {
             turn: 1,
             observations: vec![],
             feedback: vec!["gate x: no match".into()],
+            model_tier: 2,
         }
     }
 
@@ -370,6 +484,61 @@ mod tests {
                 .as_str()
                 .unwrap()
                 .contains("failed these checks:\n- gate x: no match")
+        );
+    }
+
+    #[test]
+    fn fact_checks_memory_and_replans_parse_their_contracts() {
+        let fc = Purpose::FactCheck {
+            claims: vec![crate::engine::model::ClaimText {
+                id: "CLM-1".into(),
+                text: "Sales grew 4%.".into(),
+            }],
+            subject: "Sales grew 4%.".into(),
+        };
+        let body =
+            completion(r#"{"claims": [{"id": "CLM-1", "verdict": "supported", "source": "E1"}]}"#);
+        let r = parse_reply(&fc, body.as_bytes()).unwrap();
+        assert_eq!(
+            (r.claims[0].id.as_str(), r.claims[0].verdict.as_str()),
+            ("CLM-1", "supported")
+        );
+        let mem = Purpose::Memory {
+            types: vec![],
+            guidance: String::new(),
+            subject: String::new(),
+        };
+        let body = completion(r#"{"memory": [{"type": "finding", "content": "c"}]}"#);
+        assert_eq!(
+            parse_reply(&mem, body.as_bytes()).unwrap().memory[0].kind,
+            "finding"
+        );
+        let ctx = crate::engine::model::ReplanContext {
+            replan: 1,
+            failures: vec!["gate x failed".into()],
+            triggers: "- too broad".into(),
+            guidance: "narrow it".into(),
+            examples: serde_json::json!([]),
+            criteria: vec![],
+        };
+        let rp = Purpose::Replan(ctx);
+        let body = completion(
+            r#"{"replan": {"instructions": "narrow the scope", "criteria": ["one region"]}}"#,
+        );
+        let r = parse_reply(&rp, body.as_bytes()).unwrap();
+        assert_eq!(r.replan.unwrap().instructions, "narrow the scope");
+        let body = completion(r#"{"replan": null}"#);
+        assert!(parse_reply(&rp, body.as_bytes()).unwrap().replan.is_none());
+        let (m, rec) = model(200, completion("{\"replan\": null}"));
+        let m = m.with_tier_models([(3u8, "big-model".to_owned())].into_iter().collect());
+        let mut r = req(rp);
+        r.model_tier = 3;
+        m.reply(&r).unwrap();
+        let seen = rec.seen.lock().unwrap();
+        let sent = String::from_utf8_lossy(&seen[0].body).into_owned();
+        assert!(
+            sent.contains("\"model\":\"big-model\"") && sent.contains("narrow it"),
+            "{sent}"
         );
     }
 

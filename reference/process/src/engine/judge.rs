@@ -254,6 +254,50 @@ pub fn judge_regex(pattern: &str, texts: &[(String, String)], expect_match: bool
     }
 }
 
+/// A regex rule that must match at least `min` times (exactly `min` with `exact`): the
+/// guide's loader's `min_count` / `requires_exact_cardinality`. Matches are counted over all
+/// texts (non-overlapping, Python `re.findall` semantics).
+pub fn judge_regex_count(
+    pattern: &str,
+    texts: &[(String, String)],
+    min: usize,
+    exact: bool,
+) -> JudgeResult {
+    let re = match compile(pattern, "regex rule") {
+        Ok(r) => r,
+        Err(e) => return e,
+    };
+    let mut sorted: Vec<&(String, String)> = texts.iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut count = 0usize;
+    for (label, text) in &sorted {
+        match re.spans(text) {
+            Ok(m) => count += m.len(),
+            Err(e) => {
+                return JudgeResult::new(
+                    JudgeStatus::Error,
+                    vec![format!("regex {pattern:?} could not run on {label}: {e}")],
+                    vec![label.clone()],
+                );
+            }
+        }
+    }
+    let evidence: Vec<String> = sorted.iter().map(|(l, _)| l.clone()).collect();
+    let ok = if exact { count == min } else { count >= min };
+    if ok {
+        JudgeResult::new(JudgeStatus::Pass, vec![], evidence)
+    } else {
+        JudgeResult::new(
+            JudgeStatus::Fail,
+            vec![format!(
+                "{pattern:?} matches {count} times; the rule needs {}{min}",
+                if exact { "exactly " } else { "at least " }
+            )],
+            evidence,
+        )
+    }
+}
+
 /// An `llm` rule: asks the model (request purpose `Judge`); a reply without a verdict or a
 /// model error gives `error`. Returns the token usage with the result.
 pub fn judge_llm(model: &dyn Model, req: &ModelRequest) -> (JudgeResult, u64) {
@@ -440,6 +484,7 @@ mod tests {
             turn: 1,
             observations: vec![],
             feedback: vec![],
+            model_tier: 2,
         };
         let (r, tokens) = judge_llm(&m, &req);
         assert_eq!((r.status, tokens), (JudgeStatus::Fail, 5));

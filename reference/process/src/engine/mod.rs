@@ -8,6 +8,9 @@
 //! - [`patch`]: the strict unified-diff applier behind `fs.applyPatch`;
 //! - [`tools`]: executes tool actions in a workspace under the policy;
 //! - [`model`]: the [`model::Model`] seam and its scripted backend;
+//! - [`planner`]: the [`planner::Planner`] seam asked for a revised step after an exhausted
+//!   iteration loop;
+//! - [`bundled`]: a package's bundled Python tools, run with its declared interpreter;
 //! - [`chat`]: an OpenAI-compatible chat-completions model over `loom-plsp`'s HTTP seam;
 //! - [`judge`]: loop-engine "Judge Rules + Result";
 //! - [`evidence`]: loop-engine "Evidence Pack (per iteration)";
@@ -17,6 +20,7 @@
 
 pub mod action;
 pub mod budget;
+pub mod bundled;
 pub mod chat;
 pub mod clock;
 pub mod event;
@@ -25,6 +29,7 @@ pub mod judge;
 pub mod model;
 pub mod patch;
 pub mod plan;
+pub mod planner;
 pub mod policy;
 pub mod tools;
 pub mod wave_view;

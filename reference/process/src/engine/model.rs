@@ -21,12 +21,29 @@
 //!       verdict: pass         # pass | fail
 //!       reasons: ["every claim cites a source"]
 //!       tokens: {prompt: 50, completion: 10}
-//! tools:                      # outputs of tools the runner cannot run (bundled Python tools)
-//!   humanize_writing:
+//! tools:                      # outputs of tools that are not bundled with the package (a
+//!   humanize_writing:         # package's own tools/*.py run for real, `engine::bundled`)
 //!     - phase: synthesize     # optional filters, first match wins
 //!       attempt: 1
 //!       data: {report: {humanization_score: 84}}
+//! fact_checks:                # the fact checker's verdicts on extracted claims
+//!   - phase: research         # optional filters; `match` is a regex on the claim text
+//!     match: "4-day week"
+//!     verdict: supported      # supported | contradicted | insufficient_evidence
+//!     source: "E1"            # optional evidence reference
+//! memory:                     # memory extraction per phase (guide "Memory types")
+//!   research:
+//!     - {type: evidence_finding, content: "..."}
+//! planner:                    # replans after an exhausted iteration loop, per phase
+//!   fix:
+//!     - replan: 1             # 1-based replan number
+//!       instructions: "Split the change into two smaller patches."
+//!       criteria: ["diff under 200 lines"]   # optional: replaces the plan step's criteria
 //! ```
+//!
+//! A claim no `fact_checks` entry matches gets `insufficient_evidence`; a phase without
+//! `memory` entries extracts nothing; a replan the `planner` section does not script is
+//! declined (the phase then fails as exhausted).
 //!
 //! Lookups are stateless (by phase, attempt and turn), so concurrent or repeated runs see the
 //! same replies. Asking past the end of a script is an error naming the phase, attempt and
@@ -57,6 +74,43 @@ impl TokenUsage {
     }
 }
 
+/// One claim sent to the fact checker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClaimText {
+    /// `CLM-…` id.
+    pub id: String,
+    /// The claim sentence.
+    pub text: String,
+}
+
+/// A memory type to extract (guide "Memory types").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MemoryKind {
+    /// Type name.
+    #[serde(rename = "type")]
+    pub name: String,
+    /// What it captures.
+    pub description: String,
+}
+
+/// What the planner is told when an iteration loop is exhausted (guide "Replanning",
+/// "Planner examples", "Phase iteration loops": `replan_on_exhaustion`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReplanContext {
+    /// 1-based replan number for this phase.
+    pub replan: u32,
+    /// The failures of the loop's last attempt.
+    pub failures: Vec<String>,
+    /// `replanning.triggers`.
+    pub triggers: String,
+    /// `replanning.guidance`.
+    pub guidance: String,
+    /// `planner_examples` as JSON (goal + subtasks).
+    pub examples: Json,
+    /// The current plan step's criteria.
+    pub criteria: Vec<String>,
+}
+
 /// What the runner asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Purpose {
@@ -71,6 +125,24 @@ pub enum Purpose {
         /// The text under judgement (phase output or deliverables).
         subject: String,
     },
+    /// Verdicts on claims extracted from the phase's output (guide "Validity contract").
+    FactCheck {
+        /// The claims.
+        claims: Vec<ClaimText>,
+        /// The text they were extracted from.
+        subject: String,
+    },
+    /// Memory entries of the declared types from the phase's output (guide "Memory types").
+    Memory {
+        /// The declared types.
+        types: Vec<MemoryKind>,
+        /// `memory.extraction_guidance`.
+        guidance: String,
+        /// The phase's output.
+        subject: String,
+    },
+    /// A revised step after an exhausted iteration loop (guide "Replanning").
+    Replan(ReplanContext),
 }
 
 /// One request to the model.
@@ -94,6 +166,9 @@ pub struct ModelRequest {
     pub observations: Vec<Observation>,
     /// Feedback from failed gates or rules of the previous attempt.
     pub feedback: Vec<String>,
+    /// The model tier asked for: the phase's `model_tier` (1 fast .. 3 powerful), raised by
+    /// one per retry (capped at 3).
+    pub model_tier: u8,
 }
 
 /// One reply.
@@ -111,6 +186,46 @@ pub struct ModelReply {
     pub verdict: Option<bool>,
     /// For judge requests: the reasons.
     pub reasons: Vec<String>,
+    /// For fact checks: one verdict per claim the checker decided.
+    pub claims: Vec<ClaimVerdict>,
+    /// For memory extraction: the entries.
+    pub memory: Vec<MemoryEntry>,
+    /// For replans: the revised step, or `None` when the planner declines.
+    pub replan: Option<Replan>,
+}
+
+/// A fact checker's verdict on one claim.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimVerdict {
+    /// The claim id.
+    pub id: String,
+    /// `supported`, `contradicted` or `insufficient_evidence`.
+    pub verdict: String,
+    /// Evidence reference, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// One extracted memory entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryEntry {
+    /// A declared memory type.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The knowledge to keep.
+    pub content: String,
+}
+
+/// A planner's revised step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Replan {
+    /// Instructions for the phase's next loop (added to its prompt).
+    pub instructions: String,
+    /// Replacement completion criteria for the plan step (empty: keep).
+    #[serde(default)]
+    pub criteria: Vec<String>,
 }
 
 /// A model call that failed.
@@ -189,11 +304,57 @@ pub struct Script {
     /// Verdicts by rule name.
     #[serde(default)]
     pub judges: BTreeMap<String, Vec<ScriptVerdict>>,
-    /// Structured outputs of tools the runner cannot execute (bundled Python tools), by tool
-    /// name, for `tool_metric` gates.
+    /// Structured outputs of tools that are not bundled with the package, by tool name, for
+    /// `tool_metric` gates.
     #[serde(default)]
     pub tools: BTreeMap<String, Vec<ScriptToolOutput>>,
+    /// Fact-check verdicts, first match wins per claim.
+    #[serde(default)]
+    pub fact_checks: Vec<ScriptFactCheck>,
+    /// Memory entries by phase id.
+    #[serde(default)]
+    pub memory: BTreeMap<String, Vec<MemoryEntry>>,
+    /// Replans by phase id.
+    #[serde(default)]
+    pub planner: BTreeMap<String, Vec<ScriptReplan>>,
 }
+
+/// A scripted fact-check verdict.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptFactCheck {
+    /// Only for this phase.
+    #[serde(default)]
+    pub phase: Option<String>,
+    /// Only for this attempt.
+    #[serde(default)]
+    pub attempt: Option<u32>,
+    /// Regex (Python `re`) searched in the claim text.
+    #[serde(rename = "match")]
+    pub pattern: String,
+    /// `supported`, `contradicted` or `insufficient_evidence`.
+    pub verdict: String,
+    /// Evidence reference.
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+/// A scripted replan.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptReplan {
+    /// 1-based replan number.
+    pub replan: u32,
+    /// Instructions for the next loop.
+    pub instructions: String,
+    /// Replacement criteria.
+    #[serde(default)]
+    pub criteria: Vec<String>,
+}
+
+/// The verdicts a fact checker may give (guide "Validity contract": the claim states
+/// besides `extracted` and `pruned`).
+pub const CLAIM_VERDICTS: [&str; 3] = ["supported", "contradicted", "insufficient_evidence"];
 
 /// A scripted tool output.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -220,6 +381,9 @@ pub struct ScriptedModel {
     turns: BTreeMap<(String, u32), Vec<ParsedTurn>>,
     judges: BTreeMap<String, Vec<ScriptVerdict>>,
     tools: BTreeMap<String, Vec<ScriptToolOutput>>,
+    fact_checks: Vec<(ScriptFactCheck, crate::package::pattern::Pattern)>,
+    memory: BTreeMap<String, Vec<MemoryEntry>>,
+    planner: BTreeMap<String, Vec<ScriptReplan>>,
 }
 
 impl ScriptedModel {
@@ -267,11 +431,34 @@ impl ScriptedModel {
                 }
             }
         }
+        let mut fact_checks = Vec::new();
+        for (i, f) in script.fact_checks.iter().enumerate() {
+            if !CLAIM_VERDICTS.contains(&f.verdict.as_str()) {
+                return Err(ModelError(format!(
+                    "script {name}: fact_checks[{i}].verdict must be one of {}, got {:?}",
+                    CLAIM_VERDICTS.join(", "),
+                    f.verdict
+                )));
+            }
+            let re = crate::package::pattern::Pattern::compile(&f.pattern)
+                .map_err(|e| ModelError(format!("script {name}: fact_checks[{i}].match: {e}")))?;
+            fact_checks.push((f.clone(), re));
+        }
+        for (phase, replans) in &script.planner {
+            if replans.iter().any(|r| r.replan == 0) {
+                return Err(ModelError(format!(
+                    "script {name}: planner.{phase}: replan numbers start at 1"
+                )));
+            }
+        }
         Ok(ScriptedModel {
             name: name.to_owned(),
             turns,
             judges: script.judges,
             tools: script.tools,
+            fact_checks,
+            memory: script.memory,
+            planner: script.planner,
         })
     }
 
@@ -331,8 +518,7 @@ impl Model for ScriptedModel {
                     actions: actions.clone(),
                     tokens: turn.tokens,
                     done: idx + 1 == turns.len(),
-                    verdict: None,
-                    reasons: Vec::new(),
+                    ..Default::default()
                 })
             }
             Purpose::Judge { rule, .. } => {
@@ -350,11 +536,60 @@ impl Model for ScriptedModel {
                 };
                 Ok(ModelReply {
                     message: format!("{}: {}", v.verdict, v.reasons.join("; ")),
-                    actions: Vec::new(),
                     tokens: v.tokens,
                     done: true,
                     verdict: Some(v.verdict == "pass"),
                     reasons: v.reasons.clone(),
+                    ..Default::default()
+                })
+            }
+            Purpose::FactCheck { claims, .. } => {
+                let mut out = Vec::new();
+                for c in claims {
+                    let hit = self.fact_checks.iter().find(|(f, re)| {
+                        f.phase.as_ref().is_none_or(|p| *p == req.phase_id)
+                            && f.attempt.is_none_or(|a| a == req.attempt)
+                            && re.is_match(&c.text).unwrap_or(false)
+                    });
+                    if let Some((f, _)) = hit {
+                        out.push(ClaimVerdict {
+                            id: c.id.clone(),
+                            verdict: f.verdict.clone(),
+                            source: f.source.clone(),
+                        });
+                    }
+                }
+                Ok(ModelReply {
+                    message: format!("{} of {} claims decided", out.len(), claims.len()),
+                    done: true,
+                    claims: out,
+                    ..Default::default()
+                })
+            }
+            Purpose::Memory { .. } => Ok(ModelReply {
+                done: true,
+                memory: self.memory.get(&req.phase_id).cloned().unwrap_or_default(),
+                ..Default::default()
+            }),
+            Purpose::Replan(ctx) => {
+                let found = self
+                    .planner
+                    .get(&req.phase_id)
+                    .and_then(|rs| rs.iter().find(|r| r.replan == ctx.replan));
+                Ok(ModelReply {
+                    message: match found {
+                        Some(_) => format!("replan {} of phase {}", ctx.replan, req.phase_id),
+                        None => format!(
+                            "{}: the script has no replan {} for phase {:?}: declined",
+                            self.name, ctx.replan, req.phase_id
+                        ),
+                    },
+                    done: true,
+                    replan: found.map(|r| Replan {
+                        instructions: r.instructions.clone(),
+                        criteria: r.criteria.clone(),
+                    }),
+                    ..Default::default()
                 })
             }
         }
@@ -394,7 +629,75 @@ judges:
             turn,
             observations: Vec::new(),
             feedback: Vec::new(),
+            model_tier: 2,
         }
+    }
+
+    #[test]
+    fn fact_checks_memory_and_replans_come_from_the_script() {
+        let m = ScriptedModel::parse(
+            "t",
+            "fact_checks:\n  - {phase: a, match: \"grew \\\\d+%\", verdict: supported, source: E1}\n  - {match: revenue, verdict: contradicted}\nmemory:\n  a: [{type: finding, content: c}]\nplanner:\n  a: [{replan: 1, instructions: narrow it}]\n",
+        )
+        .unwrap();
+        let mut r = req("a", 1, 1);
+        r.purpose = Purpose::FactCheck {
+            claims: vec![
+                ClaimText {
+                    id: "CLM-1".into(),
+                    text: "Sales grew 12% in 2025.".into(),
+                },
+                ClaimText {
+                    id: "CLM-2".into(),
+                    text: "The revenue fell.".into(),
+                },
+                ClaimText {
+                    id: "CLM-3".into(),
+                    text: "The team has 4 people.".into(),
+                },
+            ],
+            subject: String::new(),
+        };
+        let v = m.reply(&r).unwrap().claims;
+        assert_eq!(v.len(), 2, "an unmatched claim gets no verdict");
+        assert_eq!(
+            (v[0].verdict.as_str(), v[0].source.as_deref()),
+            ("supported", Some("E1"))
+        );
+        assert_eq!(
+            (v[1].id.as_str(), v[1].verdict.as_str()),
+            ("CLM-2", "contradicted")
+        );
+        r.purpose = Purpose::Memory {
+            types: vec![],
+            guidance: String::new(),
+            subject: String::new(),
+        };
+        assert_eq!(m.reply(&r).unwrap().memory.len(), 1);
+        let ctx = ReplanContext {
+            replan: 1,
+            failures: vec![],
+            triggers: String::new(),
+            guidance: String::new(),
+            examples: Json::Null,
+            criteria: vec![],
+        };
+        r.purpose = Purpose::Replan(ctx.clone());
+        assert_eq!(
+            m.reply(&r).unwrap().replan.unwrap().instructions,
+            "narrow it"
+        );
+        r.purpose = Purpose::Replan(ReplanContext { replan: 2, ..ctx });
+        assert!(
+            m.reply(&r).unwrap().replan.is_none(),
+            "an unscripted replan is declined"
+        );
+        assert!(
+            ScriptedModel::parse("t", "fact_checks:\n  - {match: x, verdict: maybe}\n")
+                .unwrap_err()
+                .0
+                .contains("verdict must be one of")
+        );
     }
 
     #[test]

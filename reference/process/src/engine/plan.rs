@@ -73,6 +73,19 @@ impl Plan {
         true
     }
 
+    /// Revises a step after a replan: its criteria are replaced when `criteria` is given; the
+    /// version is bumped either way (the step's plan changed). Returns whether the step exists.
+    pub fn revise(&mut self, id: &str, criteria: Option<Vec<String>>) -> bool {
+        let Some(step) = self.steps.iter_mut().find(|s| s.id == id) else {
+            return false;
+        };
+        if let Some(c) = criteria {
+            step.criteria = c;
+        }
+        self.version += 1;
+        true
+    }
+
     /// A step by id.
     pub fn step(&self, id: &str) -> Option<&PlanStep> {
         self.steps.iter().find(|s| s.id == id)
@@ -115,5 +128,10 @@ mod tests {
         assert!(!p.set_status("nope", StepStatus::Done));
         assert_eq!(p.version, 3);
         assert!(p.step("step-1").unwrap().done);
+        assert!(p.revise("step-1", Some(vec!["smaller diff".into()])));
+        assert_eq!(p.version, 4);
+        assert_eq!(p.step("step-1").unwrap().criteria, ["smaller diff"]);
+        assert!(p.revise("step-1", None) && p.version == 5);
+        assert!(!p.revise("nope", None));
     }
 }

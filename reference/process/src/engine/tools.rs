@@ -26,6 +26,7 @@
 //!   injected [`Fetch`] (the CLI wires an HTTP client), and is refused if none is configured.
 
 use super::action::{Observation, ToolAction};
+use super::bundled::BundledTools;
 use super::clock::Clock;
 use super::patch;
 use super::policy::{
@@ -58,9 +59,10 @@ pub trait Fetch: Send + Sync + std::fmt::Debug {
     fn fetch(&self, url: &str) -> Result<(u16, String), String>;
 }
 
-/// Structured outputs of tools this runner cannot execute itself — the package's bundled
-/// Python tools (guide "Bundled tools") — as `tool_metric` gates read them. The scripted
-/// backend supplies them in deterministic runs.
+/// Structured outputs of tools the package does not bundle — Loom built-ins such as
+/// `humanize_writing` (guide "Phase iteration loops" example) — as `tool_metric` gates read
+/// them. The scripted backend supplies them in deterministic runs; a package's own bundled
+/// tools run for real instead (`engine::bundled`).
 pub trait ToolOutputs: Send + Sync + std::fmt::Debug {
     /// The tool's structured data for this phase and attempt, if known.
     fn output(&self, tool: &str, phase: &str, attempt: u32) -> Option<serde_json::Value>;
@@ -292,6 +294,8 @@ pub struct ToolExecutor {
     scoped: bool,
     /// In a concurrent wave: the wave's shared view and this executor's phase id.
     view: Option<(Arc<WaveView>, String)>,
+    /// The package's bundled tools (`tool.call`), if any.
+    bundled: Option<Arc<BundledTools>>,
 }
 
 impl std::fmt::Debug for ToolExecutor {
@@ -328,7 +332,19 @@ impl ToolExecutor {
             written: BTreeSet::new(),
             scoped: false,
             view: None,
+            bundled: None,
         })
+    }
+
+    /// Sets the package's bundled tools, which `tool.call` runs.
+    pub fn with_bundled(mut self, bundled: Arc<BundledTools>) -> Self {
+        self.bundled = Some(bundled);
+        self
+    }
+
+    /// The package's bundled tools, if set.
+    pub fn bundled(&self) -> Option<&Arc<BundledTools>> {
+        self.bundled.as_ref()
     }
 
     /// Sets the command timeout.
@@ -363,6 +379,7 @@ impl ToolExecutor {
             written: BTreeSet::new(),
             scoped: true,
             view: Some((view, phase.to_owned())),
+            bundled: self.bundled.clone(),
         }
     }
 
@@ -414,7 +431,71 @@ impl ToolExecutor {
                 self.checkpoint_restore(checkpoint_id)
             }
             ToolAction::BrowserFetch { url, .. } => self.browser_fetch(url),
+            ToolAction::ToolCall { tool, args, .. } => self.call_tool(tool, args),
         }
+    }
+
+    /// Runs a bundled tool (`tool.call`, or a `tool_metric` gate's own call) under the
+    /// command environment policy, in the workspace (`engine::bundled`). The observation's
+    /// `raw` holds the `ToolResult` (`data`, `files_changed`, `output`, `error`) and the
+    /// interpreter as the package declared it; `files_changed` inside the workspace are
+    /// recorded as written by this executor.
+    pub fn call_tool(&mut self, tool: &str, args: &serde_json::Value) -> Observation {
+        let Some(bundled) = self.bundled.clone() else {
+            return Observation::fail(format!(
+                "tool.call: no bundled tools (tool {tool:?}); this runner provides the Loop Engine actions and the package's tools/*.py"
+            ));
+        };
+        let subtask = self
+            .view
+            .as_ref()
+            .map(|(_, p)| p.clone())
+            .unwrap_or_default();
+        let (mut cmd, interp) = match bundled.command(tool, args, &self.workspace, &subtask) {
+            Ok(c) => c,
+            Err(e) => return Observation::fail(format!("tool.call {tool}: {e}")),
+        };
+        minimal_env(&mut cmd, &self.workspace);
+        for (k, v) in bundled.tool_env() {
+            cmd.env(k, v);
+        }
+        let (run, out) = match super::bundled::run(cmd, self.timeout) {
+            Ok(r) => r,
+            Err(e) => {
+                return Observation::fail(format!("tool.call {tool}: {e}"))
+                    .with_raw(json!({"tool": tool, "interpreter": interp.declared}));
+            }
+        };
+        let mut files = Vec::new();
+        for f in &run.files_changed {
+            if resolve_in_workspace(&self.workspace, f).is_ok() {
+                let n = normalize(f);
+                if !self.changed.contains(&n) {
+                    self.changed.push(n.clone());
+                }
+                self.written.insert(n.clone());
+                files.push(n);
+            }
+        }
+        let summary = if run.ok {
+            format!("{tool}: {}", run.output)
+        } else {
+            format!("{tool} failed: {}", run.error.clone().unwrap_or_default())
+        };
+        let mut o = if run.ok {
+            Observation::ok(summary)
+        } else {
+            Observation::fail(summary)
+        };
+        o.exit_code = out.exit_code;
+        o.with_artifact("tool", tool).with_raw(json!({
+            "tool": tool,
+            "interpreter": interp.declared,
+            "data": run.data,
+            "output": run.output,
+            "error": run.error,
+            "filesChanged": files,
+        }))
     }
 
     /// Runs a model command's argv under the command policy (`commandAllowlist`, empty by

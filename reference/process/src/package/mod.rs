@@ -4,6 +4,7 @@
 
 pub mod command;
 pub mod dir;
+pub mod helpers;
 pub mod model;
 pub mod paths;
 pub mod pattern;

@@ -113,6 +113,10 @@ impl Process {
 /// `tools:` (guide "Tool guidance").
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 pub struct Tools {
+    /// Tool guidance written inside `tools:` (the guide's loader reads it when the top-level
+    /// `tool_guidance` is absent; its built-in packages use it).
+    #[serde(default)]
+    pub guidance: Option<String>,
     /// Tools that must be available; Loom fails fast if one is missing.
     #[serde(default)]
     pub required: Vec<String>,
@@ -146,6 +150,10 @@ pub struct AuthRequirement {
     /// Allowed credential modes.
     #[serde(default)]
     pub modes: Vec<AuthMode>,
+    /// OAuth scopes the credential must carry (the guide's loader reads them; the guide's
+    /// field list does not show them).
+    #[serde(default)]
+    pub scopes: Vec<String>,
     /// Env keys that must be present in the profile env.
     #[serde(default)]
     pub required_env_keys: Vec<String>,
@@ -587,12 +595,11 @@ pub struct Gate {
 }
 
 impl Gate {
-    /// Whether the gate blocks. The guide gives no default: an explicit `blocking` wins;
-    /// otherwise deterministic gates block and `verifier_field` gates (advisory-only in the
-    /// MVP) do not.
+    /// Whether the gate blocks. The guide gives no default; its loader reads a gate without
+    /// `blocking` as non-blocking (`blocking: bool = False`), and so do we (the validator
+    /// warns about a deterministic gate that leaves it out, `iteration.gate.blocking.implicit`).
     pub fn is_blocking(&self) -> bool {
-        self.blocking
-            .unwrap_or(self.gate_type != GateType::VerifierField)
+        self.blocking.unwrap_or(false)
     }
 
     /// A typed view of the gate's key fields; `None` if one is missing or a `command_exit`
@@ -701,8 +708,9 @@ impl GateType {
     }
 }
 
-/// Gate comparison operator. The guide shows only `gte`; we accept the usual six
-/// (`eq`, `ne`/`neq`, `gt`, `gte`, `lt`, `lte`).
+/// Gate comparison operator. The guide shows only `gte`; its loader accepts `gte`, `lte`,
+/// `eq`, `contains` and `not_contains`; we accept those and the other usual comparisons
+/// (`ne`/`neq`, `gt`, `lt`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Operator {
@@ -719,6 +727,11 @@ pub enum Operator {
     Lt,
     /// Less than or equal.
     Lte,
+    /// The measured value, as text (JSON with sorted keys for lists and mappings), contains the
+    /// expected value as text (the guide's loader's reading).
+    Contains,
+    /// The measured value as text does not contain the expected value as text.
+    NotContains,
 }
 
 impl Operator {
@@ -772,15 +785,183 @@ pub struct Verification {
     pub rules: Vec<VerificationRule>,
 }
 
-/// `verification.policy` (guide "Process contract v2").
+/// `verification.policy` (guide "Process contract v2": "LLM-first/static-first mode, static
+/// safety checks, semantic checks, verifier output contract").
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 pub struct VerificationPolicy {
     /// `llm_first` or `static_first`.
     #[serde(default)]
     pub mode: Option<PolicyMode>,
+    /// Static safety check settings (shape not specified by the guide).
+    #[serde(default)]
+    pub static_checks: Option<Value>,
+    /// Semantic checks: a model prompt, or a registered verification helper.
+    #[serde(default)]
+    pub semantic_checks: Vec<SemanticCheck>,
     /// Verifier output contract.
     #[serde(default)]
     pub output_contract: Option<OutputContract>,
+    /// Pass/fail/partial behaviour thresholds (shape not specified by the guide).
+    #[serde(default)]
+    pub outcome_policy: Option<Value>,
+}
+
+/// One `verification.policy.semantic_checks[]` entry. The guide names the block without its
+/// keys; these are the keys its loader and built-in packages use. An entry with a `helper`
+/// runs that registered verification helper (`runner::helpers`); one without asks the model
+/// to judge its `check` text.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+pub struct SemanticCheck {
+    /// Check id (built-in packages use `id`).
+    #[serde(default)]
+    pub id: Option<String>,
+    /// Check name (the loader's contracts use `name`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The natural-language check, for a model-judged check.
+    #[serde(default)]
+    pub check: Option<String>,
+    /// What the check is for.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// `error` blocks, `warning` is recorded (default `error` for a helper, as its result is
+    /// deterministic; `warning` for a model-judged check, like a rule).
+    #[serde(default)]
+    pub severity: Option<Severity>,
+    /// `hard` (blocks whatever the severity) or `advisory` (never blocks); the guide's loader
+    /// does not check this key here, so other values are read as "by severity".
+    #[serde(default)]
+    pub enforcement: Option<String>,
+    /// `phase` or `global` (not checked by the loader; informational).
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// Phases it applies to (`"*"` = all).
+    #[serde(default)]
+    pub applies_to_phases: Option<PhaseList>,
+    /// A registered verification helper (`run_test_suite`, `http_assert`, ...).
+    #[serde(default)]
+    pub helper: Option<String>,
+    /// The verifier capability the check needs (`command_execution`, ...).
+    #[serde(default)]
+    pub capability: Option<String>,
+    /// Free-form kind label.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// What the helper targets (a URL, a path).
+    #[serde(default)]
+    pub target: Option<String>,
+    /// An optional check whose capability is missing is skipped instead of failing.
+    #[serde(default)]
+    pub optional: Option<bool>,
+    /// Helper arguments (for `run_test_suite`/`run_build_check`: `command` argv).
+    #[serde(default)]
+    pub args: Option<Value>,
+}
+
+impl SemanticCheck {
+    /// Whether the check applies to `phase` (same reading as a rule's `applies_to_phases`).
+    pub fn applies_to(&self, phase: &str) -> bool {
+        match self.applies_to_phases.as_ref().map(PhaseList::ids) {
+            Some(ids) if !ids.is_empty() => ids.iter().any(|p| *p == "*" || *p == phase),
+            _ => true,
+        }
+    }
+
+    /// The check's label: `id`, else `name`, else `semantic-<n>` (1-based).
+    pub fn label(&self, index: usize) -> String {
+        self.id
+            .clone()
+            .or_else(|| self.name.clone())
+            .filter(|s| !s.trim().is_empty())
+            .unwrap_or_else(|| format!("semantic-{}", index + 1))
+    }
+}
+
+/// `applies_to_phases`: a list of phase ids, or one id written as a string (`"*"`), which the
+/// guide's loader reads as a one-element list.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum PhaseList {
+    /// A list of phase ids (or `"*"`).
+    Many(Vec<String>),
+    /// One phase id (or `"*"`).
+    One(String),
+}
+
+impl PhaseList {
+    /// The ids, trimmed, empty ones dropped.
+    pub fn ids(&self) -> Vec<&str> {
+        let all: Vec<&str> = match self {
+            PhaseList::Many(v) => v.iter().map(String::as_str).collect(),
+            PhaseList::One(s) => vec![s.as_str()],
+        };
+        all.into_iter()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect()
+    }
+}
+
+/// A rule's or semantic check's `enforcement` (the guide's loader: `hard` | `advisory`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Enforcement {
+    /// Failing it fails the attempt, whatever the severity.
+    Hard,
+    /// Failing it is recorded only, whatever the severity.
+    Advisory,
+}
+
+/// A rule's `scope` (the guide's loader: `phase` | `global`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleScope {
+    /// Checks the phase being run.
+    Phase,
+    /// Applies to every phase.
+    Global,
+}
+
+/// A rule's `failure_class` (the guide's loader).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureClass {
+    /// An integrity failure: never pruned or queued, always blocks a critical path.
+    HardIntegrity,
+    /// A placeholder that a retry can fill.
+    RecoverablePlaceholder,
+    /// A semantic (judgement) failure.
+    Semantic,
+}
+
+/// A rule's `remediation_mode` (the guide's loader), the remediation strategy a failure of
+/// the rule asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RemediationMode {
+    /// No remediation: the failure stands.
+    None,
+    /// Confirm the finding or prune the unverified material.
+    ConfirmOrPrune,
+    /// Retry aimed at the failure.
+    TargetedRemediation,
+    /// Do not retry now; queue a follow-up.
+    QueueFollowUp,
+    /// Remediate and retry.
+    RemediateAndRetry,
+}
+
+impl RemediationMode {
+    /// The YAML spelling (also the key looked up in a remediation instruction mapping).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RemediationMode::None => "none",
+            RemediationMode::ConfirmOrPrune => "confirm_or_prune",
+            RemediationMode::TargetedRemediation => "targeted_remediation",
+            RemediationMode::QueueFollowUp => "queue_follow_up",
+            RemediationMode::RemediateAndRetry => "remediate_and_retry",
+        }
+    }
 }
 
 /// `verification.policy.mode` ("LLM-first/static-first mode").
@@ -799,17 +980,97 @@ pub struct OutputContract {
     /// Fields the verifier output must carry; must include `passed` (guide "Migrating v1 to v2").
     #[serde(default)]
     pub required_fields: Vec<String>,
+    /// Process-specific fields inside `metadata` (the guide's loader then requires `metadata`).
+    #[serde(default)]
+    pub metadata_fields: Vec<String>,
+    /// Process-specific counters inside `metadata`.
+    #[serde(default)]
+    pub counters: Vec<String>,
+    /// Process-specific flags inside `metadata`.
+    #[serde(default)]
+    pub flags: Vec<String>,
 }
 
-/// `verification.remediation` (guide "Process contract v2").
+/// `verification.remediation` (guide "Process contract v2": "strategy metadata, retry
+/// budget, critical-path behavior").
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 pub struct Remediation {
+    /// Declared remediation strategies.
+    #[serde(default)]
+    pub strategies: Vec<RemediationStrategy>,
     /// Default remediation strategy name, e.g. `targeted-remediation`.
     #[serde(default)]
     pub default_strategy: Option<String>,
+    /// What a failed critical-path phase does: `block` (default), `confirm_or_prune_then_queue`
+    /// or `queue_follow_up`.
+    #[serde(default)]
+    pub critical_path_behavior: Option<CriticalPathBehavior>,
+    /// Retries of a phase without an iteration loop.
+    #[serde(default)]
+    pub retry_budget: Option<RetryBudget>,
+    /// Transient-error retry settings (shape not specified by the guide).
+    #[serde(default)]
+    pub transient_retry_policy: Option<Value>,
 }
 
-/// One `verification.rules[]` entry (guide "Verification rules").
+impl Remediation {
+    /// The effective critical-path behaviour (the guide's loader: `block` unless set).
+    pub fn critical_path_behavior(&self) -> CriticalPathBehavior {
+        self.critical_path_behavior
+            .unwrap_or(CriticalPathBehavior::Block)
+    }
+}
+
+/// One `verification.remediation.strategies[]` entry.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct RemediationStrategy {
+    /// Strategy id (what `default_strategy` and instruction mappings name).
+    #[serde(default)]
+    pub id: Option<String>,
+    /// The retry strategy it maps to.
+    #[serde(default)]
+    pub retry_strategy: Option<String>,
+    /// What it does.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// `verification.remediation.retry_budget`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct RetryBudget {
+    /// Total attempts of a phase without an iteration loop when a blocking check fails
+    /// (1 = no retry).
+    #[serde(default)]
+    pub max_attempts: Option<i64>,
+}
+
+/// `verification.remediation.critical_path_behavior` (the guide's loader's values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CriticalPathBehavior {
+    /// A failed critical-path phase blocks the whole process (the guide's "Phases" reading).
+    Block,
+    /// Prune unverified claims and re-judge; a remaining non-integrity failure is queued as a
+    /// follow-up and the run goes on.
+    ConfirmOrPruneThenQueue,
+    /// A non-integrity failure is queued as a follow-up and the run goes on.
+    QueueFollowUp,
+}
+
+impl CriticalPathBehavior {
+    /// The YAML spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CriticalPathBehavior::Block => "block",
+            CriticalPathBehavior::ConfirmOrPruneThenQueue => "confirm_or_prune_then_queue",
+            CriticalPathBehavior::QueueFollowUp => "queue_follow_up",
+        }
+    }
+}
+
+/// One `verification.rules[]` entry (guide "Verification rules"), with the scoping keys the
+/// guide's loader reads (`enforcement`, `failure_class`, `remediation_mode`, `scope`,
+/// `applies_to_phases`, `requires_exact_cardinality`, `min_count`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 pub struct VerificationRule {
     /// Rule name.
@@ -822,15 +1083,63 @@ pub struct VerificationRule {
     /// `error` rejects the phase result; `warning` is noted. See [`VerificationRule::severity`].
     #[serde(default)]
     pub severity: Option<Severity>,
-    /// `regex` or `llm`.
-    #[serde(rename = "type")]
-    pub rule_type: RuleType,
+    /// `regex` or `llm`; see [`VerificationRule::rule_type`] for the default.
+    #[serde(rename = "type", default)]
+    pub rule_type: Option<RuleType>,
     /// `output` (default) or `deliverables`.
     #[serde(default)]
     pub target: Option<RuleTarget>,
+    /// `hard` (blocks whatever the severity) or `advisory` (never blocks).
+    #[serde(default)]
+    pub enforcement: Option<Enforcement>,
+    /// What kind of failure this rule reports.
+    #[serde(default)]
+    pub failure_class: Option<FailureClass>,
+    /// The remediation a failure asks for.
+    #[serde(default)]
+    pub remediation_mode: Option<RemediationMode>,
+    /// `phase` or `global`.
+    #[serde(default)]
+    pub scope: Option<RuleScope>,
+    /// The phases the rule judges (`"*"` = all); empty = by `scope`.
+    #[serde(default)]
+    pub applies_to_phases: Option<PhaseList>,
+    /// The regex must match exactly `min_count` times (regex rules).
+    #[serde(default)]
+    pub requires_exact_cardinality: Option<bool>,
+    /// Minimum matches a regex rule needs (turns it into a required pattern), >= 0.
+    #[serde(default)]
+    pub min_count: Option<i64>,
 }
 
 impl VerificationRule {
+    /// Effective type. The guide lists `type` on every example; its loader defaults it to
+    /// `llm`, and so do we.
+    pub fn rule_type(&self) -> RuleType {
+        self.rule_type.unwrap_or(RuleType::Llm)
+    }
+
+    /// Whether the rule judges `phase` (the guide's loader's scoping, with its default
+    /// "global" reading of a rule without scope metadata): an explicit `applies_to_phases`
+    /// list decides (`"*"` = all); otherwise `scope: phase` and `scope: global` and no scope
+    /// all apply to the phase being run.
+    pub fn applies_to(&self, phase: &str) -> bool {
+        match self.applies_to_phases.as_ref().map(PhaseList::ids) {
+            Some(ids) if !ids.is_empty() => ids.iter().any(|p| *p == "*" || *p == phase),
+            _ => true,
+        }
+    }
+
+    /// Whether a failure blocks the attempt: `enforcement: hard` always, `advisory` never,
+    /// otherwise by severity (`error` blocks).
+    pub fn is_blocking(&self) -> bool {
+        match self.enforcement {
+            Some(Enforcement::Hard) => true,
+            Some(Enforcement::Advisory) => false,
+            None => self.severity() == Severity::Error,
+        }
+    }
+
     /// Effective severity. The guide gives no default; `warning` ("noted but does not
     /// block") is the lenient reading.
     pub fn severity(&self) -> Severity {
@@ -897,20 +1206,83 @@ pub struct EvidenceRecordSchema {
 }
 
 /// `prompt_contracts:` (guide "Process contract v2", "Migrating v1 to v2").
+///
+/// The guide says "executor/verifier/remediation instructions"; its loader and built-in
+/// packages spell the first two `executor_constraints` / `verifier_constraints`. Both
+/// spellings are read ([`PromptContracts::executor`], [`PromptContracts::verifier`]).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 pub struct PromptContracts {
     /// Process-specific executor instructions.
     #[serde(default)]
     pub executor_instructions: Option<String>,
+    /// The loader's name for the executor instructions.
+    #[serde(default)]
+    pub executor_constraints: Option<String>,
     /// Process-specific verifier instructions.
     #[serde(default)]
     pub verifier_instructions: Option<String>,
-    /// Remediation wording (moved here from v1 verification text).
+    /// The loader's name for the verifier instructions.
     #[serde(default)]
-    pub remediation_instructions: Option<String>,
+    pub verifier_constraints: Option<String>,
+    /// Remediation wording (moved here from v1 verification text): one text, or a mapping
+    /// from strategy name to text with a `default` entry.
+    #[serde(default)]
+    pub remediation_instructions: Option<RemediationInstructions>,
     /// Evidence-contract activation.
     #[serde(default)]
     pub evidence_contract: Option<EvidenceContract>,
+}
+
+impl PromptContracts {
+    /// The executor instructions (both spellings, joined when both are given).
+    pub fn executor(&self) -> String {
+        join_texts(&[&self.executor_instructions, &self.executor_constraints])
+    }
+
+    /// The verifier instructions (both spellings, joined when both are given).
+    pub fn verifier(&self) -> String {
+        join_texts(&[&self.verifier_instructions, &self.verifier_constraints])
+    }
+}
+
+fn join_texts(parts: &[&Option<String>]) -> String {
+    parts
+        .iter()
+        .filter_map(|p| p.as_deref())
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+/// `prompt_contracts.remediation_instructions`: the guide's migration step 4 moves
+/// remediation wording here; its loader takes a text or a mapping (`default: |` plus one
+/// entry per strategy).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum RemediationInstructions {
+    /// One text for every retry.
+    Text(String),
+    /// Strategy name (lower-case) → text; `default` is used for any other strategy.
+    ByStrategy(std::collections::BTreeMap<String, String>),
+}
+
+impl RemediationInstructions {
+    /// The text for a retry under `strategy` (the loader's rule: the strategy's own entry,
+    /// else `default`, else nothing), trimmed.
+    pub fn for_strategy(&self, strategy: &str) -> Option<String> {
+        let text = match self {
+            RemediationInstructions::Text(t) => Some(t.as_str()),
+            RemediationInstructions::ByStrategy(m) => m
+                .get(&strategy.trim().to_lowercase())
+                .filter(|t| !t.trim().is_empty())
+                .or_else(|| m.get("default"))
+                .map(String::as_str),
+        };
+        text.map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+    }
 }
 
 /// `prompt_contracts.evidence_contract`.
@@ -919,9 +1291,9 @@ pub struct EvidenceContract {
     /// Switch.
     #[serde(default)]
     pub enabled: Option<bool>,
-    /// Phase ids it applies to, or `"*"` for all.
+    /// Phase ids it applies to, or `"*"` for all (a single string is one id).
     #[serde(default)]
-    pub applies_to_phases: Vec<String>,
+    pub applies_to_phases: Option<PhaseList>,
 }
 
 /// `memory:` (guide "Memory types").
@@ -1103,7 +1475,8 @@ mod tests {
             timeout_seconds: None,
             field: None,
         };
-        assert!(gate(GateType::ToolMetric).is_blocking());
+        // The guide's loader: a gate without `blocking` does not block, whatever its type.
+        assert!(!gate(GateType::ToolMetric).is_blocking());
         assert!(!gate(GateType::VerifierField).is_blocking());
     }
 

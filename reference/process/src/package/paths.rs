@@ -58,6 +58,17 @@ pub fn path_problem(path: &str) -> Option<PathProblem> {
     None
 }
 
+/// The normalized form of a workspace-relative path that has no escape (see [`path_problem`]):
+/// `.` and empty segments dropped (`.loom//phase-artifacts/./x/` → `.loom/phase-artifacts/x`),
+/// as the guide's loader normalizes `intermediate_root`.
+pub fn normalize_relative(path: &str) -> String {
+    path.trim()
+        .split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 #[cfg(test)]
 mod tests {
     use super::workspace_relative_problem as problem;

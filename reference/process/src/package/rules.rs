@@ -57,12 +57,15 @@ rules! {
     YAML_DUPLICATE_KEY = "yaml.duplicate_key", Error, "process.yaml reference", "a mapping repeats a key";
     YAML_TYPE = "yaml.type", Error, "process.yaml reference", "a value has the wrong YAML type (string, number, list, mapping)";
     YAML_UNKNOWN_KEY = "yaml.unknown_key", Warning, "process.yaml reference", "a key the guide does not document (ignored)";
+    YAML_BOOL_YAML11 = "yaml.bool_yaml11", Warning, "process.yaml reference", "a boolean field holds a YAML 1.1 spelling (yes/no/on/off): read as true/false, as the guide's loader (PyYAML, YAML 1.1) reads it; write true or false";
+    YAML_ENUM_CASE = "yaml.enum_case", Warning, "process.yaml reference", "an enum value in another letter case (HIGH, Fan_In): read as its lowercase value, as the guide's loader lower-cases it; write the lowercase value";
     METADATA_NAME_REQUIRED = "metadata.name.required", Error, "Metadata", "`name` is required";
     METADATA_NAME_FORMAT = "metadata.name.format", Error, "Metadata", "`name` must match ^[a-z0-9][a-z0-9-]*$";
     METADATA_VERSION_FORMAT = "metadata.version.format", Warning, "Metadata", "`version` should be a semver-like string such as \"1.0\" or \"1.2.3\"";
     SCHEMA_VERSION_UNSUPPORTED = "schema_version.unsupported", Error, "Process contract v2 (recommended)", "`schema_version` must be 1 or 2";
     SCHEMA_VERSION_LEGACY_V1 = "schema_version.legacy_v1", Warning, "Migrating v1 to v2", "v1 (or absent) schema_version is accepted but legacy; removal is scheduled for June 30, 2026";
     RISK_LEVEL_VALUE = "risk_level.value", Error, "Risk level and rigor floors", "`risk_level` must be low, medium, high or critical";
+    RISK_LEVEL_ALIAS = "risk_level.alias", Warning, "Risk level and rigor floors", "a risk_level alias (normal, med, mid, std, standard): read as medium, as the guide's loader maps it; write medium";
     RISK_LEVEL_MISSING = "risk_level.missing", Warning, "Risk level and rigor floors", "`risk_level` is optional but strongly recommended";
     RISK_LEVEL_INFERRED_HIGH = "risk_level.inferred_high", Warning, "Risk level and rigor floors", "no `risk_level`, and name/tags carry a high-risk token: the high floor profile applies";
     DEPENDENCIES_INVALID = "dependencies.invalid", Error, "Dependencies", "a dependency is not a PEP 508 requirement specifier (name, extras, version constraints or `@ URL`, marker) or a pip VCS URL with #egg=<name>";
@@ -74,9 +77,11 @@ rules! {
     AUTH_SELECTOR_MISSING = "auth.selector.missing", Error, "Auth requirements", "an auth requirement needs `provider`, `resource_ref` or `resource_id`";
     AUTH_RESOURCE_REF_FORMAT = "auth.resource_ref.format", Error, "Auth requirements", "`resource_ref` must be mcp:<alias>, api_integration:<name> or tool:<name>";
     AUTH_MCP_SERVER_SOURCE = "auth.mcp_server.source", Error, "Auth requirements", "`mcp_server` is only valid when `source: mcp`";
+    AUTH_ENV_KEY_FORMAT = "auth.required_env_keys.format", Error, "Auth requirements", "a required_env_keys entry must be an environment variable name, ^[A-Za-z_][A-Za-z0-9_]*$";
     PHASE_MODE_VALUE = "phase_mode.value", Error, "Phase mode", "`phase_mode` must be strict, guided or suggestive";
     OUTPUT_COORDINATION_VALUE = "output_coordination.value", Error, "Output coordination", "an output_coordination enum has a value the guide does not list";
-    OUTPUT_COORDINATION_ROOT_PATH = "output_coordination.intermediate_root.path", Error, "Output coordination", "`intermediate_root` must be a normalized workspace-relative path";
+    OUTPUT_COORDINATION_ROOT_PATH = "output_coordination.intermediate_root.path", Error, "Output coordination", "`intermediate_root` must be a workspace-relative path (not empty, absolute, home-relative, with `..` or a backslash)";
+    OUTPUT_COORDINATION_ROOT_NOT_NORMALIZED = "output_coordination.intermediate_root.not_normalized", Warning, "Output coordination", "`intermediate_root` has `.` or empty segments or a trailing `/`: read in normalized form, as the guide's loader normalizes it; write the normalized path";
     PHASES_FINALIZER_ID_RESERVED = "phases.id.reserved_finalizer", Error, "Output coordination", "a phase id equals the reserved <phase_id>__finalize_output of a fan-in phase with deliverables";
     PHASES_FINALIZER_SUFFIX = "phases.id.finalizer_suffix", Warning, "Output coordination", "a phase id ends in the reserved __finalize_output suffix";
     PHASES_EMPTY = "phases.empty", Warning, "Phases", "the process declares no phases";
@@ -118,19 +123,33 @@ rules! {
     ITERATION_GATE_VALUE_TYPE = "iteration.gate.value.type", Error, "Phase iteration loops", "command_exit `value` must be an integer exit code; tool_metric/verifier_field `value` must be a number with gt, gte, lt or lte";
     ITERATION_GATE_PATTERN_INVALID = "iteration.gate.pattern.invalid", Error, "Phase iteration loops", "artifact_regex.pattern is not a valid regular expression";
     ITERATION_GATE_PATTERN_TOO_LARGE = "iteration.gate.pattern.too_large", Error, "Phase iteration loops", "artifact_regex.pattern compiles past the pattern size limit";
+    ITERATION_GATE_ID_DUPLICATE = "iteration.gate.id.duplicate", Error, "Phase iteration loops", "gate ids must be unique within a phase's iteration block";
+    ITERATION_GATE_BLOCKING_IMPLICIT = "iteration.gate.blocking.implicit", Warning, "Phase iteration loops", "a deterministic gate without `blocking` does not block (the guide's loader's default); write blocking: true or blocking: false";
+    ITERATION_GATE_TARGET_NO_DELIVERABLES = "iteration.gate.target.no_deliverables", Error, "Phase iteration loops", "an artifact_regex gate with target: deliverables on a phase that declares no deliverables has nothing to read";
+    ITERATION_STOP_RANGE = "iteration.stop_on_no_improvement.range", Error, "Phase iteration loops", "stop_on_no_improvement_attempts, when > 0, must be < max_attempts (otherwise it can never stop the loop)";
     ITERATION_GATE_TIMEOUT_POSITIVE = "iteration.gate.timeout.positive", Error, "Phase iteration loops", "command_exit.timeout_seconds must be > 0";
     ITERATION_COMMAND_ARGV = "iteration.gate.command.argv", Error, "Phase iteration loops", "command_exit.command must be a non-empty list of argv tokens, not a command line";
     ITERATION_COMMAND_METACHAR = "iteration.gate.command.metacharacter", Error, "Phase iteration loops", "command_exit argv tokens must not contain shell metacharacters";
     ITERATION_COMMAND_ALLOWLIST = "iteration.gate.command.allowlist", Error, "Phase iteration loops", "command_exit must start with an allowlisted command prefix";
-    VERIFICATION_RULE_FIELD_REQUIRED = "verification.rule.field.required", Error, "Verification rules", "a verification rule needs `name`, `check` and `type`";
+    VERIFICATION_RULE_FIELD_REQUIRED = "verification.rule.field.required", Error, "Verification rules", "a verification rule needs `name` and `check` (`type` defaults to llm, as in the guide's loader)";
     VERIFICATION_RULE_TYPE_VALUE = "verification.rule.type.value", Error, "Verification rules", "rule `type` must be regex or llm";
     VERIFICATION_RULE_SEVERITY_VALUE = "verification.rule.severity.value", Error, "Verification rules", "rule `severity` must be error or warning";
     VERIFICATION_RULE_TARGET_VALUE = "verification.rule.target.value", Error, "Verification rules", "rule `target` must be output or deliverables";
     VERIFICATION_RULE_REGEX_INVALID = "verification.rule.regex.invalid", Error, "Verification rules", "a regex rule's `check` is not a valid regular expression";
     VERIFICATION_RULE_REGEX_TOO_LARGE = "verification.rule.regex.too_large", Error, "Verification rules", "a regex rule's `check` compiles past the pattern size limit";
+    VERIFICATION_RULE_ENFORCEMENT_VALUE = "verification.rule.enforcement.value", Error, "Verification rules", "rule `enforcement` must be hard or advisory";
+    VERIFICATION_RULE_FAILURE_CLASS_VALUE = "verification.rule.failure_class.value", Error, "Verification rules", "rule `failure_class` must be hard_integrity, recoverable_placeholder or semantic";
+    VERIFICATION_RULE_REMEDIATION_MODE_VALUE = "verification.rule.remediation_mode.value", Error, "Verification rules", "rule `remediation_mode` must be none, confirm_or_prune, targeted_remediation, queue_follow_up or remediate_and_retry";
+    VERIFICATION_RULE_SCOPE_VALUE = "verification.rule.scope.value", Error, "Verification rules", "rule `scope` must be phase or global";
+    VERIFICATION_RULE_APPLIES_TO_UNKNOWN = "verification.rule.applies_to_phases.unknown", Error, "Verification rules", "`applies_to_phases` names a phase that does not exist (use \"*\" for all phases)";
+    VERIFICATION_RULE_MIN_COUNT_RANGE = "verification.rule.min_count.range", Error, "Verification rules", "rule `min_count` must be >= 0";
     VERIFICATION_RULE_NAME_DUPLICATE = "verification.rule.name.duplicate", Warning, "Verification rules", "two verification rules share a name";
     VERIFICATION_POLICY_MODE_VALUE = "verification.policy.mode.value", Error, "Process contract v2 (recommended)", "`verification.policy.mode` must be llm_first or static_first";
+    SEMANTIC_CHECK_HELPER_UNREGISTERED = "verification.policy.semantic_checks.helper", Error, "Process contract v2 (recommended)", "a semantic check names a verification helper that is not registered (`loom-process helpers` lists them)";
+    SEMANTIC_CHECK_HELPER_CAPABILITY = "verification.policy.semantic_checks.capability", Error, "Process contract v2 (recommended)", "a semantic check's helper does not support the capability it declares";
+    CRITICAL_PATH_BEHAVIOR_VALUE = "verification.remediation.critical_path_behavior.value", Error, "Process contract v2 (recommended)", "`critical_path_behavior` must be block, confirm_or_prune_then_queue or queue_follow_up";
     VERIFICATION_OUTPUT_CONTRACT_PASSED = "verification.policy.output_contract.passed", Error, "Migrating v1 to v2", "output_contract.required_fields must include `passed`";
+    PROMPT_CONTRACTS_REMEDIATION_KEY = "prompt_contracts.remediation_instructions.key", Warning, "Migrating v1 to v2", "a remediation_instructions mapping key is neither `default` nor a strategy this process can select, so it is never used";
     PROMPT_CONTRACTS_UNKNOWN_PHASE = "prompt_contracts.applies_to_phases.unknown", Warning, "Process contract v2 (recommended)", "evidence_contract.applies_to_phases names a phase that does not exist (use \"*\" for all)";
     MEMORY_TYPE_REQUIRED = "memory.type.required", Error, "Memory types", "each extract_types entry needs `type`";
     MEMORY_TYPE_DUPLICATE = "memory.type.duplicate", Warning, "Memory types", "two memory types share a name";
@@ -155,7 +174,10 @@ rules! {
 /// semantic checks", "retry budget, critical-path behavior", "summarization controls").
 pub const LENIENT_BLOCKS: &[&str] = &[
     "verification.policy",
+    "verification.policy.semantic_checks[*]",
     "verification.remediation",
+    "verification.remediation.strategies[*]",
+    "verification.remediation.retry_budget",
     "evidence",
     "evidence.extraction",
     "prompt_contracts",

@@ -8,9 +8,22 @@ use super::rules::{self, Level, Rule};
 
 /// Name/tag tokens from which Loom "may infer high-risk intent" when `risk_level` is omitted
 /// (guide "Risk level and rigor floors": "for example investment, financial, medical, legal,
-/// compliance"). We use exactly the guide's examples.
-pub const HIGH_RISK_TOKENS: &[&str] =
-    &["investment", "financial", "medical", "legal", "compliance"];
+/// compliance"). The guide's examples are a sample; these are the 11 tokens its loader uses
+/// (`_HIGH_RISK_INTENT_TOKENS`), matched whole after splitting the lower-cased name and tags
+/// on non-alphanumerics.
+pub const HIGH_RISK_TOKENS: &[&str] = &[
+    "investment",
+    "investing",
+    "finance",
+    "financial",
+    "medical",
+    "medicine",
+    "healthcare",
+    "health",
+    "legal",
+    "law",
+    "compliance",
+];
 
 /// Where the effective risk level came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

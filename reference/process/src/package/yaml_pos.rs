@@ -94,8 +94,8 @@ impl Node {
     ///
     /// YAML 1.2 booleans only (`strict_booleans`): `y`, `n`, `yes`, `no`, `on` and `off` are
     /// strings, so `depends_on: [yes, no]` names two phases, as in the guide's YAML 1.2 reading.
-    /// Nesting depth is bounded by serde-saphyr's budget (64 levels), which bounds every
-    /// recursive walk over the tree.
+    /// Nesting depth is bounded by the parser budget ([`Node::MAX_DEPTH`] levels), which bounds
+    /// every recursive walk over the tree.
     pub fn parse(text: &str) -> Result<Node, (String, Pos, bool)> {
         match serde_saphyr::from_str_with_options::<Option<Node>>(text, Self::options()) {
             Ok(Some(mut node)) => {
@@ -116,25 +116,27 @@ impl Node {
                     pos = at;
                     msg = format!("a mapping key must be a scalar, found {found}");
                 } else if msg.contains("budget breached") {
-                    msg = format!(
-                        "the document exceeds the parser's size budget ({}); a process definition is limited to {} YAML nodes",
-                        msg.trim_start_matches("budget breached:").trim(),
-                        Self::MAX_NODES
-                    );
+                    msg = budget_message(msg.trim_start_matches("budget breached:").trim());
                 }
                 Err((msg, pos, duplicate))
             }
         }
     }
 
-    /// Parser options: YAML 1.2 booleans, and a node budget of [`Node::MAX_NODES`] (the
+    /// Parser options: YAML 1.2 booleans, a depth budget of [`Node::MAX_DEPTH`], and a node
+    /// budget of [`Node::MAX_NODES`] (the
     /// library default, 250,000, refuses a 50,000-phase definition; the budget stays, so
     /// input size remains bounded).
     fn options() -> serde_saphyr::Options {
         let mut options = serde_saphyr::Options::default();
         options.strict_booleans = true;
+        // `.nan`, `.inf` and integers too large for 64 bits reach the tree as floats, so the
+        // field they are in decides the message (a ratio out of 0..1, an integer out of
+        // range) instead of a parser-level rejection.
+        options.non_finite_float_policy = serde_saphyr::NonFiniteFloatPolicy::PassThrough;
         let mut budget = options.budget.take().unwrap_or_default();
         budget.max_nodes = Self::MAX_NODES;
+        budget.max_depth = Self::MAX_DEPTH;
         budget.max_events = budget.max_events.max(2 * Self::MAX_NODES);
         options.budget = Some(budget);
         options
@@ -142,6 +144,12 @@ impl Node {
 
     /// The most YAML nodes a definition may have.
     pub const MAX_NODES: usize = 1_000_000;
+
+    /// The deepest nesting the parser accepts. The deepest path the guide documents is 8
+    /// levels (`phases[].iteration.gates[].command[]`); 32 leaves room for authors' own
+    /// blocks while keeping the recursive tree build well inside a 2 MiB thread stack (at 64
+    /// levels a debug build overflows it).
+    pub const MAX_DEPTH: usize = 32;
 
     /// Parses YAML text letting the last duplicate key win (used only to locate a duplicate
     /// key that [`Node::parse`] rejected).
@@ -163,6 +171,12 @@ impl Node {
             match &mut node.kind {
                 NodeKind::Int(_) | NodeKind::UInt(_) | NodeKind::Float(_) | NodeKind::Bool(_) => {
                     node.raw = plain_scalar_at(text, &lines, node.pos);
+                }
+                // A plain (unquoted) YAML 1.1 boolean spelling: a boolean field may read it
+                // (see [`yaml11_bool`]); `raw` marks it as plain, a quoted "yes" has none.
+                NodeKind::Str(s) if yaml11_bool(s).is_some() => {
+                    let s = s.clone();
+                    node.raw = plain_scalar_at(text, &lines, node.pos).filter(|r| *r == s);
                 }
                 NodeKind::Seq(items) => todo.extend(items.iter_mut()),
                 NodeKind::Map(entries) => todo.extend(entries.iter_mut().map(|(_, v)| v)),
@@ -356,6 +370,36 @@ fn non_scalar_key(msg: &str) -> Option<(String, Pos)> {
     let column = parts.next()?.parse().ok()?;
     let found = parts.next()?.trim().to_string();
     Some((found, Pos { line, column }))
+}
+
+/// The message of a breached parser budget, in the guide's terms: which limit, and what it is.
+fn budget_message(which: &str) -> String {
+    let kind = which.split([' ', '{']).next().unwrap_or("");
+    match kind {
+        "Depth" => format!(
+            "the document nests more than {} levels deep (mappings and sequences inside each other); a process definition is limited to {} levels",
+            Node::MAX_DEPTH,
+            Node::MAX_DEPTH
+        ),
+        "Nodes" | "Events" => format!(
+            "the document has more than {} YAML nodes; a process definition is limited to {} nodes",
+            Node::MAX_NODES,
+            Node::MAX_NODES
+        ),
+        "Aliases" | "Anchors" => "the document uses more YAML aliases or anchors than the parser allows (alias expansion is bounded)".to_string(),
+        _ => "the document exceeds the parser's resource limits (size, nesting or aliases)".to_string(),
+    }
+}
+
+/// A YAML 1.1 boolean spelling (PyYAML's resolver, which the guide's loader uses) that YAML
+/// 1.2 reads as a string: `yes`/`no`/`on`/`off` in their three cases. (`True`/`TRUE` are
+/// booleans in YAML 1.2's core schema already; `y`/`n` are not booleans in PyYAML either.)
+pub fn yaml11_bool(s: &str) -> Option<bool> {
+    match s {
+        "yes" | "Yes" | "YES" | "on" | "On" | "ON" => Some(true),
+        "no" | "No" | "NO" | "off" | "Off" | "OFF" => Some(false),
+        _ => None,
+    }
 }
 
 /// `123`, `-4`, `+5`: decimal digits with an optional sign.
@@ -592,6 +636,92 @@ pub struct UnknownKey {
     pub expected: &'static [&'static str],
 }
 
+/// Why a value was read in a form other than the one it was written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CoercionReason {
+    /// A YAML 1.1 boolean spelling (`yes`, `off`, `True`) in a boolean field.
+    Yaml11Bool,
+    /// An enum value in another letter case (`HIGH`), read as its lowercase variant.
+    EnumCase,
+    /// A documented alias of an enum value (`standard` for `medium`).
+    EnumAlias,
+}
+
+/// A value accepted in a non-portable form: the guide's loader (PyYAML, YAML 1.1, lower-cased
+/// and aliased enums) reads it, and so do we, with a warning naming the portable spelling.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Coercion {
+    /// Path of the value.
+    pub path: String,
+    /// Position of the value.
+    pub pos: Pos,
+    /// The text as written.
+    pub found: String,
+    /// The portable spelling it was read as.
+    pub portable: String,
+    /// Which kind of reading.
+    pub reason: CoercionReason,
+}
+
+/// What deserializing a tree noted besides the value: unknown keys and coerced values.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Notes {
+    /// Keys the model does not know.
+    pub unknown: Vec<UnknownKey>,
+    /// Values read in a non-portable form.
+    pub coerced: Vec<Coercion>,
+}
+
+/// Enums the guide's loader lower-cases before comparing (`str(...).strip().lower()`), with
+/// the aliases it maps. Keyed by the model's Rust enum name; `phase_mode`, rule `severity`,
+/// `type`, `enforcement`, `scope` and test `mode` are compared as written there and are not
+/// listed.
+const FOLDED_ENUMS: &[(&str, &[(&str, &str)])] = &[
+    (
+        "RiskLevel",
+        &[
+            ("normal", "medium"),
+            ("med", "medium"),
+            ("mid", "medium"),
+            ("std", "medium"),
+            ("standard", "medium"),
+        ],
+    ),
+    ("PolicyMode", &[]),
+    ("OutputStrategy", &[]),
+    ("PublishMode", &[]),
+    ("ConflictPolicy", &[]),
+    ("FinalizerInputPolicy", &[]),
+    ("IterationStrategy", &[]),
+    ("GateType", &[]),
+    ("Operator", &[]),
+    ("ArtifactTarget", &[]),
+    ("AuthSource", &[]),
+    ("PruneMode", &[]),
+    ("CriticalPathBehavior", &[]),
+    ("FailureClass", &[]),
+    ("RemediationMode", &[]),
+];
+
+/// The variant `text` stands for in enum `name` when it is not written as one: trimmed and
+/// lower-cased, then through the alias table ([`FOLDED_ENUMS`]).
+fn fold_enum(
+    name: &str,
+    text: &str,
+    variants: &'static [&'static str],
+) -> Option<(&'static str, CoercionReason)> {
+    let (_, aliases) = FOLDED_ENUMS.iter().find(|(n, _)| *n == name)?;
+    let lower = text.trim().to_lowercase();
+    if let Some(v) = variants.iter().find(|v| **v == lower) {
+        return Some((v, CoercionReason::EnumCase));
+    }
+    let (_, target) = aliases.iter().find(|(a, _)| *a == lower)?;
+    variants
+        .iter()
+        .find(|v| *v == target)
+        .map(|v| (*v, CoercionReason::EnumAlias))
+}
+
 /// The serde error type of [`NodeDeserializer`]; the located detail is kept in the context so
 /// that serde's own error constructors (`missing_field`, `unknown_variant`) can be placed.
 #[derive(Debug, Clone, PartialEq)]
@@ -653,10 +783,8 @@ impl de::Error for DeError {
     }
 }
 
-/// Deserializes `T` from a tree, collecting unknown keys.
-pub fn from_node<'a, T: Deserialize<'a>>(
-    node: &'a Node,
-) -> Result<(T, Vec<UnknownKey>), ShapeError> {
+/// Deserializes `T` from a tree, collecting unknown keys and coerced values.
+pub fn from_node<'a, T: Deserialize<'a>>(node: &'a Node) -> Result<(T, Notes), ShapeError> {
     from_node_at(node, "")
 }
 
@@ -665,15 +793,15 @@ pub fn from_node<'a, T: Deserialize<'a>>(
 pub fn from_node_at<'a, T: Deserialize<'a>>(
     node: &'a Node,
     path: &str,
-) -> Result<(T, Vec<UnknownKey>), ShapeError> {
-    let unknown = RefCell::new(Vec::new());
+) -> Result<(T, Notes), ShapeError> {
+    let notes = RefCell::new(Notes::default());
     let result = T::deserialize(NodeDeserializer {
         node,
         path: path.to_string(),
-        unknown: &unknown,
+        unknown: &notes,
     });
     match result {
-        Ok(value) => Ok((value, unknown.into_inner())),
+        Ok(value) => Ok((value, notes.into_inner())),
         Err(err) => {
             let (path, pos) = err.at.unwrap_or((String::new(), node.pos));
             Err(ShapeError {
@@ -701,7 +829,7 @@ pub fn join_key(path: &str, key: &str) -> String {
 pub struct NodeDeserializer<'a, 'u> {
     node: &'a Node,
     path: String,
-    unknown: &'u RefCell<Vec<UnknownKey>>,
+    unknown: &'u RefCell<Notes>,
 }
 
 impl<'a, 'u> NodeDeserializer<'a, 'u> {
@@ -724,6 +852,17 @@ impl<'a, 'u> NodeDeserializer<'a, 'u> {
             err.at = Some((path, self.node.pos));
         }
         err
+    }
+
+    /// Records that this node was read as `portable` although written `found`.
+    fn note(&self, found: &str, portable: &str, reason: CoercionReason) {
+        self.unknown.borrow_mut().coerced.push(Coercion {
+            path: self.path.clone(),
+            pos: self.node.pos,
+            found: found.to_string(),
+            portable: portable.to_string(),
+            reason,
+        });
     }
 
     fn wrong_type(&self, expected: Expected) -> DeError {
@@ -783,9 +922,16 @@ impl<'de, 'a: 'de, 'u> Deserializer<'de> for NodeDeserializer<'a, 'u> {
         result.map_err(|e| self.locate(e))
     }
 
+    /// A boolean field also takes a plain YAML 1.1 spelling (`yes`, `off`, `True`), as the
+    /// guide's loader (PyYAML) does, noting it for a warning; a quoted `"yes"` stays a string.
     fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        match self.node.kind {
-            NodeKind::Bool(b) => visitor.visit_bool(b).map_err(|e| self.locate(e)),
+        match (&self.node.kind, &self.node.raw) {
+            (NodeKind::Bool(b), _) => visitor.visit_bool(*b).map_err(|e| self.locate(e)),
+            (NodeKind::Str(s), Some(_)) if yaml11_bool(s).is_some() => {
+                let b = yaml11_bool(s).unwrap_or_default();
+                self.note(s, &b.to_string(), CoercionReason::Yaml11Bool);
+                visitor.visit_bool(b).map_err(|e| self.locate(e))
+            }
             _ => Err(self.wrong_type(Expected::Bool)),
         }
     }
@@ -899,7 +1045,7 @@ impl<'de, 'a: 'de, 'u> Deserializer<'de> for NodeDeserializer<'a, 'u> {
         };
         for (key, _) in entries {
             if !fields.contains(&key.name.as_str()) {
-                self.unknown.borrow_mut().push(UnknownKey {
+                self.unknown.borrow_mut().unknown.push(UnknownKey {
                     path: join_key(&self.path, &key.name),
                     pos: key.pos,
                     expected: fields,
@@ -919,13 +1065,26 @@ impl<'de, 'a: 'de, 'u> Deserializer<'de> for NodeDeserializer<'a, 'u> {
             .map_err(|e| self.locate(e))
     }
 
+    /// A string naming a variant; for the enums the guide's loader lower-cases
+    /// ([`FOLDED_ENUMS`]) also another letter case or an alias, noted for a warning.
     fn deserialize_enum<V: Visitor<'de>>(
         self,
-        _name: &'static str,
+        name: &'static str,
         variants: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, DeError> {
         match &self.node.kind {
+            NodeKind::Str(s) if !variants.contains(&s.as_str()) => {
+                if let Some((variant, reason)) = fold_enum(name, s, variants) {
+                    self.note(s, variant, reason);
+                    return visitor
+                        .visit_enum(variant.into_deserializer())
+                        .map_err(|e: DeError| self.locate(e));
+                }
+                visitor
+                    .visit_enum(s.as_str().into_deserializer())
+                    .map_err(|e: DeError| self.locate(e))
+            }
             NodeKind::Str(s) => visitor
                 .visit_enum(s.as_str().into_deserializer())
                 .map_err(|e: DeError| self.locate(e)),
@@ -1092,11 +1251,11 @@ mod tests {
     #[test]
     fn unknown_keys_are_collected_not_fatal() {
         let node = Node::parse("name: x\nfavourite_colour: red\ntools:\n  requird: [a]\n").unwrap();
-        let (p, unknown) = from_node::<Process>(&node).unwrap();
+        let (p, notes) = from_node::<Process>(&node).unwrap();
         assert_eq!(p.name, "x");
-        let paths: Vec<_> = unknown.iter().map(|u| u.path.as_str()).collect();
+        let paths: Vec<_> = notes.unknown.iter().map(|u| u.path.as_str()).collect();
         assert_eq!(paths, ["favourite_colour", "tools.requird"]);
-        assert_eq!(unknown[1].pos, Pos { line: 4, column: 3 });
+        assert_eq!(notes.unknown[1].pos, Pos { line: 4, column: 3 });
     }
 
     #[test]

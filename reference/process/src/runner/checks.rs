@@ -4,9 +4,14 @@
 //!
 //! Readings (README "Running"):
 //! - A `regex` verification rule's `check` is a pattern that must NOT appear (every example
-//!   in the guide is a forbidden pattern such as placeholders). `error` severity fails the
-//!   attempt, `warning` is recorded only. Rules apply to every phase; `output` is the text of
-//!   the attempt's agent messages, `deliverables` the phase's deliverable files.
+//!   in the guide is a forbidden pattern such as placeholders), unless the rule sets
+//!   `min_count` (the guide's loader): then it must match at least that often (exactly, with
+//!   `requires_exact_cardinality`). A failing rule blocks by `enforcement` (`hard` always,
+//!   `advisory` never) or else by severity (`error` blocks, `warning` is recorded). A rule
+//!   judges only the phases its `applies_to_phases` lists (`"*"` = all); without the list it
+//!   judges every phase (the loader's default reading of `scope`). `output` is the text of
+//!   the attempt's agent messages, `deliverables` the phase's deliverable files. A rule
+//!   without `type` is an `llm` rule.
 //! - `llm` rules go through the model ([`crate::engine::judge::judge_llm`]).
 //! - `verification.policy.mode`: `static_first` evaluates regex rules before llm rules,
 //!   `llm_first` the reverse; without a mode, declaration order.
@@ -17,13 +22,15 @@
 //!   is `skipped`. The task's command policy applies with the runner checks' allowlist (the
 //!   guide's `command_exit` list plus `commandAllowlist`); the call counts against the
 //!   tool-call budgets and is not run (`error`) when they are used up.
-//! - `tool_metric` reads `metric_path` (dotted) from the named tool's structured output.
-//!   Bundled Python tools are not executed by this runner: their output comes from a
-//!   [`crate::engine::tools::ToolOutputs`] provider (in deterministic runs, the script's
-//!   `tools:` section), recorded as a gate tool call. Otherwise the metric is read from the
-//!   latest observation in the attempt of the tool — a Loop Engine action type
-//!   (`terminal.run`, ...) or a `terminal.run` whose program's file stem is the tool name —
-//!   in the observation's `raw`, then in its stdout parsed as JSON. No metric fails the gate.
+//! - `tool_metric` reads `metric_path` (dotted) from the named tool's structured output (the
+//!   `ToolResult.data` the guide's loader reads): from the attempt's latest successful call of
+//!   that tool (a `tool.call` of a bundled tool; a Loop Engine action type; a `terminal.run`
+//!   whose program's file stem is the tool name, its `raw`, then its stdout as JSON). When the
+//!   attempt did not call it and the package bundles the tool, the gate runs it for real
+//!   (`tool.call` with `{}` args, `origin: gate`). A tool that is not bundled (a Loom built-in
+//!   such as `humanize_writing`) gets its output from a [`crate::engine::tools::ToolOutputs`]
+//!   provider (the script's `tools:` section). No metric fails the gate. `contains` /
+//!   `not_contains` compare the value as text (JSON with sorted keys for lists and maps).
 //! - `verifier_field` (advisory) compares a field of the verifier output the runner builds
 //!   from this attempt's deliverable and rule checks (fields of the guide's output contract:
 //!   `passed, outcome, reason_code, severity_class, confidence, feedback, issues, metadata`).
@@ -34,11 +41,12 @@ use crate::engine::budget::Budget;
 use crate::engine::event::EventType;
 use crate::engine::judge::{
     JudgeResult, JudgeStatus, compare, judge_command_output, judge_llm, judge_regex,
+    judge_regex_count,
 };
 use crate::engine::model::{ModelRequest, Purpose};
 use crate::engine::tools::read_workspace_file;
 use crate::package::{
-    ArtifactTarget, Gate, GateKind, Operator, Phase, PolicyMode, RuleTarget, RuleType, Severity,
+    ArtifactTarget, Gate, GateKind, Operator, Phase, PolicyMode, RuleTarget, RuleType,
 };
 use serde_json::{Value as Json, json};
 
@@ -139,7 +147,7 @@ fn judge_request(
         .process
         .prompt_contracts
         .as_ref()
-        .and_then(|p| p.verifier_instructions.clone())
+        .map(|p| p.verifier())
         .unwrap_or_default();
     ModelRequest {
         purpose: Purpose::Judge {
@@ -155,6 +163,7 @@ fn judge_request(
         turn: 1,
         observations: Vec::new(),
         feedback: Vec::new(),
+        model_tier: u8::try_from(view.phase.model_tier().clamp(1, 3)).unwrap_or(2),
     }
 }
 
@@ -171,17 +180,25 @@ pub(crate) fn rules(st: &RunState<'_>, view: &AttemptView<'_>) -> (Vec<Check>, u
     // order. The sort is stable.
     let mut ordered: Vec<&crate::package::VerificationRule> = v.rules.iter().collect();
     match v.policy.as_ref().and_then(|p| p.mode) {
-        Some(PolicyMode::StaticFirst) => ordered.sort_by_key(|r| r.rule_type != RuleType::Regex),
-        Some(PolicyMode::LlmFirst) => ordered.sort_by_key(|r| r.rule_type != RuleType::Llm),
+        Some(PolicyMode::StaticFirst) => ordered.sort_by_key(|r| r.rule_type() != RuleType::Regex),
+        Some(PolicyMode::LlmFirst) => ordered.sort_by_key(|r| r.rule_type() != RuleType::Llm),
         None => {}
     }
-    for rule in ordered {
+    for rule in ordered.into_iter().filter(|r| r.applies_to(&view.phase.id)) {
         let texts = match rule.target() {
             RuleTarget::Output => output_text(view),
             RuleTarget::Deliverables => deliverable_texts(st, view.phase),
         };
-        let result = match rule.rule_type {
-            RuleType::Regex => judge_regex(&rule.check, &texts, false),
+        let result = match rule.rule_type() {
+            RuleType::Regex => match rule.min_count.and_then(|n| usize::try_from(n).ok()) {
+                Some(min) => judge_regex_count(
+                    &rule.check,
+                    &texts,
+                    min,
+                    rule.requires_exact_cardinality == Some(true),
+                ),
+                None => judge_regex(&rule.check, &texts, false),
+            },
             RuleType::Llm => {
                 let subject = texts
                     .iter()
@@ -197,7 +214,7 @@ pub(crate) fn rules(st: &RunState<'_>, view: &AttemptView<'_>) -> (Vec<Check>, u
         out.push(Check {
             kind: "rule",
             name: rule.name.clone(),
-            blocking: rule.severity() == Severity::Error,
+            blocking: rule.is_blocking(),
             result,
             score: None,
         });
@@ -250,39 +267,67 @@ pub fn lookup<'a>(v: &'a Json, path: &str) -> Option<&'a Json> {
     })
 }
 
-fn metric(view: &AttemptView<'_>, tool: &str, path: &str) -> Option<f64> {
-    let (_, obs) = view.calls.iter().rev().find(|(a, _)| {
-        a.type_name() == tool
-            || matches!(a, ToolAction::TerminalRun { program, .. }
+/// The metric from the attempt's latest successful call of `tool` (else its latest call).
+fn metric(view: &AttemptView<'_>, tool: &str, path: &str) -> Option<Json> {
+    let calls = || {
+        view.calls.iter().rev().filter(|(a, _)| {
+            a.type_name() == tool
+                || matches!(a, ToolAction::ToolCall { tool: t, .. } if t == tool)
+                || matches!(a, ToolAction::TerminalRun { program, .. }
                 if std::path::Path::new(program).file_stem().is_some_and(|s| s == tool))
-    })?;
-    let from_raw = lookup(&obs.raw, path).and_then(Json::as_f64);
+        })
+    };
+    let (a, obs) = calls().find(|(_, o)| o.ok).or_else(|| calls().next())?;
+    if matches!(a, ToolAction::ToolCall { .. }) {
+        return obs.raw.get("data").and_then(|d| lookup(d, path)).cloned();
+    }
+    let from_raw = lookup(&obs.raw, path).cloned();
     from_raw.or_else(|| {
         let stdout = obs.raw.get("stdout")?.as_str()?;
         let parsed: Json = serde_json::from_str(stdout).ok()?;
-        lookup(&parsed, path).and_then(Json::as_f64)
+        lookup(&parsed, path).cloned()
     })
 }
 
-/// The metric of a `tool_metric` gate: from the tool's output when a [`ToolOutputs`]
-/// provider knows the tool (the call is recorded with `origin: gate`), else from the latest
-/// observation of that tool in the attempt.
+/// The metric of a `tool_metric` gate: from the attempt's own calls of the tool; else, for a
+/// bundled tool, from running it now (`origin: gate`); else from a [`ToolOutputs`] provider
+/// (the call is recorded with `origin: gate`). Counts its tool call in `gate_calls`.
 fn tool_metric(
     st: &mut RunState<'_>,
     view: &AttemptView<'_>,
     gate: &str,
     tool: &str,
     path: &str,
-) -> Option<f64> {
-    let provided = st
+    gate_calls: &mut u64,
+) -> Option<Json> {
+    if let Some(m) = metric(view, tool, path) {
+        return Some(m);
+    }
+    let call_id = format!("gate:{}#{}:{gate}", view.phase.id, view.attempt);
+    let bundled = st.exec.bundled().is_some_and(|b| b.has(tool));
+    if bundled {
+        let call = json!({"phase": view.phase.id, "attempt": view.attempt, "toolCallId": call_id, "type": "tool.call", "tool": tool, "origin": "gate"});
+        st.emit(EventType::ToolCallStarted, call.clone());
+        let obs = st.exec.call_tool(tool, &json!({}));
+        st.run_budget.tool_calls += 1;
+        *gate_calls += 1;
+        let mut fin = call;
+        fin["ok"] = json!(obs.ok);
+        st.emit(EventType::ToolCallFinished, fin);
+        st.emit(
+            EventType::Observation,
+            json!({"phase": view.phase.id, "attempt": view.attempt, "toolCallId": call_id, "observation": obs}),
+        );
+        if !obs.ok {
+            return None;
+        }
+        return obs.raw.get("data").and_then(|d| lookup(d, path)).cloned();
+    }
+    let data = st
         .env
         .tool_outputs
         .as_ref()
-        .and_then(|p| p.output(tool, &view.phase.id, view.attempt));
-    let Some(data) = provided else {
-        return metric(view, tool, path);
-    };
-    let call_id = format!("gate:{}#{}:{gate}", view.phase.id, view.attempt);
+        .and_then(|p| p.output(tool, &view.phase.id, view.attempt))?;
     let call = json!({"phase": view.phase.id, "attempt": view.attempt, "toolCallId": call_id, "type": "tool", "tool": tool, "origin": "gate"});
     st.emit(EventType::ToolCallStarted, call.clone());
     let mut fin = call;
@@ -293,10 +338,26 @@ fn tool_metric(
         EventType::Observation,
         json!({"phase": view.phase.id, "attempt": view.attempt, "toolCallId": call_id, "observation": obs}),
     );
-    lookup(&data, path).and_then(Json::as_f64)
+    lookup(&data, path).cloned()
+}
+
+/// A value as the guide's loader compares text: strings as they are, scalars as written,
+/// lists and mappings as JSON with sorted keys.
+fn as_text(v: &Json) -> String {
+    match v {
+        Json::Null => String::new(),
+        Json::String(s) => s.clone(),
+        Json::Bool(_) | Json::Number(_) => v.to_string(),
+        _ => serde_json::to_string(v).unwrap_or_default(),
+    }
 }
 
 fn compare_json(op: Operator, actual: &Json, expected: &Json) -> Result<bool, String> {
+    match op {
+        Operator::Contains => return Ok(as_text(actual).contains(&as_text(expected))),
+        Operator::NotContains => return Ok(!as_text(actual).contains(&as_text(expected))),
+        _ => {}
+    }
     match (actual.as_f64(), expected.as_f64()) {
         (Some(a), Some(e)) => compare(&op_name(op), a, e),
         _ => match op {
@@ -312,14 +373,15 @@ fn compare_json(op: Operator, actual: &Json, expected: &Json) -> Result<bool, St
 
 /// Evaluates the iteration gates (guide "Phase iteration loops"). `verifier` is the attempt's
 /// verifier output (for `verifier_field`); `lp` is the phase's loop budget (its tool calls so
-/// far; the caller adds the gate calls afterwards). Command gates emit their tool-call events.
+/// far). Command gates and gate-run bundled tools emit their tool-call events; returns the
+/// checks and how many tool calls the gates made (the caller adds them to the loop budget).
 pub(crate) fn gates(
     st: &mut RunState<'_>,
     view: &AttemptView<'_>,
     gates: &[Gate],
     verifier: &Json,
     lp: &Budget,
-) -> Vec<Check> {
+) -> (Vec<Check>, u64) {
     let mut gate_calls = 0u64;
     let mut out = Vec::new();
     for (i, gate) in gates.iter().enumerate() {
@@ -430,7 +492,7 @@ pub(crate) fn gates(
                 metric_path,
                 operator,
                 value,
-            }) => match tool_metric(st, view, &name, tool, metric_path) {
+            }) => match tool_metric(st, view, &name, tool, metric_path, &mut gate_calls) {
                 None => JudgeResult::new(
                     JudgeStatus::Fail,
                     vec![format!("no {metric_path} from tool {tool} in this attempt")],
@@ -438,9 +500,9 @@ pub(crate) fn gates(
                 ),
                 Some(m) => {
                     if operator.is_ordering() {
-                        score = Some(m);
+                        score = m.as_f64();
                     }
-                    match compare_json(operator, &json!(m), value) {
+                    match compare_json(operator, &m, value) {
                         Ok(true) => JudgeResult::new(
                             JudgeStatus::Pass,
                             vec![],
@@ -494,5 +556,5 @@ pub(crate) fn gates(
             score,
         });
     }
-    out
+    (out, gate_calls)
 }

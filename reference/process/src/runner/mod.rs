@@ -30,19 +30,27 @@
 //! run was not failed), or `failed`.
 
 pub mod checks;
+pub mod memory;
 pub mod output;
 pub mod phase;
+pub mod preflight;
 pub mod prompt;
+pub mod remediation;
+pub mod replan;
 pub mod schedule;
+pub mod semantic;
 pub mod testcase;
+pub mod validity;
 pub mod wave;
 
 use crate::engine::budget::{Budget, Limits};
+use crate::engine::bundled::BundledTools;
 use crate::engine::clock::Clock;
 use crate::engine::event::{Event, EventLog, EventType};
 use crate::engine::evidence::EvidencePack;
 use crate::engine::model::Model;
 use crate::engine::plan::{Plan, PlanStep, StepStatus};
+use crate::engine::planner::Planner;
 use crate::engine::policy::{Confirm, TaskConfig};
 use crate::engine::tools::{Fetch, ToolExecutor, ToolOutputs};
 use crate::package::{PhaseMode, Process};
@@ -67,6 +75,15 @@ pub struct RunOptions {
     pub max_turns_per_attempt: u32,
     /// Real-time timeout for each command (a safety net, not a budget).
     pub command_timeout: Duration,
+    /// `execution.max_iteration_replans_after_exhaustion`: the global cap on replans of one
+    /// phase (each loop's own `max_replans_after_exhaustion` applies too).
+    pub max_iteration_replans_after_exhaustion: u32,
+    /// Ask for a model tier one higher on each retry (capped at 3).
+    pub escalate_model_tier_on_retry: bool,
+    /// Run the package's bundled Python tools (`tool.call`, `tool_metric` gates).
+    pub bundled_tools: bool,
+    /// The Python to run them with (`--python`); none: the package's declared interpreter.
+    pub python: Option<PathBuf>,
 }
 
 impl Default for RunOptions {
@@ -76,6 +93,10 @@ impl Default for RunOptions {
             enable_command_exit_gates: false,
             max_turns_per_attempt: 20,
             command_timeout: Duration::from_secs(120),
+            max_iteration_replans_after_exhaustion: 2,
+            escalate_model_tier_on_retry: true,
+            bundled_tools: true,
+            python: None,
         }
     }
 }
@@ -129,6 +150,35 @@ pub struct PhaseOutcome {
     /// Why the loop stopped (`passed`, `max_attempts`, `budget_tokens`, ...) or why the phase
     /// was skipped.
     pub stop_reason: String,
+    /// A failed critical-path phase whose failure was queued as a follow-up
+    /// (`critical_path_behavior`), so it did not block the process.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub follow_up: bool,
+    /// The failure includes a hard-invariant failure (`runner::remediation::is_hard`).
+    #[serde(skip)]
+    pub hard_failure: bool,
+    /// The final attempt's blocking failures, `kind name: reason`.
+    #[serde(skip)]
+    pub failures: Vec<String>,
+}
+
+impl PhaseOutcome {
+    /// A phase that did not run.
+    pub fn skipped(reason: String) -> Self {
+        PhaseOutcome {
+            status: PhaseStatus::Skipped,
+            attempts: 0,
+            stop_reason: reason,
+            follow_up: false,
+            hard_failure: false,
+            failures: Vec::new(),
+        }
+    }
+
+    /// Whether dependents may build on it: completed, or failed with a queued follow-up.
+    pub fn satisfies_dependents(&self) -> bool {
+        self.status == PhaseStatus::Completed || self.follow_up
+    }
 }
 
 /// The run's final status.
@@ -186,8 +236,16 @@ pub struct Env {
     pub confirm: Arc<dyn Confirm>,
     /// How `browser.fetch` reaches the network when the task allows it (none: refused).
     pub fetch: Option<Arc<dyn Fetch>>,
-    /// Outputs of bundled tools for `tool_metric` gates (the scripted backend's `tools:`).
+    /// Outputs of tools the package does not bundle, for `tool_metric` gates (the scripted
+    /// backend's `tools:`).
     pub tool_outputs: Option<Arc<dyn ToolOutputs>>,
+    /// The planner asked after an exhausted iteration loop (none: no replanning).
+    pub planner: Option<Arc<dyn Planner>>,
+    /// The package's bundled tools (none: `tool.call` is refused).
+    pub bundled: Option<Arc<BundledTools>>,
+    /// The credentials available to the run, by environment key (the auth preflight checks
+    /// `auth.required[].required_env_keys` against it; values are never logged).
+    pub auth_env: BTreeMap<String, String>,
 }
 
 /// A plan status change a phase recorded while running concurrently: applied to the run's
@@ -197,7 +255,10 @@ pub(crate) struct PlanChange {
     /// Index of the drafted `PlanUpdated` event in the phase's log.
     pub event: usize,
     pub phase: String,
-    pub status: StepStatus,
+    /// A status change.
+    pub status: Option<StepStatus>,
+    /// A replan revision (criteria; empty = keep).
+    pub criteria: Option<Vec<String>>,
 }
 
 /// The state a phase runs against: the run's own (run-level events, skipped phases), or
@@ -216,6 +277,9 @@ pub(crate) struct RunState<'a> {
     pub halt: Option<String>,
     /// In a phase context: plan changes recorded, not applied to the run's plan.
     pub plan_changes: Option<Vec<PlanChange>>,
+    /// Claim ledgers of the phases run so far (`runner::validity`); a phase context gets a
+    /// copy and adds only its own.
+    pub validity: BTreeMap<String, validity::Ledger>,
 }
 
 impl RunState<'_> {
@@ -234,7 +298,8 @@ impl RunState<'_> {
             changes.push(PlanChange {
                 event: self.log.events().len(),
                 phase: phase.to_owned(),
-                status,
+                status: Some(status),
+                criteria: None,
             });
             self.emit(EventType::PlanUpdated, json!({ "plan": null }));
         } else {
@@ -252,6 +317,40 @@ impl RunState<'_> {
         }
         self.emit(EventType::StateChanged, payload);
     }
+}
+
+/// The credentials a run gets: the values `get` has for the env keys the process's
+/// `auth.required` entries declare (nothing else of the environment).
+pub fn declared_auth_env(
+    process: &Process,
+    get: impl Fn(&str) -> Option<String>,
+) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for r in process.auth.iter().flat_map(|a| a.required.iter()) {
+        for k in &r.required_env_keys {
+            if let Some(v) = get(k.trim()) {
+                out.insert(k.trim().to_owned(), v);
+            }
+        }
+    }
+    out
+}
+
+/// The bundled tools of the package in `root` (none when switched off or when it has no
+/// `tools/`), passing them the run's credentials.
+pub fn bundled_for(
+    root: &std::path::Path,
+    options: &RunOptions,
+    auth_env: &BTreeMap<String, String>,
+) -> Option<Arc<BundledTools>> {
+    if !options.bundled_tools || !root.join("tools").is_dir() {
+        return None;
+    }
+    Some(Arc::new(BundledTools::new(
+        root,
+        options.python.clone(),
+        auth_env.clone(),
+    )))
 }
 
 fn plan_for(process: &Process, goal: &str, order: &[String]) -> Plan {
@@ -293,6 +392,9 @@ pub fn run(process: &Process, env: &Env, req: &RunRequest) -> Result<RunOutcome,
     if let Some(f) = &env.fetch {
         exec = exec.with_fetch(f.clone());
     }
+    if let Some(b) = &env.bundled {
+        exec = exec.with_bundled(b.clone());
+    }
     let workspace = exec.workspace().to_path_buf();
     let order: Vec<String> = waves.iter().flatten().cloned().collect();
     let b = &req.task.budget;
@@ -316,6 +418,7 @@ pub fn run(process: &Process, env: &Env, req: &RunRequest) -> Result<RunOutcome,
         evidence: Vec::new(),
         halt: None,
         plan_changes: None,
+        validity: BTreeMap::new(),
     };
     st.emit(
         EventType::StateChanged,
@@ -333,7 +436,14 @@ pub fn run(process: &Process, env: &Env, req: &RunRequest) -> Result<RunOutcome,
     let mode = process.phase_mode();
     let mut outcomes: BTreeMap<String, PhaseOutcome> = BTreeMap::new();
     let mut started = Vec::new();
-    let mut run_failed: Option<String> = None;
+    let mut run_failed: Option<String> = preflight::check(&mut st);
+    let mut follow_ups: Vec<serde_json::Value> = Vec::new();
+    let behavior = process
+        .verification
+        .as_ref()
+        .and_then(|v| v.remediation.as_ref())
+        .map(|r| r.critical_path_behavior())
+        .unwrap_or(crate::package::CriticalPathBehavior::Block);
     for (wave_no, wave) in waves.iter().enumerate() {
         // Who runs is decided from earlier waves only: the phases of a wave run concurrently.
         let mut to_run = Vec::new();
@@ -347,11 +457,7 @@ pub fn run(process: &Process, env: &Env, req: &RunRequest) -> Result<RunOutcome,
             } else if mode == PhaseMode::Guided {
                 ph.depends_on
                     .iter()
-                    .find(|d| {
-                        outcomes
-                            .get(*d)
-                            .is_some_and(|o| o.status != PhaseStatus::Completed)
-                    })
+                    .find(|d| outcomes.get(*d).is_some_and(|o| !o.satisfies_dependents()))
                     .map(|d| format!("dependency {d} did not complete (phase_mode guided)"))
             } else {
                 None
@@ -365,19 +471,21 @@ pub fn run(process: &Process, env: &Env, req: &RunRequest) -> Result<RunOutcome,
         }
         let ran = wave::run_wave(&mut st, &to_run, &skipped, wave_no + 1);
         for (id, reason) in skipped {
-            outcomes.insert(
-                id,
-                PhaseOutcome {
-                    status: PhaseStatus::Skipped,
-                    attempts: 0,
-                    stop_reason: reason,
-                },
-            );
+            outcomes.insert(id, PhaseOutcome::skipped(reason));
         }
-        for (ph, out) in to_run.iter().zip(ran) {
+        for (ph, mut out) in to_run.iter().zip(ran) {
             let id = &ph.id;
             started.push(id.clone());
-            if out.status == PhaseStatus::Failed && run_failed.is_none() {
+            let queue = ph.is_critical_path
+                && out.status == PhaseStatus::Failed
+                && !out.hard_failure
+                && behavior != crate::package::CriticalPathBehavior::Block;
+            if queue {
+                out.follow_up = true;
+                let f = json!({"phase": id, "behavior": behavior.as_str(), "stopReason": out.stop_reason, "failures": out.failures});
+                st.emit(EventType::TaskUpdated, json!({"phase": id, "followUp": f}));
+                follow_ups.push(f);
+            } else if out.status == PhaseStatus::Failed && run_failed.is_none() {
                 if ph.is_critical_path {
                     run_failed = Some(format!("critical-path phase {id} failed"));
                 } else if mode == PhaseMode::Strict {
@@ -404,6 +512,9 @@ pub fn run(process: &Process, env: &Env, req: &RunRequest) -> Result<RunOutcome,
         .iter()
         .map(|(k, v)| (k.as_str(), v.status.as_str()))
         .collect();
+    if let Some(card) = validity::scorecard(&st.validity) {
+        st.emit(EventType::TaskUpdated, json!({ "validityScorecard": card }));
+    }
     let now = env.clock.now_ms();
     let usage = json!({
         "iterations": st.run_budget.iterations,
@@ -411,10 +522,11 @@ pub fn run(process: &Process, env: &Env, req: &RunRequest) -> Result<RunOutcome,
         "tokens": st.run_budget.tokens,
         "wallTimeMs": st.run_budget.elapsed_ms(now),
     });
-    st.emit(
-        EventType::TaskUpdated,
-        json!({ "status": status.as_str(), "stopReason": stop_reason, "phases": phases_json, "usage": usage }),
-    );
+    let mut done = json!({ "status": status.as_str(), "stopReason": stop_reason, "phases": phases_json, "usage": usage });
+    if !follow_ups.is_empty() {
+        done["followUps"] = json!(follow_ups);
+    }
+    st.emit(EventType::TaskUpdated, done);
     st.emit(
         EventType::StateChanged,
         json!({ "scope": "run", "from": "running", "to": status.as_str() }),
@@ -490,6 +602,9 @@ mod tests {
             confirm: Arc::new(DenyConfirm),
             fetch: None,
             tool_outputs: None,
+            planner: None,
+            bundled: None,
+            auth_env: BTreeMap::new(),
         };
         let req = RunRequest {
             goal: "G".into(),

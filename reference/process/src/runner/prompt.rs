@@ -9,6 +9,17 @@ use crate::package::{Phase, Process};
 /// The system prompt for `phase`. `fan_in_dir` is set for a fan-in phase: its deliverables
 /// are written there and published by the finalizer (guide "Output coordination").
 pub fn system_prompt(process: &Process, phase: &Phase, fan_in_dir: Option<&str>) -> String {
+    system_prompt_with(process, phase, fan_in_dir, &[])
+}
+
+/// [`system_prompt`] listing the package's bundled tools, which the model calls with the
+/// `tool.call` extension action.
+pub fn system_prompt_with(
+    process: &Process,
+    phase: &Phase,
+    fan_in_dir: Option<&str>,
+    bundled: &[String],
+) -> String {
     let mut s = String::new();
     let mut section = |title: &str, body: &str| {
         let body = body.trim();
@@ -24,10 +35,14 @@ pub fn system_prompt(process: &Process, phase: &Phase, fan_in_dir: Option<&str>)
         }
     };
     section("", process.persona.as_deref().unwrap_or(""));
-    section(
-        "Tool guidance",
-        process.tool_guidance.as_deref().unwrap_or(""),
-    );
+    // The loader's reading: top-level `tool_guidance`, else `tools.guidance`.
+    let guidance = process
+        .tool_guidance
+        .as_deref()
+        .filter(|g| !g.trim().is_empty())
+        .or_else(|| process.tools.as_ref().and_then(|t| t.guidance.as_deref()))
+        .unwrap_or("");
+    section("Tool guidance", guidance);
     if let Some(t) = &process.tools
         && !t.excluded.is_empty()
     {
@@ -38,10 +53,7 @@ pub fn system_prompt(process: &Process, phase: &Phase, fan_in_dir: Option<&str>)
         section("Workspace guidance", w.guidance.as_deref().unwrap_or(""));
     }
     if let Some(pc) = &process.prompt_contracts {
-        section(
-            "Instructions",
-            pc.executor_instructions.as_deref().unwrap_or(""),
-        );
+        section("Instructions", &pc.executor());
     }
     section(&format!("Phase {}", phase.id), &phase.description);
     section(
@@ -66,7 +78,25 @@ pub fn system_prompt(process: &Process, phase: &Phase, fan_in_dir: Option<&str>)
         "Tool actions (Loop Engine Tool Action Schema v1)",
         &ACTION_TYPES.join(", "),
     );
+    section(
+        "Bundled tools (action tool.call {tool, args})",
+        &bundled.join(", "),
+    );
     s
+}
+
+/// Appends a titled section to a prompt (nothing when `body` is blank).
+pub fn append(prompt: &mut String, title: &str, body: &str) {
+    let body = body.trim();
+    if body.is_empty() {
+        return;
+    }
+    if !prompt.is_empty() {
+        prompt.push_str("\n\n");
+    }
+    prompt.push_str(title);
+    prompt.push_str(":\n");
+    prompt.push_str(body);
 }
 
 #[cfg(test)]

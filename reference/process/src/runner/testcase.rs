@@ -7,6 +7,12 @@
 //!   before the run (fixtures such as a failing test to fix).
 //! - `scripts/<case-id>.task.json` (optional): a loop-engine "Task Config Schema" object for
 //!   the run (budget, risk policy); `goal` and `workspace` are taken from the case.
+//! - `scripts/<case-id>.auth.json` (optional): the credentials the case's auth preflight
+//!   sees, `{"ENV_KEY": "value"}` (the runner's own environment is never read in tests).
+//!
+//! A package's bundled tools run for real with its declared interpreter
+//! (`engine::bundled`). Where no such Python exists on the machine, a case of a package whose
+//! gates or script use a bundled tool is skipped with a note saying so (it is not failed).
 //!
 //! A case id names files, so at runtime it must match `^[a-z0-9][a-z0-9_.-]*$` without `..`
 //! ([`check_case_id`]); any other id fails the case without touching the file system.
@@ -30,10 +36,12 @@ use super::{Env, RunOptions, RunRequest, RunStatus, run};
 use crate::engine::clock::ManualClock;
 use crate::engine::event::{EventType, to_jsonl};
 use crate::engine::model::ScriptedModel;
+use crate::engine::planner::ModelPlanner;
 use crate::engine::policy::{Confirm, TaskConfig, resolve_in_workspace};
 use crate::package::{Process, TestCase, TestMode};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -216,13 +224,53 @@ pub fn run_case(
         let ms = t.saturating_mul(1000);
         task.budget.max_wall_time_ms = Some(task.budget.max_wall_time_ms.map_or(ms, |m| m.min(ms)));
     }
+    let auth_file = package_dir
+        .join("scripts")
+        .join(format!("{}.auth.json", case.id));
+    let auth_env: BTreeMap<String, String> = if auth_file.is_file() {
+        let parsed = std::fs::read_to_string(&auth_file)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()));
+        match parsed {
+            Ok(m) => m,
+            Err(e) => {
+                return fail(
+                    &case.id,
+                    format!(
+                        "{}: {e} (expected an object of environment keys to values)",
+                        auth_file.display()
+                    ),
+                );
+            }
+        }
+    } else {
+        BTreeMap::new()
+    };
+    let bundled = super::bundled_for(package_dir, options, &auth_env);
+    if let Some(b) = &bundled
+        && let Err(why) = b.interpreter_available()
+    {
+        return CaseReport {
+            id: case.id.clone(),
+            status: CaseStatus::Skipped,
+            failures: Vec::new(),
+            notes: vec![format!(
+                "skipped: the package's bundled tools need Python and {why}"
+            )],
+            run_status: None,
+            events_jsonl: String::new(),
+        };
+    }
     let model = Arc::new(model);
     let env = Env {
         model: model.clone(),
         clock: Arc::new(ManualClock::ticking(DETERMINISTIC_START_MS, 1)),
         confirm,
         fetch: None,
-        tool_outputs: Some(model),
+        tool_outputs: Some(model.clone()),
+        planner: Some(Arc::new(ModelPlanner(model))),
+        bundled,
+        auth_env,
     };
     let req = RunRequest {
         goal: case.goal.clone(),

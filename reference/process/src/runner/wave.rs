@@ -70,6 +70,7 @@ pub(crate) fn run_wave(
             evidence: Vec::new(),
             halt: None,
             plan_changes: Some(Vec::new()),
+            validity: st.validity.clone(),
         })
         .collect();
     let finished: Vec<Finished<'_>> = std::thread::scope(|scope| {
@@ -134,18 +135,27 @@ fn merged_ids(to_run: &[&Phase], skipped: &BTreeMap<String, String>) -> Vec<Stri
 /// them) and adds its evidence and budget usage.
 fn merge(st: &mut RunState<'_>, f: Finished<'_>, snapshot: &Budget) -> PhaseOutcome {
     let Finished { ctx, outcome } = f;
-    let changes: BTreeMap<usize, (String, StepStatus)> = ctx
+    let changes: BTreeMap<usize, super::PlanChange> = ctx
         .plan_changes
         .unwrap_or_default()
         .into_iter()
-        .map(|c| (c.event, (c.phase, c.status)))
+        .map(|c| (c.event, c))
         .collect();
     for (i, mut e) in ctx.log.into_events().into_iter().enumerate() {
-        if let Some((phase, status)) = changes.get(&i) {
-            st.plan.set_status(phase, *status);
-            e.payload = json!({ "plan": serde_json::to_value(&st.plan).unwrap_or_default() });
+        if let Some(c) = changes.get(&i) {
+            if let Some(status) = c.status {
+                st.plan.set_status(&c.phase, status);
+            }
+            if let Some(criteria) = &c.criteria {
+                let criteria = (!criteria.is_empty()).then(|| criteria.clone());
+                st.plan.revise(&c.phase, criteria);
+            }
+            e.payload["plan"] = serde_json::to_value(&st.plan).unwrap_or_default();
         }
         st.log.append_drafted(e);
+    }
+    for (id, ledger) in ctx.validity {
+        st.validity.entry(id).or_insert(ledger);
     }
     st.evidence.extend(ctx.evidence);
     let used = &ctx.run_budget;

@@ -45,6 +45,9 @@ pub fn env(model: Arc<dyn Model>, tick_ms: i64) -> Env {
         confirm: Arc::new(DenyConfirm),
         fetch: None,
         tool_outputs: None,
+        planner: None,
+        bundled: None,
+        auth_env: Default::default(),
     }
 }
 

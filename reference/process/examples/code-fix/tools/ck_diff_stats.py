@@ -1,14 +1,19 @@
-"""Counts changed lines in the workspace's pending diff (used by the small-diff gate)."""
+"""Counts the lines the fix changed (used by the small-diff gate).
+
+Compares every file under `.loom/baseline/` (the state before the fix, put there by whoever
+set the workspace up) with the file of the same path in the workspace, line by line.
+"""
 
 from __future__ import annotations
 
-import subprocess
+import difflib
+from pathlib import Path
 
 from loom.tools.registry import Tool, ToolContext, ToolResult
 
 
 class DiffStatsTool(Tool):
-    """Report added/removed/changed line counts of `git diff`."""
+    """Report added/removed/changed line counts against the baseline."""
 
     @property
     def name(self) -> str:
@@ -16,7 +21,7 @@ class DiffStatsTool(Tool):
 
     @property
     def description(self) -> str:
-        return "Counts added, removed and changed lines in the workspace's uncommitted diff."
+        return "Counts added, removed and changed lines of the workspace against .loom/baseline/."
 
     @property
     def parameters(self) -> dict:
@@ -25,21 +30,21 @@ class DiffStatsTool(Tool):
     async def execute(self, args: dict, ctx: ToolContext) -> ToolResult:
         if ctx.workspace is None:
             return ToolResult.fail("No workspace.")
-        try:
-            out = subprocess.run(
-                ["git", "diff", "--numstat"],
-                cwd=ctx.workspace,
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout
-        except (OSError, subprocess.CalledProcessError) as e:
-            return ToolResult.fail(f"git diff failed: {e}")
+        base = Path(ctx.workspace) / ".loom" / "baseline"
+        if not base.is_dir():
+            return ToolResult.fail("No .loom/baseline/ to compare against.")
         added = removed = 0
-        for line in out.splitlines():
-            a, r, _ = line.split("\t", 2)
-            if a.isdigit() and r.isdigit():
-                added += int(a)
-                removed += int(r)
-        diff = {"added": added, "removed": removed, "changed_lines": added + removed}
-        return ToolResult.ok(f"{added + removed} changed lines", data={"diff": diff})
+        files = []
+        for old in sorted(p for p in base.rglob("*") if p.is_file()):
+            rel = old.relative_to(base)
+            new = Path(ctx.workspace) / rel
+            before = old.read_text(encoding="utf-8").splitlines()
+            after = new.read_text(encoding="utf-8").splitlines() if new.is_file() else []
+            for line in difflib.ndiff(before, after):
+                if line.startswith("+ "):
+                    added += 1
+                elif line.startswith("- "):
+                    removed += 1
+            files.append(str(rel))
+        diff = {"added": added, "removed": removed, "changed_lines": added + removed, "files": files}
+        return ToolResult.ok(f"{added + removed} changed lines in {len(files)} files", data={"diff": diff})

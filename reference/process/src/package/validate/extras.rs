@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use super::Ctx;
-use crate::package::model::Process;
+use crate::package::model::{PhaseList, Process, RemediationInstructions};
 use crate::package::rules;
 
 pub(super) fn check(ctx: &mut Ctx<'_>, p: &Process) {
@@ -13,22 +13,73 @@ pub(super) fn check(ctx: &mut Ctx<'_>, p: &Process) {
 }
 
 fn prompt_contracts(ctx: &mut Ctx<'_>, p: &Process) {
-    let Some(ec) = p
-        .prompt_contracts
-        .as_ref()
-        .and_then(|c| c.evidence_contract.as_ref())
-    else {
+    let Some(pc) = &p.prompt_contracts else {
         return;
     };
-    for (i, id) in ec.applies_to_phases.iter().enumerate() {
+    if let Some(RemediationInstructions::ByStrategy(map)) = &pc.remediation_instructions {
+        let known = selectable_strategies(p);
+        for key in map.keys() {
+            let k = key.trim().to_lowercase();
+            if k != "default" && !known.contains(&k) {
+                ctx.emit(
+                    &rules::PROMPT_CONTRACTS_REMEDIATION_KEY,
+                    format!("prompt_contracts.remediation_instructions.{key}"),
+                    format!(
+                        "key {key:?} is never selected: a retry looks up its strategy ({}) and falls back to `default`",
+                        known.iter().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                );
+            }
+        }
+    }
+    let Some(ec) = &pc.evidence_contract else {
+        return;
+    };
+    let Some(list) = &ec.applies_to_phases else {
+        return;
+    };
+    let many = matches!(list, PhaseList::Many(_));
+    for (i, id) in list.ids().into_iter().enumerate() {
         if id != "*" && p.phase(id).is_none() {
+            let path = if many {
+                format!("prompt_contracts.evidence_contract.applies_to_phases[{i}]")
+            } else {
+                "prompt_contracts.evidence_contract.applies_to_phases".to_string()
+            };
             ctx.emit(
                 &rules::PROMPT_CONTRACTS_UNKNOWN_PHASE,
-                format!("prompt_contracts.evidence_contract.applies_to_phases[{i}]"),
+                path,
                 format!("phase {id:?} does not exist (use \"*\" for all phases)"),
             );
         }
     }
+}
+
+/// Strategy names a retry can look up in a remediation instruction mapping: the iteration
+/// strategies, the rules' remediation modes, and the declared remediation strategies
+/// (`default_strategy`, `strategies[].id`), lower-cased.
+pub(crate) fn selectable_strategies(p: &Process) -> BTreeSet<String> {
+    let mut out: BTreeSet<String> = ["targeted_remediation", "full_rerun"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    if let Some(v) = &p.verification {
+        for r in &v.rules {
+            if let Some(m) = r.remediation_mode {
+                out.insert(m.as_str().to_string());
+            }
+        }
+        if let Some(rem) = &v.remediation {
+            out.extend(rem.default_strategy.iter().map(|s| s.trim().to_lowercase()));
+            out.extend(
+                rem.strategies
+                    .iter()
+                    .filter_map(|s| s.id.as_deref())
+                    .map(|s| s.trim().to_lowercase()),
+            );
+        }
+    }
+    out
 }
 
 fn memory(ctx: &mut Ctx<'_>, p: &Process) {

@@ -3,7 +3,7 @@
 
 use super::Ctx;
 use crate::package::command::{CommandProblem, check_argv};
-use crate::package::model::{Gate, GateCommand, GateType, Iteration, Process};
+use crate::package::model::{ArtifactTarget, Gate, GateCommand, GateType, Iteration, Process};
 use crate::package::rules;
 
 pub(super) fn check(ctx: &mut Ctx<'_>, p: &Process) {
@@ -23,8 +23,39 @@ pub(super) fn check(ctx: &mut Ctx<'_>, p: &Process) {
             ),
         }
         values(ctx, &base, it);
+        let mut ids = std::collections::BTreeSet::new();
         for (k, gate) in it.gates.iter().enumerate() {
-            check_gate(ctx, &format!("{base}.gates[{k}]"), gate);
+            let gbase = format!("{base}.gates[{k}]");
+            check_gate(ctx, &gbase, gate);
+            if let Some(id) = gate.id.as_deref().filter(|id| !id.trim().is_empty())
+                && !ids.insert(id.trim())
+            {
+                ctx.emit(
+                    &rules::ITERATION_GATE_ID_DUPLICATE,
+                    format!("{gbase}.id"),
+                    format!("gate id {id:?} is used twice in this iteration block"),
+                );
+            }
+            if gate.gate_type == GateType::ArtifactRegex
+                && gate.target == Some(ArtifactTarget::Deliverables)
+                && phase.deliverables.is_empty()
+            {
+                ctx.emit(
+                    &rules::ITERATION_GATE_TARGET_NO_DELIVERABLES,
+                    format!("{gbase}.target"),
+                    format!(
+                        "gate targets deliverables but phase {:?} declares no deliverables",
+                        phase.id
+                    ),
+                );
+            }
+            if gate.gate_type.is_deterministic() && gate.blocking.is_none() {
+                ctx.emit(
+                    &rules::ITERATION_GATE_BLOCKING_IMPLICIT,
+                    format!("{gbase}.blocking"),
+                    "gate has no `blocking`: it does not block (the guide's loader's default); write blocking: true to make it a retry condition, or blocking: false",
+                );
+            }
         }
     }
 }
@@ -80,6 +111,19 @@ fn loop_constraints(ctx: &mut Ctx<'_>, base: &str, it: &Iteration) {
             &rules::ITERATION_DETERMINISTIC_BLOCKING,
             format!("{base}.gates"),
             "iteration requires at least one deterministic blocking gate (tool_metric, artifact_regex or command_exit)",
+        );
+    }
+    if let (Some(stop), Some(max)) = (it.stop_on_no_improvement_attempts, it.max_attempts)
+        && stop > 0
+        && (1..=6).contains(&max)
+        && stop >= max
+    {
+        ctx.emit(
+            &rules::ITERATION_STOP_RANGE,
+            format!("{base}.stop_on_no_improvement_attempts"),
+            format!(
+                "stop_on_no_improvement_attempts {stop} must be < max_attempts ({max}); at {stop} it can never stop the loop"
+            ),
         );
     }
     let score_gate = it.gates.iter().position(is_score_like);

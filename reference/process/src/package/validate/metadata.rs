@@ -9,7 +9,7 @@ use regex::Regex;
 
 use super::Ctx;
 use crate::package::model::{AuthSource, Process};
-use crate::package::paths::workspace_relative_problem;
+use crate::package::paths::{PathProblem, normalize_relative, path_problem};
 use crate::package::requirement;
 use crate::package::rules;
 use crate::package::validity::{RiskSource, effective_risk};
@@ -23,6 +23,10 @@ static NAME: LazyLock<Regex> =
 static VERSION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^\d+(\.\d+){0,2}(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$").expect("static regex")
 });
+
+/// An environment variable name, as the guide's loader checks `required_env_keys`.
+static ENV_KEY: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[A-Za-z_][A-Za-z0-9_]*$").expect("static regex"));
 
 pub(super) fn check(ctx: &mut Ctx<'_>, p: &Process) {
     name_and_version(ctx, p);
@@ -160,6 +164,17 @@ fn auth(ctx: &mut Ctx<'_>, p: &Process) {
                 format!("{r:?} is not mcp:<alias>, api_integration:<name> or tool:<name>"),
             );
         }
+        for (j, key) in req.required_env_keys.iter().enumerate() {
+            if !ENV_KEY.is_match(key.trim()) {
+                ctx.emit(
+                    &rules::AUTH_ENV_KEY_FORMAT,
+                    format!("{base}.required_env_keys[{j}]"),
+                    format!(
+                        "{key:?} is not an environment variable name (^[A-Za-z_][A-Za-z0-9_]*$)"
+                    ),
+                );
+            }
+        }
         if req.mcp_server.is_some() && req.source != AuthSource::Mcp {
             ctx.emit(
                 &rules::AUTH_MCP_SERVER_SOURCE,
@@ -182,13 +197,23 @@ fn output_coordination(ctx: &mut Ctx<'_>, p: &Process) {
     let Some(oc) = &p.output_coordination else {
         return;
     };
-    if let Some(root) = &oc.intermediate_root
-        && let Some(problem) = workspace_relative_problem(root)
-    {
-        ctx.emit(
+    let Some(root) = &oc.intermediate_root else {
+        return;
+    };
+    match path_problem(root) {
+        None => {}
+        Some(PathProblem::Escape(problem)) => ctx.emit(
             &rules::OUTPUT_COORDINATION_ROOT_PATH,
             "output_coordination.intermediate_root",
             format!("intermediate_root {root:?} {problem}; it must be a normalized workspace-relative path"),
-        );
+        ),
+        Some(PathProblem::NotNormalized(_)) => ctx.emit(
+            &rules::OUTPUT_COORDINATION_ROOT_NOT_NORMALIZED,
+            "output_coordination.intermediate_root",
+            format!(
+                "intermediate_root {root:?} is read as {:?} (the guide's loader normalizes it); write the normalized path",
+                normalize_relative(root)
+            ),
+        ),
     }
 }

@@ -23,7 +23,7 @@ use super::model::Process;
 use super::pattern::{Pattern, PatternError};
 use super::report::{Diagnostic, Report};
 use super::rules::{self, Rule};
-use super::yaml_pos::{Node, NodeKind, Pos};
+use super::yaml_pos::{CoercionReason, Node, NodeKind, Pos};
 
 /// Validator settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,7 +104,7 @@ pub fn load_str_with(yaml: &str, opts: &ValidateOptions) -> Result<Validated, Re
         )]));
     }
     let built = repair::build(&mut node);
-    let Some((process, unknown)) = built.value else {
+    let Some((process, notes)) = built.value else {
         return Err(Report::new(built.diags));
     };
     let mut ctx = Ctx {
@@ -112,7 +112,30 @@ pub fn load_str_with(yaml: &str, opts: &ValidateOptions) -> Result<Validated, Re
         opts,
         diags: Vec::new(),
     };
-    for key in unknown {
+    for c in notes.coerced {
+        let rule = match c.reason {
+            CoercionReason::Yaml11Bool => &rules::YAML_BOOL_YAML11,
+            CoercionReason::EnumCase => &rules::YAML_ENUM_CASE,
+            CoercionReason::EnumAlias => &rules::RISK_LEVEL_ALIAS,
+        };
+        let why = match c.reason {
+            CoercionReason::Yaml11Bool => {
+                "a YAML 1.1 boolean: the guide's loader reads YAML with PyYAML"
+            }
+            CoercionReason::EnumCase => "the guide's loader lower-cases this value",
+            CoercionReason::EnumAlias => "the guide's loader maps this alias",
+        };
+        ctx.diags.push(Diagnostic::new(
+            rule,
+            c.path,
+            c.pos,
+            format!(
+                "`{}` is read as `{}` ({why}); write `{}`, which every YAML reader reads the same way",
+                c.found, c.portable, c.portable
+            ),
+        ));
+    }
+    for key in notes.unknown {
         let parent = key.path.rsplit_once('.').map_or("", |(p, _)| p);
         if !rules::LENIENT_BLOCKS.contains(&strip_indices(parent).as_str()) {
             let name = key.path.rsplit('.').next().unwrap_or(&key.path).to_string();

@@ -32,7 +32,7 @@ use crate::package::model::{
 };
 use crate::package::report::Diagnostic;
 use crate::package::yaml_pos::{
-    Expected, Node, NodeKind, ShapeError, ShapeErrorKind, UnknownKey, from_node_at, parent_path,
+    Expected, Node, NodeKind, Notes, ShapeError, ShapeErrorKind, from_node_at, parent_path,
 };
 
 /// Passes one scope (a list item or the whole document) may take before giving up.
@@ -49,8 +49,9 @@ const NEUTRAL_VARIANTS: &[(&str, &str)] = &[
 
 /// The result of building the model from a tree that may hold structural errors.
 pub(super) struct Built {
-    /// The process and its unknown keys; `None` if a scope could not be settled.
-    pub value: Option<(Process, Vec<UnknownKey>)>,
+    /// The process and its notes (unknown keys, coerced values); `None` if a scope could not
+    /// be settled.
+    pub value: Option<(Process, Notes)>,
     /// One diagnostic per structural error, in the order found.
     pub diags: Vec<Diagnostic>,
     /// Paths whose semantic findings are follow-ons of a patch.
@@ -103,7 +104,7 @@ impl Repair<'_> {
 
     /// Deserializes `T` at `path`, patching after each failure until it succeeds; `None` when
     /// a patch is impossible, makes no progress, or the pass budget is spent.
-    fn settle<T: DeserializeOwned>(&mut self, path: &str) -> Option<(T, Vec<UnknownKey>)> {
+    fn settle<T: DeserializeOwned>(&mut self, path: &str) -> Option<(T, Notes)> {
         let mut previous: Option<(String, ShapeErrorKind)> = None;
         for _ in 0..MAX_PASSES_PER_SCOPE {
             let node = self.root.get(path)?;
@@ -239,7 +240,7 @@ mod tests {
     #[test]
     fn six_independent_errors_of_different_kinds_are_all_reported() {
         let yaml = format!(
-            "{HEAD}phase_mode: loose\nphases:\n  - id: a\n    description: d\n    depends_on: [nope]\n    iteration:\n      enabled: true\n      max_attempts: 2\n      max_total_runner_invocations: 3\n      iteration_budget:\n        max_wall_clock_seconds: ten\n        max_tokens: 100\n        max_tool_calls: 5\n      gates:\n        - id: g\n          type: regexp\n          pattern: x\n        - id: ok\n          type: artifact_regex\n          pattern: \"[TBD\"\nverification:\n  rules:\n    - name: r\n      check: c\n      type: llm\n      severity: fatal\n"
+            "{HEAD}phase_mode: loose\nphases:\n  - id: a\n    description: d\n    depends_on: [nope]\n    iteration:\n      enabled: true\n      max_attempts: 2\n      max_total_runner_invocations: 3\n      iteration_budget:\n        max_wall_clock_seconds: ten\n        max_tokens: 100\n        max_tool_calls: 5\n      gates:\n        - id: g\n          type: regexp\n          pattern: x\n        - id: ok\n          type: artifact_regex\n          blocking: true\n          pattern: \"[TBD\"\nverification:\n  rules:\n    - name: r\n      check: c\n      type: llm\n      severity: fatal\n"
         );
         let report = validate_str(&yaml);
         let got: Vec<_> = report
@@ -264,12 +265,12 @@ mod tests {
                 (
                     "iteration.gate.pattern.invalid",
                     "phases[0].iteration.gates[1].pattern",
-                    23
+                    24
                 ),
                 (
                     "verification.rule.severity.value",
                     "verification.rules[0].severity",
-                    29
+                    30
                 ),
             ],
             "{}",
@@ -283,7 +284,7 @@ mod tests {
         // `provider` must not make the entry lack a selector; a removed `enabled` must not
         // warn that the block is off.
         let yaml = format!(
-            "{HEAD}auth:\n  required:\n    - provider: [x]\n      source: api\nphases:\n  - id: a\n    description: d\n    depends_on: []\n    iteration:\n      enabled: true\n      max_attempts: three\n      max_total_runner_invocations: 3\n      iteration_budget: {{max_wall_clock_seconds: 1, max_tokens: 1, max_tool_calls: 1}}\n      gates:\n        - type: artifact_regex\n          pattern: x\n  - id: b\n    description: d\n    depends_on: []\n    iteration:\n      enabled: yes\n"
+            "{HEAD}auth:\n  required:\n    - provider: [x]\n      source: api\nphases:\n  - id: a\n    description: d\n    depends_on: []\n    iteration:\n      enabled: true\n      max_attempts: three\n      max_total_runner_invocations: 3\n      iteration_budget: {{max_wall_clock_seconds: 1, max_tokens: 1, max_tool_calls: 1}}\n      gates:\n        - type: artifact_regex\n          blocking: true\n          pattern: x\n  - id: b\n    description: d\n    depends_on: []\n    iteration:\n      enabled: \"yes\"\n"
         );
         let report = validate_str(&yaml);
         let got: Vec<_> = report

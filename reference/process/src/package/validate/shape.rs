@@ -75,6 +75,26 @@ const ENUM_FIELDS: &[(&str, &Rule)] = &[
         &rules::VERIFICATION_RULE_TARGET_VALUE,
     ),
     (
+        "verification.rules[*].enforcement",
+        &rules::VERIFICATION_RULE_ENFORCEMENT_VALUE,
+    ),
+    (
+        "verification.rules[*].failure_class",
+        &rules::VERIFICATION_RULE_FAILURE_CLASS_VALUE,
+    ),
+    (
+        "verification.rules[*].remediation_mode",
+        &rules::VERIFICATION_RULE_REMEDIATION_MODE_VALUE,
+    ),
+    (
+        "verification.rules[*].scope",
+        &rules::VERIFICATION_RULE_SCOPE_VALUE,
+    ),
+    (
+        "verification.remediation.critical_path_behavior",
+        &rules::CRITICAL_PATH_BEHAVIOR_VALUE,
+    ),
+    (
         "verification.policy.mode",
         &rules::VERIFICATION_POLICY_MODE_VALUE,
     ),
@@ -99,10 +119,6 @@ const REQUIRED_FIELDS: &[(&str, &Rule)] = &[
     ),
     (
         "verification.rules[*].check",
-        &rules::VERIFICATION_RULE_FIELD_REQUIRED,
-    ),
-    (
-        "verification.rules[*].type",
         &rules::VERIFICATION_RULE_FIELD_REQUIRED,
     ),
     ("memory.extract_types[*].type", &rules::MEMORY_TYPE_REQUIRED),

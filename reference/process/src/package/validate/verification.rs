@@ -4,7 +4,8 @@
 use std::collections::BTreeSet;
 
 use super::Ctx;
-use crate::package::model::{Process, RuleType};
+use crate::package::helpers;
+use crate::package::model::{Process, RuleType, Verification, VerificationRule};
 use crate::package::rules;
 
 pub(super) fn check(ctx: &mut Ctx<'_>, p: &Process) {
@@ -31,7 +32,7 @@ pub(super) fn check(ctx: &mut Ctx<'_>, p: &Process) {
                 format!("{base}.check"),
                 "rule `check` is empty",
             );
-        } else if rule.rule_type == RuleType::Regex {
+        } else if rule.rule_type() == RuleType::Regex {
             super::check_pattern(
                 ctx,
                 &rule.check,
@@ -41,7 +42,9 @@ pub(super) fn check(ctx: &mut Ctx<'_>, p: &Process) {
                 &format!("invalid regex in verification rule {:?}", rule.name),
             );
         }
+        scoping(ctx, p, &base, rule);
     }
+    semantic_checks(ctx, v);
     let contract = v.policy.as_ref().and_then(|p| p.output_contract.as_ref());
     if let Some(c) = contract
         && !c.required_fields.iter().any(|f| f == "passed")
@@ -51,5 +54,85 @@ pub(super) fn check(ctx: &mut Ctx<'_>, p: &Process) {
             "verification.policy.output_contract.required_fields",
             "verifier output_contract.required_fields must include `passed`",
         );
+    }
+}
+
+/// The loader's rule scoping checks: `applies_to_phases` names existing phases (or `"*"`),
+/// `min_count` is a count.
+fn scoping(ctx: &mut Ctx<'_>, p: &Process, base: &str, rule: &VerificationRule) {
+    if let Some(list) = &rule.applies_to_phases {
+        let many = matches!(list, crate::package::model::PhaseList::Many(_));
+        for (j, id) in list.ids().into_iter().enumerate() {
+            if id != "*" && p.phase(id).is_none() {
+                let path = if many {
+                    format!("{base}.applies_to_phases[{j}]")
+                } else {
+                    format!("{base}.applies_to_phases")
+                };
+                ctx.emit(
+                    &rules::VERIFICATION_RULE_APPLIES_TO_UNKNOWN,
+                    path,
+                    format!(
+                        "rule {:?}: applies_to_phases names phase {id:?}, which does not exist (use \"*\" for all phases)",
+                        rule.name
+                    ),
+                );
+            }
+        }
+    }
+    if let Some(n) = rule.min_count
+        && n < 0
+    {
+        ctx.emit(
+            &rules::VERIFICATION_RULE_MIN_COUNT_RANGE,
+            format!("{base}.min_count"),
+            format!("rule {:?}: min_count {n} must be >= 0", rule.name),
+        );
+    }
+}
+
+/// `verification.policy.semantic_checks`: a named helper must be registered and support a
+/// declared (known) capability, as the guide's loader checks.
+fn semantic_checks(ctx: &mut Ctx<'_>, v: &Verification) {
+    let Some(policy) = &v.policy else { return };
+    for (i, c) in policy.semantic_checks.iter().enumerate() {
+        let base = format!("verification.policy.semantic_checks[{i}]");
+        let Some(helper) = c.helper.as_deref().filter(|h| !h.trim().is_empty()) else {
+            continue;
+        };
+        match helpers::lookup(helper) {
+            None => ctx.emit(
+                &rules::SEMANTIC_CHECK_HELPER_UNREGISTERED,
+                format!("{base}.helper"),
+                format!(
+                    "verification helper {helper:?} is not registered (registered: {})",
+                    helpers::BUILTIN
+                        .iter()
+                        .map(|h| h.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ),
+            Some(spec) => {
+                let cap = c
+                    .capability
+                    .as_deref()
+                    .map(|c| c.trim().to_lowercase())
+                    .filter(|c| helpers::CAPABILITIES.contains(&c.as_str()));
+                if let Some(cap) = cap
+                    && !spec.capabilities.contains(&cap.as_str())
+                {
+                    ctx.emit(
+                        &rules::SEMANTIC_CHECK_HELPER_CAPABILITY,
+                        format!("{base}.capability"),
+                        format!(
+                            "helper {:?} does not support capability {cap:?}; supported: {}",
+                            spec.name,
+                            spec.capabilities.join(", ")
+                        ),
+                    );
+                }
+            }
+        }
     }
 }

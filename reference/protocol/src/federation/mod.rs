@@ -1,0 +1,48 @@
+//! Federation (v1.1 §15; v1.0 §14): the pure rules two nodes need to deliver envelopes to
+//! each other, with no IO and time injected. The node wraps them in HTTP, a store and an
+//! outbox worker; the conformance harness uses the same rules to build requests and to judge
+//! a target's answers.
+//!
+//! | module | rule |
+//! |---|---|
+//! | [`node_name`] | node names (`X-LOOM-Node`, `sender_node`, `domain`) |
+//! | [`node_document`] | reading a peer's §15.2 document leniently; key lookup and rotation |
+//! | [`wrapper`] | the §15.4 delivery wrapper: parse, check, build, batch |
+//! | [`inbound`] | the receiving checks of a delivery request, in order |
+//! | [`authority`] | loom-core-1 sender authority |
+//! | [`policy`] | open / allowlist / quarantine, blocklist |
+//! | [`receipt`] | the signed delivery receipt: build, sign, verify |
+//! | [`identity`] | node-signed remote identity documents |
+//! | [`retry`] | §15.6 store-and-forward timing and failure reasons |
+//! | [`limits`] | §14.3 per-node rate class, v1.0 §14.4 queue depth |
+//! | [`replication`] | §11.5 operation audience, §11.6 `origin_event_seq`, fan-out by node |
+//!
+//! Request signing itself (LOOM-HTTP-SIG-1, the nonce cache) is [`crate::http_sig`].
+
+pub mod authority;
+pub mod identity;
+pub mod inbound;
+pub mod limits;
+pub mod node_document;
+pub mod node_name;
+pub mod policy;
+pub mod receipt;
+pub mod replication;
+pub mod retry;
+pub mod wrapper;
+
+#[cfg(test)]
+pub(crate) mod testing;
+
+pub use authority::check_sender_authority;
+pub use identity::{VerifiedIdentity, sign_identity_document, verify_identity_document};
+pub use inbound::{CheckedDelivery, InboundContext, NodeKeySource, check_delivery};
+pub use node_document::{
+    KeyLookup, KeyStatus, NodeDocumentView, NodeKey, NodeKeys, read_node_document,
+};
+pub use policy::{FederationPolicy, PolicyDecision, PolicyMode};
+pub use receipt::{
+    DeliveryReceipt, ReceiptExpectation, ReceiptStatus, VerifiedReceipt, verify_receipt,
+};
+pub use retry::{AttemptResult, FailureKind, NextStep, RetryPolicy};
+pub use wrapper::{DeliveryWrapper, WrapperLimits};
