@@ -1,9 +1,10 @@
 //! The read side of authentication is cached in the store (`store::cache`): bearer token →
 //! token record, identity → type and active signing keys. These tests prove the cache is
 //! used and that every change to what it holds — key revocation (and the tokens it backs),
-//! refresh-token rotation, key addition, re-registration — is seen by the very next request,
-//! with an in-memory store and with a durable one (reads from the read-only pool), and while
-//! other requests keep filling the cache concurrently.
+//! refresh-token rotation, key addition, re-registration, identity update — is seen by the
+//! very next request and drops only what it changed, with an in-memory store and with a
+//! durable one (reads from the read-only pool), and while other requests keep filling the
+//! cache concurrently.
 
 mod support;
 
@@ -136,6 +137,42 @@ async fn a_new_key_is_usable_on_the_next_request() {
         .expect_error(401, "SIGNATURE_INVALID");
     let token = add_key_and_login(&n, &alice, "k_sign_alice_2", 2).await;
     n.get("/v1/identity/me", &token).await.expect(200);
+}
+
+#[tokio::test]
+async fn an_identity_update_drops_exactly_its_own_entry() {
+    let n = TestNode::new();
+    let alice = n.register("alice", "human", 1).await;
+    let bob = n.register("bob", "human", 2).await;
+    for who in [&alice, &bob] {
+        challenge(&n, &who.address, &who.key_id).await.expect(200);
+        n.get("/v1/identity/me", &who.token).await.expect(200);
+    }
+    let cache = &n.node.service().store.cache;
+    assert!(cache.identities.get(&alice.address).is_some());
+    assert!(cache.identities.get(&bob.address).is_some());
+    let tokens_before = cache.tokens.len();
+    n.call(
+        "PATCH",
+        "/v1/identity/me",
+        Some(&alice.token),
+        Some(json!({"display_name": "Alice A."})),
+    )
+    .await
+    .expect(200);
+    assert!(
+        cache.identities.get(&alice.address).is_none(),
+        "the updated identity is read again"
+    );
+    assert!(
+        cache.identities.get(&bob.address).is_some(),
+        "another identity's entry stays"
+    );
+    assert_eq!(cache.tokens.len(), tokens_before, "no token changed");
+    challenge(&n, &alice.address, &alice.key_id)
+        .await
+        .expect(200);
+    assert!(cache.identities.get(&alice.address).is_some());
 }
 
 #[tokio::test]
@@ -295,4 +332,63 @@ fn a_read_that_raced_a_revocation_is_not_cached() {
     drop(tx);
     assert!(store.cache.tokens.get(&token_hash("at_kept")).is_some());
     assert!(!store.token("at_kept").unwrap().unwrap().revoked);
+}
+
+#[tokio::test]
+async fn the_cached_directory_answers_as_the_store_and_sees_revocations() {
+    // `CachedDirectory` is admission's identity directory through the cache: the same
+    // answers as `StoreResolver` over a read connection, and a revoked key gone at once.
+    use loom_node::store::resolvers::{CachedDirectory, StoreResolver};
+    use loom_protocol::Address;
+    use loom_protocol::accept::Directory;
+    use loom_protocol::delegation::DelegationResolver;
+    let n = TestNode::new();
+    let alice = n.register("alice", "human", 1).await;
+    let other = add_key_and_login(&n, &alice, "k_sign_alice_2", 2).await;
+    let store = &n.node.service().store;
+    let addr = Address::parse(&alice.address).unwrap();
+    let nobody = Address::parse("loom://nobody@node.test").unwrap();
+    let cached = CachedDirectory(store);
+    let compare = |key_id: &str| {
+        let conn = store.read();
+        let direct = StoreResolver {
+            conn: &conn,
+            thread: None,
+        };
+        let want = (
+            direct.registered_type(&addr),
+            direct.active_signing_key(&addr, key_id),
+            DelegationResolver::signing_keys(&direct, &addr),
+            direct.registered_type(&nobody),
+        );
+        drop(conn);
+        let got = (
+            cached.registered_type(&addr),
+            cached.active_signing_key(&addr, key_id),
+            DelegationResolver::signing_keys(&cached, &addr),
+            cached.registered_type(&nobody),
+        );
+        assert_eq!(got, want, "{key_id}");
+        got
+    };
+    let before = compare(&alice.key_id);
+    assert_eq!(before.0.as_deref(), Some("human"));
+    assert!(before.1.is_some());
+    assert_eq!(before.2.map(|k| k.len()), Some(2));
+    assert!(store.cache.identities.get(&alice.address).is_some());
+    n.call(
+        "DELETE",
+        &format!("/v1/identity/me/keys/{}", alice.key_id),
+        Some(&other),
+        None,
+    )
+    .await
+    .expect(200);
+    let after = compare(&alice.key_id);
+    assert!(
+        after.1.is_none(),
+        "the revoked key is gone on the next lookup"
+    );
+    assert_eq!(after.2.map(|k| k.len()), Some(1));
+    assert!(compare("k_sign_alice_2").1.is_some());
 }

@@ -890,3 +890,52 @@ impl StoredToken {
         self.grants.iter().any(|g| g.covers(required))
     }
 }
+
+/// The intent of the operation that revokes a token (§12.3).
+pub const REVOKE_INTENT: &str = "capability.revoked@v1";
+
+/// Checks that `op`, the body of `DELETE /v1/capabilities/{id}` (§16.4 "Revoke (creates
+/// thread_op)"), is the `capability.revoked@v1` thread operation for token `id` in its
+/// thread `thread`: `type`, intent, `thread_id`, then `parameters.capability_id`, each
+/// refused as `ENVELOPE_INVALID` naming the member. Signature, authority and the
+/// revocation itself are the acceptance core's ([`crate::accept`]).
+pub fn check_revocation_op(
+    op: &Value,
+    thread: &ThreadId,
+    id: &CapabilityId,
+) -> Result<(), ProtocolError> {
+    let bad = |field: &str, rule: String| ProtocolError::invalid(field, rule, "v1.1 §12.3, §16.4");
+    if op.get("type").and_then(Value::as_str) != Some("thread_op") {
+        return Err(bad(
+            "type",
+            format!("the body must be the signed {REVOKE_INTENT} thread_op"),
+        ));
+    }
+    if op
+        .pointer("/content/structured/intent")
+        .and_then(Value::as_str)
+        != Some(REVOKE_INTENT)
+    {
+        return Err(bad(
+            "content.structured.intent",
+            format!("must be {REVOKE_INTENT}"),
+        ));
+    }
+    if op.get("thread_id").and_then(Value::as_str) != Some(&thread.to_string()) {
+        return Err(bad(
+            "thread_id",
+            format!("must be {thread}, the token's thread"),
+        ));
+    }
+    if op
+        .pointer("/content/structured/parameters/capability_id")
+        .and_then(Value::as_str)
+        != Some(&id.to_string())
+    {
+        return Err(bad(
+            "content.structured.parameters.capability_id",
+            format!("must be {id}, the token in the path"),
+        ));
+    }
+    Ok(())
+}

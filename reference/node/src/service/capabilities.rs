@@ -18,14 +18,13 @@
 use super::{Caller, Service};
 use crate::error::{ApiError, ApiResult};
 use crate::store::{Connection, capabilities};
-use loom_protocol::capability::{Grant, StoredToken, TokenShape};
+use loom_protocol::capability::{Grant, StoredToken, TokenShape, TokenStatus, check_revocation_op};
 use loom_protocol::id::{CapabilityId, ThreadId};
 use loom_protocol::thread::ThreadState;
 use loom_protocol::{Address, ErrorCode};
 use serde_json::{Value, json};
 
-/// The intent of the revocation operation (§12.3).
-pub const REVOKE_INTENT: &str = "capability.revoked@v1";
+pub use loom_protocol::capability::REVOKE_INTENT;
 
 /// Parses a `thr_` ID from request data, naming the field on failure.
 pub(crate) fn thread_id_param(field: &str, s: &str) -> ApiResult<ThreadId> {
@@ -223,39 +222,7 @@ impl Service {
                 "v1.1 §12.3",
             ));
         }
-        let bad = |f: &str, r: String| ApiError::bad_request(f, r, "v1.1 §12.3, §16.4");
-        if op.get("type").and_then(Value::as_str) != Some("thread_op") {
-            return Err(bad(
-                "type",
-                "the body must be the signed capability.revoked@v1 thread_op".into(),
-            ));
-        }
-        if op
-            .pointer("/content/structured/intent")
-            .and_then(Value::as_str)
-            != Some(REVOKE_INTENT)
-        {
-            return Err(bad(
-                "content.structured.intent",
-                format!("must be {REVOKE_INTENT}"),
-            ));
-        }
-        if op.get("thread_id").and_then(Value::as_str) != Some(&thread.to_string()) {
-            return Err(bad(
-                "thread_id",
-                format!("must be {thread}, the token's thread"),
-            ));
-        }
-        if op
-            .pointer("/content/structured/parameters/capability_id")
-            .and_then(Value::as_str)
-            != Some(&cid.to_string())
-        {
-            return Err(bad(
-                "content.structured.parameters.capability_id",
-                format!("must be {cid}, the token in the path"),
-            ));
-        }
+        check_revocation_op(&op, &thread, &cid)?;
         // The pipeline marks the token revoked, bumps cap_epoch and emits the
         // `capability.revoked` event and audit entry in the operation's own transaction.
         let stored = self.submit_envelope(caller, op).await?;
@@ -288,9 +255,17 @@ impl Service {
         let me = who.to_string();
         Ok(capabilities::of_thread(conn, &state.id)?
             .into_iter()
-            .filter(|r| r.issued_to == me && r.revoked_at.is_none() && r.spent_at.is_none())
-            .filter(|r| r.epoch == state.cap_epoch)
-            .map(|r| StoredToken::read(&r.document))
-            .any(|t| !t.expires_at.is_some_and(|e| e < now) && t.covers(grant)))
+            .filter(|r| r.issued_to == me)
+            .any(|r| {
+                let t = StoredToken::read(&r.document);
+                t.status(
+                    r.revoked_at.is_some(),
+                    r.spent_at.is_some(),
+                    r.epoch,
+                    state.cap_epoch,
+                    now,
+                ) == TokenStatus::Active
+                    && t.covers(grant)
+            }))
     }
 }

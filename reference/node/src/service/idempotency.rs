@@ -4,7 +4,7 @@
 
 use super::{Caller, Service};
 use crate::error::{ApiError, ApiResult};
-use crate::store::idempotency::{self, Remembered};
+use crate::store::idempotency::{self, Remembered, Response, StoredError};
 use loom_protocol::ErrorCode;
 use serde_json::Value;
 
@@ -53,14 +53,14 @@ impl Service {
         }
         let outcome = f.await;
         let (status, body) = match &outcome {
-            Outcome::Ok(s, b) => (*s, b.clone()),
+            Outcome::Ok(s, b) => (*s, Response::Success(b.clone())),
             Outcome::Err(e)
                 if e.code == ErrorCode::InternalError || e.code == ErrorCode::RateLimitExceeded =>
             {
                 // Transient failures are not remembered: a retry may succeed.
                 return Ok(outcome);
             }
-            Outcome::Err(e) => (e.http_status(), error_record(e)),
+            Outcome::Err(e) => (e.http_status(), Response::Error(stored_error(e))),
         };
         idempotency::remember(
             &self.store,
@@ -78,25 +78,23 @@ impl Service {
     }
 }
 
-fn error_record(e: &ApiError) -> Value {
-    serde_json::json!({"__error": {"code": e.code, "field": e.field, "reason": e.reason, "section": e.section, "status": e.status}})
+fn stored_error(e: &ApiError) -> StoredError {
+    StoredError {
+        code: e.code,
+        field: e.field.clone(),
+        reason: e.reason.clone(),
+        section: e.section.to_string(),
+        status: e.status,
+    }
 }
 
-fn replay(status: u16, body: Value) -> Outcome {
-    match body.get("__error") {
-        Some(e) => {
-            let code: ErrorCode =
-                serde_json::from_value(e["code"].clone()).unwrap_or(ErrorCode::InternalError);
-            let section = e["section"].as_str().unwrap_or("v1.1 §14.4").to_owned();
-            let mut err = ApiError::new(
-                code,
-                e["field"].as_str().unwrap_or("$"),
-                e["reason"].as_str().unwrap_or(""),
-                section,
-            );
-            err.status = e["status"].as_u64().and_then(|s| u16::try_from(s).ok());
+fn replay(status: u16, response: Response) -> Outcome {
+    match response {
+        Response::Error(e) => {
+            let mut err = ApiError::new(e.code, e.field, e.reason, e.section);
+            err.status = e.status;
             Outcome::Err(err)
         }
-        None => Outcome::Ok(status, body),
+        Response::Success(body) => Outcome::Ok(status, body),
     }
 }

@@ -8,9 +8,9 @@
 //! or sits in the thread of, each then passing the same audience check as
 //! `GET /v1/envelopes/{id}` (§8.3); threads the caller currently participates in.
 //!
-//! The query is never handed to FTS5 as syntax: each whitespace-separated term becomes a
-//! quoted FTS5 string (internal `"` doubled) and the terms are AND-ed, so no user input can
-//! make a syntax error. An empty query (without an `intent` filter), control characters or
+//! The query is never handed to FTS5 as syntax: the whitespace-separated terms go to the
+//! store as [`crate::store::search::Terms`], which quotes each and AND-s them, so no user
+//! input can make a syntax error. An empty query (without an `intent` filter), control characters or
 //! more than [`MAX_TERMS`] terms or [`MAX_QUERY_LEN`] bytes are `ENVELOPE_INVALID` naming `q`.
 
 use super::capabilities::thread_id_param;
@@ -46,22 +46,22 @@ fn bad(field: &str, reason: impl Into<String>) -> ApiError {
     ApiError::bad_request(field, reason, "v1.1 §16.6")
 }
 
-/// Turns user text into an FTS5 query of quoted terms, or `None` for an empty query.
-pub fn fts_query(q: &str) -> ApiResult<Option<String>> {
+/// The terms of the user's text (split at whitespace, at most [`MAX_TERMS`]), refused as
+/// `ENVELOPE_INVALID` naming `q` when too long or holding control characters. Empty for an
+/// empty query. The store turns them into its index's query form
+/// ([`crate::store::search::Terms`]), so no input is ever index syntax.
+pub fn query_terms(q: &str) -> ApiResult<Vec<&str>> {
     if q.len() > MAX_QUERY_LEN {
         return Err(bad("q", format!("q is longer than {MAX_QUERY_LEN} bytes")));
     }
     if q.chars().any(char::is_control) {
         return Err(bad("q", "q must not contain control characters"));
     }
-    let terms: Vec<String> = q
-        .split_whitespace()
-        .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
-        .collect();
+    let terms: Vec<&str> = q.split_whitespace().collect();
     if terms.len() > MAX_TERMS {
         return Err(bad("q", format!("q has more than {MAX_TERMS} terms")));
     }
-    Ok((!terms.is_empty()).then(|| terms.join(" ")))
+    Ok(terms)
 }
 
 impl Service {
@@ -69,7 +69,8 @@ impl Service {
     /// thread and `event_seq`). Envelopes are returned whole, as `GET /v1/envelopes/{id}`
     /// would; threads as `{id, subject, state, labels, participants}`.
     pub fn search(&self, caller: &Caller, q: &SearchQuery) -> ApiResult<Value> {
-        let text = fts_query(q.q.as_deref().unwrap_or(""))?;
+        let terms = query_terms(q.q.as_deref().unwrap_or(""))?;
+        let text = search::Terms::of(&terms);
         let intent = q.intent.as_deref().filter(|i| !i.is_empty());
         if text.is_none() && intent.is_none() {
             return Err(bad("q", "q (search terms) or intent is required"));
@@ -87,14 +88,8 @@ impl Service {
             .map(|t| thread_id_param("thread_id", t))
             .transpose()?;
         let conn = self.store.read();
-        let envelopes = self.search_envelopes(
-            &conn,
-            caller,
-            text.as_deref(),
-            intent,
-            thread.as_ref(),
-            limit,
-        )?;
+        let envelopes =
+            self.search_envelopes(&conn, caller, text.as_ref(), intent, thread.as_ref(), limit)?;
         let threads = match (&text, intent) {
             (Some(text), None) => {
                 let ids = search::threads(&conn, &caller.identity, text, thread.as_ref(), limit)?;
@@ -124,7 +119,7 @@ impl Service {
         &self,
         conn: &Connection,
         caller: &Caller,
-        text: Option<&str>,
+        text: Option<&search::Terms>,
         intent: Option<&str>,
         thread: Option<&ThreadId>,
         limit: usize,

@@ -8,7 +8,7 @@ use crate::store::listings::{self, ThreadPage, ThreadSort};
 use crate::store::{envelopes, threads};
 use loom_protocol::ErrorCode;
 use loom_protocol::id::{EnvelopeId, ThreadId};
-use loom_protocol::thread::{ThreadState, rendering_order};
+use loom_protocol::thread::{ThreadState, check_op_for_thread, rendering_order};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -245,20 +245,7 @@ impl Service {
     /// `POST /v1/threads/{id}/ops`: a `thread_op` envelope for this thread (§16.2).
     pub async fn post_thread_op(&self, caller: &Caller, id: &str, env: Value) -> ApiResult<Value> {
         let tid = parse_thread_id(id)?;
-        if env.get("type").and_then(Value::as_str) != Some("thread_op") {
-            return Err(ApiError::bad_request(
-                "type",
-                "this endpoint takes thread_op envelopes",
-                "v1.1 §16.2",
-            ));
-        }
-        if env.get("thread_id").and_then(Value::as_str) != Some(&tid.to_string()) {
-            return Err(ApiError::bad_request(
-                "thread_id",
-                format!("must be {tid}, the thread in the path"),
-                "v1.1 §16.2",
-            ));
-        }
+        check_op_for_thread(&env, &tid)?;
         self.submit_envelope(caller, env).await
     }
 

@@ -190,7 +190,9 @@ impl CapabilityResolver for StoreResolver<'_> {
 
 /// The identity directory of admission (`loom_protocol::accept::Directory`) through the
 /// authentication cache ([`super::cache`]): registered types and active signing keys for
-/// the request tasks that admit envelopes without holding the writer.
+/// the request tasks that admit envelopes without holding the writer. It answers as
+/// [`StoreResolver`] over a read connection does (`tests/auth_cache.rs`); admission in
+/// `service/envelopes.rs` (the write-path work) still uses [`StoreResolver`].
 #[derive(Debug, Clone, Copy)]
 pub struct CachedDirectory<'a>(pub &'a super::Store);
 

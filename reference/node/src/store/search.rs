@@ -1,20 +1,46 @@
 //! Full-text search (v1.1 §16.6) over the FTS5 indexes the envelope path keeps
 //! (`envelope_search`, `thread_search`): only rows the caller is a recorded reader or
-//! active participant of. The query text is already an FTS5 query of quoted terms
-//! (`service::search::fts_query`); the service applies the audience rule to each envelope.
+//! active participant of. User text arrives as [`Terms`], which quotes every term, so no
+//! input is ever FTS5 syntax; the service applies the audience rule to each envelope.
 
 use super::{Connection, StoreResult};
 use loom_protocol::Address;
 use loom_protocol::id::ThreadId;
 use rusqlite::params;
 
+/// User search terms in FTS5's query form: each term an FTS5 string (quoted, internal `"`
+/// doubled), the terms AND-ed. Whatever the user typed, the result cannot be an FTS5
+/// syntax error nor an operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Terms(String);
+
+impl Terms {
+    /// The query for `terms`; `None` when there are none.
+    pub fn of(terms: &[&str]) -> Option<Terms> {
+        (!terms.is_empty()).then(|| {
+            Terms(
+                terms
+                    .iter()
+                    .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            )
+        })
+    }
+
+    /// The FTS5 query text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// What to look for.
 #[derive(Debug, Clone, Copy)]
 pub struct SearchQuery<'a> {
     /// The caller.
     pub caller: &'a Address,
-    /// FTS5 query of quoted terms.
-    pub text: Option<&'a str>,
+    /// Full-text terms.
+    pub text: Option<&'a Terms>,
     /// Exact structured intent (envelopes only).
     pub intent: Option<&'a str>,
     /// Only this thread.
@@ -25,7 +51,7 @@ pub struct SearchQuery<'a> {
 pub fn threads(
     conn: &Connection,
     caller: &Address,
-    text: &str,
+    text: &Terms,
     thread: Option<&ThreadId>,
     limit: usize,
 ) -> StoreResult<Vec<String>> {
@@ -42,9 +68,11 @@ pub fn threads(
     let me = caller.to_string();
     match thread {
         Some(t) => stmt
-            .query_map(params![text, me, t.to_string()], |r| r.get(0))?
+            .query_map(params![text.as_str(), me, t.to_string()], |r| r.get(0))?
             .collect(),
-        None => stmt.query_map(params![text, me], |r| r.get(0))?.collect(),
+        None => stmt
+            .query_map(params![text.as_str(), me], |r| r.get(0))?
+            .collect(),
     }
 }
 
@@ -64,7 +92,7 @@ pub fn envelopes<E: From<rusqlite::Error>>(
            OR EXISTS (SELECT 1 FROM thread_participants p WHERE p.thread_id = e.thread_id AND p.identity = ?1 AND p.active = 1))",
     );
     if let Some(text) = q.text {
-        args.push(text.to_owned());
+        args.push(text.as_str().to_owned());
         sql += &format!(" AND envelope_search MATCH ?{}", args.len());
     }
     if let Some(intent) = q.intent {
@@ -90,4 +118,41 @@ pub fn envelopes<E: From<rusqlite::Error>>(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Terms;
+
+    #[test]
+    fn every_term_is_one_quoted_string() {
+        assert_eq!(Terms::of(&[]), None);
+        let t = Terms::of(&["alpha", "NOT", "a\"b", "c*", "x:y"]).unwrap();
+        assert_eq!(t.as_str(), r#""alpha" "NOT" "a""b" "c*" "x:y""#);
+    }
+
+    #[test]
+    fn no_input_is_fts5_syntax() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE VIRTUAL TABLE f USING fts5(body); INSERT INTO f VALUES ('a NOT b'), ('x\"y');",
+        )
+        .unwrap();
+        for input in [
+            &["NOT"][..],
+            &["\""],
+            &["a", "OR", "("],
+            &["*"],
+            &["x\"y"],
+            &["body:a"],
+        ] {
+            let q = Terms::of(input).unwrap();
+            let n: rusqlite::Result<i64> = conn.query_row(
+                "SELECT COUNT(*) FROM f WHERE f MATCH ?1",
+                [q.as_str()],
+                |r| r.get(0),
+            );
+            assert!(n.is_ok(), "{input:?} -> {} -> {n:?}", q.as_str());
+        }
+    }
 }
