@@ -1,6 +1,15 @@
 //! Durable storage (SQLite via rusqlite, WAL mode, migrations by `user_version`). The store
-//! owns every SQL statement of the envelope path in typed modules ([`envelopes`],
-//! [`threads`], [`events`], [`accept`]); [`batch`] runs the writer's group transactions.
+//! owns every SQL statement of the node, in typed modules: the envelope path
+//! ([`envelopes`], [`threads`], [`events`], [`accept`], [`resolvers`], [`audit`]; [`batch`]
+//! runs the writer's group transactions), identities and keys ([`identities`]), sessions
+//! ([`tokens`], [`challenges`]), [`capabilities`], [`delegations`], [`blobs`],
+//! [`idempotency`], the node's own key ([`node_keys`]) and the read side of threads and
+//! events ([`listings`]) and search ([`search`]). The service calls these functions and
+//! never writes SQL (`tests/service_has_no_sql.rs`).
+//!
+//! Writes outside the envelope path run in a [`Tx`] ([`Store::begin`]): `COMMIT` on
+//! [`Tx::commit`], `ROLLBACK` when dropped. The read side of authentication is cached
+//! ([`cache`]); a `Tx` drops what it made stale after its `COMMIT`.
 //!
 //! Connections: one writer behind a mutex (SQLite serializes writers anyway) and, for a
 //! durable store, a pool of read-only connections, so reads (authentication, identity
@@ -15,12 +24,30 @@ use crate::config::Storage;
 pub mod accept;
 pub mod audit;
 pub mod batch;
+pub mod blobs;
+pub mod cache;
+pub mod capabilities;
+pub mod challenges;
+pub mod delegations;
 pub mod envelopes;
 pub mod events;
+pub mod idempotency;
+pub mod identities;
+pub mod listings;
+pub mod node_keys;
 pub mod resolvers;
+pub mod search;
 pub mod threads;
+pub mod tokens;
 
-use rusqlite::{Connection, OpenFlags, Params, Row};
+/// The SQLite connection type store functions take (a [`Tx`], a [`ReadConn`] or the
+/// writer's group transaction all dereference to it).
+pub use rusqlite::Connection;
+/// The result of a store function.
+pub type StoreResult<T> = rusqlite::Result<T>;
+
+use rusqlite::{OpenFlags, Params, Row};
+use std::cell::RefCell;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 
@@ -66,6 +93,50 @@ pub struct Store {
     /// The database file, when durable: readers open it read-only.
     path: Option<PathBuf>,
     readers: Mutex<Vec<Connection>>,
+    /// The read side of authentication (tokens, identities and their keys).
+    pub cache: cache::AuthCache,
+}
+
+/// A write transaction on the writer connection ([`Store::begin`]): `COMMIT` on
+/// [`Tx::commit`], `ROLLBACK` when dropped uncommitted. Store functions that change tokens or
+/// keys take a `Tx` and record what they make stale; the commit drops those cache entries
+/// after `COMMIT` returned, while it still holds the writer (module docs of [`cache`]).
+#[derive(Debug)]
+pub struct Tx<'a> {
+    conn: MutexGuard<'a, Connection>,
+    cache: &'a cache::AuthCache,
+    stale: RefCell<Vec<cache::Stale>>,
+    open: bool,
+}
+
+impl Tx<'_> {
+    /// Commits; then drops the cache entries the transaction made stale.
+    pub fn commit(mut self) -> StoreResult<()> {
+        self.conn.execute_batch("COMMIT")?;
+        self.open = false;
+        self.cache.apply(&self.stale.borrow());
+        Ok(())
+    }
+
+    /// Records that `s` changes once this transaction commits.
+    pub(crate) fn stale(&self, s: cache::Stale) {
+        self.stale.borrow_mut().push(s);
+    }
+}
+
+impl std::ops::Deref for Tx<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+    }
 }
 
 /// A connection for reading: pooled (durable store) or the writer (in memory).
@@ -148,6 +219,7 @@ impl Store {
                 Storage::Memory => None,
             },
             readers: Mutex::new(Vec::new()),
+            cache: cache::AuthCache::default(),
         })
     }
 
@@ -163,6 +235,7 @@ impl Store {
             conn: Mutex::new(conn),
             path: None,
             readers: Mutex::new(Vec::new()),
+            cache: cache::AuthCache::default(),
         })
     }
 
@@ -199,6 +272,19 @@ impl Store {
     /// The writer connection, for one short critical section.
     pub fn conn(&self) -> MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts a write transaction on the writer (`BEGIN DEFERRED`). Do not read through
+    /// [`Store::read`] or the caches while holding it: an in-memory store has one connection.
+    pub fn begin(&self) -> StoreResult<Tx<'_>> {
+        let conn = self.conn();
+        conn.execute_batch("BEGIN DEFERRED")?;
+        Ok(Tx {
+            conn,
+            cache: &self.cache,
+            stale: RefCell::new(Vec::new()),
+            open: true,
+        })
     }
 
     /// A connection for reads that sees the last committed state (the writer itself for an
