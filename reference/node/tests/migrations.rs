@@ -17,7 +17,7 @@ fn schema_2_store(dir: &std::path::Path) {
         .unwrap();
     conn.pragma_update(None, "user_version", 2).unwrap();
     conn.execute_batch(
-        "INSERT INTO threads (id, state, status, created_at, updated_at) VALUES ('thr_1', '{}', 'active', 't', 't');
+        "INSERT INTO threads (id, state, status, created_at, updated_at) VALUES ('thr_1', '{}', 'active', 't1', 't2');
          INSERT INTO thread_participants VALUES ('thr_1', 'loom://a@x.test', 'owner', 1);
          INSERT INTO thread_labels VALUES ('thr_1', 'ops');
          INSERT INTO envelopes (id, thread_id, event_seq, type, sender, created_at, received_at, body, body_sha256)
@@ -72,6 +72,18 @@ fn migration_3_keeps_every_row_and_the_event_sequence() {
                 "thread_labels",
                 "thread_participants"
             ]
+        );
+        let keys: (String, String) = conn
+            .query_row(
+                "SELECT created_at, updated_at FROM thread_participants WHERE thread_id = 'thr_1'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(
+            keys,
+            ("t1".to_owned(), "t2".to_owned()),
+            "participants copy the thread's sort keys"
         );
         // No AUTOINCREMENT any more, and the next event still follows the last one.
         conn.execute(

@@ -71,6 +71,8 @@ fn no_write_path_statement_scans_a_growing_table() {
         threads::UPDATE_COUNTERS,
         threads::UPDATE_OTHER,
         threads::DELETE_PARTICIPANTS,
+        threads::INSERT_PARTICIPANT,
+        threads::TOUCH_PARTICIPANTS,
         threads::DELETE_LABELS,
         threads::DELETE_SEARCH,
         threads::INSERT_SEARCH,

@@ -5,6 +5,9 @@
 --    the table, instead of a rowid table plus a key index.
 --  * envelope_readers_by_identity: no query reads readers by identity alone (reads name
 --    the envelope, which the primary key leads with).
+--  * thread_participants carries its thread's created_at and updated_at, indexed after the
+--    identity, so a caller's thread listing walks an index in sort order instead of sorting
+--    all the caller's threads (replaces thread_participants_by_identity).
 --  * events.seq loses AUTOINCREMENT (a sqlite_sequence write per event): events are never
 --    deleted, so max(seq) + 1 is the same next value and a seq is never reused.
 -- Foreign keys are off while migrations run (Store::prepare), so tables can be rebuilt.
@@ -23,17 +26,25 @@ DROP TABLE envelope_readers;
 ALTER TABLE envelope_readers_v3 RENAME TO envelope_readers;
 
 CREATE TABLE thread_participants_v3 (
-    thread_id  TEXT NOT NULL REFERENCES threads(id),
-    identity   TEXT NOT NULL,
-    role       TEXT NOT NULL,
-    active     INTEGER NOT NULL DEFAULT 1,
+    thread_id   TEXT NOT NULL REFERENCES threads(id),
+    identity    TEXT NOT NULL,
+    role        TEXT NOT NULL,
+    active      INTEGER NOT NULL DEFAULT 1,
+    created_at  TEXT NOT NULL,               -- the thread's, for listings (§16.2 sort)
+    updated_at  TEXT NOT NULL,               -- the thread's, kept equal by the writer
     PRIMARY KEY (thread_id, identity)
 ) WITHOUT ROWID;
-INSERT INTO thread_participants_v3 (thread_id, identity, role, active)
-    SELECT thread_id, identity, role, active FROM thread_participants;
+INSERT INTO thread_participants_v3 (thread_id, identity, role, active, created_at, updated_at)
+    SELECT p.thread_id, p.identity, p.role, p.active, t.created_at, t.updated_at
+    FROM thread_participants p JOIN threads t ON t.id = p.thread_id;
 DROP TABLE thread_participants;
 ALTER TABLE thread_participants_v3 RENAME TO thread_participants;
-CREATE INDEX thread_participants_by_identity ON thread_participants(identity, thread_id);
+-- A caller's threads in either sort order are one index range: a page of a listing reads
+-- its rows, however many threads the caller or the node has.
+CREATE INDEX thread_participants_by_updated
+    ON thread_participants(identity, active, updated_at, thread_id);
+CREATE INDEX thread_participants_by_created
+    ON thread_participants(identity, active, created_at, thread_id);
 
 CREATE TABLE thread_labels_v3 (
     thread_id  TEXT NOT NULL REFERENCES threads(id),

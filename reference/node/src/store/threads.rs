@@ -27,8 +27,11 @@ pub const UPDATE_OTHER: &str =
     "UPDATE threads SET state = ?2, status = ?3, updated_at = ?4 WHERE id = ?1";
 /// Participant rows of a thread, before re-indexing.
 pub const DELETE_PARTICIPANTS: &str = "DELETE FROM thread_participants WHERE thread_id = ?1";
-const INSERT_PARTICIPANT: &str =
-    "INSERT INTO thread_participants (thread_id, identity, role, active) VALUES (?1, ?2, ?3, ?4)";
+/// A participant row, with its thread's sort keys (migration 3).
+pub const INSERT_PARTICIPANT: &str = "INSERT INTO thread_participants (thread_id, identity, role, active, created_at, updated_at) SELECT ?1, ?2, ?3, ?4, created_at, updated_at FROM threads WHERE id = ?1";
+/// A thread's new `updated_at` in its participant rows (listing order, migration 3).
+pub const TOUCH_PARTICIPANTS: &str =
+    "UPDATE thread_participants SET updated_at = ?2 WHERE thread_id = ?1";
 /// Label rows of a thread, before re-indexing.
 pub const DELETE_LABELS: &str = "DELETE FROM thread_labels WHERE thread_id = ?1";
 const INSERT_LABEL: &str = "INSERT INTO thread_labels (thread_id, label) VALUES (?1, ?2)";
@@ -129,8 +132,10 @@ pub fn put(
         )?;
     } else {
         // Only operations change the replicated state (§11); other envelopes move the
-        // sequence and the counters.
+        // sequence and the counters (and the listing order of the participants' rows; a
+        // changed state re-indexes them from the thread row).
         conn.exec(UPDATE_COUNTERS, params![id, now, event_seq])?;
+        conn.exec(TOUCH_PARTICIPANTS, params![id, now])?;
     }
     Ok(())
 }
@@ -164,7 +169,8 @@ pub fn put_other(
 }
 
 /// Keeps the participants and labels equal to `state` (`fresh`: the thread was just
-/// created and has none yet). The search row is written separately ([`search_row`],
+/// created and has none yet); the thread row must be written first (participant rows copy
+/// its sort keys). The search row is written separately ([`search_row`],
 /// [`put_search`]), once per group (`batch::Deferred`).
 pub fn index(conn: &Connection, state: &ThreadState, fresh: bool) -> rusqlite::Result<()> {
     let id = state.id.to_string();
