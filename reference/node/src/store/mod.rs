@@ -46,7 +46,7 @@ pub use rusqlite::Connection;
 /// The result of a store function.
 pub type StoreResult<T> = rusqlite::Result<T>;
 
-use rusqlite::{OpenFlags, Params, Row};
+use rusqlite::{OpenFlags, OptionalExtension, Params, Row};
 use std::cell::RefCell;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
@@ -81,7 +81,11 @@ impl Cached for Connection {
 }
 
 /// The ordered migrations; the index + 1 is the `user_version` after applying it.
-const MIGRATIONS: &[&str] = &[include_str!("schema.sql"), include_str!("schema_2.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("schema.sql"),
+    include_str!("schema_2.sql"),
+    include_str!("schema_3.sql"),
+];
 
 /// Read-only connections kept open beside the writer (a durable store only).
 const MAX_IDLE_READERS: usize = 8;
@@ -251,14 +255,29 @@ impl Store {
         // Savepoint journals (one per envelope of a group) stay in memory, not a temp file.
         conn.pragma_update(None, "temp_store", "MEMORY")?;
         conn.pragma_update(None, "cache_size", -65_536)?;
-        conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.set_prepared_statement_cache_capacity(128);
         let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
         let done = usize::try_from(version).unwrap_or(0);
+        // Migrations rebuild tables that others reference: foreign keys are checked once,
+        // after each migration, instead of on every DROP (the pragma is a no-op inside a
+        // transaction, so it is switched here).
+        conn.pragma_update(None, "foreign_keys", "OFF")?;
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(done) {
             let tx = conn.unchecked_transaction()?;
             tx.execute_batch(sql)?;
+            let broken: Option<String> = tx
+                .query_row("PRAGMA foreign_key_check", [], |r| r.get(0))
+                .optional()?;
+            if let Some(table) = broken {
+                return Err(rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CONSTRAINT),
+                    Some(format!(
+                        "migration {} broke a foreign key of {table}",
+                        i + 1
+                    )),
+                ));
+            }
             tx.pragma_update(
                 None,
                 "user_version",
@@ -266,6 +285,7 @@ impl Store {
             )?;
             tx.commit()?;
         }
+        conn.pragma_update(None, "foreign_keys", "ON")?;
         Ok(())
     }
 
