@@ -14,6 +14,7 @@
 pub mod case;
 pub mod catalogue;
 pub mod ctx;
+pub mod fuzzing;
 pub mod outcome;
 pub mod profile;
 pub mod report;
