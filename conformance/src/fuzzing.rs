@@ -18,7 +18,10 @@ pub type Body = fn(&[u8]);
 
 /// Every fuzz target whose body lives in this crate: `(target name, body)`; the name is the
 /// `[[bin]]` of `fuzz/Cargo.toml` and the corpus directory `fuzz/corpus/<name>/`.
-pub const TARGETS: &[(&str, Body)] = &[("conformance_profile", profile), ("conformance_skips", skips)];
+pub const TARGETS: &[(&str, Body)] = &[
+    ("conformance_profile", profile),
+    ("conformance_skips", skips),
+];
 
 /// Target profiles: parsing refuses with a message or gives a profile the harness can use as
 /// it is — every timeout it derives is a valid [`Duration`], the provisioning mode is one the
@@ -43,7 +46,10 @@ pub fn profile(data: &[u8]) {
             );
             assert!(matches!(p.provisioning.mode.as_str(), "register" | "pool"));
             for id in &p.provisioning.identity {
-                assert!(hex::decode(&id.seed_hex).is_ok_and(|s| s.len() == 32), "{id:?}");
+                assert!(
+                    hex::decode(&id.seed_hex).is_ok_and(|s| s.len() == 32),
+                    "{id:?}"
+                );
             }
             assert_eq!(Profile::parse(text), Ok(p), "parsing is deterministic");
         }
@@ -102,6 +108,9 @@ mod tests {
                 }
             }
         }
-        assert!(broken.is_empty(), "inputs that break a property: {broken:#?}");
+        assert!(
+            broken.is_empty(),
+            "inputs that break a property: {broken:#?}"
+        );
     }
 }

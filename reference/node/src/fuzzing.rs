@@ -69,12 +69,16 @@ fn explained(e: &ApiError) {
 #[track_caller]
 fn explained_protocol(e: &ProtocolError) {
     assert!(!e.field.is_empty() && !e.rule.is_empty(), "{e:?}");
-    assert!(e.section.starts_with("v1.") || e.section.starts_with("loom-core-1"), "{e:?}");
+    assert!(
+        e.section.starts_with("v1.") || e.section.starts_with("loom-core-1"),
+        "{e:?}"
+    );
 }
 
 /// [`crate::http::StrictJson::parse`] without a request: the typed body or a `$body` error.
 fn typed<T: DeserializeOwned>(v: &Value, section: &'static str) -> Result<T, ApiError> {
-    serde_json::from_value(v.clone()).map_err(|e| ApiError::bad_request("$body", e.to_string(), section))
+    serde_json::from_value(v.clone())
+        .map_err(|e| ApiError::bad_request("$body", e.to_string(), section))
 }
 
 /// A public key as a registration or key-add request sends it (SPKI PEM or base64url):
@@ -87,8 +91,14 @@ fn key_text(k: &KeyInput) {
         .flatten()
     {
         if let Ok(key) = public_key_from_any(text) {
-            assert_eq!(public_key_from_any(&public_key_to_spki_pem(&key)).ok(), Some(key));
-            assert_eq!(public_key_from_b64url(&public_key_to_b64url(&key)).ok(), Some(key));
+            assert_eq!(
+                public_key_from_any(&public_key_to_spki_pem(&key)).ok(),
+                Some(key)
+            );
+            assert_eq!(
+                public_key_from_b64url(&public_key_to_b64url(&key)).ok(),
+                Some(key)
+            );
         }
         if let Ok(raw) = b64url_decode(text) {
             assert_eq!(b64url_decode(&b64url_encode(&raw)).ok(), Some(raw));
@@ -133,13 +143,18 @@ pub fn request_body(data: &[u8]) {
         }
         6 => envelope(&v),
         7 => match TokenShape::parse(&v, now(), false) {
-            Ok(t) => assert!(v.get("id").and_then(Value::as_str) == Some(t.id.to_string().as_str())),
+            Ok(t) => {
+                assert!(v.get("id").and_then(Value::as_str) == Some(t.id.to_string().as_str()))
+            }
             Err(e) => explained_protocol(&e),
         },
         8 => delegation(&v),
         _ => {
             if let Ok(b) = typed::<BlobCreate>(&v, "v1.1 §16.7").map_err(|e| explained(&e)) {
-                assert_eq!(Some(b.filename.as_str()), v.get("filename").and_then(Value::as_str));
+                assert_eq!(
+                    Some(b.filename.as_str()),
+                    v.get("filename").and_then(Value::as_str)
+                );
             }
         }
     }
@@ -151,27 +166,39 @@ fn register(v: &Value) {
         return;
     };
     let _ = Address::parse(&r.id);
-    for k in r.signing_keys.iter().chain(r.encryption_keys.iter().flatten()) {
+    for k in r
+        .signing_keys
+        .iter()
+        .chain(r.encryption_keys.iter().flatten())
+    {
         key_text(k);
     }
     let _ = signature_from_b64url(&r.registration_proof.signature);
-    if let Ok(kind) = serde_json::from_value::<IdentityType>(Value::from(r.kind)) {
-        if let Err(e) = check_type_members(kind, v, now()) {
-            explained_protocol(&e);
-        }
+    if let Ok(kind) = serde_json::from_value::<IdentityType>(Value::from(r.kind))
+        && let Err(e) = check_type_members(kind, v, now())
+    {
+        explained_protocol(&e);
     }
 }
 
 fn envelope(v: &Value) {
     let all = loom_protocol::envelope::validate::validate_envelope_all(v);
     let first = validate_envelope(v);
-    assert_eq!(first.is_ok(), all.is_empty(), "first-error and all-errors forms disagree");
+    assert_eq!(
+        first.is_ok(),
+        all.is_empty(),
+        "first-error and all-errors forms disagree"
+    );
     for e in &all {
         explained_protocol(e);
     }
     if first.is_ok() && v.get("type").and_then(Value::as_str) == Some("thread_op") {
         let op = ThreadOp::from_envelope(v).unwrap_or_else(|e| panic!("a valid thread_op: {e:?}"));
-        assert_eq!(Some(op.intent.as_str()), v.pointer("/content/structured/intent").and_then(Value::as_str));
+        assert_eq!(
+            Some(op.intent.as_str()),
+            v.pointer("/content/structured/intent")
+                .and_then(Value::as_str)
+        );
     }
 }
 
@@ -184,14 +211,23 @@ fn delegation(v: &Value) {
             assert!(!e.reason.is_empty());
         }
     }
-    for s in o.get("scope").and_then(Value::as_array).into_iter().flatten() {
+    for s in o
+        .get("scope")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         if let Some(Err(e)) = s.as_str().map(check_scope_syntax) {
             assert!(!e.to_string().is_empty());
         }
     }
     for k in ["created_at", "expires_at"] {
         if let Some(Ok(t)) = o.get(k).and_then(Value::as_str).map(Timestamp::parse) {
-            assert_eq!(Timestamp::parse(&t.to_rfc3339()).ok(), Some(t), "parse∘print = id");
+            assert_eq!(
+                Timestamp::parse(&t.to_rfc3339()).ok(),
+                Some(t),
+                "parse∘print = id"
+            );
         }
     }
 }
@@ -214,7 +250,11 @@ pub fn query(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let q = if text.len() <= 2 * MAX_QUERY_LEN { text } else { &text[..text.floor_char_boundary(2 * MAX_QUERY_LEN)] };
+    let q = if text.len() <= 2 * MAX_QUERY_LEN {
+        text
+    } else {
+        &text[..text.floor_char_boundary(2 * MAX_QUERY_LEN)]
+    };
     check_fts(q);
     let Ok(uri) = format!("/v1/search?{text}").parse::<axum::http::Uri>() else {
         return;
@@ -236,7 +276,9 @@ fn check_fts(q: &str) {
             assert!(expr.matches("\" \"").count() < MAX_TERMS, "{expr}");
             FTS.with(|c| {
                 let r: rusqlite::Result<i64> =
-                    c.query_row("SELECT count(*) FROM t WHERE t MATCH ?1", [&expr], |row| row.get(0));
+                    c.query_row("SELECT count(*) FROM t WHERE t MATCH ?1", [&expr], |row| {
+                        row.get(0)
+                    });
                 if let Err(e) = r {
                     panic!("fts_query({q:?}) = {expr:?} is not a valid FTS5 query: {e}");
                 }
@@ -280,6 +322,9 @@ mod tests {
                 }
             }
         }
-        assert!(broken.is_empty(), "inputs that break a property: {broken:#?}");
+        assert!(
+            broken.is_empty(),
+            "inputs that break a property: {broken:#?}"
+        );
     }
 }

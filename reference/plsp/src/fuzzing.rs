@@ -71,7 +71,11 @@ pub fn instruction(data: &[u8]) {
     let directives = match imf::parse(instr) {
         Ok(d) => d,
         Err(e) => {
-            assert!(e.offset <= instr.len(), "offset {} beyond the text: {e}", e.offset);
+            assert!(
+                e.offset <= instr.len(),
+                "offset {} beyond the text: {e}",
+                e.offset
+            );
             assert!(!e.expected.is_empty());
             return;
         }
@@ -140,6 +144,9 @@ mod tests {
                 }
             }
         }
-        assert!(broken.is_empty(), "inputs that break a property: {broken:#?}");
+        assert!(
+            broken.is_empty(),
+            "inputs that break a property: {broken:#?}"
+        );
     }
 }

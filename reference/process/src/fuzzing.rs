@@ -50,7 +50,11 @@ pub fn process_yaml(data: &[u8]) {
         assert_eq!(d.severity, rule.level, "{d:?}");
         assert_eq!(d.section, rule.section, "{d:?}");
         assert!(!d.section.is_empty() && !d.message.is_empty(), "{d:?}");
-        assert!(d.line <= lines + 1, "line {} beyond the text: {d:?}", d.line);
+        assert!(
+            d.line <= lines + 1,
+            "line {} beyond the text: {d:?}",
+            d.line
+        );
         assert!(d.line > 0 || d.column == 0, "{d:?}");
     }
     assert_eq!(validate_str(text), report, "validation is deterministic");
@@ -155,6 +159,9 @@ mod tests {
                 }
             }
         }
-        assert!(broken.is_empty(), "inputs that break a property: {broken:#?}");
+        assert!(
+            broken.is_empty(),
+            "inputs that break a property: {broken:#?}"
+        );
     }
 }

@@ -22,7 +22,10 @@ fn corpus_files(target: &str) -> Vec<PathBuf> {
         .filter(|p| p.is_file())
         .collect();
     files.sort();
-    assert!(!files.is_empty(), "the corpus of fuzz target {target} is empty");
+    assert!(
+        !files.is_empty(),
+        "the corpus of fuzz target {target} is empty"
+    );
     files
 }
 
@@ -54,7 +57,10 @@ fn every_protocol_target_replays_its_committed_corpus() {
             }
         }
     }
-    assert!(broken.is_empty(), "inputs that break a property: {broken:#?}");
+    assert!(
+        broken.is_empty(),
+        "inputs that break a property: {broken:#?}"
+    );
 }
 
 /// Crates whose tests replay the targets whose body they hold (see each `fuzzing` module).
@@ -74,8 +80,8 @@ fn every_fuzz_target_has_a_body_a_seed_corpus_and_a_replaying_crate() {
     assert!(bins.len() >= TARGETS.len(), "{bins:?}");
     for bin in &bins {
         let src = fuzz_dir().join("fuzz_targets").join(format!("{bin}.rs"));
-        let text = std::fs::read_to_string(&src)
-            .unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+        let text =
+            std::fs::read_to_string(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
         let owner = BODY_CRATES
             .iter()
             .find(|c| text.contains(*c))
@@ -89,10 +95,20 @@ fn every_fuzz_target_has_a_body_a_seed_corpus_and_a_replaying_crate() {
         corpus_files(bin);
     }
     for (target, _) in TARGETS {
-        assert!(bins.iter().any(|b| b == target), "{target} has no [[bin]] in fuzz/Cargo.toml");
+        assert!(
+            bins.iter().any(|b| b == target),
+            "{target} has no [[bin]] in fuzz/Cargo.toml"
+        );
     }
     for entry in std::fs::read_dir(fuzz_dir().join("corpus")).expect("fuzz/corpus") {
-        let name = entry.expect("entry").file_name().to_string_lossy().into_owned();
-        assert!(bins.contains(&name), "fuzz/corpus/{name} belongs to no fuzz target");
+        let name = entry
+            .expect("entry")
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        assert!(
+            bins.contains(&name),
+            "fuzz/corpus/{name} belongs to no fuzz target"
+        );
     }
 }

@@ -25,7 +25,18 @@ use ulid::Ulid;
 /// accepted; accepted envelopes take `meta.event_seq` = the thread's last + 1 and join the
 /// thread's DAG, whose rendering order lists every envelope once.
 pub fn accept(data: &[u8]) {
-    let _ = run(&mut Unstructured::new(data));
+    let mut stats = Stats::default();
+    let _ = run(&mut Unstructured::new(data), &mut stats);
+}
+
+/// What one run reached (for the test that the generator gets past admission).
+#[derive(Debug, Default)]
+struct Stats {
+    accepted: usize,
+    accepted_ops: usize,
+    accepted_from_agents: usize,
+    pending_parents: usize,
+    refused: std::collections::BTreeMap<ErrorCode, usize>,
 }
 
 const BASE_ID: u128 = 0x0195_0000_0000_0000_0000_0000_0000_0000;
@@ -80,7 +91,7 @@ fn op_parameters(u: &mut Unstructured<'_>, other_thread: ThreadId) -> ArbResult<
     }))
 }
 
-fn run(u: &mut Unstructured<'_>) -> ArbResult<()> {
+fn run(u: &mut Unstructured<'_>, stats: &mut Stats) -> ArbResult<()> {
     let mut world = World::default();
     let limits = ThreadLimits::default();
     let steps = u.int_in_range(1..=10usize)?;
@@ -193,6 +204,7 @@ fn run(u: &mut Unstructured<'_>) -> ArbResult<()> {
         submitted.push(env);
         let a = match result {
             Err(e) => {
+                *stats.refused.entry(e.code).or_default() += 1;
                 assert_explained(&e);
                 assert!(!must_accept, "a root message is refused: {e:?}");
                 if let Some(code) = expect {
@@ -206,31 +218,76 @@ fn run(u: &mut Unstructured<'_>) -> ArbResult<()> {
             Ok(Decision::AlreadyStored) => panic!("AlreadyStored without the deviation"),
             Ok(Decision::Accepted(a)) => a,
         };
-        assert!(expect.is_none(), "expected {expect:?}, accepted {}", a.facts.id);
+        assert!(
+            expect.is_none(),
+            "expected {expect:?}, accepted {}",
+            a.facts.id
+        );
         let last = world
             .threads
             .get(&a.facts.thread)
             .map_or(0, |rt| rt.last_event_seq);
         assert_eq!(a.event_seq, last + 1, "event_seq is the thread's last + 1");
         assert_eq!(a.envelope["meta"]["event_seq"], Value::from(a.event_seq));
+        stats.accepted += 1;
+        stats.accepted_ops += usize::from(is_op);
+        stats.accepted_from_agents += usize::from(sender.kind.as_str() == "agent");
+        stats.pending_parents += usize::from(a.pending_parent);
         world.stored.insert(a.facts.id);
         accepted_ids.push(a.facts.id);
-        let rt = world
-            .threads
-            .entry(a.facts.thread)
-            .or_insert_with(|| crate::accept::ThreadRuntime {
-                dag: Default::default(),
-                state: a.next_state.clone(),
-                last_event_seq: 0,
-            });
+        let rt =
+            world
+                .threads
+                .entry(a.facts.thread)
+                .or_insert_with(|| crate::accept::ThreadRuntime {
+                    dag: Default::default(),
+                    state: a.next_state.clone(),
+                    last_event_seq: 0,
+                });
         a.advance(rt);
         assert!(rt.dag.contains(&a.facts.id));
         let order = rendering_order(&rt.dag);
-        assert_eq!(order.len(), rt.dag.len(), "rendering order lists each envelope once");
+        assert_eq!(
+            order.len(),
+            rt.dag.len(),
+            "rendering order lists each envelope once"
+        );
         let mut sorted = order.clone();
         sorted.sort();
         sorted.dedup();
         assert_eq!(sorted.len(), order.len());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_chacha::ChaCha20Rng;
+    use rand_core::{Rng, SeedableRng};
+
+    /// The generator gets past admission: over a few hundred random inputs, messages and
+    /// thread operations from humans and agents are accepted, parents are pending, and the
+    /// tampered and resubmitted envelopes are refused with their codes.
+    #[test]
+    fn generated_sequences_reach_every_stage_of_acceptance() {
+        let mut rng = ChaCha20Rng::seed_from_u64(19);
+        let mut stats = Stats::default();
+        for _ in 0..300 {
+            let mut data = vec![0u8; 768];
+            rng.fill_bytes(&mut data);
+            let _ = run(&mut Unstructured::new(&data), &mut stats);
+        }
+        assert!(stats.accepted > 50, "{stats:?}");
+        assert!(stats.accepted_ops > 0, "{stats:?}");
+        assert!(stats.accepted_from_agents > 0, "{stats:?}");
+        assert!(stats.pending_parents > 0, "{stats:?}");
+        for code in [
+            ErrorCode::SignatureInvalid,
+            ErrorCode::EnvelopeDuplicate,
+            ErrorCode::CapabilityDenied,
+        ] {
+            assert!(stats.refused.contains_key(&code), "{code:?}: {stats:?}");
+        }
+    }
 }

@@ -124,7 +124,11 @@ fn generated(u: &mut Unstructured<'_>) -> ArbResult<()> {
     };
     let envelope_type = *u.choose(&TYPES)?;
     let types: Option<Vec<&str>> = if u.arbitrary()? {
-        let mut t: Vec<&str> = TYPES.iter().copied().filter(|_| u.ratio(1, 2).unwrap_or(false)).collect();
+        let mut t: Vec<&str> = TYPES
+            .iter()
+            .copied()
+            .filter(|_| u.ratio(1, 2).unwrap_or(false))
+            .collect();
         if !t.contains(&envelope_type) {
             t.push(envelope_type);
         }

@@ -225,11 +225,7 @@ fn generated(u: &mut Unstructured<'_>) -> ArbResult<()> {
             policy.max_chain_length = n - 1;
             Some("from.delegation_chain".to_owned())
         }
-        10 if !links[n - 1]
-            .scope
-            .iter()
-            .any(|s| s == "*" || s == "task.*") =>
-        {
+        10 if !links[n - 1].scope.iter().any(|s| s == "*" || s == "task.*") => {
             intent = "task.create@v1";
             Some(format!("from.delegation_chain[{}].scope", n - 1))
         }

@@ -42,7 +42,10 @@ pub fn federation_wrapper(data: &[u8]) {
             return;
         }
     };
-    assert_eq!(parse_node_name(&w.sender_node).as_deref(), Ok(w.sender_node.as_str()));
+    assert_eq!(
+        parse_node_name(&w.sender_node).as_deref(),
+        Ok(w.sender_node.as_str())
+    );
     assert_eq!(w.envelope_ids().len(), w.envelopes.len());
     if let Some(id) = &w.delivery_id {
         assert!(check_delivery_id(id).is_ok());
@@ -90,7 +93,12 @@ pub fn federation_receipt(data: &[u8]) {
         let ids: Vec<String> = v
             .get("accepted_envelope_ids")
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
             .unwrap_or_default();
         let expect = ReceiptExpectation {
             delivery_id: v.get("delivery_id").and_then(Value::as_str),
@@ -115,7 +123,10 @@ fn generated_receipt(u: &mut Unstructured<'_>) -> ArbResult<()> {
         return Ok(());
     }
     let delivery_id: Option<String> = u.arbitrary()?;
-    if delivery_id.as_deref().is_some_and(|d| check_delivery_id(d).is_err()) {
+    if delivery_id
+        .as_deref()
+        .is_some_and(|d| check_delivery_id(d).is_err())
+    {
         return Ok(()); // the wrapper reader refuses it before a receipt is made
     }
     let n = u.int_in_range(1..=8usize)?;
@@ -256,8 +267,12 @@ pub fn node_signed_identity(data: &[u8]) {
     if let Err(e) = verify_identity_document(&doc, &keys) {
         assert_explained(&e);
     }
-    if sign_identity_document(&mut doc, "k_node_sign_home", &signing_key_from_seed(&[3; 32]))
-        .is_err()
+    if sign_identity_document(
+        &mut doc,
+        "k_node_sign_home",
+        &signing_key_from_seed(&[3; 32]),
+    )
+    .is_err()
     {
         assert!(!doc.is_object());
         return;
@@ -283,7 +298,10 @@ pub fn node_signed_identity(data: &[u8]) {
         }
         (Some(id), Err(e)) => {
             assert_explained(&e);
-            assert!(id.is_bridge(), "a signed document of {id} is refused: {e:?}");
+            assert!(
+                id.is_bridge(),
+                "a signed document of {id} is refused: {e:?}"
+            );
         }
         (None, Err(e)) => assert_eq!(e.field, "id"),
         (None, Ok(v)) => panic!("a document without a valid id verifies: {v:?}"),

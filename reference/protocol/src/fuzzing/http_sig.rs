@@ -68,8 +68,7 @@ pub fn http_sig(data: &[u8]) {
     };
     let key = signing_key_from_seed(&[7; 32]);
     let mut cache = MemoryNonceCache::default();
-    if let Err(e) =
-        verify_request_detailed(&req, &headers, &key.verifying_key(), &mut cache, now())
+    if let Err(e) = verify_request_detailed(&req, &headers, &key.verifying_key(), &mut cache, now())
     {
         assert_explained(&e);
         assert!(HEADERS.contains(&e.field.as_str()), "{e:?} names no header");
@@ -122,14 +121,9 @@ pub fn http_sig(data: &[u8]) {
                 ..req
             };
             let mut fresh = MemoryNonceCache::default();
-            let e = verify_request_detailed(
-                &changed,
-                &signed,
-                &key.verifying_key(),
-                &mut fresh,
-                now(),
-            )
-            .expect_err("the body is signed");
+            let e =
+                verify_request_detailed(&changed, &signed, &key.verifying_key(), &mut fresh, now())
+                    .expect_err("the body is signed");
             assert_eq!(e.field, HEADER_SIGNATURE);
         }
     }

@@ -36,10 +36,17 @@ pub fn envelope(data: &[u8]) {
     };
     let all = validate_envelope_all(&v);
     let first = validate_envelope(&v);
-    assert_eq!(first.is_ok(), all.is_empty(), "first-error and all-errors forms disagree");
+    assert_eq!(
+        first.is_ok(),
+        all.is_empty(),
+        "first-error and all-errors forms disagree"
+    );
     if let Err(e) = &first {
         assert_explained(e);
-        assert!(all.contains(e), "the first error {e:?} is not among all errors");
+        assert!(
+            all.contains(e),
+            "the first error {e:?} is not among all errors"
+        );
     }
     for e in &all {
         assert_explained(e);
