@@ -79,8 +79,30 @@ pub fn skips(data: &[u8]) {
 
 #[cfg(test)]
 mod tests {
-    use super::TARGETS;
+    use super::*;
     use std::path::Path;
+
+    /// Regression (fuzz target `conformance_profile`, corpus `crash-c5e875b6…`): a profile
+    /// with `timeout_scale = 52000200000000e5` parsed, and the harness's `Duration` of 10 s
+    /// times that scale panics. The parser now refuses what `loom-conformance run` refuses.
+    #[test]
+    fn profiles_with_unusable_timeouts_are_refused() {
+        for text in [
+            "[target]\ntimeout_scale = 52000200000000e5\n",
+            "[target]\ntimeout_scale = 1001\n",
+            "[target]\ntimeout_scale = nan\n",
+            "[target]\nreadiness_timeout_secs = -1\n",
+            "[target]\nreadiness_timeout_secs = inf\n",
+            "[target]\nreadiness_timeout_secs = 86401\n",
+        ] {
+            let e = Profile::parse(text).unwrap_err();
+            assert!(e.contains("target."), "{text}: {e}");
+        }
+        let p =
+            Profile::parse("[target]\ntimeout_scale = 1000\nreadiness_timeout_secs = 0\n").unwrap();
+        assert_eq!(p.target.timeout_scale, 1000.0);
+        profile(b"[target]\ntimeout_scale = 52000200000000e5");
+    }
 
     /// Replays `fuzz/corpus/<target>/` for every target of this crate; a missing or empty
     /// corpus fails (issue 19: every target has a committed seed corpus).

@@ -75,10 +75,9 @@ fn explained_protocol(e: &ProtocolError) {
     );
 }
 
-/// [`crate::http::StrictJson::parse`] without a request: the typed body or a `$body` error.
+/// The node's typed reading of a body ([`crate::http::StrictJson::parse`]).
 fn typed<T: DeserializeOwned>(v: &Value, section: &'static str) -> Result<T, ApiError> {
-    serde_json::from_value(v.clone())
-        .map_err(|e| ApiError::bad_request("$body", e.to_string(), section))
+    crate::error::typed_body(v, section)
 }
 
 /// A public key as a registration or key-add request sends it (SPKI PEM or base64url):
@@ -151,6 +150,7 @@ pub fn request_body(data: &[u8]) {
         8 => delegation(&v),
         _ => {
             if let Ok(b) = typed::<BlobCreate>(&v, "v1.1 §16.7").map_err(|e| explained(&e)) {
+                // The typed body reads the members the raw body has.
                 assert_eq!(
                     Some(b.filename.as_str()),
                     v.get("filename").and_then(Value::as_str)
@@ -293,8 +293,30 @@ fn check_fts(q: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::TARGETS;
+    use super::*;
+    use serde_json::json;
     use std::path::Path;
+
+    /// Regression (fuzz target `node_request_body`, corpus `crash-7dc6bc41…`): serde reads a
+    /// struct from a JSON array, so `["", "", 3, "&4,"]` was a `BlobCreate` whose members the
+    /// raw body does not have. Typed bodies must be objects.
+    #[test]
+    fn typed_bodies_are_json_objects() {
+        let e = typed::<BlobCreate>(&json!(["a.txt", "text/plain"]), "v1.1 §16.7").unwrap_err();
+        assert_eq!(
+            (e.field.as_str(), e.section.as_ref()),
+            ("$body", "v1.1 §16.7")
+        );
+        let e = typed::<RegisterRequest>(&json!([]), "v1.1 §16.3").unwrap_err();
+        assert_eq!(e.field, "$body");
+        let b: BlobCreate = typed(
+            &json!({"filename": "a.txt", "mime_type": "text/plain"}),
+            "v1.1 §16.7",
+        )
+        .unwrap();
+        assert_eq!(b.filename, "a.txt");
+        request_body(b"\x9f[\"\",\"\",3,\"&4,\"]");
+    }
 
     /// Replays `fuzz/corpus/<target>/` for every target of this crate; a missing or empty
     /// corpus fails (issue 19: every target has a committed seed corpus).

@@ -44,7 +44,8 @@ pub fn process_yaml(data: &[u8]) {
         report.is_valid(),
         "load and validate disagree: {report:?}"
     );
-    let lines = text.split('\n').count() as u64;
+    // YAML line breaks are CR LF, CR and LF (YAML 1.2 §5.4): a lone CR starts a line.
+    let lines = (text.replace("\r\n", "\n").split(['\n', '\r']).count()) as u64;
     for d in &report.diagnostics {
         let rule = by_id(d.rule).unwrap_or_else(|| panic!("unknown rule id {}", d.rule));
         assert_eq!(d.severity, rule.level, "{d:?}");
@@ -130,8 +131,38 @@ pub fn events(data: &[u8]) {
 
 #[cfg(test)]
 mod tests {
-    use super::TARGETS;
+    use super::*;
     use std::path::Path;
+
+    /// Regression (fuzz target `loop_events`, corpus `crash-f05262a2…`): serde_json's default
+    /// float parser is not correctly rounded: it read the payload integer below as
+    /// 9.999991999999991e61, one ulp off, which prints as a text that reads back as another
+    /// number, so a trace changed on re-reading. The crate enables `float_roundtrip`.
+    #[test]
+    fn trace_numbers_read_back_exactly() {
+        let digits = "99999919999999900000000000000000000000000006450984253743169526";
+        let line = format!(
+            r#"{{"id":"e","runId":"r","ts":1,"seq":1,"type":"StateChanged","payload":{{"n":{digits}}}}}"#
+        );
+        let events = read_jsonl(&line).unwrap();
+        let correctly_rounded: f64 = digits.parse().unwrap();
+        assert_eq!(events[0].payload["n"].as_f64(), Some(correctly_rounded));
+        assert_eq!(read_jsonl(&to_jsonl(&events)).unwrap(), events);
+    }
+
+    /// The fuzz body's position check counts lines as YAML does (corpus `crash-f7ed3768…`:
+    /// lone CRs, a diagnostic on line 87 of a text with 81 LFs).
+    #[test]
+    fn diagnostics_count_a_lone_cr_as_a_line_break() {
+        let report = validate_str("name: x\rversion: \"1\"\rbogus: 1\r");
+        let d = report
+            .diagnostics
+            .iter()
+            .find(|d| d.rule == "yaml.unknown_key")
+            .unwrap_or_else(|| panic!("bogus is reported: {report:?}"));
+        assert_eq!((d.path.as_str(), d.line), ("bogus", 3), "{d:?}");
+        process_yaml(b"name: x\rversion: \"1\"\rbogus: 1\r");
+    }
 
     /// Replays `fuzz/corpus/<target>/` for every target of this crate; a missing or empty
     /// corpus fails (issue 19: every target has a committed seed corpus).

@@ -202,13 +202,11 @@ impl Service {
 
     /// `POST /v1/identity`: registers an identity on this node after checking the proof.
     pub fn register_identity(&self, raw: &Value) -> ApiResult<Value> {
-        let req: RegisterRequest = serde_json::from_value(raw.clone()).map_err(|e| {
-            ApiError::bad_request(
-                "$body",
-                format!("not a registration request: {e}"),
-                "v1.1 §16.3",
-            )
-        })?;
+        let req: RegisterRequest =
+            crate::error::typed_body(raw, "v1.1 §16.3").map_err(|e| ApiError {
+                reason: format!("not a registration request: {}", e.reason),
+                ..e
+            })?;
         let id = if self.quirk(crate::quirks::Quirk::AcceptNonCanonicalAddress) {
             Address::parse(&req.id).map_err(|e| {
                 ApiError::bad_request("id", format!("not a LOOM address: {e}"), "v1.1 §6.1")
