@@ -69,8 +69,7 @@ impl StrictJson {
         &self,
         section: &'static str,
     ) -> Result<T, ApiError> {
-        serde_json::from_value(self.value.clone())
-            .map_err(|e| ApiError::bad_request("$body", e.to_string(), section))
+        crate::error::typed_body(&self.value, section)
     }
 }
 
