@@ -8,15 +8,16 @@
 //! | target | body | drives |
 //! |---|---|---|
 //! | `node_request_body` | [`request_body`] | strict JSON, the typed bodies of registration, auth challenge/token/refresh, key add, thread ops and envelopes, capabilities, delegations and blobs |
-//! | `node_query` | [`query`] | query strings of `/v1/search`, `/v1/threads`, `/v1/events`; [`fts_query`] against SQLite FTS5 |
+//! | `node_query` | [`query`] | query strings of `/v1/search`, `/v1/threads`, `/v1/events`; [`query_terms`] and [`Terms`] against SQLite FTS5 |
 
 use crate::error::ApiError;
 use crate::service::auth::{RefreshRequest, TokenRequest};
 use crate::service::blobs::BlobCreate;
 use crate::service::events::EventsQuery;
-use crate::service::identity::{ChallengeRequest, KeyInput, RegisterRequest};
-use crate::service::search::{MAX_QUERY_LEN, MAX_TERMS, SearchQuery, fts_query};
+use crate::service::identity::{ChallengeRequest, KeyInput};
+use crate::service::search::{MAX_QUERY_LEN, MAX_TERMS, SearchQuery, query_terms};
 use crate::service::threads::ThreadQuery;
+use crate::store::search::Terms;
 use loom_protocol::capability::TokenShape;
 use loom_protocol::documents::IdentityType;
 use loom_protocol::envelope::validate_envelope;
@@ -27,7 +28,7 @@ use loom_protocol::keys::{
     b64url_decode, b64url_encode, public_key_from_any, public_key_from_b64url,
     public_key_to_b64url, public_key_to_spki_pem, signature_from_b64url,
 };
-use loom_protocol::registration::registration_document_hash;
+use loom_protocol::registration::{Deviations, Registration, registration_document_hash};
 use loom_protocol::scope::check_scope_syntax;
 use loom_protocol::thread::ThreadOp;
 use loom_protocol::{Address, ProtocolError, Timestamp};
@@ -162,19 +163,31 @@ pub fn request_body(data: &[u8]) {
 
 fn register(v: &Value) {
     let _ = registration_document_hash(v);
-    let Ok(r) = typed::<RegisterRequest>(v, "v1.1 §16.3").map_err(|e| explained(&e)) else {
-        return;
+    let r = match Registration::parse(v, "node.test", now(), &Deviations::NONE) {
+        Ok(r) => r,
+        Err(e) => return explained_protocol(&e),
     };
-    let _ = Address::parse(&r.id);
-    for k in r
-        .signing_keys
-        .iter()
-        .chain(r.encryption_keys.iter().flatten())
+    // What was read is what the request said: the address is hosted here and canonical,
+    // and every key prints back to itself.
+    assert_eq!(r.id.domain(), "node.test");
+    assert_eq!(
+        Some(r.document_id.as_str()),
+        v.get("id").and_then(Value::as_str)
+    );
+    assert!(!r.signing.is_empty(), "a registration has a signing key");
+    for k in v
+        .get("signing_keys")
+        .and_then(Value::as_array)
+        .into_iter()
+        .chain(v.get("encryption_keys").and_then(Value::as_array))
+        .flatten()
     {
-        key_text(k);
+        if let Ok(k) = serde_json::from_value::<KeyInput>(k.clone()) {
+            key_text(&k);
+        }
     }
-    let _ = signature_from_b64url(&r.registration_proof.signature);
-    if let Ok(kind) = serde_json::from_value::<IdentityType>(Value::from(r.kind))
+    let _ = signature_from_b64url(&r.proof.signature);
+    if let Ok(kind) = serde_json::from_value::<IdentityType>(Value::from(r.kind_text.clone()))
         && let Err(e) = check_type_members(kind, v, now())
     {
         explained_protocol(&e);
@@ -233,7 +246,7 @@ fn delegation(v: &Value) {
 }
 
 thread_local! {
-    /// An FTS5 table like the node's search index, to check what [`fts_query`] produces.
+    /// An FTS5 table like the node's search index, to check what [`Terms`] produces.
     static FTS: rusqlite::Connection = {
         let c = rusqlite::Connection::open_in_memory().expect("in-memory SQLite");
         c.execute_batch("CREATE VIRTUAL TABLE t USING fts5(text); INSERT INTO t VALUES ('hello world');")
@@ -244,7 +257,7 @@ thread_local! {
 
 /// Query strings (the `?…` of a request, as axum's `Query` reads them): the typed queries of
 /// `/v1/search`, `/v1/threads` and `/v1/events` read or refuse without panicking; a search
-/// term list that [`fts_query`] accepts is always a valid FTS5 expression (v1.1 §16.6: no user
+/// term list that [`query_terms`] accepts is always a valid FTS5 expression (v1.1 §16.6: no user
 /// input can make a syntax error) with at most [`MAX_TERMS`] terms, and a refusal names `q`.
 pub fn query(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -270,20 +283,23 @@ pub fn query(data: &[u8]) {
 }
 
 fn check_fts(q: &str) {
-    match fts_query(q) {
-        Ok(None) => assert!(q.split_whitespace().next().is_none(), "{q:?}"),
-        Ok(Some(expr)) => {
-            assert!(expr.matches("\" \"").count() < MAX_TERMS, "{expr}");
-            FTS.with(|c| {
-                let r: rusqlite::Result<i64> =
-                    c.query_row("SELECT count(*) FROM t WHERE t MATCH ?1", [&expr], |row| {
-                        row.get(0)
-                    });
-                if let Err(e) = r {
-                    panic!("fts_query({q:?}) = {expr:?} is not a valid FTS5 query: {e}");
-                }
-            });
-        }
+    match query_terms(q) {
+        Ok(terms) => match Terms::of(&terms) {
+            None => assert!(q.split_whitespace().next().is_none(), "{q:?}"),
+            Some(expr) => {
+                let expr = expr.as_str();
+                assert!(terms.len() <= MAX_TERMS, "{expr}");
+                FTS.with(|c| {
+                    let r: rusqlite::Result<i64> =
+                        c.query_row("SELECT count(*) FROM t WHERE t MATCH ?1", [expr], |row| {
+                            row.get(0)
+                        });
+                    if let Err(e) = r {
+                        panic!("query {q:?} gave {expr:?}, not a valid FTS5 query: {e}");
+                    }
+                });
+            }
+        },
         Err(e) => {
             explained(&e);
             assert_eq!(e.field, "q");
@@ -307,7 +323,7 @@ mod tests {
             (e.field.as_str(), e.section.as_ref()),
             ("$body", "v1.1 §16.7")
         );
-        let e = typed::<RegisterRequest>(&json!([]), "v1.1 §16.3").unwrap_err();
+        let e = Registration::parse(&json!([]), "node.test", now(), &Deviations::NONE).unwrap_err();
         assert_eq!(e.field, "$body");
         let b: BlobCreate = typed(
             &json!({"filename": "a.txt", "mime_type": "text/plain"}),

@@ -340,6 +340,14 @@ impl Registration {
         now: Timestamp,
         dev: &Deviations,
     ) -> Result<Registration, ProtocolError> {
+        if !raw.is_object() {
+            // serde reads a struct from a JSON array too; a request body is an object.
+            return Err(bad(
+                "$body",
+                "not a registration request: the body must be a JSON object",
+                "v1.1 §16.3",
+            ));
+        }
         let req: RegisterRequest = serde_json::from_value(raw.clone()).map_err(|e| {
             bad(
                 "$body",
