@@ -1,9 +1,11 @@
 //! The shape of a conformance case (DESIGN.md §5): a stable string ID that is never
 //! renumbered, a level, a requirement strength, spec references, the one-line requirement,
-//! the requirement IDs it covers, the target capabilities it needs, how it is tested, the
-//! reference-node quirk that must make it fail, and the async check itself.
+//! the requirement IDs it covers (the first is the one whose quoted sentence it enforces),
+//! the target capabilities it needs, how it is tested, the harness's interpretation where the
+//! spec leaves room, the reference-node quirk that must make it fail, and the async check.
 
 use crate::ctx::Ctx;
+pub use crate::finding::{Ex, Finding, Verdict, fail};
 use serde::Serialize;
 use std::fmt;
 use std::future::Future;
@@ -57,6 +59,8 @@ pub enum Need {
     Delegations,
     /// Capability endpoints (§16.4).
     Capabilities,
+    /// `GET /v1/identity/me` (§16.3, listed without a requirement keyword).
+    IdentityMe,
 }
 
 impl Need {
@@ -70,6 +74,8 @@ impl Need {
             Need::Delegations => "delegations",
             Need::Capabilities => "capability-tokens",
             Need::RateLimit => "rate-limits",
+            Need::IdentityMe => "identity-me",
+            Need::Retraction => "retraction",
             _ => return None,
         })
     }
@@ -85,30 +91,6 @@ pub enum Mutant {
     /// reason is shown by `explain` and the self-test report.
     NotApplicable(&'static str),
 }
-
-/// The outcome of a check before the runner applies strength, skips and expected failures.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Finding {
-    /// The target broke the requirement: what was expected, what happened, and which
-    /// exchange (index into the case's transcripts) decided it.
-    Fail {
-        /// What the spec requires here.
-        expected: String,
-        /// What the target did.
-        actual: String,
-        /// The deciding exchange.
-        decisive: Option<usize>,
-    },
-    /// The case does not apply (declared reason).
-    Skip(String),
-    /// The target does not advertise a capability the case needs.
-    Unsupported(String),
-    /// The harness itself failed (setup, network, a bug); never counted as a pass.
-    Error(String),
-}
-
-/// `Ok(())` when the target met the requirement.
-pub type Verdict = Result<(), Finding>;
 
 /// The async check of a case.
 pub type CaseFn = for<'a> fn(&'a mut Ctx) -> Pin<Box<dyn Future<Output = Verdict> + Send + 'a>>;
@@ -132,6 +114,9 @@ pub struct Case {
     pub needs: &'static [Need],
     /// How the case tests it (shown by `explain`).
     pub how: &'static str,
+    /// Where the spec leaves room (silent, or only an example), how the harness reads it and
+    /// why the case is not a MUST (shown by `explain`, `matrix` and the reports).
+    pub interpretation: Option<&'static str>,
     /// The quirk that must make it fail.
     pub mutant: Mutant,
     /// The check.
@@ -152,14 +137,5 @@ impl Case {
     /// The area: the ID's second segment (`envelope` in `core.envelope.sig.tampered-body`).
     pub fn area(&self) -> &'static str {
         self.id.split('.').nth(1).unwrap_or("other")
-    }
-}
-
-/// Builds a [`Finding::Fail`].
-pub fn fail(expected: impl Into<String>, actual: impl Into<String>) -> Finding {
-    Finding::Fail {
-        expected: expected.into(),
-        actual: actual.into(),
-        decisive: None,
     }
 }

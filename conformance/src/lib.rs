@@ -8,12 +8,18 @@
 //! ([`outcome`]); and reports a person can act on ([`report`]).
 //!
 //! Verdicts come from the spec's expected behaviour observed over the wire, never from the
-//! reference node's internals; `loom-node` is used only to start the embedded default target
-//! and the quirk-switched mutants of the self-test.
+//! reference node's internals; `loom-node` is used only to start the embedded default target,
+//! the quirk-switched mutants of the self-test and, behind the `variants` shim (feature
+//! `selftest`), its legal variants. [`requirements`] holds the Level 1 inventory with the
+//! quoted sentence of every MUST; [`show`] renders what a target sent; [`cli`] is the command
+//! line, one module per subcommand.
 
 pub mod case;
 pub mod catalogue;
+pub mod cli;
 pub mod ctx;
+pub mod finding;
+pub mod fuzzing;
 pub mod outcome;
 pub mod profile;
 pub mod report;
@@ -21,8 +27,12 @@ pub mod requirements;
 pub mod runner;
 #[cfg(feature = "selftest")]
 pub mod selftest;
+pub mod show;
 pub mod skips;
 pub mod target;
+#[cfg(feature = "selftest")]
+pub mod variants;
 
-pub use case::{Case, Finding, Mutant, Need, Strength, Verdict};
+pub use case::{Case, Mutant, Need, Strength};
+pub use finding::{Ex, Finding, Verdict};
 pub use outcome::{CaseResult, Outcome};

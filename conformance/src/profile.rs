@@ -5,7 +5,11 @@
 //! [target]
 //! readiness_timeout_secs = 30        # how long to wait for /.well-known/loom.json
 //! timeout_scale = 1.0                # multiplies every per-request timeout
-//! features = ["search", "blobs"]     # override what /v1/protocol/capabilities advertises
+//! features = ["search", "blobs"]     # the features to assume (the harness's convention)
+//!
+//! [capabilities]                     # merged over /v1/protocol/capabilities, or used when the
+//! limits = { max_envelope_bytes = 262144 }     # node serves no such document
+//! rate_limits = { envelopes_per_identity_per_min = 100 }
 //!
 //! [tls]
 //! ca_cert = "ca.pem"                 # trust this PEM for an https target
@@ -13,6 +17,9 @@
 //!
 //! [provisioning]
 //! mode = "register"                  # "register" (DESIGN.md §9 API) or "pool"
+//! [provisioning.registration]        # what registrations carry besides the §9 members
+//! agent_info = { provider = "acme", model = "m-1", version = "2026.02" }
+//! extra = { invite_code = "…" }      # added to every registration document
 //! # pool: identities the operator created beforehand, with their Ed25519 seeds
 //! [[provisioning.identity]]
 //! address = "loom://conf-a@example.org"
@@ -34,6 +41,9 @@ pub struct Profile {
     pub tls: TlsSection,
     /// How identities are obtained.
     pub provisioning: Provisioning,
+    /// Capabilities to assume, merged over what `/v1/protocol/capabilities` serves (same
+    /// members: `limits`, `rate_limits`, …).
+    pub capabilities: Option<toml::Table>,
 }
 
 /// `[target]`.
@@ -44,7 +54,9 @@ pub struct TargetSection {
     pub readiness_timeout_secs: f64,
     /// Timeout multiplier.
     pub timeout_scale: f64,
-    /// Features to assume instead of the advertised ones.
+    /// Features to assume instead of the advertised and probed ones (the harness's own
+    /// vocabulary: `search`, `blobs`, `events`, `delegations`, `capability-tokens`,
+    /// `rate-limits`, `identity-me`, `retraction`).
     pub features: Option<Vec<String>>,
 }
 
@@ -69,13 +81,15 @@ pub struct TlsSection {
 }
 
 /// `[provisioning]`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Provisioning {
     /// `register` or `pool`.
     pub mode: String,
     /// The pool.
     pub identity: Vec<PoolIdentity>,
+    /// What registrations carry besides the DESIGN.md §9 members.
+    pub registration: Registration,
 }
 
 impl Default for Provisioning {
@@ -83,8 +97,20 @@ impl Default for Provisioning {
         Provisioning {
             mode: "register".into(),
             identity: Vec::new(),
+            registration: Registration::default(),
         }
     }
+}
+
+/// `[provisioning.registration]`: members a node may need at registration (issue 13, item 4).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Registration {
+    /// The `agent_info` of agents the harness registers (default: provider, model and version
+    /// of the harness; v1.1 §6.4 shows all three).
+    pub agent_info: Option<toml::Table>,
+    /// Members added to every registration document (not part of the §9 document hash).
+    pub extra: Option<toml::Table>,
 }
 
 /// One pre-provisioned identity.
@@ -136,9 +162,48 @@ impl Profile {
                 ));
             }
         }
-        if !(p.target.timeout_scale > 0.0 && p.target.timeout_scale.is_finite()) {
-            return Err("target.timeout_scale must be a positive number".into());
+        if let Some(a) = &p.provisioning.registration.agent_info
+            && a.is_empty()
+        {
+            return Err(
+                "provisioning.registration.agent_info must not be empty (v1.1 §6.4)".into(),
+            );
+        }
+        // The ranges `loom-conformance run` accepts, so every parsed profile gives valid
+        // durations (the fuzz target `conformance_profile` found 5.2e18 accepted here).
+        let ready = p.target.readiness_timeout_secs;
+        if !(ready.is_finite() && (0.0..=86_400.0).contains(&ready)) {
+            return Err(format!(
+                "target.readiness_timeout_secs must be between 0 and 86400 seconds, not {ready}"
+            ));
+        }
+        if !(p.target.timeout_scale > 0.0 && p.target.timeout_scale <= 1000.0) {
+            return Err("target.timeout_scale must be a number above 0 and at most 1000".into());
         }
         Ok(p)
+    }
+}
+
+/// A TOML table as JSON.
+pub fn table_json(t: &toml::Table) -> serde_json::Value {
+    serde_json::to_value(t).unwrap_or(serde_json::Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registration_extras_and_capabilities_parse() {
+        let p = Profile::parse(
+            "[capabilities.limits]\nmax_envelope_bytes = 1000\n[provisioning.registration]\nagent_info = { provider = \"p\", model = \"m\", version = \"v\" }\nextra = { invite_code = \"x\" }\n",
+        )
+        .expect("parses");
+        let caps = table_json(p.capabilities.as_ref().expect("capabilities"));
+        assert_eq!(caps["limits"]["max_envelope_bytes"], 1000);
+        let extra = table_json(p.provisioning.registration.extra.as_ref().expect("extra"));
+        assert_eq!(extra["invite_code"], "x");
+        assert!(Profile::parse("[provisioning.registration]\nagent_info = {}\n").is_err());
+        assert!(Profile::parse("[provisioning.registration]\nbogus = 1\n").is_err());
     }
 }

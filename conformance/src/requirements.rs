@@ -24,11 +24,25 @@ pub struct Requirement {
     pub strength: String,
     /// The requirement in one line.
     pub text: String,
+    /// The spec sentence that makes it mandatory, verbatim (fragments of one passage joined
+    /// by ` … `), from v1.1, or from v1.0 where v1.1 defers (`quote_from`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote: Option<String>,
+    /// Where `quote` comes from when not `section` (e.g. `v1.0 §17.3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote_from: Option<String>,
     /// Whether it can be observed over the node's HTTP API.
     pub testable: bool,
     /// Why not, when it cannot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+}
+
+impl Requirement {
+    /// The section the quote comes from.
+    pub fn quote_source(&self) -> &str {
+        self.quote_from.as_deref().unwrap_or(&self.section)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -50,6 +64,12 @@ pub fn parse(text: &str) -> Result<Vec<Requirement>, String> {
             return Err(format!(
                 "requirement {}: strength must be MUST, SHOULD or MAY, not {:?}",
                 r.id, r.strength
+            ));
+        }
+        if r.strength == "MUST" && r.quote.as_deref().is_none_or(|q| q.trim().is_empty()) {
+            return Err(format!(
+                "requirement {} is a MUST but quotes no spec sentence (quote = …)",
+                r.id
             ));
         }
         if !r.testable && r.reason.as_deref().is_none_or(|s| s.trim().is_empty()) {
@@ -77,6 +97,16 @@ pub struct Row {
     pub cases: Vec<&'static str>,
 }
 
+/// What one MUST case enforces: the requirement its first `covers` entry names, with the
+/// quoted sentence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Enforced {
+    /// The case.
+    pub case: &'static str,
+    /// The requirement (`None` when the case's first `covers` names none).
+    pub requirement: Option<Requirement>,
+}
+
 /// The traceability matrix over `reqs` and `cases`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Matrix {
@@ -84,6 +114,10 @@ pub struct Matrix {
     pub rows: Vec<Row>,
     /// `covers` entries that name no requirement: `(case ID, requirement ID)`.
     pub unknown_covers: Vec<(&'static str, &'static str)>,
+    /// Every MUST case with the sentence it enforces, in catalogue order.
+    pub enforced: Vec<Enforced>,
+    /// SHOULD and MAY cases with the harness's interpretation, when they carry one.
+    pub interpretations: Vec<(&'static str, &'static str)>,
 }
 
 impl Matrix {
@@ -109,9 +143,27 @@ impl Matrix {
                 requirement: r.clone(),
             })
             .collect();
+        let enforced = cases
+            .iter()
+            .filter(|c| c.strength == Strength::Must)
+            .map(|c| Enforced {
+                case: c.id,
+                requirement: c
+                    .covers
+                    .first()
+                    .and_then(|id| reqs.iter().find(|r| r.id == *id))
+                    .cloned(),
+            })
+            .collect();
+        let interpretations = cases
+            .iter()
+            .filter_map(|c| c.interpretation.map(|i| (c.id, i)))
+            .collect();
         Matrix {
             rows,
             unknown_covers,
+            enforced,
+            interpretations,
         }
     }
 
@@ -143,6 +195,19 @@ impl Matrix {
         (covered, testable.len())
     }
 
+    /// MUST cases whose first `covers` entry is not a quoted MUST requirement.
+    pub fn unquoted_must_cases(&self) -> Vec<&'static str> {
+        self.enforced
+            .iter()
+            .filter(|e| {
+                e.requirement
+                    .as_ref()
+                    .is_none_or(|r| r.strength != "MUST" || r.quote.is_none())
+            })
+            .map(|e| e.case)
+            .collect()
+    }
+
     /// The plain-text table `loom-conformance matrix` prints.
     pub fn to_text(&self) -> String {
         use std::fmt::Write;
@@ -165,6 +230,41 @@ impl Matrix {
                 "{:<12} {:<6} {:<12} {cases}",
                 q.id, q.strength, q.section
             );
+            if let Some(quote) = &q.quote {
+                let _ = writeln!(out, "{:<12} \"{quote}\" ({})", "", q.quote_source());
+            }
+        }
+        let _ = writeln!(
+            out,
+            "\nMUST cases and the sentence each enforces ({}):",
+            self.enforced.len()
+        );
+        for e in &self.enforced {
+            match &e.requirement {
+                Some(r) => {
+                    let _ = writeln!(
+                        out,
+                        "  {}\n      {} ({}): \"{}\"",
+                        e.case,
+                        r.id,
+                        r.quote_source(),
+                        r.quote.as_deref().unwrap_or("(no quote)")
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "  {}\n      (names no requirement)", e.case);
+                }
+            }
+        }
+        if !self.interpretations.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nWhere the spec leaves room: the harness's reading ({} cases):",
+                self.interpretations.len()
+            );
+            for (c, i) in &self.interpretations {
+                let _ = writeln!(out, "  {c}\n      {i}");
+            }
         }
         let uncovered = self.uncovered();
         let _ = writeln!(
@@ -225,6 +325,15 @@ impl Matrix {
             "unknown_covers": self.unknown_covers.iter().map(|(c, r)| serde_json::json!({
                 "case": c, "requirement": r,
             })).collect::<Vec<_>>(),
+            "must_cases": self.enforced.iter().map(|e| serde_json::json!({
+                "case": e.case,
+                "requirement": e.requirement.as_ref().map(|r| &r.id),
+                "quote": e.requirement.as_ref().and_then(|r| r.quote.as_ref()),
+                "quote_from": e.requirement.as_ref().map(|r| r.quote_source()),
+            })).collect::<Vec<_>>(),
+            "interpretations": self.interpretations.iter().map(|(c, i)| serde_json::json!({
+                "case": c, "interpretation": i,
+            })).collect::<Vec<_>>(),
             "coverage": {
                 "must": {"covered": mc, "testable": mt},
                 "should": {"covered": sc, "testable": st},
@@ -248,10 +357,19 @@ mod tests {
         assert!(parse("not toml [").is_err());
         assert!(parse("[[requirement]]\nid = \"R-1\"").is_err());
         let dup =
-            "[[requirement]]\nid='R-1'\nsection='s'\nstrength='MUST'\ntext='t'\ntestable=true\n";
-        assert!(parse(&format!("{dup}{dup}")).is_err());
+            "[[requirement]]\nid='R-1'\nsection='s'\nstrength='SHOULD'\ntext='t'\ntestable=true\n";
+        assert!(parse(&format!("{dup}{dup}")).unwrap_err().contains("twice"));
         let no_reason =
-            "[[requirement]]\nid='R-1'\nsection='s'\nstrength='MUST'\ntext='t'\ntestable=false\n";
+            "[[requirement]]\nid='R-1'\nsection='s'\nstrength='SHOULD'\ntext='t'\ntestable=false\n";
         assert!(parse(no_reason).is_err());
+        let unquoted_must =
+            "[[requirement]]\nid='R-1'\nsection='s'\nstrength='MUST'\ntext='t'\ntestable=true\n";
+        assert!(
+            parse(unquoted_must)
+                .unwrap_err()
+                .contains("quotes no spec sentence")
+        );
+        let quoted = format!("{unquoted_must}quote='Nodes MUST'\n");
+        assert!(parse(&quoted).is_ok());
     }
 }

@@ -2,11 +2,13 @@
 //! bounded number in flight, and turns each finding into an outcome by the case's strength,
 //! the implementer's skip file and `--strict`.
 
-use crate::case::{Case, Finding, Need, Strength};
+use crate::case::{Case, Need, Strength};
 use crate::ctx::Ctx;
+use crate::finding::Finding;
 use crate::outcome::{CaseResult, Outcome};
 use crate::skips::SkipFile;
 use crate::target::TargetInfo;
+use loom_client::Transcript;
 use loom_protocol::clock::Clock;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -65,9 +67,10 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
 }
 
 /// The cases `cfg` selects, in catalogue order.
-pub fn select<'a>(cases: &'a [Case], cfg: &RunConfig) -> Vec<&'a Case> {
+pub fn select(cases: &[&'static Case], cfg: &RunConfig) -> Vec<&'static Case> {
     cases
         .iter()
+        .copied()
         .filter(|c| c.level <= cfg.level)
         .filter(|c| cfg.only.is_empty() || cfg.only.iter().any(|g| glob_match(g, c.id)))
         .filter(|c| !cfg.exclude.iter().any(|g| glob_match(g, c.id)))
@@ -94,9 +97,7 @@ fn not_applicable(case: &Case, target: &TargetInfo) -> Option<Finding> {
                 if let Some(f) = n.feature()
                     && !target.features.contains(f)
                 {
-                    return Some(Finding::Unsupported(format!(
-                        "the target does not advertise the {f:?} feature in /v1/protocol/capabilities"
-                    )));
+                    return Some(Finding::Unsupported(target.missing_feature(f)));
                 }
             }
         }
@@ -158,6 +159,10 @@ pub async fn run_case(
         },
     };
     let (outcome, finding) = judge(case, verdict, cfg);
+    let mut transcripts = transcripts;
+    if transcripts.is_empty() && matches!(outcome, Outcome::Fail | Outcome::Error) {
+        transcripts.push(no_request(finding.as_ref()));
+    }
     let mut r = CaseResult {
         id: case.id,
         outcome,
@@ -175,7 +180,9 @@ pub async fn run_case(
             decisive,
         }) => {
             r.message = Some(format!("expected {expected}; got {actual}"));
-            r.decisive = decisive.or(r.transcripts.len().checked_sub(1));
+            r.decisive = decisive
+                .map(crate::finding::Ex::index)
+                .or(r.transcripts.len().checked_sub(1));
             r.expected = Some(expected);
             r.actual = Some(actual);
             if let Some(entry) = cfg.skips.get(case.id) {
@@ -186,13 +193,41 @@ pub async fn run_case(
                 ));
             }
         }
-        Some(Finding::Skip(m) | Finding::Unsupported(m) | Finding::Error(m)) => r.message = Some(m),
+        Some(Finding::Error(m)) => {
+            // The exchange that stopped the case is its last.
+            r.decisive = r.transcripts.len().checked_sub(1);
+            r.message = Some(m);
+        }
+        Some(Finding::Skip(m) | Finding::Unsupported(m)) => r.message = Some(m),
         None if outcome == Outcome::UnexpectedPass => {
             r.message = Some("listed in the skip file as an expected failure, but it passed: remove it from the skip file".into());
         }
         None => {}
     }
     r
+}
+
+/// The record of a case that failed or errored before its first exchange: method `-`, status
+/// 0, and what happened as the body, so every `fail` and `error` shows what it rests on.
+fn no_request(finding: Option<&Finding>) -> Transcript {
+    let why = match finding {
+        Some(Finding::Error(m) | Finding::Skip(m) | Finding::Unsupported(m)) => m.clone(),
+        Some(Finding::Fail {
+            expected, actual, ..
+        }) => format!("expected {expected}; got {actual}"),
+        None => String::new(),
+    };
+    Transcript {
+        method: "-".into(),
+        path: "(no request: the case ended before its first exchange)".into(),
+        version: "-".into(),
+        request_headers: Vec::new(),
+        request_body: Vec::new(),
+        status: 0,
+        response_headers: Vec::new(),
+        response_body: why.into_bytes(),
+        elapsed: Duration::ZERO,
+    }
 }
 
 /// Runs `cases` with at most `cfg.jobs` in flight; `progress` sees each result as it lands;
@@ -219,15 +254,18 @@ pub async fn run_all(
     }
     let mut results = Vec::with_capacity(handles.len());
     for (h, case) in handles.into_iter().zip(cases) {
-        let r = h.await.unwrap_or_else(|e| CaseResult {
-            id: case.id,
-            outcome: Outcome::Error,
-            message: Some(format!("the case panicked: {e}")),
-            expected: None,
-            actual: None,
-            decisive: None,
-            transcripts: Vec::new(),
-            duration: Duration::ZERO,
+        let r = h.await.unwrap_or_else(|e| {
+            let why = Finding::Error(format!("the case panicked: {e}"));
+            CaseResult {
+                id: case.id,
+                outcome: Outcome::Error,
+                message: Some(format!("the case panicked: {e}")),
+                expected: None,
+                actual: None,
+                decisive: None,
+                transcripts: vec![no_request(Some(&why))],
+                duration: Duration::ZERO,
+            }
         });
         progress(&r);
         results.push(r);

@@ -1,14 +1,23 @@
-//! The mutation self-test (DESIGN.md §4–§5): the whole catalogue must pass against the clean
-//! reference node, and every MUST case must fail against the reference node running the
-//! quirk that turns off exactly the check the case is about. A MUST case no quirk can make
-//! fail is a defect of the catalogue, and coverage says how many there are. SHOULD cases
-//! that name a quirk are run against it too and must not pass there (they report
-//! `non-strict`), so they are proven able to detect what they check.
+//! The self-test (DESIGN.md §4–§5, issue 13), in two halves.
+//!
+//! **Mutation coverage**: the whole catalogue must pass against the clean reference node, and
+//! every MUST case must fail against the reference node running the quirk that turns off
+//! exactly the check the case is about. A MUST case no quirk can make fail is a defect of the
+//! catalogue, and coverage says how many there are. SHOULD cases that name a quirk are run
+//! against it too and must not pass there (they report `non-strict`), so they are proven able
+//! to detect what they check.
+//!
+//! **Legal-variant coverage**: the whole catalogue runs against the reference node under each
+//! legal variant ([`crate::variants`]): a correct node that made one other choice the spec
+//! allows. Every case must pass there, or be `skipped`/`unsupported` with a reason (an optional
+//! feature the variant does not offer), or — for a SHOULD case the variant declares it departs
+//! from — be `non-strict`. A case that fails a legal variant asserts more than the spec does.
 
 use crate::case::{Case, Mutant, Strength};
 use crate::outcome::{CaseResult, Outcome};
 use crate::runner::{RunConfig, run_all};
 use crate::target::{SetupError, Transport, embedded_config, probe_embedded, start_embedded};
+use crate::variants::Variant;
 use loom_node::{Quirk, Quirks};
 use loom_protocol::clock::Clock;
 use std::collections::BTreeMap;
@@ -29,11 +38,47 @@ pub struct Mutation {
     pub problem: Option<String>,
 }
 
-/// The whole self-test.
+/// One case under one legal variant.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SelfTest {
+pub struct VariantCase {
+    /// Case ID.
+    pub id: &'static str,
+    /// Its outcome.
+    pub outcome: Outcome,
+    /// The outcome's message (skip reason, failure summary).
+    pub message: Option<String>,
+    /// Why this outcome is not acceptable under the variant, if it is not.
+    pub problem: Option<String>,
+}
+
+/// The catalogue under one legal variant.
+#[derive(Debug, Clone)]
+pub struct VariantRun {
+    /// The variant.
+    pub variant: &'static Variant,
     /// Per case, in catalogue order.
+    pub cases: Vec<VariantCase>,
+}
+
+impl VariantRun {
+    /// How many cases came out `outcome`.
+    pub fn count(&self, outcome: Outcome) -> usize {
+        self.cases.iter().filter(|c| c.outcome == outcome).count()
+    }
+
+    /// Whether every case is acceptable under the variant.
+    pub fn clean(&self) -> bool {
+        self.cases.iter().all(|c| c.problem.is_none())
+    }
+}
+
+/// The whole self-test.
+#[derive(Debug, Clone)]
+pub struct SelfTest {
+    /// Mutation results per case, in catalogue order.
     pub cases: Vec<Mutation>,
+    /// One run of the catalogue per legal variant, in variant order.
+    pub variants: Vec<VariantRun>,
 }
 
 impl SelfTest {
@@ -54,12 +99,47 @@ impl SelfTest {
         (proven, must.len())
     }
 
-    /// Every problem: clean failures and unproven MUST cases.
-    pub fn problems(&self) -> Vec<String> {
+    /// MUST cases not proven: not passing clean, or not failing under their quirk.
+    pub fn unproven(&self, cases: &[&Case]) -> Vec<&'static str> {
         self.cases
             .iter()
-            .filter_map(|m| m.problem.as_ref().map(|p| format!("{}: {p}", m.id)))
+            .filter(|m| {
+                cases
+                    .iter()
+                    .any(|c| c.id == m.id && c.strength == Strength::Must)
+                    && !(m.clean == Outcome::Pass && m.mutated == Some(Outcome::Fail))
+            })
+            .map(|m| m.id)
             .collect()
+    }
+
+    /// Legal-variant coverage: (variants under which every case was acceptable, variants).
+    pub fn variant_coverage(&self) -> (usize, usize) {
+        let clean = self.variants.iter().filter(|v| v.clean()).count();
+        (clean, self.variants.len())
+    }
+
+    /// (acceptable case runs, case runs) over all variants.
+    pub fn variant_case_runs(&self) -> (usize, usize) {
+        let all: Vec<&VariantCase> = self.variants.iter().flat_map(|v| &v.cases).collect();
+        let ok = all.iter().filter(|c| c.problem.is_none()).count();
+        (ok, all.len())
+    }
+
+    /// Every problem: clean failures, unproven MUST cases, and cases a legal variant failed.
+    pub fn problems(&self) -> Vec<String> {
+        let mutations = self
+            .cases
+            .iter()
+            .filter_map(|m| m.problem.as_ref().map(|p| format!("{}: {p}", m.id)));
+        let variants = self.variants.iter().flat_map(|v| {
+            v.cases.iter().filter_map(move |c| {
+                c.problem
+                    .as_ref()
+                    .map(|p| format!("{} under variant {}: {p}", c.id, v.variant.name))
+            })
+        });
+        mutations.chain(variants).collect()
     }
 }
 
@@ -81,13 +161,124 @@ async fn run_against(
     Ok(run_all(cases, info, cfg, clock, &|_| {}).await)
 }
 
-/// Runs the self-test over `cases`.
+/// Runs the self-test over `cases`: the mutation half, and the catalogue under each of
+/// `variants`, concurrently (at most [`NODES_AT_ONCE`] embedded nodes serve at a time).
 pub async fn selftest(
     cases: &[&'static Case],
     cfg: &RunConfig,
     clock: Arc<dyn Clock>,
+    variants: &[&'static Variant],
 ) -> Result<SelfTest, SetupError> {
-    let clean = run_against(Quirks::none(), cases, cfg, clock.clone()).await?;
+    let nodes = Arc::new(tokio::sync::Semaphore::new(NODES_AT_ONCE));
+    let (mutations, variants) = tokio::join!(
+        mutations(cases, cfg, clock.clone(), nodes.clone()),
+        variant_runs(cases, cfg, clock, variants, nodes)
+    );
+    Ok(SelfTest {
+        cases: mutations?,
+        variants: variants?,
+    })
+}
+
+/// Embedded nodes serving at once during the self-test (each runs its cases `cfg.jobs` at a
+/// time).
+pub const NODES_AT_ONCE: usize = 6;
+
+/// Runs `work` for each item on its own task, at most `nodes` at a time; results in order.
+async fn bounded<T, R, F, Fut>(
+    items: Vec<T>,
+    nodes: Arc<tokio::sync::Semaphore>,
+    work: F,
+) -> Result<Vec<R>, SetupError>
+where
+    T: Send + 'static,
+    R: Send + 'static,
+    F: Fn(T) -> Fut,
+    Fut: std::future::Future<Output = Result<R, SetupError>> + Send + 'static,
+{
+    let mut handles = Vec::new();
+    for item in items {
+        let fut = work(item);
+        let nodes = nodes.clone();
+        handles.push(tokio::spawn(async move {
+            let _permit = nodes.acquire_owned().await;
+            fut.await
+        }));
+    }
+    let mut out = Vec::new();
+    for h in handles {
+        out.push(
+            h.await
+                .map_err(|e| SetupError(format!("a self-test run panicked: {e}")))??,
+        );
+    }
+    Ok(out)
+}
+
+/// The catalogue under each legal variant.
+async fn variant_runs(
+    cases: &[&'static Case],
+    cfg: &RunConfig,
+    clock: Arc<dyn Clock>,
+    variants: &[&'static Variant],
+    nodes: Arc<tokio::sync::Semaphore>,
+) -> Result<Vec<VariantRun>, SetupError> {
+    let cases: Vec<&'static Case> = cases.to_vec();
+    bounded(variants.to_vec(), nodes, |v| {
+        let cases = cases.clone();
+        let cfg = cfg.clone();
+        let clock = clock.clone();
+        async move {
+            let (node, info) = crate::variants::start(v, clock.clone(), cfg.seed).await?;
+            let results = run_all(&cases, Arc::new(info), &cfg, clock, &|_| {}).await;
+            drop(node);
+            let cases = cases
+                .iter()
+                .zip(results)
+                .map(|(c, r)| VariantCase {
+                    id: c.id,
+                    outcome: r.outcome,
+                    problem: variant_problem(v, c, &r),
+                    message: r.message,
+                })
+                .collect();
+            Ok(VariantRun { variant: v, cases })
+        }
+    })
+    .await
+}
+
+/// Why `r` is not acceptable for `case` under `v`, if it is not.
+fn variant_problem(v: &Variant, case: &Case, r: &CaseResult) -> Option<String> {
+    let departs = v.departs.contains(&case.id);
+    let why = || r.message.clone().unwrap_or_default();
+    match (r.outcome, departs) {
+        (Outcome::Pass | Outcome::Skipped | Outcome::Unsupported, false) => None,
+        (Outcome::NonStrict, true) => None,
+        (o, true) => Some(format!(
+            "{o}, but the variant departs from this SHOULD case, which must notice it (non-strict): {}",
+            why()
+        )),
+        (o, false) => Some(format!(
+            "{o} under a legal variant ({} {}): {}",
+            v.section,
+            v.name,
+            why()
+        )),
+    }
+}
+
+/// The mutation half: clean, then each quirk's cases against that quirk.
+async fn mutations(
+    cases: &[&'static Case],
+    cfg: &RunConfig,
+    clock: Arc<dyn Clock>,
+    nodes: Arc<tokio::sync::Semaphore>,
+) -> Result<Vec<Mutation>, SetupError> {
+    let clean = {
+        let _permit = nodes.clone().acquire_owned().await;
+        run_against(Quirks::none(), cases, cfg, clock.clone()).await?
+    };
     let mut by_quirk: BTreeMap<&'static str, Vec<&'static Case>> = BTreeMap::new();
     for c in cases {
         if let Mutant::Quirk(q) = c.mutant {
@@ -96,20 +287,28 @@ pub async fn selftest(
     }
     let mut mutated: BTreeMap<&'static str, Outcome> = BTreeMap::new();
     let mut unknown: BTreeMap<&'static str, String> = BTreeMap::new();
-    for (q, group) in &by_quirk {
-        let Some(quirk) = Quirk::parse(q) else {
-            for c in group {
-                unknown.insert(
-                    c.id,
-                    format!("names the quirk {q:?}, which the reference node does not have"),
-                );
+    let mut runs = Vec::new();
+    for (q, group) in by_quirk {
+        match Quirk::parse(q) {
+            Some(quirk) => runs.push((quirk, group)),
+            None => {
+                for c in group {
+                    unknown.insert(
+                        c.id,
+                        format!("names the quirk {q:?}, which the reference node does not have"),
+                    );
+                }
             }
-            continue;
-        };
-        let results = run_against(Quirks::none().with(quirk), group, cfg, clock.clone()).await?;
-        for r in results {
-            mutated.insert(r.id, r.outcome);
         }
+    }
+    let per_quirk = bounded(runs, nodes, |(quirk, group)| {
+        let cfg = cfg.clone();
+        let clock = clock.clone();
+        async move { run_against(Quirks::none().with(quirk), &group, &cfg, clock).await }
+    })
+    .await?;
+    for r in per_quirk.into_iter().flatten() {
+        mutated.insert(r.id, r.outcome);
     }
     let out = cases
         .iter()
@@ -145,5 +344,5 @@ pub async fn selftest(
             Mutation { id: c.id, quirk, clean: r.outcome, mutated: m, problem }
         })
         .collect();
-    Ok(SelfTest { cases: out })
+    Ok(out)
 }

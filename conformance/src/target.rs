@@ -1,13 +1,14 @@
 //! The node under test: the embedded reference node on loopback (the default), or any node
-//! at a URL. Setup is lenient — wait for readiness, learn the domain and advertised features,
-//! provision identities — and every setup failure says what to configure (exit code 3).
+//! at a URL. Setup is lenient — wait for readiness, learn the domain, the capabilities and the
+//! features (advertised, declared in the profile, or found by probing the routes), provision
+//! identities — and every setup failure says what to configure (exit code 3).
 
-use crate::case::Finding;
-use crate::profile::{PoolIdentity, Profile};
+use crate::finding::Finding;
+use crate::profile::{PoolIdentity, Profile, table_json};
 use loom_client::{Client, Identity, Trust};
 use loom_protocol::clock::Clock;
-use serde_json::Value;
-use std::collections::BTreeSet;
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,10 +21,18 @@ pub struct TargetInfo {
     pub domain: String,
     /// The node document as served.
     pub node_document: Value,
-    /// `/v1/protocol/capabilities`, when served.
+    /// `/v1/protocol/capabilities` when served, with the profile's `[capabilities]` merged
+    /// over it.
     pub capabilities: Option<Value>,
-    /// Features the target offers (advertised, or from the profile).
+    /// Features the target offers: the profile's `features` when given, else the advertised
+    /// ones and those whose routes answered a probe.
     pub features: BTreeSet<String>,
+    /// For each feature found absent, how the harness found out (shown by `unsupported`).
+    pub feature_notes: BTreeMap<String, String>,
+    /// The `agent_info` agents are registered with (v1.1 §6.4).
+    pub agent_info: Value,
+    /// Members added to every registration document (the profile's registration extras).
+    pub registration_extra: Map<String, Value>,
     /// TLS trust for https targets.
     pub trust: Option<Trust>,
     /// `pool` provisioning: identities not yet handed out.
@@ -88,6 +97,16 @@ impl TargetInfo {
         )
     }
 
+    /// Why `feature` counts as absent.
+    pub fn missing_feature(&self, feature: &str) -> String {
+        match self.feature_notes.get(feature) {
+            Some(n) => format!("the target does not offer the {feature:?} feature ({n})"),
+            None => format!(
+                "the target does not offer the {feature:?} feature (not advertised in /v1/protocol/capabilities; declare it in the profile's [target] features if it does)"
+            ),
+        }
+    }
+
     /// How many pooled identities of `kind` the profile lists.
     pub fn pooled_count(&self, kind: &str) -> usize {
         self.pool
@@ -98,7 +117,15 @@ impl TargetInfo {
 
 /// Waits for the embedded node's document, trusting its certificate.
 pub async fn probe_embedded(e: &Embedded) -> Result<TargetInfo, SetupError> {
-    probe_with(&e.url, &Profile::default(), true, e.trust.clone()).await
+    probe_embedded_with(e, &Profile::default()).await
+}
+
+/// [`probe_embedded`] with a profile (the self-test's legal variants bring their own).
+pub async fn probe_embedded_with(
+    e: &Embedded,
+    profile: &Profile,
+) -> Result<TargetInfo, SetupError> {
+    probe_with(&e.url, profile, true, e.trust.clone()).await
 }
 
 /// Waits for `url`'s node document, then reads its capabilities.
@@ -148,34 +175,39 @@ async fn probe_with(
                 .ok()
                 .filter(|t| t.status == 200)
                 .and_then(|t| t.json());
-            Ok::<_, String>((doc, caps))
+            let probed = if profile.target.features.is_some() {
+                BTreeMap::new()
+            } else {
+                probe_routes(&mut c).await
+            };
+            Ok::<_, String>((doc, caps, probed))
         };
         match attempt.await {
-            Ok((doc, caps)) => {
+            Ok((doc, caps, probed)) => {
                 let domain = doc["domain"].as_str().map(str::to_owned).ok_or_else(|| {
                     SetupError(format!("the node document at {url}/.well-known/loom.json has no \"domain\" (v1.1 §15.2)"))
                 })?;
-                let features: BTreeSet<String> = match &profile.target.features {
-                    Some(f) => f.iter().cloned().collect(),
-                    None => caps
-                        .as_ref()
-                        .and_then(|c| c["features"].as_array())
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(Value::as_str)
-                                .map(str::to_owned)
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                };
+                let caps = merge_capabilities(caps, profile);
+                let (features, feature_notes) = features(caps.as_ref(), &probed, profile);
                 let pool = (profile.provisioning.mode == "pool")
                     .then(|| profile.provisioning.identity.clone());
+                let reg = &profile.provisioning.registration;
                 return Ok(TargetInfo {
                     url: url.trim_end_matches('/').to_owned(),
                     domain,
                     node_document: doc,
                     capabilities: caps,
                     features,
+                    feature_notes,
+                    agent_info: reg
+                        .agent_info
+                        .as_ref()
+                        .map_or_else(default_agent_info, table_json),
+                    registration_extra: reg
+                        .extra
+                        .as_ref()
+                        .and_then(|t| table_json(t).as_object().cloned())
+                        .unwrap_or_default(),
                     trust,
                     pool,
                     embedded,
@@ -191,6 +223,124 @@ async fn probe_with(
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// The `agent_info` of agents the harness registers unless the profile gives one: all three
+/// members v1.1 §6.4 shows, since a node may require more than `provider` (DESIGN.md §9).
+pub fn default_agent_info() -> Value {
+    json!({
+        "provider": "loom-conformance",
+        "model": "conformance-harness",
+        "version": env!("CARGO_PKG_VERSION"),
+    })
+}
+
+/// The features whose presence is a route the harness can probe without credentials: the
+/// route exists when the node answers anything but 404, 405 or 501 (typically 401).
+pub const ROUTE_FEATURES: &[(&str, &str, &str)] = &[
+    ("search", "GET", "/v1/search?q=conformance"),
+    ("blobs", "POST", "/v1/blobs"),
+    ("events", "GET", "/v1/events"),
+    ("delegations", "GET", "/v1/delegations"),
+    (
+        "capability-tokens",
+        "GET",
+        "/v1/capabilities?thread_id=thr_00000000000000000000000000",
+    ),
+    ("identity-me", "GET", "/v1/identity/me"),
+    (
+        "retraction",
+        "DELETE",
+        "/v1/envelopes/env_00000000000000000000000000",
+    ),
+];
+
+/// Probes each of [`ROUTE_FEATURES`] without credentials: feature → the status it answered.
+async fn probe_routes(c: &mut Client) -> BTreeMap<String, (bool, String)> {
+    let mut out = BTreeMap::new();
+    for (feature, method, path) in ROUTE_FEATURES {
+        let body = (*method == "POST").then(|| b"{}".to_vec());
+        let (present, note) = match c.exchange(method, path, &[], body, None).await {
+            Ok(t) => (
+                !matches!(t.status, 404 | 405 | 501),
+                format!("{method} {path} without a token answered {}", t.status),
+            ),
+            Err(e) => (false, format!("{method} {path} failed: {e}")),
+        };
+        out.insert((*feature).to_owned(), (present, note));
+    }
+    out
+}
+
+/// The served capabilities with the profile's `[capabilities]` merged over them.
+fn merge_capabilities(served: Option<Value>, profile: &Profile) -> Option<Value> {
+    let Some(over) = profile.capabilities.as_ref().map(table_json) else {
+        return served;
+    };
+    let mut base = served.unwrap_or_else(|| json!({}));
+    merge(&mut base, &over);
+    Some(base)
+}
+
+fn merge(base: &mut Value, over: &Value) {
+    match (base, over) {
+        (Value::Object(b), Value::Object(o)) => {
+            for (k, v) in o {
+                merge(b.entry(k.clone()).or_insert(Value::Null), v);
+            }
+        }
+        (b, o) => *b = o.clone(),
+    }
+}
+
+/// The features to assume and, for absent ones, why: the profile's list when given (the
+/// harness's own convention); otherwise those advertised in the capabilities document plus
+/// those whose routes answered a probe (a node that publishes no capabilities list is still
+/// understood). `rate-limits` also counts when the capabilities name a per-identity envelope
+/// limit.
+fn features(
+    caps: Option<&Value>,
+    probed: &BTreeMap<String, (bool, String)>,
+    profile: &Profile,
+) -> (BTreeSet<String>, BTreeMap<String, String>) {
+    if let Some(f) = &profile.target.features {
+        let notes = ROUTE_FEATURES
+            .iter()
+            .map(|(n, _, _)| {
+                (
+                    (*n).to_owned(),
+                    "not in the profile's [target] features".to_owned(),
+                )
+            })
+            .collect();
+        return (f.iter().cloned().collect(), notes);
+    }
+    let mut set: BTreeSet<String> = caps
+        .and_then(|c| c["features"].as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut notes = BTreeMap::new();
+    for (f, (present, note)) in probed {
+        if *present {
+            set.insert(f.clone());
+        } else {
+            set.remove(f);
+            notes.insert(f.clone(), note.clone());
+        }
+    }
+    if caps
+        .and_then(|c| c.pointer("/rate_limits/envelopes_per_identity_per_min"))
+        .and_then(Value::as_u64)
+        .is_some_and(|l| l > 0)
+    {
+        set.insert("rate-limits".into());
+    }
+    (set, notes)
 }
 
 /// The embedded reference node, serving on an ephemeral loopback port until dropped.
@@ -244,9 +394,79 @@ pub async fn start_embedded(
     quirks: loom_node::Quirks,
     clock: Arc<dyn Clock>,
     seed: u64,
-    mut config: loom_node::NodeConfig,
+    config: loom_node::NodeConfig,
     transport: Transport,
 ) -> Result<Embedded, SetupError> {
+    let prepared = prepare(quirks, clock, seed, config, transport).await?;
+    Ok(prepared.spawn(|node, listener, tls, stopped| async move {
+        let _ = node.serve(listener, tls, stopped).await;
+    }))
+}
+
+/// Starts the reference node with its router wrapped by `wrap` (the self-test's legal-variant
+/// shim, `crate::variants`, sits there: in front of the unchanged node, at the HTTP level).
+#[cfg(feature = "selftest")]
+pub async fn start_embedded_wrapped(
+    clock: Arc<dyn Clock>,
+    seed: u64,
+    config: loom_node::NodeConfig,
+    transport: Transport,
+    wrap: impl FnOnce(axum::Router) -> axum::Router + Send + 'static,
+) -> Result<Embedded, SetupError> {
+    let prepared = prepare(loom_node::Quirks::none(), clock, seed, config, transport).await?;
+    Ok(prepared.spawn(|node, listener, tls, stopped| async move {
+        let _ = loom_node::net::serve(listener, wrap(node.router()), tls, stopped).await;
+    }))
+}
+
+/// A built node, its bound listener and its TLS material, not serving yet.
+struct Prepared {
+    node: loom_node::Node,
+    listener: tokio::net::TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    trust: Option<Trust>,
+}
+
+impl Prepared {
+    /// Serves with `serve` on a task until the returned [`Embedded`] is dropped.
+    fn spawn<F, Fut>(self, serve: F) -> Embedded
+    where
+        F: FnOnce(
+                loom_node::Node,
+                tokio::net::TcpListener,
+                Option<tokio_rustls::TlsAcceptor>,
+                std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+            ) -> Fut
+            + Send
+            + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let addr = self
+            .listener
+            .local_addr()
+            .map_or_else(|_| "127.0.0.1:0".to_owned(), |a| a.to_string());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let stopped = Box::pin(async move {
+            let _ = stopped.await;
+        });
+        tokio::spawn(serve(self.node, self.listener, self.tls, stopped));
+        Embedded {
+            url: format!("{scheme}://{addr}"),
+            trust: self.trust,
+            stop: Some(stop),
+        }
+    }
+}
+
+/// Builds the node (in-memory store, `quirks`), its TLS material and a loopback listener.
+async fn prepare(
+    quirks: loom_node::Quirks,
+    clock: Arc<dyn Clock>,
+    seed: u64,
+    mut config: loom_node::NodeConfig,
+    transport: Transport,
+) -> Result<Prepared, SetupError> {
     let tls = match transport {
         Transport::Tls => {
             // The node document then advertises https/wss URLs (v1.1 §14.1, §15.2).
@@ -279,21 +499,10 @@ pub async fn start_embedded(
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| SetupError(format!("cannot bind a loopback port: {e}")))?;
-    let addr = listener
-        .local_addr()
-        .map_err(|e| SetupError(e.to_string()))?;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let scheme = if tls.is_some() { "https" } else { "http" };
-    tokio::spawn(async move {
-        let _ = node
-            .serve(listener, tls.map(|t| t.acceptor), async {
-                let _ = stopped.await;
-            })
-            .await;
-    });
-    Ok(Embedded {
-        url: format!("{scheme}://{addr}"),
+    Ok(Prepared {
+        node,
+        listener,
+        tls: tls.map(|t| t.acceptor),
         trust,
-        stop: Some(stop),
     })
 }

@@ -108,6 +108,51 @@ fn matrix_lists_requirements_uncovered_and_not_testable() {
 }
 
 #[test]
+fn every_must_case_quotes_the_sentence_it_enforces() {
+    let reqs = requirements::level1().expect("the requirements file parses");
+    let m = requirements::Matrix::build(&reqs, &catalogue::all());
+    assert!(
+        m.unquoted_must_cases().is_empty(),
+        "MUST cases whose first `covers` is not a quoted MUST requirement: {:?}",
+        m.unquoted_must_cases()
+    );
+    let text = stdout(&run(&["matrix"]));
+    let must: Vec<_> = catalogue::all()
+        .into_iter()
+        .filter(|c| c.strength == loom_conformance::Strength::Must)
+        .collect();
+    assert_eq!(m.enforced.len(), must.len());
+    for c in must {
+        let r = reqs
+            .iter()
+            .find(|r| r.id == c.covers[0])
+            .expect("a requirement");
+        let quote = r.quote.as_deref().expect("a quote");
+        let shown = format!(
+            "  {}\n      {} ({}): \"{quote}\"",
+            c.id,
+            r.id,
+            r.quote_source()
+        );
+        assert!(text.contains(&shown), "matrix does not show {shown:?}");
+    }
+    // SHOULD cases that read the spec where it leaves room say so.
+    for c in catalogue::all()
+        .into_iter()
+        .filter(|c| c.strength != loom_conformance::Strength::Must)
+    {
+        let first = reqs.iter().find(|r| r.id == c.covers[0]);
+        assert!(
+            c.interpretation.is_some() || first.is_some_and(|r| r.strength != "MUST"),
+            "{} is {} but covers the MUST {} without an interpretation note",
+            c.id,
+            c.strength,
+            c.covers[0]
+        );
+    }
+}
+
+#[test]
 fn every_covers_id_names_a_requirement() {
     let reqs = requirements::level1().expect("the requirements file parses");
     let known: std::collections::BTreeSet<&str> = reqs.iter().map(|r| r.id.as_str()).collect();

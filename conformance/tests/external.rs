@@ -108,15 +108,10 @@ fn start_node(dir: &Path) -> (NodeProcess, String) {
     (node, url)
 }
 
-#[test]
-fn the_harness_certifies_loom_node_running_as_a_separate_process() {
-    let dir = std::env::temp_dir().join(format!("loom-conf-external-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let (_node, url) = start_node(&dir);
-    let report = dir.join("report.json");
+/// Runs the harness against `url` without `--seed`; returns the JSON report.
+fn certify(url: &str, report: &Path) -> Value {
     let out = Command::new(BIN)
-        .args(["run", "--quiet", "--target", &url, "--report"])
+        .args(["run", "--quiet", "--target", url, "--report"])
         .arg(format!("json={}", report.display()))
         .output()
         .expect("the harness runs");
@@ -127,16 +122,48 @@ fn the_harness_certifies_loom_node_running_as_a_separate_process() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&report).expect("report"))
-        .expect("the report is JSON");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("reproduce with --seed"), "{stderr}");
+    serde_json::from_str(&std::fs::read_to_string(report).expect("report"))
+        .expect("the report is JSON")
+}
+
+/// Every case passed, or was skipped with a reason (plain http: the §14.1 transport cases).
+fn all_passed(v: &Value) {
+    for c in v["cases"].as_array().expect("cases") {
+        let o = c["outcome"].as_str().unwrap_or_default();
+        assert!(
+            o == "pass" || (o == "skipped" && c["message"].is_string()),
+            "{}: {o}: {}",
+            c["id"],
+            c["message"]
+        );
+    }
+}
+
+/// Two runs in a row against the same node process, neither given `--seed` (issue 13): each
+/// draws a fresh seed, so the second registers fresh identities and passes like the first.
+#[test]
+fn the_harness_certifies_loom_node_running_as_a_separate_process_twice() {
+    let dir = std::env::temp_dir().join(format!("loom-conf-external-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let (_node, url) = start_node(&dir);
     let schema: Value =
         serde_json::from_str(include_str!("../schema/report-1.schema.json")).expect("schema");
     let validator = jsonschema::validator_for(&schema).expect("valid schema");
-    let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "{}", errors.join("\n"));
-    assert_eq!(v["target"]["url"], Value::from(url.as_str()));
-    assert_eq!(v["target"]["embedded"], Value::Bool(false));
-    assert_eq!(v["target"]["node"], Value::from("node.test"));
-    assert_eq!(v["summary"]["level_achieved"], Value::from(1));
+    let mut seeds = Vec::new();
+    for run in ["first", "second"] {
+        let v = certify(&url, &dir.join(format!("{run}.json")));
+        let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{run}: {}", errors.join("\n"));
+        assert_eq!(v["target"]["url"], Value::from(url.as_str()));
+        assert_eq!(v["target"]["embedded"], Value::Bool(false));
+        assert_eq!(v["target"]["node"], Value::from("node.test"));
+        assert_eq!(v["summary"]["level_achieved"], Value::from(1), "{run} run");
+        all_passed(&v);
+        seeds.push(v["run"]["seed"].clone());
+    }
+    assert_ne!(seeds[0], seeds[1], "each run draws a fresh seed");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -72,6 +72,7 @@ fn synthetic() -> RunReport {
         .map(|(i, c)| {
             let outcome = outcomes.get(i).copied().unwrap_or(Outcome::Pass);
             let failed = outcome == Outcome::Fail;
+            let errored = outcome == Outcome::Error;
             let r = CaseResult {
                 id: c.id,
                 outcome,
@@ -81,6 +82,8 @@ fn synthetic() -> RunReport {
                 decisive: failed.then_some(0),
                 transcripts: if failed {
                     vec![hostile.clone(), binary.clone()]
+                } else if errored {
+                    vec![hostile.clone()]
                 } else {
                     Vec::new()
                 },
@@ -116,6 +119,81 @@ fn synthetic_json_report_validates_against_the_schema() {
         .as_str()
         .unwrap_or("");
     assert!(hexed.starts_with("hex:"), "{hexed}");
+}
+
+#[test]
+fn the_schema_requires_exchanges_on_fail_and_error() {
+    let r = synthetic();
+    let fail = r
+        .results
+        .iter()
+        .position(|(_, x)| x.outcome == Outcome::Fail)
+        .expect("a failure");
+    let error = r
+        .results
+        .iter()
+        .position(|(_, x)| x.outcome == Outcome::Error)
+        .expect("an error");
+    assert_valid(&json::render(&r));
+    for (i, what) in [(fail, "fail"), (error, "error")] {
+        let mut v = json::render(&r);
+        v["cases"][i]["transcripts"] = Value::Array(Vec::new());
+        assert!(
+            !schema().is_valid(&v),
+            "a {what} without exchanges must not validate"
+        );
+    }
+    let mut v = json::render(&r);
+    v["cases"][fail]["decisive"] = Value::Null;
+    assert!(!schema().is_valid(&v), "a fail names its deciding exchange");
+}
+
+#[test]
+fn a_real_setup_error_carries_its_exchanges_and_says_why() {
+    let dir = scratch("error");
+    let profile = dir.join("pool.toml");
+    // A pool identity the node never registered: logging it in fails, so the case errors.
+    std::fs::write(
+        &profile,
+        format!(
+            "[provisioning]\nmode = \"pool\"\n[[provisioning.identity]]\naddress = \"loom://ghost@conformance.test\"\nkey_id = \"k_sign_ghost_1\"\nseed_hex = \"{}\"\n",
+            "11".repeat(32)
+        ),
+    )
+    .expect("profile");
+    let json_path = dir.join("report.json");
+    let out = Command::new(BIN)
+        .args(["run", "--quiet", "--no-fail", "--plain-http", "--seed", "4"])
+        .args(["--only", "core.envelope.sig.tampered-body", "--profile"])
+        .arg(&profile)
+        .arg("--report")
+        .arg(format!("json={}", json_path.display()))
+        .output()
+        .expect("the harness runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).expect("json")).expect("json");
+    assert_valid(&v);
+    assert_eq!(v["run"]["seed"], Value::from(4));
+    let case = &v["cases"][0];
+    assert_eq!(case["outcome"], Value::from("error"), "{case}");
+    let message = case["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("loom://ghost@conformance.test"),
+        "{message}"
+    );
+    let exchanges = case["transcripts"].as_array().expect("transcripts");
+    assert!(
+        exchanges.iter().any(|t| t["path"] == "/v1/auth/challenge"),
+        "the failed login is shown: {exchanges:?}"
+    );
+    assert!(case["decisive"].is_u64());
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -203,6 +281,10 @@ fn a_real_run_writes_valid_json_junit_and_html() {
 fn junit_marks_failures_and_skips() {
     let r = synthetic();
     let xml = junit::render(&r).expect("renders");
+    assert!(
+        xml.contains(r#"<property name="seed" value="7"/>"#),
+        "{xml}"
+    );
     let (_, cases, failures, skipped) = junit_counts(&xml);
     assert_eq!(cases, r.results.len());
     let want_fail = r
@@ -233,6 +315,10 @@ fn html_certificate_escapes_everything_from_the_target() {
     html::write(&r, &dir).expect("writes");
     let index = std::fs::read_to_string(dir.join("index.html")).expect("index");
     assert!(index.contains("not achieved"), "the verdict banner says so");
+    assert!(
+        index.contains("How to read this:") && index.contains("--seed 7"),
+        "the first screen says how to read it and how to reproduce the run"
+    );
     assert!(!index.contains("<script") && !index.contains("src=\"http"));
     let (case, _) = &r.results[0];
     let page = std::fs::read_to_string(dir.join("cases").join(html::case_file(case.id)))

@@ -1,21 +1,23 @@
-//! The mutation self-test over the whole catalogue: every case passes against the clean
-//! reference node, and every MUST case fails against the node with its quirk (issue:
-//! "a conformance test that cannot fail is a defect").
+//! The self-test over the whole catalogue: every case passes against the clean reference
+//! node, every MUST case fails against the node with its quirk ("a conformance test that
+//! cannot fail is a defect"), and every case passes against the node under each legal variant
+//! ("a case that fails a correct node is a defect", issue 13).
 
 use loom_conformance::runner::RunConfig;
 use loom_conformance::selftest::selftest;
-use loom_conformance::{Case, catalogue};
+use loom_conformance::{Case, Strength, catalogue, variants};
 use loom_protocol::clock::SystemClock;
 use std::sync::Arc;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_case_passes_clean_and_every_must_case_fails_under_its_quirk() {
+async fn mutation_and_legal_variant_coverage_are_complete() {
     let cases: Vec<&'static Case> = catalogue::all();
     let cfg = RunConfig {
         jobs: 8,
+        seed: 13,
         ..RunConfig::default()
     };
-    let st = selftest(&cases, &cfg, Arc::new(SystemClock))
+    let st = selftest(&cases, &cfg, Arc::new(SystemClock), &variants::all())
         .await
         .expect("embedded nodes start");
     let problems = st.problems();
@@ -27,6 +29,11 @@ async fn every_case_passes_clean_and_every_must_case_fails_under_its_quirk() {
     );
     let (proven, must) = st.coverage(&cases);
     assert_eq!(proven, must, "mutation coverage {proven}/{must}");
+    let (clean, total) = st.variant_coverage();
+    assert_eq!(clean, total, "legal-variant coverage {clean}/{total}");
+    assert!(total >= 25, "{total} legal variants");
+    let (ok, runs) = st.variant_case_runs();
+    assert_eq!((ok, runs), (cases.len() * total, cases.len() * total));
 }
 
 #[test]
@@ -46,4 +53,36 @@ fn ids_are_unique_stable_strings() {
     ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), n, "duplicate case IDs");
+}
+
+#[test]
+fn variants_name_their_sentence_and_depart_only_from_should_cases() {
+    let mut names: Vec<&str> = variants::all().iter().map(|v| v.name).collect();
+    let n = names.len();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), n, "duplicate variant names");
+    for v in variants::all() {
+        assert!(
+            v.section.starts_with("v1.1 §") || v.section.starts_with("DESIGN.md §"),
+            "{}: {}",
+            v.name,
+            v.section
+        );
+        assert!(
+            !v.quote.trim().is_empty() && !v.reading.trim().is_empty(),
+            "{}",
+            v.name
+        );
+        for d in v.departs {
+            let c = catalogue::find(d).unwrap_or_else(|| panic!("{}: no case {d}", v.name));
+            assert_eq!(
+                c.strength,
+                Strength::Should,
+                "{}: departs from {d}, a {} case: a legal variant never breaks a MUST",
+                v.name,
+                c.strength
+            );
+        }
+    }
 }

@@ -1,57 +1,41 @@
 //! LOOM addresses (v1.1 §6.1): the local-part syntax, case-insensitive comparison and the
 //! reserved `bridge://` scheme, observed through registration and resolution.
 
-use super::identity::{challenge_id, expect_not_registered, register, resolve_path};
+use super::identity::{expect_not_registered, register, register_document, resolve_path};
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
-use crate::ctx::Ctx;
-use loom_client::identity::{registration_document_hash, registration_text};
-use loom_protocol::keys::{public_key_to_spki_pem, sign_b64url, signing_key_from_seed};
+use crate::ctx::provision::pem;
+use crate::ctx::{Ctx, Ex, TestData};
+use loom_protocol::keys::signing_key_from_seed;
 use serde_json::json;
 
 /// Tries to register exactly `address` (a human with a fresh key): challenge, then the
-/// signed registration. Returns the deciding exchange: the challenge when it is refused,
-/// otherwise the registration.
-async fn try_register(cx: &mut Ctx, address: &str) -> Result<usize, Finding> {
-    let key = signing_key_from_seed(&cx.seed32());
+/// signed registration with the profile's extras. Returns the deciding exchange: the challenge
+/// when it is refused, otherwise the registration.
+async fn try_register(cx: &mut Ctx, address: &str) -> Result<Ex, Finding> {
+    let key = signing_key_from_seed(&cx.data.seed32());
     let key_id = "k_sign_addr_1";
-    let i = cx
-        .call(
-            "POST",
-            "/v1/identity/challenge",
-            None,
-            Some(&json!({"identity": address, "key_id": key_id})),
-        )
-        .await?;
-    if cx.t(i).status != 200 {
-        return Ok(i);
-    }
-    let ch = cx.json(i);
-    let mut req = json!({
+    let doc = json!({
         "id": address,
         "type": "human",
         "display_name": "address probe",
-        "signing_keys": [{"key_id": key_id, "public_key_pem": public_key_to_spki_pem(&key.verifying_key())}],
+        "signing_keys": [{"key_id": key_id, "public_key_pem": pem(&key.verifying_key())}],
     });
-    let hash = registration_document_hash(&req);
-    let text = registration_text(address, key_id, &hash, ch["nonce"].as_str().unwrap_or(""));
-    req["registration_proof"] = json!({
-        "challenge_id": challenge_id(&ch),
-        "key_id": key_id,
-        "signature": sign_b64url(&key, None, text.as_bytes()),
-    });
-    cx.call("POST", "/v1/identity", None, Some(&req)).await
+    register_document(cx, doc, address, &key, key_id).await
 }
 
 /// `address` cannot be registered: a 4xx §24.1 refusal at the challenge or the registration.
 async fn expect_unregistrable(cx: &mut Ctx, address: &str, why: &str) -> Verdict {
     let i = try_register(cx, address).await?;
-    let st = cx.t(i).status;
-    cx.expect_that(
-        (400..500).contains(&st),
-        format!("registering {address} refused (4xx): {why}"),
-        format!("HTTP {st}"),
-    )?;
-    cx.expect_error_shape(i)
+    cx.net.expect_refused(i).map_err(|f| match f {
+        Finding::Fail {
+            actual, decisive, ..
+        } => Finding::Fail {
+            expected: format!("registering {address} refused (4xx with a §24.1 body): {why}"),
+            actual,
+            decisive,
+        },
+        f => f,
+    })
 }
 
 async fn local_part_syntax(cx: &mut Ctx) -> Verdict {
@@ -64,10 +48,11 @@ async fn local_part_syntax(cx: &mut Ctx) -> Verdict {
     let domain = cx.target.domain.clone();
     // The longest valid local part (64 characters) registers.
     let longest = format!("{local}{}", "x".repeat(64usize.saturating_sub(local.len())));
-    let id = loom_client::Identity::from_seed(&format!("loom://{longest}@{domain}"), &cx.seed32())
-        .map_err(|e| Finding::Error(e.to_string()))?;
+    let id =
+        loom_client::Identity::from_seed(&format!("loom://{longest}@{domain}"), &cx.data.seed32())
+            .map_err(|e| Finding::Error(e.to_string()))?;
     let i = register(cx, &id).await?;
-    cx.expect_status(i, 201)?;
+    cx.net.expect_created(i)?;
     for (bad, why) in [
         (format!("-{local}"), "a local part starts with [a-z0-9]"),
         (
@@ -88,10 +73,10 @@ async fn local_part_syntax(cx: &mut Ctx) -> Verdict {
 async fn compare_case_insensitive(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let lower = alice.address().to_owned();
-    let mixed = Ctx::upper_case_address(&lower);
-    let i = cx.get(&resolve_path(&mixed), &alice.token).await?;
-    let doc = cx.body_of(i, 200)?;
-    cx.expect_eq(
+    let mixed = TestData::upper_case_address(&lower);
+    let i = cx.net.get(&resolve_path(&mixed), &alice.token).await?;
+    let doc = cx.net.ok_body(i)?;
+    cx.net.expect_eq(
         "id of the identity resolved by its upper-case spelling",
         &json!(lower),
         &doc["id"],
@@ -124,6 +109,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-6.1-01"],
         needs: R,
         how: "A 64-character local part registers (201); local parts starting with '-', holding '+', or 65 characters long are refused (4xx §24.1 at the challenge or the registration).",
+        interpretation: None,
         mutant: Mutant::Quirk("accept-any-local-part"),
         run: |cx| Box::pin(local_part_syntax(cx)),
     },
@@ -136,6 +122,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-6.1-04"],
         needs: R,
         how: "Register alice; GET /v1/identity/{her address in upper case, percent-encoded}: 200 with her canonical lowercase id.",
+        interpretation: None,
         mutant: Mutant::Quirk("case-sensitive-address-lookup"),
         run: |cx| Box::pin(compare_case_insensitive(cx)),
     },
@@ -148,6 +135,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-6.1-07"],
         needs: R,
         how: "Register bridge://{fresh local}@{target domain} as a human with a valid proof; expect a 4xx §24.1 refusal and the address not resolvable (404).",
+        interpretation: None,
         mutant: Mutant::Quirk("allow-bridge-registration"),
         run: |cx| Box::pin(bridge_reserved(cx)),
     },

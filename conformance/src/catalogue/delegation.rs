@@ -4,7 +4,7 @@
 //! chain, so a node that refuses all agents cannot pass it.
 
 use crate::case::{Case, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ident};
+use crate::ctx::{Ctx, Ident, shapes};
 use loom_protocol::Timestamp;
 use serde_json::{Value, json};
 
@@ -13,7 +13,7 @@ const HOUR_MS: i64 = 3_600_000;
 
 /// The harness clock moved by `offset_ms`, as RFC 3339.
 fn at(cx: &Ctx, offset_ms: i64) -> String {
-    let now = cx.now();
+    let now = cx.data.now();
     Timestamp::parse(&now).map_or(now, |t| t.plus_ms(offset_ms).to_rfc3339())
 }
 
@@ -43,8 +43,10 @@ fn sign_link(signer: &Ident, named: &Ident, l: &mut Value) {
 
 /// A signed message from the agent `bot` to `to` in a fresh thread, carrying `chain`.
 fn agent_message(cx: &mut Ctx, bot: &Ident, to: &Ident, chain: &[Value]) -> Value {
-    let t = cx.thread_id();
-    let mut env = cx.message(bot, &t, None, &[to], "on behalf of my delegator");
+    let t = cx.data.thread_id();
+    let mut env = cx
+        .data
+        .message(bot, &t, None, &[to], "on behalf of my delegator");
     env["from"]["delegation_chain"] = json!(chain);
     bot.sign(&mut env);
     env
@@ -53,8 +55,8 @@ fn agent_message(cx: &mut Ctx, bot: &Ident, to: &Ident, chain: &[Value]) -> Valu
 /// `bot` sends with `chain`; the node must accept it (the control of a refusal case).
 async fn accepted(cx: &mut Ctx, bot: &Ident, to: &Ident, chain: &[Value]) -> Verdict {
     let env = agent_message(cx, bot, to, chain);
-    let i = cx.send(bot, &env).await?;
-    cx.expect_status(i, 201).map_err(|f| match f {
+    let i = cx.net.send(bot, &env).await?;
+    cx.net.expect_created(i).map_err(|f| match f {
         crate::case::Finding::Fail {
             actual, decisive, ..
         } => crate::case::Finding::Fail {
@@ -69,8 +71,8 @@ async fn accepted(cx: &mut Ctx, bot: &Ident, to: &Ident, chain: &[Value]) -> Ver
 /// `bot` sends with `chain`; the node must refuse it with 403 `DELEGATION_INVALID`.
 async fn refused(cx: &mut Ctx, bot: &Ident, to: &Ident, chain: &[Value]) -> Verdict {
     let env = agent_message(cx, bot, to, chain);
-    let i = cx.send(bot, &env).await?;
-    cx.expect_error(i, 403, "DELEGATION_INVALID")
+    let i = cx.net.send(bot, &env).await?;
+    cx.net.expect_code(i, "DELEGATION_INVALID")
 }
 
 /// A human, an agent it delegated `message.*` to, and the valid link.
@@ -85,10 +87,12 @@ async fn human_and_agent(cx: &mut Ctx) -> Result<(Ident, Ident, Value), crate::c
 async fn chain_missing(cx: &mut Ctx) -> Verdict {
     let (alice, bot, _) = human_and_agent(cx).await?;
     refused(cx, &bot, &alice, &[]).await?;
-    let t = cx.thread_id();
-    let env = cx.signed_message(&bot, &t, None, &[&alice], "no chain at all");
-    let i = cx.send(&bot, &env).await?;
-    cx.expect_error(i, 403, "DELEGATION_INVALID")
+    let t = cx.data.thread_id();
+    let env = cx
+        .data
+        .signed_message(&bot, &t, None, &[&alice], "no chain at all");
+    let i = cx.net.send(&bot, &env).await?;
+    cx.net.expect_code(i, "DELEGATION_INVALID")
 }
 
 async fn link_expired(cx: &mut Ctx) -> Verdict {
@@ -209,32 +213,35 @@ async fn chain_too_long(cx: &mut Ctx) -> Verdict {
 
 async fn type_mismatch(cx: &mut Ctx) -> Verdict {
     let (alice, bot, l) = human_and_agent(cx).await?;
-    let t = cx.thread_id();
-    let mut env = cx.message(&bot, &t, None, &[&alice], "claiming to be human");
+    let t = cx.data.thread_id();
+    let mut env = cx
+        .data
+        .message(&bot, &t, None, &[&alice], "claiming to be human");
     env["from"]["type"] = "human".into();
     env["from"]["delegation_chain"] = json!([l]);
     bot.sign(&mut env);
-    let i = cx.send(&bot, &env).await?;
-    let status = cx.t(i).status;
-    cx.expect_that(
+    let i = cx.net.send(&bot, &env).await?;
+    let status = cx.net.transcript(i).status;
+    cx.net.expect_that(
         (400..500).contains(&status),
         "a 4xx refusal: from.type \"human\" for an identity registered as agent (v1.1 §13.5)",
         format!("HTTP {status}"),
     )?;
-    cx.expect_error_shape(i)
+    cx.net.expect_error_shape(i)
 }
 
 /// POSTs `link` to /v1/delegations as `who`; returns the stored id.
 async fn store_link(cx: &mut Ctx, who: &Ident, l: &Value) -> Result<String, crate::case::Finding> {
     let i = cx
+        .net
         .call("POST", "/v1/delegations", Some(&who.token), Some(l))
         .await?;
-    let body = cx.body_of(i, 201)?;
-    let id = body["id"].as_str().unwrap_or_default().to_owned();
-    cx.expect_that(
+    let body = cx.net.created_body(i)?;
+    let id = shapes::created_id(&body, "delegation_id").unwrap_or_default();
+    cx.net.expect_that(
         !id.is_empty(),
-        "POST /v1/delegations answers the stored delegation with its id (v1.1 §16.5)",
-        format!("body = {body}"),
+        "POST /v1/delegations answers the stored delegation's id (id or delegation_id; v1.1 §16.5)",
+        format!("body = {}", crate::show::compact(&body)),
     )?;
     Ok(id)
 }
@@ -244,6 +251,7 @@ async fn revoked(cx: &mut Ctx) -> Verdict {
     let id = store_link(cx, &alice, &l).await?;
     accepted(cx, &bot, &alice, std::slice::from_ref(&l)).await?;
     let i = cx
+        .net
         .call(
             "DELETE",
             &format!("/v1/delegations/{id}"),
@@ -251,8 +259,8 @@ async fn revoked(cx: &mut Ctx) -> Verdict {
             None,
         )
         .await?;
-    let status = cx.t(i).status;
-    cx.expect_that(
+    let status = cx.net.transcript(i).status;
+    cx.net.expect_that(
         (200..300).contains(&status),
         "DELETE /v1/delegations/{id} by the delegator succeeds (v1.1 §16.5)",
         format!("HTTP {status}"),
@@ -264,6 +272,7 @@ async fn revocation_recorded(cx: &mut Ctx) -> Verdict {
     let (alice, bot, l) = human_and_agent(cx).await?;
     let id = store_link(cx, &alice, &l).await?;
     let i = cx
+        .net
         .call(
             "DELETE",
             &format!("/v1/delegations/{id}?reason=conformance"),
@@ -271,8 +280,8 @@ async fn revocation_recorded(cx: &mut Ctx) -> Verdict {
             None,
         )
         .await?;
-    cx.expect_status(i, 200)?;
-    let evs = cx.events(&bot, None).await?;
+    cx.net.expect_ok(i)?;
+    let evs = cx.net.events(&bot, None).await?;
     // This revocation's event: the one naming its delegation id when the node says, else the
     // latest delegation.revoked (identities may be shared with other cases under a pool).
     let revoked: Vec<&Value> = evs
@@ -281,24 +290,27 @@ async fn revocation_recorded(cx: &mut Ctx) -> Verdict {
         .collect();
     let found = revoked
         .iter()
-        .find(|e| e["payload"]["delegation_id"] == json!(id))
+        .find(|e| shapes::event_payload(e)["delegation_id"] == json!(id))
         .or(revoked.last())
         .map(|e| (*e).clone());
     let Some(ev) = found else {
-        return cx.expect_that(
+        return cx.net.expect_that(
             false,
             "a delegation.revoked event for the delegate (v1.1 §13.4, §17.3)",
-            format!("events = {}", Value::Array(evs.clone())),
+            format!(
+                "events = {}",
+                crate::show::compact(&Value::Array(evs.clone()))
+            ),
         );
     };
-    let p = &ev["payload"];
-    cx.expect_that(
+    let p = shapes::event_payload(&ev);
+    cx.net.expect_that(
         p["delegator"] == json!(alice.address())
             && p["delegate"] == json!(bot.address())
             && p["reason"] == "conformance"
             && (p["revoked_at"].is_string() || ev["created_at"].is_string()),
         "the revocation record names delegator, delegate, time and reason (v1.1 §13.4)",
-        format!("event = {ev}"),
+        format!("event = {}", crate::show::compact(&ev)),
     )
 }
 
@@ -309,21 +321,20 @@ async fn api_create_list(cx: &mut Ctx) -> Verdict {
     let l = link(cx, &alice, &bot, &["message.*"], false);
     let id = store_link(cx, &alice, &l).await?;
     for (who, want) in [(&alice, true), (&bot, true), (&stranger, false)] {
-        let i = cx.get("/v1/delegations", &who.token).await?;
-        let body = cx.body_of(i, 200)?;
-        let listed = body["delegations"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|d| d["id"] == json!(id));
-        cx.expect_that(
+        let i = cx.net.get("/v1/delegations", &who.token).await?;
+        let body = cx.net.ok_body(i)?;
+        let listed = shapes::list(&body, &["delegations"])
+            .unwrap_or_default()
+            .iter()
+            .any(|d| d["id"] == json!(id) || d["delegation_id"] == json!(id));
+        cx.net.expect_that(
             listed == want,
             format!(
                 "GET /v1/delegations as {} {} {id}",
                 who.address(),
                 if want { "lists" } else { "does not list" }
             ),
-            format!("delegations = {}", body["delegations"]),
+            format!("delegations = {}", crate::show::compact(&body)),
         )?;
     }
     Ok(())
@@ -343,6 +354,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-13.3-02", "R-13.3-12"],
         needs: CHAIN_NEEDS,
         how: "An agent sends with a valid chain from a human (201), then with an empty chain and with none; both must be 403 DELEGATION_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-delegation-check"),
         run: |cx| Box::pin(chain_missing(cx)),
     },
@@ -355,6 +367,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-13.3-08", "R-13.3-12"],
         needs: CHAIN_NEEDS,
         how: "Control: valid chain accepted. Then a link with expires_at an hour ago (re-signed); expect 403 DELEGATION_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-delegation-check"),
         run: |cx| Box::pin(link_expired(cx)),
     },
@@ -367,6 +380,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-13.3-07", "R-13.3.1-03", "R-13.3-12"],
         needs: CHAIN_NEEDS,
         how: "Control: valid chain accepted. Then the same link signed by another identity's key under the delegator's key_id; expect 403 DELEGATION_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-delegation-check"),
         run: |cx| Box::pin(link_wrong_key(cx)),
     },
@@ -379,6 +393,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-13.3-07", "R-13.3-12"],
         needs: CHAIN_NEEDS,
         how: "Control: valid chain accepted. Then a signed link whose expires_at is moved a day later without re-signing; expect 403 DELEGATION_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-delegation-check"),
         run: |cx| Box::pin(link_tampered(cx)),
     },
@@ -391,6 +406,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-13.3-11", "R-13.3-12"],
         needs: CHAIN_NEEDS,
         how: "Control: a message under scope message.* accepted. Then a message under a link scoped calendar.* only; expect 403 DELEGATION_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-delegation-check"),
         run: |cx| Box::pin(scope_excludes_action(cx)),
     },
@@ -403,6 +419,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-13.3-04", "R-13.3-12"],
         needs: CHAIN_NEEDS,
         how: "Control: human-rooted chain accepted. Then a single link from another agent to the sender; expect 403 DELEGATION_INVALID. (Assumes enforceRootDelegatorType is on, as §13.3 lists it.)",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-delegation-check"),
         run: |cx| Box::pin(root_is_agent(cx)),
     },
@@ -415,6 +432,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-13.1-01", "R-13.3-12"],
         needs: CHAIN_NEEDS,
         how: "Control: human → agent1 (allow_sub_delegation true) → agent2 accepted. Then the same chain with allow_sub_delegation false on the first link; expect 403 DELEGATION_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-delegation-check"),
         run: |cx| Box::pin(sub_delegation_forbidden(cx)),
     },
@@ -427,6 +445,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-13.2-03", "R-13.3-10", "R-13.3-12"],
         needs: CHAIN_NEEDS,
         how: "Control: two-link chain with equal scopes accepted. Then the second link adds task.* beyond the parent's message.*; expect 403 DELEGATION_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-delegation-check"),
         run: |cx| Box::pin(sub_scope_wider(cx)),
     },
@@ -439,6 +458,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-13.2-02", "R-13.3-12"],
         needs: CHAIN_NEEDS,
         how: "Control: two-link chain accepted. Then a chain whose second (agent→agent) link has scope *; expect 403 DELEGATION_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-delegation-check"),
         run: |cx| Box::pin(star_below_root(cx)),
     },
@@ -451,6 +471,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-13.3-12"],
         needs: CHAIN_NEEDS,
         how: "Control: agent B sends with its own chain (201). Then B presents agent A's valid chain; expect 403 DELEGATION_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-delegation-check"),
         run: |cx| Box::pin(leaf_not_sender(cx)),
     },
@@ -463,6 +484,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-13.3-06", "R-13.3-12"],
         needs: CHAIN_NEEDS,
         how: "Control: valid chain accepted. Then a link created an hour in the future (re-signed); expect 403 DELEGATION_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-delegation-check"),
         run: |cx| Box::pin(created_at_future(cx)),
     },
@@ -475,6 +497,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-13.3-05", "R-13.3-12"],
         needs: CHAIN_NEEDS,
         how: "Control: valid chain accepted. Then a link without created_at (re-signed); expect 403 DELEGATION_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-delegation-check"),
         run: |cx| Box::pin(created_at_missing(cx)),
     },
@@ -487,6 +510,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-13.3-03", "R-13.3-12"],
         needs: CHAIN_NEEDS,
         how: "A human and eleven agents, each link allowing sub-delegation: the ten-link chain is accepted, the eleven-link chain must be 403 DELEGATION_INVALID (assumes the default maxChainLength).",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-delegation-check"),
         run: |cx| Box::pin(chain_too_long(cx)),
     },
@@ -499,6 +523,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-13.5-03"],
         needs: CHAIN_NEEDS,
         how: "An agent (valid chain accepted) sends with from.type \"human\" and its valid chain; expect a 4xx with a §24.1 body.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-envelope-validation"),
         run: |cx| Box::pin(type_mismatch(cx)),
     },
@@ -511,6 +536,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-13.4-04", "R-13.3-09", "R-13.3-12"],
         needs: API_NEEDS,
         how: "The delegator stores the link (POST /v1/delegations), the agent sends (201), the delegator revokes it (DELETE /v1/delegations/{id}); the agent's next envelope must be 403 DELEGATION_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-delegation-check"),
         run: |cx| Box::pin(revoked(cx)),
     },
@@ -528,6 +554,7 @@ pub const CASES: &[Case] = &[
             Need::Events,
         ],
         how: "Store and revoke a link with ?reason=conformance; the delegate's GET /v1/events must hold a delegation.revoked event whose payload names delegator, delegate, reason and a time.",
+        interpretation: None,
         mutant: Mutant::Quirk("omit-delegation-revoked-event"),
         run: |cx| Box::pin(revocation_recorded(cx)),
     },
@@ -540,6 +567,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-16.5-01"],
         needs: API_NEEDS,
         how: "The delegator stores a signed link (201 with an id); GET /v1/delegations lists that id for delegator and delegate and not for a third identity.",
+        interpretation: None,
         mutant: Mutant::NotApplicable("§16.5 lists the endpoints without a requirement keyword"),
         run: |cx| Box::pin(api_create_list(cx)),
     },

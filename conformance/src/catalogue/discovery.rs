@@ -1,50 +1,115 @@
 //! Discovery (v1.1 §15.2): the well-known node document.
+//!
+//! §15.2 lists what the document must include, not where every item lives: `node_id`,
+//! `domain`, `api_url`, `websocket_url` and `deliver_url` are spelled as member names and are
+//! looked up by those names (`deliver_url` top-level or in a `federation` object); the
+//! federation requirements and policy, the node signing keys and the supported versions and
+//! profiles are described, so the harness accepts the names and places implementations use
+//! ([`find`]). A document that has an item under a name the harness does not know fails with
+//! the names it looked for, so the implementer can tell which it is.
 
-use crate::case::Verdict;
-use crate::case::{Case, Finding, Mutant, Strength};
+use crate::case::{Case, Finding, Mutant, Strength, Verdict};
 use crate::ctx::Ctx;
 use serde_json::Value;
 
+/// Where the harness looks for each described item, in order (JSON pointers).
+const DELIVER_URL: &[&str] = &["/federation/deliver_url", "/deliver_url"];
+const REQUIREMENTS: &[&str] = &[
+    "/federation/requirements",
+    "/federation_requirements",
+    "/requirements",
+];
+const POLICY: &[&str] = &[
+    "/federation/policy",
+    "/federation/policy_mode",
+    "/federation/mode",
+    "/federation_policy",
+    "/policy",
+];
+const SIGNING_KEYS: &[&str] = &[
+    "/signing_keys",
+    "/federation/signing_keys",
+    "/node_signing_keys",
+    "/keys/signing",
+    "/keys",
+];
+const VERSIONS: &[&str] = &[
+    "/supported_versions",
+    "/versions",
+    "/protocol_versions",
+    "/loom_versions",
+    "/loom_version",
+];
+const PROFILES: &[&str] = &["/supported_profiles", "/profiles", "/protocol_profiles"];
+
+/// The first of `places` present in `doc` (not null): (place, value).
+pub(super) fn find<'d>(
+    doc: &'d Value,
+    places: &[&'static str],
+) -> Option<(&'static str, &'d Value)> {
+    places
+        .iter()
+        .find_map(|p| doc.pointer(p).filter(|v| !v.is_null()).map(|v| (*p, v)))
+}
+
+fn places(places: &[&str]) -> String {
+    places
+        .iter()
+        .map(|p| p.trim_start_matches('/').replace('/', "."))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A string or a list of strings as a list.
+fn strings(v: &Value) -> Vec<&str> {
+    match v {
+        Value::String(s) => vec![s.as_str()],
+        Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
 async fn node_document_members(cx: &mut Ctx) -> Verdict {
-    let i = cx.call("GET", "/.well-known/loom.json", None, None).await?;
-    let doc = cx.body_of(i, 200)?;
-    for m in [
-        "node_id",
-        "domain",
-        "api_url",
-        "websocket_url",
-        "signing_keys",
-        "supported_versions",
-        "supported_profiles",
-    ] {
-        cx.expect_that(
+    let doc = document(cx).await?;
+    for m in ["node_id", "domain", "api_url", "websocket_url"] {
+        cx.net.expect_that(
             !doc[m].is_null(),
             format!("the node document has {m} (v1.1 §15.2)"),
             format!("{m} is missing"),
         )?;
     }
-    cx.expect_that(
-        doc["federation"]["deliver_url"].is_string(),
-        "federation.deliver_url",
-        "missing",
-    )?;
-    cx.expect_that(
-        doc["federation"]["policy"]
-            .as_str()
-            .is_some_and(|p| ["open", "quarantine", "allowlist"].contains(&p)),
-        "federation.policy open|quarantine|allowlist",
-        format!("{}", doc["federation"]["policy"]),
-    )
+    let described: [(&str, &[&'static str]); 6] = [
+        ("federation deliver_url", DELIVER_URL),
+        ("federation requirements", REQUIREMENTS),
+        ("federation policy mode", POLICY),
+        ("node signing keys", SIGNING_KEYS),
+        ("supported versions", VERSIONS),
+        ("supported profiles", PROFILES),
+    ];
+    for (what, at) in described {
+        cx.net.expect_that(
+            find(&doc, at).is_some(),
+            format!(
+                "the node document has the {what} (v1.1 §15.2), as one of: {}",
+                places(at)
+            ),
+            format!("none of {} is present", places(at)),
+        )?;
+    }
+    Ok(())
 }
 
 /// The node document, fetched by this case (200 and a JSON object).
-async fn document(cx: &mut Ctx) -> Result<Value, Finding> {
-    let i = cx.call("GET", "/.well-known/loom.json", None, None).await?;
-    let doc = cx.body_of(i, 200)?;
-    cx.expect_that(
+pub(super) async fn document(cx: &mut Ctx) -> Result<Value, Finding> {
+    let i = cx
+        .net
+        .call("GET", "/.well-known/loom.json", None, None)
+        .await?;
+    let doc = cx.net.ok_body(i)?;
+    cx.net.expect_that(
         doc.is_object(),
         "the node document is a JSON object (v1.1 §15.2)",
-        crate::ctx::preview(&cx.t(i).response_body),
+        crate::show::preview(&cx.net.transcript(i).response_body),
     )?;
     Ok(doc)
 }
@@ -73,7 +138,7 @@ fn url_expectation(cx: &Ctx, member: &str, schemes: (&str, &str)) -> String {
 
 async fn node_id(cx: &mut Ctx) -> Verdict {
     let doc = document(cx).await?;
-    cx.expect_that(
+    cx.net.expect_that(
         doc["node_id"].as_str().is_some_and(|s| !s.is_empty()),
         "node_id is a non-empty string (v1.1 §15.2)",
         format!("node_id = {}", doc["node_id"]),
@@ -82,24 +147,25 @@ async fn node_id(cx: &mut Ctx) -> Verdict {
 
 async fn domain(cx: &mut Ctx) -> Verdict {
     let doc = document(cx).await?;
-    cx.expect_that(
+    cx.net.expect_that(
         doc["domain"]
             .as_str()
             .is_some_and(|d| !d.is_empty() && d == d.to_ascii_lowercase()),
         "domain is a non-empty lowercase domain name (v1.1 §15.2, §6.1)",
         format!("domain = {}", doc["domain"]),
     )?;
-    cx.expect_that(
-        doc["node_id"].is_string() && doc["api_url"].is_string(),
-        "the node document names node_id and api_url next to domain (v1.1 §15.2)",
-        format!("node_id = {}, api_url = {}", doc["node_id"], doc["api_url"]),
+    // §15.2 lists them as one item: "node_id, domain".
+    cx.net.expect_that(
+        doc["node_id"].as_str().is_some_and(|s| !s.is_empty()),
+        "node_id next to domain (v1.1 §15.2: \"node_id, domain\")",
+        format!("node_id = {}", doc["node_id"]),
     )
 }
 
 async fn api_url(cx: &mut Ctx) -> Verdict {
     let doc = document(cx).await?;
     let s = ("http://", "https://");
-    cx.expect_that(
+    cx.net.expect_that(
         absolute_url(cx, &doc["api_url"], s),
         url_expectation(cx, "api_url", s),
         format!("api_url = {}", doc["api_url"]),
@@ -109,7 +175,7 @@ async fn api_url(cx: &mut Ctx) -> Verdict {
 async fn websocket_url(cx: &mut Ctx) -> Verdict {
     let doc = document(cx).await?;
     let s = ("ws://", "wss://");
-    cx.expect_that(
+    cx.net.expect_that(
         absolute_url(cx, &doc["websocket_url"], s),
         url_expectation(cx, "websocket_url", s),
         format!("websocket_url = {}", doc["websocket_url"]),
@@ -119,45 +185,71 @@ async fn websocket_url(cx: &mut Ctx) -> Verdict {
 async fn deliver_url(cx: &mut Ctx) -> Verdict {
     let doc = document(cx).await?;
     let s = ("http://", "https://");
-    cx.expect_that(
-        absolute_url(cx, &doc["federation"]["deliver_url"], s),
-        url_expectation(cx, "federation.deliver_url", s),
-        format!("federation = {}", doc["federation"]),
+    let found = find(&doc, DELIVER_URL);
+    cx.net.expect_that(
+        found.is_some_and(|(_, v)| absolute_url(cx, v, s)),
+        url_expectation(cx, &format!("deliver_url ({})", places(DELIVER_URL)), s),
+        match found {
+            Some((at, v)) => format!("{} = {v}", places(&[at])),
+            None => format!("none of {} is present", places(DELIVER_URL)),
+        },
     )
 }
 
 async fn federation_requirements(cx: &mut Ctx) -> Verdict {
     let doc = document(cx).await?;
-    cx.expect_that(
-        doc["federation"]["requirements"]
-            .as_array()
-            .is_some_and(|a| a.iter().all(Value::is_string)),
-        "federation.requirements is an array of strings (v1.1 §15.2)",
-        format!("federation = {}", doc["federation"]),
+    let found = find(&doc, REQUIREMENTS);
+    cx.net.expect_that(
+        found.is_some_and(|(_, v)| v.as_array().is_some_and(|a| a.iter().all(Value::is_string))),
+        format!(
+            "the federation requirements as an array of strings (v1.1 §15.2), as one of: {}",
+            places(REQUIREMENTS)
+        ),
+        match found {
+            Some((at, v)) => format!("{} = {v}", places(&[at])),
+            None => format!("none of {} is present", places(REQUIREMENTS)),
+        },
     )
 }
 
 async fn federation_policy(cx: &mut Ctx) -> Verdict {
     let doc = document(cx).await?;
-    cx.expect_that(
-        doc["federation"]["policy"]
-            .as_str()
-            .is_some_and(|p| ["open", "quarantine", "allowlist"].contains(&p)),
-        "federation.policy is open, quarantine or allowlist (v1.1 §15.2)",
-        format!("federation = {}", doc["federation"]),
+    let found = find(&doc, POLICY);
+    cx.net.expect_that(
+        found.is_some_and(|(_, v)| {
+            v.as_str()
+                .is_some_and(|p| ["open", "quarantine", "allowlist"].contains(&p))
+        }),
+        format!(
+            "the federation policy mode open, quarantine or allowlist (v1.1 §15.2), as one of: {}",
+            places(POLICY)
+        ),
+        match found {
+            Some((at, v)) => format!("{} = {v}", places(&[at])),
+            None => format!("none of {} is present", places(POLICY)),
+        },
     )
 }
 
 async fn signing_keys(cx: &mut Ctx) -> Verdict {
     let doc = document(cx).await?;
-    let keys = doc["signing_keys"].as_array().cloned().unwrap_or_default();
-    cx.expect_that(
+    let found = find(&doc, SIGNING_KEYS);
+    let keys = found
+        .and_then(|(_, v)| v.as_array().cloned())
+        .unwrap_or_default();
+    cx.net.expect_that(
         !keys.is_empty(),
-        "signing_keys is a non-empty array (v1.1 §15.2)",
-        format!("signing_keys = {}", doc["signing_keys"]),
+        format!(
+            "the node signing keys as a non-empty array (v1.1 §15.2), as one of: {}",
+            places(SIGNING_KEYS)
+        ),
+        match found {
+            Some((at, v)) => format!("{} = {}", places(&[at]), crate::show::compact(v)),
+            None => format!("none of {} is present", places(SIGNING_KEYS)),
+        },
     )?;
     for k in &keys {
-        cx.expect_that(
+        cx.net.expect_that(
             k["key_id"]
                 .as_str()
                 .and_then(|id| id.strip_prefix("k_node_sign_"))
@@ -170,9 +262,9 @@ async fn signing_keys(cx: &mut Ctx) -> Verdict {
             .and_then(|p| loom_protocol::keys::b64url_decode(p).ok())
             .and_then(|b| <[u8; 32]>::try_from(b.as_slice()).ok())
             .is_some_and(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).is_ok());
-        cx.expect_that(
+        cx.net.expect_that(
             valid,
-            "every node public_key is a base64url Ed25519 public key (32 bytes, a valid point)",
+            "every node public_key is a base64url Ed25519 public key (32 bytes, a valid point; v1.1 §7.1, Appendix D)",
             format!("key = {k}"),
         )?;
     }
@@ -181,38 +273,60 @@ async fn signing_keys(cx: &mut Ctx) -> Verdict {
 
 async fn supported_versions(cx: &mut Ctx) -> Verdict {
     let doc = document(cx).await?;
-    cx.expect_that(
-        doc["supported_versions"]
-            .as_array()
-            .is_some_and(|a| a.iter().any(|v| v == "1.1")),
-        "supported_versions is an array containing \"1.1\" (v1.1 §15.2)",
-        format!("supported_versions = {}", doc["supported_versions"]),
+    let found = find(&doc, VERSIONS);
+    cx.net.expect_that(
+        found.is_some_and(|(_, v)| strings(v).contains(&"1.1")),
+        format!(
+            "the supported versions, including \"1.1\" (v1.1 §15.2), as one of: {}",
+            places(VERSIONS)
+        ),
+        match found {
+            Some((at, v)) => format!("{} = {v}", places(&[at])),
+            None => format!("none of {} is present", places(VERSIONS)),
+        },
     )
 }
 
 async fn supported_profiles(cx: &mut Ctx) -> Verdict {
     let doc = document(cx).await?;
-    cx.expect_that(
-        doc["supported_profiles"].as_array().is_some_and(|a| {
-            !a.is_empty() && a.iter().all(|v| v.as_str().is_some_and(|s| !s.is_empty()))
+    let found = find(&doc, PROFILES);
+    cx.net.expect_that(
+        found.is_some_and(|(_, v)| {
+            let s = strings(v);
+            !s.is_empty() && s.iter().all(|p| !p.is_empty())
         }),
-        "supported_profiles is a non-empty array of profile names (v1.1 §15.2)",
-        format!("supported_profiles = {}", doc["supported_profiles"]),
+        format!(
+            "the supported profiles, a non-empty list of names (v1.1 §15.2), as one of: {}",
+            places(PROFILES)
+        ),
+        match found {
+            Some((at, v)) => format!("{} = {v}", places(&[at])),
+            None => format!("none of {} is present", places(PROFILES)),
+        },
     )
 }
 
 async fn content_type(cx: &mut Ctx) -> Verdict {
-    let i = cx.call("GET", "/.well-known/loom.json", None, None).await?;
-    cx.expect_status(i, 200)?;
-    let ct = cx.t(i).header("content-type").unwrap_or("").to_owned();
-    cx.expect_that(
+    let i = cx
+        .net
+        .call("GET", "/.well-known/loom.json", None, None)
+        .await?;
+    cx.net.expect_ok(i)?;
+    let ct = cx
+        .net
+        .transcript(i)
+        .header("content-type")
+        .unwrap_or("")
+        .to_owned();
+    cx.net.expect_that(
         is_json_utf8(&ct),
         "Content-Type: application/json; charset=utf-8 (v1.1 §14.1)",
         format!("Content-Type: {ct:?}"),
     )
 }
 
-/// `application/json; charset=utf-8`, compared as a media type (case and spaces aside).
+/// `application/json; charset=utf-8`, compared as a media type: names and the charset value
+/// case-insensitively, spaces around `;` optional (RFC 9110 §8.3.1, §8.3.2, §5.6.6).
 pub(super) fn is_json_utf8(ct: &str) -> bool {
     let mut parts = ct
         .split(';')
@@ -222,6 +336,7 @@ pub(super) fn is_json_utf8(ct: &str) -> bool {
 }
 
 const NODE_DOC: &[&str] = &["v1.1 §15.2", "v1.0 §14.2"];
+const NAMES: &str = "The items §15.2 describes without a member name are looked for under the names implementations use (see `how`).";
 
 /// Discovery cases.
 pub const CASES: &[Case] = &[
@@ -229,11 +344,12 @@ pub const CASES: &[Case] = &[
         id: "core.discovery.node-document.members",
         level: 1,
         strength: Strength::Must,
-        spec: &["v1.1 §15.2", "v1.0 §14.2"],
-        requirement: "Every node MUST serve /.well-known/loom.json with node_id, domain, api_url, websocket_url, federation deliver_url and policy, signing keys, supported versions and profiles.",
+        spec: NODE_DOC,
+        requirement: "Every node MUST serve /.well-known/loom.json with node_id, domain, api_url, websocket_url, the federation deliver_url, requirements and policy mode, the node signing keys and the supported versions and profiles.",
         covers: &["R-15.2-01"],
         needs: &[],
-        how: "GET /.well-known/loom.json; every member §15.2 lists must be present.",
+        how: "GET /.well-known/loom.json; node_id, domain, api_url, websocket_url by name; deliver_url as federation.deliver_url or deliver_url; requirements as federation.requirements, federation_requirements or requirements; policy as federation.policy (or policy_mode, mode), federation_policy or policy; keys as signing_keys, federation.signing_keys, node_signing_keys, keys.signing or keys; versions as supported_versions, versions, protocol_versions, loom_versions or loom_version; profiles as supported_profiles, profiles or protocol_profiles.",
+        interpretation: Some(NAMES),
         mutant: Mutant::Quirk("incomplete-node-document"),
         run: |cx| Box::pin(node_document_members(cx)),
     },
@@ -246,6 +362,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-15.2-02"],
         needs: &[],
         how: "GET /.well-known/loom.json; node_id must be a non-empty string.",
+        interpretation: None,
         mutant: Mutant::Quirk("incomplete-node-document"),
         run: |cx| Box::pin(node_id(cx)),
     },
@@ -255,9 +372,10 @@ pub const CASES: &[Case] = &[
         strength: Strength::Must,
         spec: NODE_DOC,
         requirement: "The node document MUST include the node's domain.",
-        covers: &["R-15.2-03", "R-15.2-01"],
+        covers: &["R-15.2-03"],
         needs: &[],
-        how: "GET /.well-known/loom.json; domain must be a non-empty lowercase name, next to node_id and api_url.",
+        how: "GET /.well-known/loom.json; domain must be a non-empty lowercase name, with node_id next to it (§15.2 lists \"node_id, domain\" as one item).",
+        interpretation: None,
         mutant: Mutant::Quirk("incomplete-node-document"),
         run: |cx| Box::pin(domain(cx)),
     },
@@ -270,6 +388,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-15.2-04"],
         needs: &[],
         how: "GET /.well-known/loom.json; api_url must be an absolute URL (https on a TLS target).",
+        interpretation: None,
         mutant: Mutant::Quirk("incomplete-node-document"),
         run: |cx| Box::pin(api_url(cx)),
     },
@@ -282,6 +401,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-15.2-05"],
         needs: &[],
         how: "GET /.well-known/loom.json; websocket_url must be an absolute ws(s) URL (wss on a TLS target).",
+        interpretation: None,
         mutant: Mutant::Quirk("incomplete-node-document"),
         run: |cx| Box::pin(websocket_url(cx)),
     },
@@ -293,7 +413,10 @@ pub const CASES: &[Case] = &[
         requirement: "The node document MUST include the federation deliver_url.",
         covers: &["R-15.2-06"],
         needs: &[],
-        how: "GET /.well-known/loom.json; federation.deliver_url must be an absolute URL (https on a TLS target).",
+        how: "GET /.well-known/loom.json; deliver_url (federation.deliver_url or top-level deliver_url) must be an absolute URL (https on a TLS target).",
+        interpretation: Some(
+            "§15.2 names deliver_url but not whether it sits in a federation object; both are accepted.",
+        ),
         mutant: Mutant::Quirk("incomplete-node-document"),
         run: |cx| Box::pin(deliver_url(cx)),
     },
@@ -305,7 +428,8 @@ pub const CASES: &[Case] = &[
         requirement: "The node document MUST include the federation requirements.",
         covers: &["R-15.2-07"],
         needs: &[],
-        how: "GET /.well-known/loom.json; federation.requirements must be an array of strings.",
+        how: "GET /.well-known/loom.json; the requirements (federation.requirements, federation_requirements or requirements) must be an array of strings.",
+        interpretation: Some(NAMES),
         mutant: Mutant::Quirk("incomplete-node-document"),
         run: |cx| Box::pin(federation_requirements(cx)),
     },
@@ -317,7 +441,8 @@ pub const CASES: &[Case] = &[
         requirement: "The node document MUST include the federation policy mode (open/quarantine/allowlist).",
         covers: &["R-15.2-11"],
         needs: &[],
-        how: "GET /.well-known/loom.json; federation.policy must be open, quarantine or allowlist.",
+        how: "GET /.well-known/loom.json; the policy (federation.policy, policy_mode or mode, federation_policy or policy) must be open, quarantine or allowlist.",
+        interpretation: Some(NAMES),
         mutant: Mutant::Quirk("incomplete-node-document"),
         run: |cx| Box::pin(federation_policy(cx)),
     },
@@ -329,7 +454,8 @@ pub const CASES: &[Case] = &[
         requirement: "The node document MUST include the node signing keys.",
         covers: &["R-15.2-08", "R-8.4-10"],
         needs: &[],
-        how: "GET /.well-known/loom.json; signing_keys must be non-empty, each key_id k_node_sign_… and each public_key a valid base64url Ed25519 key.",
+        how: "GET /.well-known/loom.json; the keys (signing_keys, federation.signing_keys, node_signing_keys, keys.signing or keys) must be non-empty, each key_id k_node_sign_… and each public_key a valid base64url Ed25519 key.",
+        interpretation: Some(NAMES),
         mutant: Mutant::Quirk("incomplete-node-document"),
         run: |cx| Box::pin(signing_keys(cx)),
     },
@@ -341,7 +467,8 @@ pub const CASES: &[Case] = &[
         requirement: "The node document MUST include the supported versions (a v1.1 node lists 1.1).",
         covers: &["R-15.2-09"],
         needs: &[],
-        how: "GET /.well-known/loom.json; supported_versions must be an array containing \"1.1\".",
+        how: "GET /.well-known/loom.json; the versions (supported_versions, versions, protocol_versions, loom_versions or loom_version; a string or a list) must include \"1.1\".",
+        interpretation: Some(NAMES),
         mutant: Mutant::Quirk("incomplete-node-document"),
         run: |cx| Box::pin(supported_versions(cx)),
     },
@@ -353,7 +480,8 @@ pub const CASES: &[Case] = &[
         requirement: "The node document MUST include the supported profiles.",
         covers: &["R-15.2-10"],
         needs: &[],
-        how: "GET /.well-known/loom.json; supported_profiles must be a non-empty array of strings.",
+        how: "GET /.well-known/loom.json; the profiles (supported_profiles, profiles or protocol_profiles) must be a non-empty list of names.",
+        interpretation: Some(NAMES),
         mutant: Mutant::Quirk("incomplete-node-document"),
         run: |cx| Box::pin(supported_profiles(cx)),
     },
@@ -365,7 +493,8 @@ pub const CASES: &[Case] = &[
         requirement: "The node document MUST be served as application/json; charset=utf-8.",
         covers: &["R-14.1-04"],
         needs: &[],
-        how: "GET /.well-known/loom.json; the Content-Type must be application/json with charset=utf-8.",
+        how: "GET /.well-known/loom.json; the Content-Type must be application/json with charset utf-8 (compared case-insensitively).",
+        interpretation: None,
         mutant: Mutant::Quirk("no-json-charset"),
         run: |cx| Box::pin(content_type(cx)),
     },

@@ -1,7 +1,8 @@
 //! Envelopes and signatures (v1.1 §7.3, §8, §16.1).
 
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ident};
+use crate::ctx::data::MESSAGE_INTENT;
+use crate::ctx::{Ctx, Ident, shapes, skip};
 use loom_protocol::delegation::sign_delegation_link;
 use loom_protocol::envelope::envelope_signing_payload;
 use serde_json::{Value, json};
@@ -9,12 +10,18 @@ use serde_json::{Value, json};
 const P: &[Need] = &[Need::Provisioning];
 pub(super) const INVALID: Mutant = Mutant::Quirk("skip-envelope-validation");
 
+/// The envelope a node answered (`POST` 2xx body or `GET` body), unwrapped when the node
+/// wraps it in `envelope` ([`shapes::envelope`]).
+pub(super) fn stored(body: &Value) -> Value {
+    shapes::envelope(body)
+}
+
 /// Alice and Bob and an unsigned message from Alice to Bob in a fresh thread.
 pub(super) async fn setup(cx: &mut Ctx) -> Result<(Ident, Ident, Value), Finding> {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
-    let t = cx.thread_id();
-    let env = cx.message(&alice, &t, None, &[&bob], "hello");
+    let t = cx.data.thread_id();
+    let env = cx.data.message(&alice, &t, None, &[&bob], "hello");
     Ok((alice, bob, env))
 }
 
@@ -24,8 +31,8 @@ pub(super) async fn invalid(cx: &mut Ctx, change: fn(&mut Value)) -> Verdict {
     let (alice, _, mut env) = setup(cx).await?;
     change(&mut env);
     alice.sign(&mut env);
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_error(i, 400, "ENVELOPE_INVALID")
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_code(i, "ENVELOPE_INVALID")
 }
 
 pub(super) fn remove(env: &mut Value, member: &str) {
@@ -65,7 +72,7 @@ async fn bad_priority(cx: &mut Ctx) -> Verdict {
 async fn message_without_human(cx: &mut Ctx) -> Verdict {
     invalid(cx, |e| {
         e["content"] = json!({
-            "structured": {"intent": "note.add@v1", "parameters": {}},
+            "structured": {"intent": MESSAGE_INTENT, "parameters": {}},
             "encrypted": false,
         });
     })
@@ -88,20 +95,20 @@ async fn from_type_mismatch(cx: &mut Ctx) -> Verdict {
     let (alice, _, mut env) = setup(cx).await?;
     env["from"]["type"] = "service".into();
     alice.sign(&mut env);
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_refused(i)
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_refused(i)
 }
 
 async fn unknown_type(cx: &mut Ctx) -> Verdict {
     let (alice, bob, mut env) = setup(cx).await?;
     env["type"] = "x_vendor_widget".into();
     alice.sign(&mut env);
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_status(i, 201)?;
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_created(i)?;
     let path = format!("/v1/envelopes/{}", env["id"].as_str().unwrap_or_default());
-    let i = cx.get(&path, &bob.token).await?;
-    let got = cx.body_of(i, 200)?;
-    cx.expect_eq(
+    let i = cx.net.get(&path, &bob.token).await?;
+    let got = stored(&cx.net.ok_body(i)?);
+    cx.net.expect_eq(
         "type of the stored envelope as its recipient reads it",
         &env["type"],
         &got["type"],
@@ -111,27 +118,32 @@ async fn unknown_type(cx: &mut Ctx) -> Verdict {
 async fn duplicate(cx: &mut Ctx) -> Verdict {
     let (alice, _, mut env) = setup(cx).await?;
     alice.sign(&mut env);
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_status(i, 201)?;
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_error(i, 409, "ENVELOPE_DUPLICATE")
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_created(i)?;
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_code(i, "ENVELOPE_DUPLICATE")
 }
 
 async fn spoofed_sender(cx: &mut Ctx) -> Verdict {
     let (alice, bob, _) = setup(cx).await?;
-    let t = cx.thread_id();
-    let env = cx.signed_message(&bob, &t, None, &[&alice], "as bob");
+    let t = cx.data.thread_id();
+    let env = cx.data.signed_message(&bob, &t, None, &[&alice], "as bob");
     // Signed correctly by Bob, but posted with Alice's session.
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_that(
-        cx.t(i).status == 403,
-        "HTTP 403: from.identity is not the authenticated identity (v1.1 §16.1)",
-        format!("HTTP {}", cx.t(i).status),
-    )?;
-    cx.expect_error_shape(i)
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_refused(i)
 }
 
-/// The signed bytes of `env` and whether its signature verifies with `from`'s key.
+/// `env` without the members the signature does not cover (v1.1 §7.2: `signature`, `meta`).
+fn signed_members(env: &Value) -> Value {
+    let mut v = env.clone();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("signature");
+        o.remove("meta");
+    }
+    v
+}
+
+/// Whether `env`'s signature verifies with `from`'s key.
 fn verifies(env: &Value, from: &Ident) -> bool {
     loom_protocol::verify_envelope_signature(env, &from.id.signing_key().verifying_key()).is_ok()
 }
@@ -140,31 +152,35 @@ async fn stored_round_trip(cx: &mut Ctx) -> Verdict {
     let (alice, bob, mut env) = setup(cx).await?;
     env["expires_at"] = Value::Null;
     alice.sign(&mut env);
-    let i = cx.send(&alice, &env).await?;
-    let stored = cx.body_of(i, 201)?;
-    cx.expect_that(
-        stored.pointer("/meta/event_seq").is_some_and(Value::is_u64)
-            && stored
-                .pointer("/meta/received_at")
-                .is_some_and(Value::is_string),
-        "the stored envelope carries meta.event_seq and meta.received_at (v1.1 §8.1, §16.1)",
-        format!("meta = {}", stored["meta"]),
-    )?;
+    let i = cx.net.send(&alice, &env).await?;
+    let answered = stored(&cx.net.created_body(i)?);
     let path = format!("/v1/envelopes/{}", env["id"].as_str().unwrap_or_default());
-    let i = cx.get(&path, &bob.token).await?;
-    let got = cx.body_of(i, 200)?;
-    for (what, copy) in [("the 201 body", &stored), ("GET by the recipient", &got)] {
-        cx.expect_that(
-            envelope_signing_payload(copy) == envelope_signing_payload(&env),
-            format!("{what}: the signed members exactly as sent (v1.1 §7.2, nulls included)"),
-            format!(
-                "{what} differs: {}",
-                crate::ctx::preview(&serde_json::to_vec(copy).unwrap_or_default())
-            ),
-        )?;
-        cx.expect_that(
+    let i = cx.net.get(&path, &bob.token).await?;
+    let got = stored(&cx.net.ok_body(i)?);
+    for (what, copy) in [
+        ("the answer to POST", &answered),
+        ("the recipient's GET", &got),
+    ] {
+        // Compare only what the node answered: a node may answer POST with less than the
+        // envelope, but whatever it shows must be what was signed.
+        if copy.get("signature").is_none() && what == "the answer to POST" {
+            continue;
+        }
+        if envelope_signing_payload(copy) != envelope_signing_payload(&env) {
+            let (expected, actual) = crate::show::difference_texts(
+                &format!("{what}, signed members"),
+                &signed_members(&env),
+                &signed_members(copy),
+            );
+            return Err(Finding::Fail {
+                expected: format!("{expected} (as sent; v1.1 §7.2, nulls included)"),
+                actual,
+                decisive: cx.net.last(),
+            });
+        }
+        cx.net.expect_that(
             verifies(copy, &alice),
-            format!("{what} verifies with the sender's key"),
+            format!("{what} verifies with the sender's key (v1.1 §7.3)"),
             "the signature no longer verifies",
         )?;
     }
@@ -177,15 +193,15 @@ async fn oversized(cx: &mut Ctx) -> Verdict {
         .capability("/limits/max_envelope_bytes")
         .and_then(Value::as_u64)
     else {
-        return cx.skip(
+        return skip(
             "the target does not advertise limits.max_envelope_bytes in /v1/protocol/capabilities",
         );
     };
     let (alice, _, mut env) = setup(cx).await?;
     env["content"]["human"]["text"] = "x".repeat(limit as usize).into();
     alice.sign(&mut env);
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_error(i, 413, "PAYLOAD_TOO_LARGE")
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_code(i, "PAYLOAD_TOO_LARGE")
 }
 
 async fn agent_without_chain(cx: &mut Ctx) -> Verdict {
@@ -195,66 +211,61 @@ async fn agent_without_chain(cx: &mut Ctx) -> Verdict {
         "delegator": alice.address(),
         "delegate": bot.address(),
         "scope": ["*"],
-        "created_at": cx.now(),
+        "created_at": cx.data.now(),
         "expires_at": "2099-01-01T00:00:00Z",
         "revocable": true,
         "allow_sub_delegation": false,
     });
     let _ = sign_delegation_link(&mut link, alice.id.signing_key(), alice.id.key_id_typed());
     // With the chain the agent is accepted: the refusal below is about the chain alone.
-    let t = cx.thread_id();
-    let mut env = cx.message(&bot, &t, None, &[&alice], "from an agent");
+    let t = cx.data.thread_id();
+    let mut env = cx.data.message(&bot, &t, None, &[&alice], "from an agent");
     env["from"]["delegation_chain"] = json!([link]);
     bot.sign(&mut env);
-    let i = cx.send(&bot, &env).await?;
-    cx.expect_status(i, 201)?;
-    let t = cx.thread_id();
-    let env = cx.signed_message(&bot, &t, None, &[&alice], "no chain");
-    let i = cx.send(&bot, &env).await?;
-    cx.expect_error(i, 403, "DELEGATION_INVALID")
-}
-
-macro_rules! invalid_case {
-    ($id:literal, $spec:expr, $covers:expr, $req:literal, $how:literal, $f:ident) => {
-        Case {
-            id: $id,
-            level: 1,
-            strength: Strength::Must,
-            spec: $spec,
-            requirement: $req,
-            covers: $covers,
-            needs: P,
-            how: concat!($how, "; the envelope is otherwise valid and correctly signed; expect 400 ENVELOPE_INVALID."),
-            mutant: INVALID,
-            run: |cx| Box::pin($f(cx)),
-        }
-    };
+    let i = cx.net.send(&bot, &env).await?;
+    cx.net.expect_created(i)?;
+    let t = cx.data.thread_id();
+    let env = cx
+        .data
+        .signed_message(&bot, &t, None, &[&alice], "no chain");
+    let i = cx.net.send(&bot, &env).await?;
+    cx.net.expect_code(i, "DELEGATION_INVALID")
 }
 
 async fn tampered_body(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
-    let t = cx.thread_id();
-    let mut env = cx.signed_message(&alice, &t, None, &[&bob], "original");
+    let t = cx.data.thread_id();
+    let mut env = cx
+        .data
+        .signed_message(&alice, &t, None, &[&bob], "original");
     env["content"]["human"]["text"] = "altered after signing".into();
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_error(i, 401, "SIGNATURE_INVALID")
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_code(i, "SIGNATURE_INVALID")
 }
 
 async fn accepted_and_sequenced(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
     let (t, root) = cx.start_thread(&alice, &[&bob]).await?;
-    let reply = cx.signed_message(&bob, &t, root["id"].as_str(), &[&alice], "reply");
-    let i = cx.send(&bob, &reply).await?;
-    let stored = cx.body_of(i, 201)?;
-    cx.expect_that(
-        stored
+    let reply = cx
+        .data
+        .signed_message(&bob, &t, root["id"].as_str(), &[&alice], "reply");
+    let i = cx.net.send(&bob, &reply).await?;
+    let body = stored(&cx.net.created_body(i)?);
+    let mut seq = body.pointer("/meta/event_seq").cloned();
+    if seq.is_none() {
+        // The answer may omit meta; the stored envelope must carry it.
+        let path = format!("/v1/envelopes/{}", reply["id"].as_str().unwrap_or_default());
+        let i = cx.net.get(&path, &alice.token).await?;
+        seq = stored(&cx.net.ok_body(i)?)
             .pointer("/meta/event_seq")
-            .and_then(|v| v.as_u64())
-            .is_some(),
-        "the stored envelope carries meta.event_seq (v1.1 §11.6, §16.1)",
-        format!("meta = {}", stored["meta"]),
+            .cloned();
+    }
+    cx.net.expect_that(
+        seq.as_ref().is_some_and(Value::is_u64),
+        "the accepted envelope carries meta.event_seq (an integer; v1.1 §11.6, §16.1)",
+        format!("meta.event_seq = {}", seq.unwrap_or(Value::Null)),
     )
 }
 
@@ -266,9 +277,10 @@ pub const CASES: &[Case] = &[
         strength: Strength::Must,
         spec: &["v1.1 §7.3", "v1.1 §16.1", "v1.0 §7.2"],
         requirement: "A node MUST reject an envelope whose signed content was altered after signing (SIGNATURE_INVALID).",
-        covers: &["R-7.3-01"],
+        covers: &["R-7.3-06", "R-7.3-01"],
         needs: &[Need::Provisioning],
         how: "Sign a message, change content.human.text, POST it; expect 401 SIGNATURE_INVALID with a §24.1 body.",
+        interpretation: None,
         mutant: Mutant::Quirk("accept-bad-signature"),
         run: |cx| Box::pin(tampered_body(cx)),
     },
@@ -280,7 +292,8 @@ pub const CASES: &[Case] = &[
         requirement: "A node MUST assign meta.event_seq to every accepted envelope.",
         covers: &["R-11.6-01"],
         needs: &[Need::Provisioning],
-        how: "Start a thread and reply; the 201 body of the reply must carry meta.event_seq.",
+        how: "Start a thread and reply; the reply as answered (or, when the answer omits meta, as read back) must carry an integer meta.event_seq.",
+        interpretation: None,
         mutant: Mutant::Quirk("omit-event-seq"),
         run: |cx| Box::pin(accepted_and_sequenced(cx)),
     },
@@ -373,6 +386,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-13.5-03", "R-6.4-04"],
         needs: P,
         how: "A human sends a correctly signed message with from.type = \"service\"; expect a 4xx refusal with a §24.1 body (the spec names no code).",
+        interpretation: None,
         mutant: INVALID,
         run: |cx| Box::pin(from_type_mismatch(cx)),
     },
@@ -385,6 +399,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-9.1-01", "R-9.1-02", "R-9.1-03", "R-8.2-05"],
         needs: P,
         how: "Send a signed envelope of type x_vendor_widget (201); the recipient GETs it and sees the same type.",
+        interpretation: None,
         mutant: Mutant::Quirk("reject-unknown-types"),
         run: |cx| Box::pin(unknown_type(cx)),
     },
@@ -397,6 +412,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-24.2-12"],
         needs: P,
         how: "POST the same signed message twice (no Idempotency-Key); expect 201 then 409 ENVELOPE_DUPLICATE.",
+        interpretation: None,
         mutant: Mutant::Quirk("allow-duplicate-ids"),
         run: |cx| Box::pin(duplicate(cx)),
     },
@@ -408,7 +424,8 @@ pub const CASES: &[Case] = &[
         requirement: "POST /v1/envelopes MUST validate authorization: a session cannot submit an envelope from another identity.",
         covers: &["R-16.1-02"],
         needs: P,
-        how: "Bob signs a message correctly; Alice POSTs it with her token; expect 403 with a §24.1 body.",
+        how: "Bob signs a message correctly; Alice POSTs it with her token; expect a 4xx refusal with a §24.1 body (403 CAPABILITY_DENIED is usual; the spec names no code for it).",
+        interpretation: None,
         mutant: Mutant::Quirk("allow-sender-spoofing"),
         run: |cx| Box::pin(spoofed_sender(cx)),
     },
@@ -417,10 +434,11 @@ pub const CASES: &[Case] = &[
         level: 1,
         strength: Strength::Must,
         spec: &["v1.1 §16.1", "v1.1 §7.2", "v1.1 §8.1"],
-        requirement: "A node MUST deliver the envelope as signed: the stored copy (201 body and recipient GET) keeps every signed member, null included, and verifies with the sender's key.",
-        covers: &["R-16.1-04", "R-7.2-06", "R-8.2-17"],
+        requirement: "A node MUST deliver the envelope as signed: the stored copy (the answer to POST and the recipient's GET) keeps every signed member, null included, and verifies with the sender's key.",
+        covers: &["R-16.1-04", "R-7.2-06"],
         needs: P,
-        how: "Send a message with parent_id and expires_at null; the 201 body has meta.event_seq and meta.received_at; the 201 body and Bob's GET have the same RFC 8785 signed form as sent and verify with Alice's key.",
+        how: "Send a message with parent_id and expires_at null; the answer to POST (when it shows the envelope) and Bob's GET have the same RFC 8785 signed form as sent (a difference names its JSON path) and verify with Alice's key.",
+        interpretation: None,
         mutant: Mutant::Quirk("drop-null-members"),
         run: |cx| Box::pin(stored_round_trip(cx)),
     },
@@ -433,6 +451,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-24.2-15"],
         needs: P,
         how: "Read limits.max_envelope_bytes from /v1/protocol/capabilities (skip if absent); send a message whose text alone has that many bytes; expect 413 PAYLOAD_TOO_LARGE.",
+        interpretation: None,
         mutant: Mutant::Quirk("ignore-size-limit"),
         run: |cx| Box::pin(oversized(cx)),
     },
@@ -445,6 +464,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-13.3-02", "R-13.3-12", "R-24.2-03"],
         needs: &[Need::Provisioning, Need::Registration, Need::Agent],
         how: "A human delegates scope * to a fresh agent; the agent's message with that chain is accepted (201); its message without from.delegation_chain gets 403 DELEGATION_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-delegation-check"),
         run: |cx| Box::pin(agent_without_chain(cx)),
     },

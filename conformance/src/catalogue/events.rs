@@ -3,7 +3,9 @@
 //! another's private events (§8.3 "enforce audience in delivery").
 
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
+use crate::ctx::shapes::{event_envelope, event_id, event_thread};
 use crate::ctx::{Ctx, Ident};
+use crate::show::compact;
 use serde_json::Value;
 
 /// Alice sends Bob a root and a reply; returns (alice, bob, thread, [root id, reply id]).
@@ -11,9 +13,11 @@ async fn two_envelopes(cx: &mut Ctx) -> Result<(Ident, Ident, String, [String; 2
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
     let (t, root) = cx.start_thread(&alice, &[&bob]).await?;
-    let reply = cx.signed_message(&alice, &t, root["id"].as_str(), &[&bob], "second");
-    let i = cx.send(&alice, &reply).await?;
-    cx.expect_status(i, 201)?;
+    let reply = cx
+        .data
+        .signed_message(&alice, &t, root["id"].as_str(), &[&bob], "second");
+    let i = cx.net.send(&alice, &reply).await?;
+    cx.net.expect_created(i)?;
     let ids = [
         root["id"].as_str().unwrap_or("").to_owned(),
         reply["id"].as_str().unwrap_or("").to_owned(),
@@ -23,48 +27,51 @@ async fn two_envelopes(cx: &mut Ctx) -> Result<(Ident, Ident, String, [String; 2
 
 /// The `envelope.new` event of envelope `env` in `evs`.
 fn new_event<'a>(evs: &'a [Value], env: &str) -> Option<&'a Value> {
-    evs.iter().find(|e| {
-        e["type"] == "envelope.new"
-            && (e["envelope_id"] == env || e["payload"]["envelope_id"] == env)
-    })
+    evs.iter()
+        .find(|e| e["type"] == "envelope.new" && event_envelope(e) == Some(env))
 }
 
-fn event_id(e: &Value) -> Option<&str> {
-    e["id"].as_str().or_else(|| e["event_id"].as_str())
+/// A short account of events: how many, and the type and envelope of the first few.
+fn summary(evs: &[Value]) -> String {
+    let shown: Vec<Value> = evs
+        .iter()
+        .map(|e| serde_json::json!({"type": e["type"], "envelope": event_envelope(e)}))
+        .collect();
+    format!("{} events: {}", evs.len(), compact(&Value::Array(shown)))
 }
 
 async fn stable_ids(cx: &mut Ctx) -> Verdict {
     let (_, bob, _, ids) = two_envelopes(cx).await?;
-    let first = cx.events(&bob, None).await?;
+    let first = cx.net.events(&bob, None).await?;
     let (Some(a), Some(b)) = (new_event(&first, &ids[0]), new_event(&first, &ids[1])) else {
-        return cx.expect_that(
+        return cx.net.expect_that(
             false,
             format!(
                 "envelope.new events for {} and {} (v1.1 §17.3)",
                 ids[0], ids[1]
             ),
-            format!("events = {}", Value::Array(first.clone())),
+            summary(&first),
         );
     };
     let (ia, ib) = (event_id(a).unwrap_or(""), event_id(b).unwrap_or(""));
-    cx.expect_that(
+    cx.net.expect_that(
         ia.starts_with("evt_") && ib.starts_with("evt_") && ia != ib,
         "distinct evt_ ids on each event (v1.1 §8.4, §17.2)",
         format!("ids {ia:?}, {ib:?}"),
     )?;
     let pa = first.iter().position(|e| event_id(e) == Some(ia));
     let pb = first.iter().position(|e| event_id(e) == Some(ib));
-    cx.expect_that(
+    cx.net.expect_that(
         pa < pb,
         "the root's event before the reply's (events in order)",
         format!("positions {pa:?}, {pb:?}"),
     )?;
-    let second = cx.events(&bob, None).await?;
+    let second = cx.net.events(&bob, None).await?;
     let again: Vec<&str> = [&ids[0], &ids[1]]
         .iter()
         .filter_map(|e| new_event(&second, e).and_then(event_id))
         .collect();
-    cx.expect_that(
+    cx.net.expect_that(
         again == [ia, ib],
         format!("the same event ids on a second read: {ia}, {ib} (stable ids, v1.1 §16.8)"),
         format!("{again:?}"),
@@ -73,53 +80,49 @@ async fn stable_ids(cx: &mut Ctx) -> Verdict {
 
 async fn since_resumes(cx: &mut Ctx) -> Verdict {
     let (_, bob, _, ids) = two_envelopes(cx).await?;
-    let all = cx.events(&bob, None).await?;
+    let all = cx.net.events(&bob, None).await?;
     let Some(first) = new_event(&all, &ids[0])
         .and_then(event_id)
         .map(str::to_owned)
     else {
-        return cx.expect_that(
+        return cx.net.expect_that(
             false,
             format!("an envelope.new event for {}", ids[0]),
-            format!("events = {}", Value::Array(all.clone())),
+            summary(&all),
         );
     };
-    let after = cx.events(&bob, Some(&first)).await?;
-    cx.expect_that(
+    let after = cx.net.events(&bob, Some(&first)).await?;
+    cx.net.expect_that(
         new_event(&after, &ids[0]).is_none() && new_event(&after, &ids[1]).is_some(),
         format!("since={first} returns the reply's event and not the root's (v1.1 §16.8)"),
-        format!(
-            "events = {}",
-            Value::Array(after.iter().map(|e| e["envelope_id"].clone()).collect())
-        ),
+        summary(&after),
     )
 }
 
 async fn private(cx: &mut Ctx) -> Verdict {
     let (_, bob, t, ids) = two_envelopes(cx).await?;
     let carol = cx.identity("carol", "human").await?;
-    let mine = cx.events(&bob, None).await?;
-    cx.expect_that(
+    let mine = cx.net.events(&bob, None).await?;
+    cx.net.expect_that(
         new_event(&mine, &ids[0]).is_some(),
         "control: the recipient sees the envelope.new event",
-        format!("events = {}", Value::Array(mine.clone())),
+        summary(&mine),
     )?;
-    let theirs = cx.events(&carol, None).await?;
+    let theirs = cx.net.events(&carol, None).await?;
     let leaked: Vec<&Value> = theirs
         .iter()
         .filter(|e| {
-            e["thread_id"] == t.as_str()
-                || e["payload"]["thread_id"] == t.as_str()
-                || ids.iter().any(|i| e["envelope_id"] == i.as_str())
+            event_thread(e) == Some(t.as_str())
+                || ids.iter().any(|i| event_envelope(e) == Some(i.as_str()))
         })
         .collect();
-    cx.expect_that(
+    cx.net.expect_that(
         leaked.is_empty(),
         "no event of a thread the caller is not in (v1.1 §8.3 audience enforced in delivery)",
         format!(
             "{} leaked: {}",
             leaked.len(),
-            leaked.first().map(|v| v.to_string()).unwrap_or_default()
+            leaked.first().map(|v| compact(v)).unwrap_or_default()
         ),
     )
 }
@@ -137,6 +140,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-16.8-01"],
         needs: NEEDS,
         how: "Alice sends Bob a root and a reply; Bob's GET /v1/events (twice) must hold their envelope.new events, root first, with distinct evt_ ids that are the same on both reads.",
+        interpretation: None,
         mutant: Mutant::Quirk("unstable-event-ids"),
         run: |cx| Box::pin(stable_ids(cx)),
     },
@@ -149,6 +153,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-16.8-02"],
         needs: NEEDS,
         how: "Bob reads his events, then reads again with since=<the root's event id>: the reply's event must be there and the root's not.",
+        interpretation: None,
         mutant: Mutant::Quirk("ignore-events-since"),
         run: |cx| Box::pin(since_resumes(cx)),
     },
@@ -161,6 +166,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-8.3-07"],
         needs: NEEDS,
         how: "Alice and Bob exchange two envelopes; Bob sees their events (control); Carol's GET /v1/events must hold no event of that thread.",
+        interpretation: None,
         mutant: Mutant::Quirk("ignore-event-audience"),
         run: |cx| Box::pin(private(cx)),
     },

@@ -7,7 +7,7 @@ use super::thread_kit::{
     thread_obj, token,
 };
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ident};
+use crate::ctx::{Ctx, Ident, shapes};
 use serde_json::{Value, json};
 
 const FORK: &str = "thread.fork@v1";
@@ -41,13 +41,12 @@ fn has_link(th: &Value, other: &str, relation: &str) -> bool {
 
 /// Whether an event in `evs` names envelope `env`.
 fn names_envelope(evs: &[Value], env: &str) -> bool {
-    evs.iter()
-        .any(|e| e["envelope_id"] == env || e["payload"]["envelope_id"] == env)
+    evs.iter().any(|e| shapes::event_envelope(e) == Some(env))
 }
 
 /// Alice forks thread `t` at `from` into a fresh thread id; returns the fork id.
 async fn fork(cx: &mut Ctx, alice: &Ident, t: &str, from: &str) -> Result<String, Finding> {
-    let f = cx.thread_id();
+    let f = cx.data.thread_id();
     op_ok(
         cx,
         alice,
@@ -70,7 +69,7 @@ async fn delegate(cx: &mut Ctx) -> Verdict {
     )
     .await?;
     let th = thread_obj(cx, &bob, &t).await?;
-    cx.expect_eq(
+    cx.net.expect_eq(
         "Bob's participant role after thread.delegate@v1 to Bob",
         &json!("owner"),
         &participant(&th, &bob).map_or(Value::Null, |p| p["role"].clone()),
@@ -81,12 +80,12 @@ async fn delegate(cx: &mut Ctx) -> Verdict {
 async fn fork_entry_case(cx: &mut Ctx) -> Verdict {
     let (alice, bob, t, root) = setup(cx).await?;
     let (i, r) = reply(cx, &bob, &t, Some(&root), &[&alice], "branch here").await?;
-    cx.expect_status(i, 201)?;
+    cx.net.expect_created(i)?;
     let from = id_of(&r);
-    let nf = cx.thread_id();
+    let nf = cx.data.thread_id();
     let i = send_op(cx, &alice, &t, FORK, json!({"fork_thread_id": nf})).await?;
-    let status = cx.t(i).status;
-    cx.expect_that(
+    let status = cx.net.transcript(i).status;
+    cx.net.expect_that(
         (400..500).contains(&status),
         "a thread.fork@v1 without forked_from refused with a 4xx (v1.1 §11.4)",
         format!("HTTP {status}"),
@@ -94,12 +93,12 @@ async fn fork_entry_case(cx: &mut Ctx) -> Verdict {
     let f = fork(cx, &alice, &t, &from).await?;
     let th = thread_obj(cx, &bob, &t).await?;
     let entry = fork_entry(&th, &f).cloned();
-    cx.expect_that(
+    cx.net.expect_that(
         entry.is_some() && f != t,
         format!("parent forks[] holds an entry for the new thread {f}"),
-        format!("forks = {}", th["forks"]),
+        format!("forks = {}", crate::show::compact(&th["forks"])),
     )?;
-    cx.expect_eq(
+    cx.net.expect_eq(
         "forks[].forked_from",
         &json!(from),
         &entry.map_or(Value::Null, |e| e["forked_from"].clone()),
@@ -111,17 +110,20 @@ async fn merge_marks(cx: &mut Ctx) -> Verdict {
     let f = fork(cx, &alice, &t, &root).await?;
     op_ok(cx, &alice, &t, MERGE, json!({"fork_thread_id": f})).await?;
     let th = thread_obj(cx, &bob, &t).await?;
-    cx.expect_eq(
+    cx.net.expect_eq(
         "forks[] state of the merged fork",
         &json!("merged"),
         &fork_entry(&th, &f).map_or(Value::Null, |e| e["state"].clone()),
     )?;
-    cx.expect_that(
+    cx.net.expect_that(
         has_link(&th, &f, "merged_from"),
         format!("parent linked_threads[] holds {{thread_id: {f}, relation: merged_from}}"),
-        format!("linked_threads = {}", th["linked_threads"]),
+        format!(
+            "linked_threads = {}",
+            crate::show::compact(&th["linked_threads"])
+        ),
     )?;
-    cx.expect_eq(
+    cx.net.expect_eq(
         "parent thread.state after merge",
         &json!("active"),
         &th["state"],
@@ -134,12 +136,16 @@ async fn fork_thread_created(cx: &mut Ctx) -> Verdict {
     let (alice, bob, t, root) = setup(cx).await?;
     let f = fork(cx, &alice, &t, &root).await?;
     let th = thread_obj(cx, &bob, &f).await?;
-    cx.expect_that(
+    cx.net.expect_that(
         has_link(&th, &t, "parent"),
         format!("the fork thread's linked_threads[] holds {{thread_id: {t}, relation: parent}}"),
-        format!("linked_threads = {}", th["linked_threads"]),
+        format!(
+            "linked_threads = {}",
+            crate::show::compact(&th["linked_threads"])
+        ),
     )?;
-    cx.expect_eq("fork thread.state", &json!("active"), &th["state"])
+    cx.net
+        .expect_eq("fork thread.state", &json!("active"), &th["state"])
 }
 
 /// §11.4: merge marks the fork *thread* merged, not only the parent's `forks[]` entry.
@@ -148,7 +154,7 @@ async fn fork_thread_merged(cx: &mut Ctx) -> Verdict {
     let f = fork(cx, &alice, &t, &root).await?;
     op_ok(cx, &alice, &t, MERGE, json!({"fork_thread_id": f})).await?;
     let th = thread_obj(cx, &bob, &f).await?;
-    cx.expect_eq(
+    cx.net.expect_eq(
         "fork thread.state after merge",
         &json!("merged"),
         &th["state"],
@@ -157,10 +163,12 @@ async fn fork_thread_merged(cx: &mut Ctx) -> Verdict {
 
 async fn merge_moves_nothing(cx: &mut Ctx) -> Verdict {
     let (alice, bob, t, root) = setup(cx).await?;
-    let f = cx.thread_id();
-    let e = cx.signed_message(&alice, &f, None, &[&bob], "fork discussion");
-    let i = cx.send(&alice, &e).await?;
-    cx.expect_status(i, 201)?;
+    let f = cx.data.thread_id();
+    let e = cx
+        .data
+        .signed_message(&alice, &f, None, &[&bob], "fork discussion");
+    let i = cx.net.send(&alice, &e).await?;
+    cx.net.expect_created(i)?;
     let fork_root = id_of(&e);
     op_ok(
         cx,
@@ -175,16 +183,22 @@ async fn merge_moves_nothing(cx: &mut Ctx) -> Verdict {
     let stays = in_fork
         .iter()
         .any(|x| x["id"] == fork_root.as_str() && x["thread_id"] == f.as_str());
-    cx.expect_that(
+    cx.net.expect_that(
         stays,
         format!("{fork_root} still listed in the fork {f} with thread_id {f}"),
-        format!("fork envelopes = {}", Value::Array(in_fork.clone())),
+        format!(
+            "fork envelopes = {}",
+            crate::show::compact(&Value::Array(in_fork.clone()))
+        ),
     )?;
     let in_parent = thread_envelopes(cx, &bob, &t).await?;
-    cx.expect_that(
+    cx.net.expect_that(
         !has_id(&in_parent, &fork_root),
         format!("{fork_root} not listed in the parent {t}"),
-        format!("parent envelopes = {}", Value::Array(in_parent)),
+        format!(
+            "parent envelopes = {}",
+            crate::show::compact(&Value::Array(in_parent))
+        ),
     )
 }
 
@@ -201,12 +215,15 @@ async fn link(cx: &mut Ctx) -> Verdict {
     )
     .await?;
     let th = thread_obj(cx, &bob, &t).await?;
-    cx.expect_that(
+    cx.net.expect_that(
         has_link(&th, &other, "blocks"),
         format!("linked_threads[] holds {{thread_id: {other}, relation: blocks}}"),
-        format!("linked_threads = {}", th["linked_threads"]),
+        format!(
+            "linked_threads = {}",
+            crate::show::compact(&th["linked_threads"])
+        ),
     )?;
-    cx.expect_eq(
+    cx.net.expect_eq(
         "thread.state after thread.link@v1 (unchanged)",
         &json!("resolved"),
         &th["state"],
@@ -224,36 +241,44 @@ async fn observers(cx: &mut Ctx) -> Verdict {
         json!({"identity": carol.address(), "role": "observer"}),
     )
     .await?;
-    let mut e = cx.op(&alice, &t, UPDATE, json!({"subject": "for observers too"}));
+    let mut e = cx
+        .data
+        .op(&alice, &t, UPDATE, json!({"subject": "for observers too"}));
     alice.sign(&mut e);
-    let i = cx.send(&alice, &e).await?;
-    cx.expect_status(i, 201)?;
+    let i = cx.net.send(&alice, &e).await?;
+    cx.net.expect_created(i)?;
     let op = id_of(&e);
-    let evs = cx.events(&carol, None).await?;
-    cx.expect_that(
+    let evs = cx.net.events(&carol, None).await?;
+    cx.net.expect_that(
         names_envelope(&evs, &op),
         format!("observer Carol's /v1/events names the operation {op} (v1.1 §11.5)"),
-        format!("events = {}", Value::Array(evs.clone())),
+        format!(
+            "events = {}",
+            crate::show::compact(&Value::Array(evs.clone()))
+        ),
     )
 }
 
 async fn removed(cx: &mut Ctx) -> Verdict {
     let (alice, bob, t, _) = setup(cx).await?;
-    let mut e = cx.op(
+    let mut e = cx.data.op(
         &alice,
         &t,
         "thread.remove_participant@v1",
         json!({"identity": bob.address()}),
     );
     alice.sign(&mut e);
-    let i = cx.send(&alice, &e).await?;
-    cx.expect_status(i, 201)?;
+    let i = cx.net.send(&alice, &e).await?;
+    cx.net.expect_created(i)?;
     let op = id_of(&e);
-    let evs = cx.events(&bob, None).await?;
-    cx.expect_that(
+    let evs = cx.net.events(&bob, None).await?;
+    cx.net.expect_that(
         names_envelope(&evs, &op),
         format!("removed Bob's /v1/events names the removal {op}"),
-        format!("events = {}", Value::Array(evs.clone())),
+        format!(
+            "events = {}",
+            crate::show::compact(&Value::Array(evs.clone()))
+        ),
     )
 }
 
@@ -262,18 +287,20 @@ async fn last_wins(cx: &mut Ctx) -> Verdict {
     for s in ["first", "second"] {
         op_ok(cx, &alice, &t, UPDATE, json!({"subject": s})).await?;
     }
-    let mut e = cx.op(&alice, &t, UPDATE, json!({"subject": "invalid"}));
+    let mut e = cx
+        .data
+        .op(&alice, &t, UPDATE, json!({"subject": "invalid"}));
     e["content"]["structured"]["preconditions"] = json!({"thread_state_in": ["locked"]});
     alice.sign(&mut e);
-    let i = cx.send(&alice, &e).await?;
-    let status = cx.t(i).status;
-    cx.expect_that(
+    let i = cx.net.send(&alice, &e).await?;
+    let status = cx.net.transcript(i).status;
+    cx.net.expect_that(
         (400..500).contains(&status),
         "an update with an unmet precondition refused (v1.1 §11.7)",
         format!("HTTP {status}"),
     )?;
     let th = thread_obj(cx, &bob, &t).await?;
-    cx.expect_eq(
+    cx.net.expect_eq(
         "thread.subject (last valid update by event_seq)",
         &json!("second"),
         &th["subject"],
@@ -289,16 +316,20 @@ async fn spent_event(cx: &mut Ctx) -> Verdict {
     let tok = token(cx, &alice, &bob, &g);
     let cap = tok["id"].as_str().unwrap_or_default().to_owned();
     let i = op_with_token(cx, &bob, &t, UPDATE, json!({"subject": "once"}), &tok).await?;
-    cx.expect_status(i, 201)?;
-    let evs = cx.events(&bob, None).await?;
+    cx.net.expect_created(i)?;
+    let evs = cx.net.events(&bob, None).await?;
     let seen = evs.iter().any(|e| {
         e["type"] == "capability.spent"
-            && (e["payload"]["capability_id"] == cap.as_str() || e["capability_id"] == cap.as_str())
+            && (shapes::event_payload(e)["capability_id"] == cap.as_str()
+                || e["capability_id"] == cap.as_str())
     });
-    cx.expect_that(
+    cx.net.expect_that(
         seen,
         format!("a capability.spent event for {cap} in the holder's /v1/events (v1.1 §12.5)"),
-        format!("events = {}", Value::Array(evs.clone())),
+        format!(
+            "events = {}",
+            crate::show::compact(&Value::Array(evs.clone()))
+        ),
     )
 }
 
@@ -316,6 +347,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-11.2-08"],
         needs: P,
         how: "Alice delegates her thread to Bob (201); Bob's participant role is owner; Bob resolves the thread without a token (201).",
+        interpretation: None,
         mutant: Mutant::Quirk("ignore-thread-delegate"),
         run: |cx| Box::pin(delegate(cx)),
     },
@@ -328,6 +360,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-11.2-09", "R-11.4-01", "R-11.4-02", "R-11.4-04"],
         needs: P,
         how: "A fork op without forked_from is refused (4xx); Alice forks at Bob's reply into a fresh thread id (201); the parent's forks[] holds {fork_id: new id, forked_from: the reply}.",
+        interpretation: None,
         mutant: Mutant::Quirk("fork-without-entry"),
         run: |cx| Box::pin(fork_entry_case(cx)),
     },
@@ -340,6 +373,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-11.2-10", "R-11.4-06", "R-11.4-07"],
         needs: P,
         how: "Fork, then merge (201 each); the parent's forks[] entry has state merged, linked_threads[] holds {thread_id: fork, relation: merged_from}, and the parent stays active.",
+        interpretation: None,
         mutant: Mutant::Quirk("ignore-thread-merge"),
         run: |cx| Box::pin(merge_marks(cx)),
     },
@@ -352,6 +386,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-11.4-03"],
         needs: P,
         how: "Alice forks her thread (with Bob) into a fresh thread id (201); Bob GETs the fork thread: 200, state active, linked_threads[] holds {thread_id: parent, relation: parent}.",
+        interpretation: None,
         mutant: Mutant::Quirk("fork-without-parent-link"),
         run: |cx| Box::pin(fork_thread_created(cx)),
     },
@@ -364,6 +399,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-11.4-06"],
         needs: P,
         how: "Fork into a fresh thread id, then merge it (201 each); Bob GETs the fork thread: state merged.",
+        interpretation: None,
         mutant: Mutant::Quirk("merge-leaves-fork-open"),
         run: |cx| Box::pin(fork_thread_merged(cx)),
     },
@@ -376,6 +412,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-11.4-05"],
         needs: P,
         how: "Alice starts a fork thread with a root, forks and merges it into her thread; the fork still lists its root (thread_id = fork) and the parent does not.",
+        interpretation: None,
         mutant: Mutant::Quirk("merge-moves-envelopes"),
         run: |cx| Box::pin(merge_moves_nothing(cx)),
     },
@@ -388,6 +425,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-11.2-11", "R-11.4-09", "R-11.4-10"],
         needs: P,
         how: "Alice resolves her thread, then links another thread with relation blocks (201); linked_threads[] holds {thread_id, relation: blocks} and the state is still resolved.",
+        interpretation: None,
         mutant: Mutant::Quirk("ignore-thread-link"),
         run: |cx| Box::pin(link(cx)),
     },
@@ -400,6 +438,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-11.5-01"],
         needs: PE,
         how: "Alice adds Carol as an observer and sends thread.update@v1; Carol's GET /v1/events holds an event naming that operation.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-observer-delivery"),
         run: |cx| Box::pin(observers(cx)),
     },
@@ -412,6 +451,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-11.5-02"],
         needs: PE,
         how: "Alice removes Bob; Bob's GET /v1/events holds an event naming the removal op.",
+        interpretation: None,
         mutant: Mutant::NotApplicable("SHOULD; the reference node delivers removals"),
         run: |cx| Box::pin(removed(cx)),
     },
@@ -424,6 +464,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-11.7-02"],
         needs: P,
         how: "Alice sets the subject to first, then second, then sends a third update with an unmet precondition (refused); Bob sees subject second.",
+        interpretation: None,
         mutant: Mutant::Quirk("incomplete-thread-object"),
         run: |cx| Box::pin(last_wins(cx)),
     },
@@ -436,6 +477,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-12.5-02"],
         needs: PE,
         how: "Bob uses a single-use token from Alice (201); Bob's GET /v1/events holds a capability.spent event naming the token id (the node cannot sign a capability.spent@v1 thread_op for a user, so the event is the broadcast).",
+        interpretation: None,
         mutant: Mutant::Quirk("omit-capability-spent-event"),
         run: |cx| Box::pin(spent_event(cx)),
     },

@@ -3,7 +3,7 @@
 //! a different request is a deterministic error.
 
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ident};
+use crate::ctx::{Ctx, Ex, Ident, shapes};
 use serde_json::{Value, json};
 
 /// POSTs `body` to `path` as `who` with `Idempotency-Key: key`.
@@ -13,16 +13,17 @@ async fn post_keyed(
     path: &str,
     key: &str,
     body: &Value,
-) -> Result<usize, Finding> {
+) -> Result<Ex, Finding> {
     let bytes = serde_json::to_vec(body).unwrap_or_default();
-    cx.exchange(
-        "POST",
-        path,
-        &[("idempotency-key", key)],
-        Some(bytes),
-        Some(&who.token),
-    )
-    .await
+    cx.net
+        .exchange(
+            "POST",
+            path,
+            &[("idempotency-key", key)],
+            Some(bytes),
+            Some(&who.token),
+        )
+        .await
 }
 
 /// A body without what differs per response by design (§24.1 `request_id`, `timestamp`).
@@ -35,9 +36,9 @@ fn comparable(mut v: Value) -> Value {
 }
 
 /// Exchanges `a` and `b` must have the same status and (comparable) body.
-fn same_result(cx: &Ctx, a: usize, b: usize) -> Verdict {
-    let (ta, tb) = (cx.t(a), cx.t(b));
-    let (ja, jb) = (comparable(cx.json(a)), comparable(cx.json(b)));
+fn same_result(cx: &Ctx, a: Ex, b: Ex) -> Verdict {
+    let (ta, tb) = (cx.net.transcript(a), cx.net.transcript(b));
+    let (ja, jb) = (comparable(cx.net.json(a)), comparable(cx.net.json(b)));
     if ta.status == tb.status && ja == jb {
         return Ok(());
     }
@@ -45,13 +46,17 @@ fn same_result(cx: &Ctx, a: usize, b: usize) -> Verdict {
         expected: format!(
             "the repeated request with the same Idempotency-Key answers the first result again: HTTP {} {} (v1.1 §14.4)",
             ta.status,
-            crate::ctx::preview(&ta.response_body)
+            crate::show::compact(&ja)
         ),
-        actual: format!(
-            "HTTP {} {}",
-            tb.status,
-            crate::ctx::preview(&tb.response_body)
-        ),
+        actual: match crate::show::first_difference(&ja, &jb) {
+            Some((path, _, got)) if ta.status == tb.status => format!(
+                "HTTP {}, differing first at {path}: {}",
+                tb.status,
+                got.as_ref()
+                    .map_or_else(|| "absent".to_owned(), crate::show::compact)
+            ),
+            _ => format!("HTTP {} {}", tb.status, crate::show::compact(&jb)),
+        },
         decisive: Some(b),
     })
 }
@@ -59,28 +64,31 @@ fn same_result(cx: &Ctx, a: usize, b: usize) -> Verdict {
 /// How many envelopes `who` sees in `thread`.
 async fn envelope_count(cx: &mut Ctx, who: &Ident, thread: &str) -> Result<usize, Finding> {
     let i = cx
+        .net
         .get(&format!("/v1/threads/{thread}/envelopes"), &who.token)
         .await?;
-    let body = cx.body_of(i, 200)?;
-    Ok(body["envelopes"].as_array().map_or(0, Vec::len))
+    let body = cx.net.ok_body(i)?;
+    Ok(shapes::list(&body, &["envelopes"]).map_or(0, |l| l.len()))
 }
 
 fn key(cx: &mut Ctx) -> String {
-    format!("conf-{}", cx.envelope_id())
+    format!("conf-{}", cx.data.envelope_id())
 }
 
 async fn envelope_replay(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
-    let t = cx.thread_id();
-    let env = cx.signed_message(&alice, &t, None, &[&bob], "exactly once");
+    let t = cx.data.thread_id();
+    let env = cx
+        .data
+        .signed_message(&alice, &t, None, &[&bob], "exactly once");
     let k = key(cx);
     let a = post_keyed(cx, &alice, "/v1/envelopes", &k, &env).await?;
-    cx.expect_status(a, 201)?;
+    cx.net.expect_created(a)?;
     let b = post_keyed(cx, &alice, "/v1/envelopes", &k, &env).await?;
     same_result(cx, a, b)?;
     let n = envelope_count(cx, &alice, &t).await?;
-    cx.expect_that(
+    cx.net.expect_that(
         n == 1,
         "one envelope stored for two requests with one Idempotency-Key",
         format!("{n} envelopes in the thread"),
@@ -90,35 +98,38 @@ async fn envelope_replay(cx: &mut Ctx) -> Verdict {
 async fn key_reused_for_other_body(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
-    let t = cx.thread_id();
-    let first = cx.signed_message(&alice, &t, None, &[&bob], "first");
+    let t = cx.data.thread_id();
+    let first = cx.data.signed_message(&alice, &t, None, &[&bob], "first");
     let k = key(cx);
     let a = post_keyed(cx, &alice, "/v1/envelopes", &k, &first).await?;
-    cx.expect_status(a, 201)?;
-    let u = cx.thread_id();
-    let other = cx.signed_message(&alice, &u, None, &[&bob], "another request");
+    cx.net.expect_created(a)?;
+    let u = cx.data.thread_id();
+    let other = cx
+        .data
+        .signed_message(&alice, &u, None, &[&bob], "another request");
     let b = post_keyed(cx, &alice, "/v1/envelopes", &k, &other).await?;
-    let status = cx.t(b).status;
+    let status = cx.net.transcript(b).status;
+    let success = cx.net.transcript(b).is_success();
     // Either the first result again, or an error — never a second envelope.
-    if status == 201 && comparable(cx.json(b)) != comparable(cx.json(a)) {
-        return cx.expect_that(
+    if success && comparable(cx.net.json(b)) != comparable(cx.net.json(a)) {
+        return cx.net.expect_that(
             false,
             "the same Idempotency-Key with a different body answers the first result or a deterministic error, never a new envelope (v1.1 §14.4)",
-            "HTTP 201 with a different envelope: the second request was applied",
+            format!("HTTP {status} with a different result: the second request was applied"),
         );
     }
-    if status != 201 {
-        cx.expect_that(
+    if !success {
+        cx.net.expect_that(
             (400..500).contains(&status),
             "a 4xx error for a reused Idempotency-Key (v1.1 §14.4)",
             format!("HTTP {status}"),
         )?;
-        cx.expect_error_shape(b)?;
+        cx.net.expect_error_shape(b)?;
         let c = post_keyed(cx, &alice, "/v1/envelopes", &k, &other).await?;
         same_result(cx, b, c)?;
     }
     let n = envelope_count(cx, &alice, &u).await.unwrap_or(0);
-    cx.expect_that(
+    cx.net.expect_that(
         n == 0,
         "nothing stored for the request that reused a key",
         format!("{n} envelopes in the second thread"),
@@ -129,19 +140,21 @@ async fn error_replayed(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
     let (t, root) = cx.start_thread(&alice, &[&bob]).await?;
-    let lock = cx.op(&alice, &t, "thread.lock@v1", json!({}));
+    let lock = cx.data.op(&alice, &t, "thread.lock@v1", json!({}));
     let mut lock = lock;
     alice.sign(&mut lock);
-    let i = cx.send(&alice, &lock).await?;
-    cx.expect_status(i, 201)?;
-    let reply = cx.signed_message(&bob, &t, root["id"].as_str(), &[&alice], "while locked");
+    let i = cx.net.send(&alice, &lock).await?;
+    cx.net.expect_created(i)?;
+    let reply = cx
+        .data
+        .signed_message(&bob, &t, root["id"].as_str(), &[&alice], "while locked");
     let k = key(cx);
     let a = post_keyed(cx, &bob, "/v1/envelopes", &k, &reply).await?;
-    cx.expect_error(a, 409, "THREAD_LOCKED")?;
-    let mut reopen = cx.op(&alice, &t, "thread.reopen@v1", json!({}));
+    cx.net.expect_code(a, "THREAD_LOCKED")?;
+    let mut reopen = cx.data.op(&alice, &t, "thread.reopen@v1", json!({}));
     alice.sign(&mut reopen);
-    let i = cx.send(&alice, &reopen).await?;
-    cx.expect_status(i, 201)?;
+    let i = cx.net.send(&alice, &reopen).await?;
+    cx.net.expect_created(i)?;
     // A fresh attempt would now succeed; the key must replay the first (error) result.
     let b = post_keyed(cx, &bob, "/v1/envelopes", &k, &reply).await?;
     same_result(cx, a, b)
@@ -150,7 +163,7 @@ async fn error_replayed(cx: &mut Ctx) -> Verdict {
 async fn delegation_replay(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let bot = cx.identity("bot", "agent").await?;
-    let now = cx.now();
+    let now = cx.data.now();
     let later = loom_protocol::Timestamp::parse(&now)
         .map_or(now.clone(), |t| t.plus_ms(86_400_000).to_rfc3339());
     let mut l = json!({
@@ -164,20 +177,19 @@ async fn delegation_replay(cx: &mut Ctx) -> Verdict {
     );
     let k = key(cx);
     let a = post_keyed(cx, &alice, "/v1/delegations", &k, &l).await?;
-    cx.expect_status(a, 201)?;
+    cx.net.expect_created(a)?;
     let b = post_keyed(cx, &alice, "/v1/delegations", &k, &l).await?;
     same_result(cx, a, b)?;
-    let i = cx.get("/v1/delegations", &alice.token).await?;
-    let body = cx.body_of(i, 200)?;
+    let i = cx.net.get("/v1/delegations", &alice.token).await?;
+    let body = cx.net.ok_body(i)?;
     // Count this link only (by its signature): the identities may hold other delegations.
     let sig = l["signature"].as_str().unwrap_or_default();
-    let n = body["delegations"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let n = shapes::list(&body, &["delegations"])
+        .unwrap_or_default()
+        .iter()
         .filter(|d| d.to_string().contains(sig))
         .count();
-    cx.expect_that(
+    cx.net.expect_that(
         n == 1,
         "one delegation stored for two requests with one Idempotency-Key",
         format!("{n} delegations listed"),
@@ -186,10 +198,10 @@ async fn delegation_replay(cx: &mut Ctx) -> Verdict {
 
 async fn blob_replay(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
-    let req = json!({"filename": "report.txt", "mime_type": "text/plain"});
+    let req = json!({"filename": "report.txt", "mime_type": "text/plain", "size_bytes": 5});
     let k = key(cx);
     let a = post_keyed(cx, &alice, "/v1/blobs", &k, &req).await?;
-    cx.expect_status(a, 201)?;
+    cx.net.expect_created(a)?;
     let b = post_keyed(cx, &alice, "/v1/blobs", &k, &req).await?;
     same_result(cx, a, b)
 }
@@ -205,6 +217,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-14.4-01", "R-14.4-03"],
         needs: &[Need::Provisioning],
         how: "POST a signed message twice with one Idempotency-Key; both answers must have the same status and body, and the thread must hold one envelope.",
+        interpretation: None,
         mutant: Mutant::Quirk("ignore-idempotency-key"),
         run: |cx| Box::pin(envelope_replay(cx)),
     },
@@ -217,6 +230,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-14.4-03"],
         needs: &[Need::Provisioning],
         how: "POST envelope A with key K (201), then a different envelope B with K: expect a 4xx §24.1 error that repeats identically (or A's result), and B not stored.",
+        interpretation: None,
         mutant: Mutant::Quirk("ignore-idempotency-key"),
         run: |cx| Box::pin(key_reused_for_other_body(cx)),
     },
@@ -229,6 +243,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-14.4-03"],
         needs: &[Need::Provisioning],
         how: "Lock a thread; a participant's reply with key K is 409 THREAD_LOCKED; reopen the thread; the same reply with K must again be 409 THREAD_LOCKED (status and body equal but for request_id and timestamp).",
+        interpretation: None,
         mutant: Mutant::Quirk("ignore-idempotency-key"),
         run: |cx| Box::pin(error_replayed(cx)),
     },
@@ -241,6 +256,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-14.4-02", "R-14.4-03"],
         needs: &[Need::Provisioning, Need::Delegations],
         how: "POST one signed link (without an id) twice with one key; same status and body (same assigned id), and GET /v1/delegations lists one.",
+        interpretation: None,
         mutant: Mutant::Quirk("ignore-idempotency-key"),
         run: |cx| Box::pin(delegation_replay(cx)),
     },
@@ -253,6 +269,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-14.4-02", "R-14.4-03"],
         needs: &[Need::Provisioning, Need::Blobs],
         how: "Initiate the same upload twice with one key; both answers must have the same status and body (one blob id).",
+        interpretation: None,
         mutant: Mutant::Quirk("ignore-idempotency-key"),
         run: |cx| Box::pin(blob_replay(cx)),
     },

@@ -2,7 +2,7 @@
 
 use super::thread_kit::{reply, senders_for};
 use crate::case::{Case, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ident};
+use crate::ctx::{Ctx, Ident, skip};
 use serde_json::Value;
 
 async fn envelopes_per_thread_limit(cx: &mut Ctx) -> Verdict {
@@ -11,7 +11,7 @@ async fn envelopes_per_thread_limit(cx: &mut Ctx) -> Verdict {
         .capability("/limits/max_envelopes_per_thread")
         .and_then(Value::as_u64);
     let Some(limit) = limit.filter(|l| (2..=1000).contains(l)) else {
-        return cx.skip(format!(
+        return skip(format!(
             "limits.max_envelopes_per_thread = {} in /v1/protocol/capabilities: not a limit the harness can reach quickly (2–1000)",
             limit.map_or("absent".into(), |l| l.to_string())
         ));
@@ -30,11 +30,11 @@ async fn envelopes_per_thread_limit(cx: &mut Ctx) -> Verdict {
     for n in 1..limit {
         let who = &all[usize::try_from(n).unwrap_or(0) % all.len()];
         let (i, _) = reply(cx, who, &t, root_id.as_deref(), &[alice], "filling").await?;
-        cx.expect_status(i, 201)?;
+        cx.net.expect_created(i)?;
     }
     let last = &all[usize::try_from(limit).unwrap_or(0) % all.len()];
     let (i, _) = reply(cx, last, &t, root_id.as_deref(), &[alice], "one too many").await?;
-    cx.expect_error(i, 400, "ENVELOPE_INVALID")
+    cx.net.expect_code(i, "ENVELOPE_INVALID")
 }
 
 /// Limit cases.
@@ -44,9 +44,10 @@ pub const CASES: &[Case] = &[Case {
     strength: Strength::Must,
     spec: &["v1.1 §10.7"],
     requirement: "When a thread holds limits.max_envelopes_per_thread envelopes, nodes MUST reject new envelopes in it with ENVELOPE_INVALID.",
-    covers: &["R-10.7-02", "R-10.7-03"],
+    covers: &["R-10.7-03", "R-10.7-02"],
     needs: &[Need::Provisioning],
     how: "Read limits.max_envelopes_per_thread (skip above 1000) and the per-identity envelope rate limit; fill one thread to the limit from enough participants (all 201); one more is 400 ENVELOPE_INVALID.",
+    interpretation: None,
     mutant: Mutant::Quirk("ignore-thread-limits"),
     run: |cx| Box::pin(envelopes_per_thread_limit(cx)),
 }];

@@ -1,6 +1,31 @@
 //! The catalogue: every case, by area. IDs are stable and never renumbered; a retired case
 //! keeps its ID reserved (listed in [`RETIRED`]).
 
+/// A case that sends a message with exactly one structural rule broken (the change `$f`
+/// applies before signing, so only that rule is wrong) and expects `400 ENVELOPE_INVALID`,
+/// the code §24.2 names for an envelope that "fails schema or DAG rules". Proven able to
+/// fail by the reference node's `skip-envelope-validation` quirk.
+macro_rules! invalid_case {
+    ($id:literal, $spec:expr, $covers:expr, $req:literal, $how:literal, $f:ident) => {
+        $crate::case::Case {
+            id: $id,
+            level: 1,
+            strength: $crate::case::Strength::Must,
+            spec: $spec,
+            requirement: $req,
+            covers: $covers,
+            needs: &[$crate::case::Need::Provisioning],
+            how: concat!(
+                $how,
+                "; the envelope is otherwise valid and correctly signed; expect 400 ENVELOPE_INVALID."
+            ),
+            interpretation: None,
+            mutant: $crate::case::Mutant::Quirk("skip-envelope-validation"),
+            run: |cx| Box::pin($f(cx)),
+        }
+    };
+}
+
 mod addresses;
 mod api;
 mod audience;
@@ -32,7 +57,12 @@ mod transport;
 use crate::case::Case;
 
 /// IDs that once existed and must never be reused.
-pub const RETIRED: &[&str] = &[];
+pub const RETIRED: &[&str] = &[
+    // RFC 4648 §3.2 keeps `=` padding unless the referring spec drops it and v1.1 does not
+    // (§7.3 "Store signature value as base64url"), so refusing a padded value is not
+    // required: the case failed correct nodes (issue 13, class 5).
+    "core.signature.value.padded",
+];
 
 /// Every case, in catalogue order (area by area).
 pub fn all() -> Vec<&'static Case> {

@@ -4,7 +4,7 @@ use super::thread_kit::{
     expect_refused_without, expect_state, is_current, op_ok, reply, send_op, thread_obj,
 };
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ident};
+use crate::ctx::{Ctx, Ex, Ident};
 use serde_json::{Value, json};
 
 const RESOLVE: &str = "thread.resolve@v1";
@@ -23,7 +23,7 @@ async fn setup(cx: &mut Ctx) -> Result<(Ident, Ident, String, Value), Finding> {
 /// `intent` from the owner must be refused with 409 STATE_TRANSITION_INVALID.
 async fn refused(cx: &mut Ctx, who: &Ident, t: &str, intent: &str) -> Verdict {
     let i = send_op(cx, who, t, intent, json!({})).await?;
-    cx.expect_error(i, 409, "STATE_TRANSITION_INVALID")
+    cx.net.expect_code(i, "STATE_TRANSITION_INVALID")
 }
 
 async fn resolve(cx: &mut Ctx) -> Verdict {
@@ -52,7 +52,7 @@ async fn lock_refuses_envelopes(cx: &mut Ctx) -> Verdict {
     op_ok(cx, &alice, &t, LOCK, json!({})).await?;
     expect_state(cx, &alice, &t, "locked").await?;
     let (i, _) = reply(cx, &bob, &t, root["id"].as_str(), &[&alice], "too late").await?;
-    cx.expect_error(i, 409, "THREAD_LOCKED")
+    cx.net.expect_code(i, "THREAD_LOCKED")
 }
 
 async fn lock_from_resolved(cx: &mut Ctx) -> Verdict {
@@ -69,7 +69,7 @@ async fn reopen(cx: &mut Ctx) -> Verdict {
     op_ok(cx, &alice, &t, REOPEN, json!({})).await?;
     expect_state(cx, &alice, &t, "active").await?;
     let (i, _) = reply(cx, &bob, &t, root["id"].as_str(), &[&alice], "open again").await?;
-    cx.expect_status(i, 201)?;
+    cx.net.expect_created(i)?;
     refused(cx, &alice, &t, REOPEN).await
 }
 
@@ -80,11 +80,11 @@ async fn op_with_preconditions(
     t: &str,
     intent: &str,
     pre: Value,
-) -> Result<usize, Finding> {
-    let mut e = cx.op(who, t, intent, json!({}));
+) -> Result<Ex, Finding> {
+    let mut e = cx.data.op(who, t, intent, json!({}));
     e["content"]["structured"]["preconditions"] = pre;
     who.sign(&mut e);
-    cx.send(who, &e).await
+    cx.net.send(who, &e).await
 }
 
 async fn precondition_state(cx: &mut Ctx) -> Verdict {
@@ -107,7 +107,7 @@ async fn precondition_state(cx: &mut Ctx) -> Verdict {
         json!({"thread_state_in": ["active"]}),
     )
     .await?;
-    cx.expect_status(i, 201)
+    cx.net.expect_created(i)
 }
 
 async fn precondition_epoch(cx: &mut Ctx) -> Verdict {
@@ -116,14 +116,14 @@ async fn precondition_epoch(cx: &mut Ctx) -> Verdict {
     expect_refused_without(cx, i, "\"meta\"", "a stored envelope")?;
     expect_state(cx, &alice, &t, "active").await?;
     let i = op_with_preconditions(cx, &alice, &t, RESOLVE, json!({"cap_epoch": 0})).await?;
-    cx.expect_status(i, 201)
+    cx.net.expect_created(i)
 }
 
 async fn add_participant(cx: &mut Ctx) -> Verdict {
     let (alice, bob, t, root) = setup(cx).await?;
     let carol = cx.identity("carol", "human").await?;
     let (i, _) = reply(cx, &carol, &t, root["id"].as_str(), &[&alice], "let me in").await?;
-    cx.expect_error(i, 403, "CAPABILITY_DENIED")?;
+    cx.net.expect_code(i, "CAPABILITY_DENIED")?;
     op_ok(
         cx,
         &alice,
@@ -133,13 +133,16 @@ async fn add_participant(cx: &mut Ctx) -> Verdict {
     )
     .await?;
     let th = thread_obj(cx, &carol, &t).await?;
-    cx.expect_that(
+    cx.net.expect_that(
         is_current(&th, &carol) && is_current(&th, &bob),
         "Carol and Bob are current participants after thread.add_participant@v1",
-        format!("participants = {}", th["participants"]),
+        format!(
+            "participants = {}",
+            crate::show::compact(&th["participants"])
+        ),
     )?;
     let (i, _) = reply(cx, &carol, &t, root["id"].as_str(), &[&alice], "in").await?;
-    cx.expect_status(i, 201)
+    cx.net.expect_created(i)
 }
 
 async fn remove_participant(cx: &mut Ctx) -> Verdict {
@@ -153,13 +156,16 @@ async fn remove_participant(cx: &mut Ctx) -> Verdict {
     )
     .await?;
     let th = thread_obj(cx, &alice, &t).await?;
-    cx.expect_that(
+    cx.net.expect_that(
         !is_current(&th, &bob),
         "Bob is no longer a current participant (absent, or left_at set)",
-        format!("participants = {}", th["participants"]),
+        format!(
+            "participants = {}",
+            crate::show::compact(&th["participants"])
+        ),
     )?;
     let (i, _) = reply(cx, &bob, &t, root["id"].as_str(), &[&alice], "still here?").await?;
-    cx.expect_error(i, 403, "CAPABILITY_DENIED")
+    cx.net.expect_code(i, "CAPABILITY_DENIED")
 }
 
 async fn update_subject_labels(cx: &mut Ctx) -> Verdict {
@@ -173,13 +179,14 @@ async fn update_subject_labels(cx: &mut Ctx) -> Verdict {
     )
     .await?;
     let th = thread_obj(cx, &bob, &t).await?;
-    cx.expect_eq("thread.subject", &json!("Q1 invoice"), &th["subject"])?;
+    cx.net
+        .expect_eq("thread.subject", &json!("Q1 invoice"), &th["subject"])?;
     let mut labels: Vec<&str> = th["labels"]
         .as_array()
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
     labels.sort_unstable();
-    cx.expect_eq(
+    cx.net.expect_eq(
         "thread.labels (sorted)",
         &json!(["finance", "q1-2026"]),
         &json!(labels),
@@ -188,18 +195,21 @@ async fn update_subject_labels(cx: &mut Ctx) -> Verdict {
 
 async fn unknown_thread(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
-    let t = cx.thread_id();
+    let t = cx.data.thread_id();
     let i = send_op(cx, &alice, &t, RESOLVE, json!({})).await?;
-    cx.expect_error(i, 404, "THREAD_NOT_FOUND")?;
-    let i = cx.get(&format!("/v1/threads/{t}"), &alice.token).await?;
-    cx.expect_error(i, 404, "THREAD_NOT_FOUND")
+    cx.net.expect_code(i, "THREAD_NOT_FOUND")?;
+    let i = cx
+        .net
+        .get(&format!("/v1/threads/{t}"), &alice.token)
+        .await?;
+    cx.net.expect_code(i, "THREAD_NOT_FOUND")
 }
 
 async fn non_owner_without_token(cx: &mut Ctx) -> Verdict {
     let (alice, bob, t, _) = setup(cx).await?;
     for intent in [RESOLVE, LOCK] {
         let i = send_op(cx, &bob, &t, intent, json!({})).await?;
-        cx.expect_error(i, 403, "CAPABILITY_DENIED")?;
+        cx.net.expect_code(i, "CAPABILITY_DENIED")?;
     }
     let i = send_op(
         cx,
@@ -209,9 +219,10 @@ async fn non_owner_without_token(cx: &mut Ctx) -> Verdict {
         json!({"subject": "hijacked"}),
     )
     .await?;
-    cx.expect_error(i, 403, "CAPABILITY_DENIED")?;
+    cx.net.expect_code(i, "CAPABILITY_DENIED")?;
     let th = thread_obj(cx, &alice, &t).await?;
-    cx.expect_eq("thread.state", &json!("active"), &th["state"])
+    cx.net
+        .expect_eq("thread.state", &json!("active"), &th["state"])
 }
 
 const P: &[Need] = &[Need::Provisioning];
@@ -225,14 +236,15 @@ pub const CASES: &[Case] = &[
         spec: &["v1.1 §10.4", "v1.1 §11.2", "v1.1 §24.2", "v1.0 §9.4"],
         requirement: "thread.resolve@v1 MUST move an active thread to resolved; resolving a resolved thread MUST be refused with STATE_TRANSITION_INVALID.",
         covers: &[
-            "R-10.4-01",
             "R-10.4-02",
+            "R-10.4-01",
             "R-10.4-06",
             "R-11.2-04",
             "R-24.2-14",
         ],
         needs: P,
         how: "The owner sends thread.resolve@v1 (201); GET shows state resolved; a second resolve is 409 STATE_TRANSITION_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("allow-invalid-state-transition"),
         run: |cx| Box::pin(resolve(cx)),
     },
@@ -245,6 +257,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-10.4-03", "R-10.4-06", "R-24.2-14"],
         needs: P,
         how: "The owner archives an active thread: 409 STATE_TRANSITION_INVALID; the state stays active.",
+        interpretation: None,
         mutant: Mutant::Quirk("allow-invalid-state-transition"),
         run: |cx| Box::pin(archive_from_active(cx)),
     },
@@ -257,6 +270,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-10.4-03", "R-10.4-05", "R-10.4-06", "R-11.2-05"],
         needs: P,
         how: "Resolve, archive (201 each); state archived; thread.reopen@v1 is 409 STATE_TRANSITION_INVALID (reopen leaves resolved or locked only).",
+        interpretation: None,
         mutant: Mutant::Quirk("allow-invalid-state-transition"),
         run: |cx| Box::pin(archive(cx)),
     },
@@ -269,6 +283,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-10.4-04", "R-11.2-06", "R-24.2-13"],
         needs: P,
         how: "The owner locks the thread (201, state locked); Bob's reply is 409 THREAD_LOCKED.",
+        interpretation: None,
         mutant: Mutant::Quirk("accept-into-locked-thread"),
         run: |cx| Box::pin(lock_refuses_envelopes(cx)),
     },
@@ -281,6 +296,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-10.4-04", "R-10.4-06"],
         needs: P,
         how: "Resolve, lock (201 each); state locked; thread.resolve@v1 is 409 STATE_TRANSITION_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("allow-invalid-state-transition"),
         run: |cx| Box::pin(lock_from_resolved(cx)),
     },
@@ -293,6 +309,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-10.4-05", "R-10.4-06", "R-11.2-07"],
         needs: P,
         how: "Lock, reopen (201 each); state active; Bob's reply is accepted; a second reopen is 409 STATE_TRANSITION_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("allow-invalid-state-transition"),
         run: |cx| Box::pin(reopen(cx)),
     },
@@ -305,6 +322,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-11.3-02", "R-11.7-01"],
         needs: P,
         how: "The owner resolves an active thread with preconditions {thread_state_in: [\"resolved\"]}: a 4xx §24.1 error (the spec names no code), state still active; with [\"active\"] the same op is accepted.",
+        interpretation: None,
         mutant: Mutant::Quirk("ignore-op-preconditions"),
         run: |cx| Box::pin(precondition_state(cx)),
     },
@@ -317,6 +335,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-11.3-03", "R-11.7-01"],
         needs: P,
         how: "The owner resolves with preconditions {cap_epoch: 7} on a thread at cap_epoch 0: a 4xx §24.1 error, state still active; with {cap_epoch: 0} it is accepted.",
+        interpretation: None,
         mutant: Mutant::Quirk("ignore-op-preconditions"),
         run: |cx| Box::pin(precondition_epoch(cx)),
     },
@@ -329,6 +348,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-11.2-01", "R-10.5-01", "R-12.4-01", "R-24.2-04"],
         needs: P,
         how: "Carol's reply to Alice's thread is 403 CAPABILITY_DENIED; Alice adds Carol; Carol reads the thread and is a current participant; Carol's reply is 201.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-capability-check"),
         run: |cx| Box::pin(add_participant(cx)),
     },
@@ -341,6 +361,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-11.2-02", "R-10.5-01"],
         needs: P,
         how: "Alice removes Bob (201); the thread object no longer has Bob as a current participant; Bob's reply is 403 CAPABILITY_DENIED.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-capability-check"),
         run: |cx| Box::pin(remove_participant(cx)),
     },
@@ -353,6 +374,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-11.2-03"],
         needs: P,
         how: "The owner sends thread.update@v1 {subject, labels}; Bob's GET /v1/threads/{id} shows that subject and those labels.",
+        interpretation: None,
         mutant: Mutant::Quirk("incomplete-thread-object"),
         run: |cx| Box::pin(update_subject_labels(cx)),
     },
@@ -365,6 +387,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-24.2-09"],
         needs: P,
         how: "Send thread.resolve@v1 for a fresh thread id: 404 THREAD_NOT_FOUND; GET /v1/threads/{id} is 404 THREAD_NOT_FOUND too.",
+        interpretation: None,
         mutant: Mutant::Quirk("bootstrap-thread-from-op"),
         run: |cx| Box::pin(unknown_thread(cx)),
     },
@@ -377,6 +400,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-12.4-01", "R-16.1-02", "R-24.2-04"],
         needs: P,
         how: "Bob (participant, not owner) sends resolve, lock and update without a token: each 403 CAPABILITY_DENIED; the thread stays active.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-capability-check"),
         run: |cx| Box::pin(non_owner_without_token(cx)),
     },

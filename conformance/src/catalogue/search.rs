@@ -1,15 +1,16 @@
 //! Search (v1.1 §16.6): cleartext human text, structured intent and parameters, and thread
 //! subject, labels and participants are searchable; results hold only what the caller may
-//! read (§8.3).
+//! read (§8.3). §16.6 fixes what is searchable, not the response: a hit is any object in the
+//! body whose `id` is the envelope or thread (or, for envelopes, whose `envelope_id` is), under
+//! whatever member (`envelopes[]`, `threads[]`, `results[]`, …) the node uses.
 
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ident};
+use crate::ctx::{Ctx, Ident, shapes};
 use serde_json::{Value, json};
 
 /// A search term no other case uses (letters and digits only, so any tokenizer keeps it).
 fn token(cx: &mut Ctx) -> String {
-    let id = cx.envelope_id();
-    format!("kw{}", id.trim_start_matches("env_").to_ascii_lowercase())
+    cx.data.word()
 }
 
 /// `GET /v1/search?q=…` as `who`; returns the body.
@@ -22,29 +23,43 @@ async fn search(cx: &mut Ctx, who: &Ident, q: &str) -> Result<Value, Finding> {
             enc.push_str(&format!("%{b:02X}"));
         }
     }
-    let i = cx.get(&format!("/v1/search?q={enc}"), &who.token).await?;
-    cx.body_of(i, 200)
+    let i = cx
+        .net
+        .get(&format!("/v1/search?q={enc}"), &who.token)
+        .await?;
+    cx.net.ok_body(i)
 }
 
-fn ids(body: &Value, key: &str) -> Vec<String> {
-    body[key]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e["id"].as_str().map(str::to_owned))
-        .collect()
+/// Whether a search answer lists `want` (an `env_` or `thr_` id) as a hit.
+fn lists(body: &Value, want: &str) -> bool {
+    fn envelope_hit(v: &Value, want: &str) -> bool {
+        match v {
+            Value::Object(o) => {
+                o.get("envelope_id").and_then(Value::as_str) == Some(want)
+                    || o.values().any(|x| envelope_hit(x, want))
+            }
+            Value::Array(a) => a.iter().any(|x| envelope_hit(x, want)),
+            _ => false,
+        }
+    }
+    shapes::has_object_with_id(body, want) || (want.starts_with("env_") && envelope_hit(body, want))
 }
 
-/// `want` must (or must not) be among the `key` results of `body`.
-fn expect_found(cx: &Ctx, body: &Value, key: &str, want: &str, found: bool, what: &str) -> Verdict {
-    let got = ids(body, key);
-    cx.expect_that(
-        got.iter().any(|i| i == want) == found,
+/// `want` must (or must not) be a hit of `body`. A hit that must not be there must not appear
+/// anywhere in the answer at all.
+fn expect_found(cx: &Ctx, body: &Value, want: &str, found: bool, what: &str) -> Verdict {
+    let ok = if found {
+        lists(body, want)
+    } else {
+        !shapes::mentions(body, want)
+    };
+    cx.net.expect_that(
+        ok,
         format!(
-            "{key} {} {want} ({what})",
-            if found { "include" } else { "do not include" }
+            "the search answer {} {want} ({what})",
+            if found { "lists" } else { "does not mention" }
         ),
-        format!("{key} = {got:?}"),
+        format!("answer = {}", crate::show::compact(body)),
     )
 }
 
@@ -52,21 +67,20 @@ async fn human_text(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
     let tok = token(cx);
-    let t = cx.thread_id();
-    let env = cx.signed_message(
+    let t = cx.data.thread_id();
+    let env = cx.data.signed_message(
         &alice,
         &t,
         None,
         &[&bob],
         &format!("the word {tok} is here"),
     );
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_status(i, 201)?;
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_created(i)?;
     let body = search(cx, &bob, &tok).await?;
     expect_found(
         cx,
         &body,
-        "envelopes",
         env["id"].as_str().unwrap_or(""),
         true,
         "cleartext content.human.text is searchable, v1.1 §16.6",
@@ -77,14 +91,16 @@ async fn human_text(cx: &mut Ctx) -> Verdict {
 async fn structured(cx: &mut Ctx) -> Result<(Ident, String, String, String), Finding> {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
-    let intent = format!("{}.ping@v1", token(cx));
+    let intent = format!("message.{}@v1", token(cx));
     let param = token(cx);
-    let t = cx.thread_id();
-    let mut env = cx.message(&alice, &t, None, &[&bob], "structured request");
+    let t = cx.data.thread_id();
+    let mut env = cx
+        .data
+        .message(&alice, &t, None, &[&bob], "structured request");
     env["content"]["structured"] = json!({"intent": intent, "parameters": {"note": param}});
     alice.sign(&mut env);
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_status(i, 201)?;
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_created(i)?;
     Ok((
         bob,
         env["id"].as_str().unwrap_or("").to_owned(),
@@ -99,7 +115,6 @@ async fn intent(cx: &mut Ctx) -> Verdict {
     expect_found(
         cx,
         &body,
-        "envelopes",
         &id,
         true,
         "content.structured.intent is searchable, v1.1 §16.6",
@@ -112,7 +127,6 @@ async fn parameters(cx: &mut Ctx) -> Verdict {
     expect_found(
         cx,
         &body,
-        "envelopes",
         &id,
         true,
         "content.structured parameters are searchable, v1.1 §16.6",
@@ -126,15 +140,15 @@ async fn described_thread(cx: &mut Ctx) -> Result<(Ident, Ident, String, String,
     let (t, _) = cx.start_thread(&alice, &[&bob]).await?;
     let subject = token(cx);
     let label = token(cx);
-    let mut op = cx.op(
+    let mut op = cx.data.op(
         &alice,
         &t,
         "thread.update@v1",
         json!({"subject": format!("Subject {subject}"), "labels": [label]}),
     );
     alice.sign(&mut op);
-    let i = cx.send(&alice, &op).await?;
-    cx.expect_status(i, 201)?;
+    let i = cx.net.send(&alice, &op).await?;
+    cx.net.expect_created(i)?;
     Ok((alice, bob, t, subject, label))
 }
 
@@ -144,7 +158,6 @@ async fn thread_subject(cx: &mut Ctx) -> Verdict {
     expect_found(
         cx,
         &body,
-        "threads",
         &t,
         true,
         "thread subject is searchable, v1.1 §16.6",
@@ -157,7 +170,6 @@ async fn thread_labels(cx: &mut Ctx) -> Verdict {
     expect_found(
         cx,
         &body,
-        "threads",
         &t,
         true,
         "thread labels are searchable, v1.1 §16.6",
@@ -170,7 +182,6 @@ async fn thread_participants(cx: &mut Ctx) -> Verdict {
     expect_found(
         cx,
         &body,
-        "threads",
         &t,
         true,
         "thread participants are searchable, v1.1 §16.6",
@@ -184,7 +195,7 @@ async fn audience_limited(cx: &mut Ctx) -> Verdict {
     let dave = cx.identity("dave", "human").await?;
     let (t, root) = cx.start_thread(&alice, &[&bob, &carol]).await?;
     let tok = token(cx);
-    let mut env = cx.message(
+    let mut env = cx.data.message(
         &alice,
         &t,
         root["id"].as_str(),
@@ -193,23 +204,15 @@ async fn audience_limited(cx: &mut Ctx) -> Verdict {
     );
     env["audience"] = json!({"mode": "recipients"});
     alice.sign(&mut env);
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_status(i, 201)?;
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_created(i)?;
     let id = env["id"].as_str().unwrap_or("").to_owned();
     let body = search(cx, &bob, &tok).await?;
-    expect_found(
-        cx,
-        &body,
-        "envelopes",
-        &id,
-        true,
-        "control: the recipient finds it",
-    )?;
+    expect_found(cx, &body, &id, true, "control: the recipient finds it")?;
     let body = search(cx, &carol, &tok).await?;
     expect_found(
         cx,
         &body,
-        "envelopes",
         &id,
         false,
         "a participant outside audience.mode=recipients may not read it, v1.1 §8.3",
@@ -218,7 +221,6 @@ async fn audience_limited(cx: &mut Ctx) -> Verdict {
     expect_found(
         cx,
         &body,
-        "envelopes",
         &id,
         false,
         "a non-participant may not read it, v1.1 §8.3",
@@ -230,8 +232,8 @@ async fn encrypted_not_indexed(cx: &mut Ctx) -> Verdict {
     let bob = cx.identity("bob", "human").await?;
     // Letters and digits only: valid base64url, and one token for any tokenizer.
     let cipher = token(cx);
-    let t = cx.thread_id();
-    let mut env = cx.message(&alice, &t, None, &[&bob], "");
+    let t = cx.data.thread_id();
+    let mut env = cx.data.message(&alice, &t, None, &[&bob], "");
     env["content"] = json!({
         "encrypted": true,
         "ciphertext": cipher,
@@ -240,17 +242,18 @@ async fn encrypted_not_indexed(cx: &mut Ctx) -> Verdict {
         "profile": "loom-e2ee-x25519-xchacha20-v1",
     });
     alice.sign(&mut env);
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_status(i, 201)?;
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_created(i)?;
     let clear = token(cx);
-    let reply = cx.signed_message(&alice, &t, env["id"].as_str(), &[&bob], &clear);
-    let i = cx.send(&alice, &reply).await?;
-    cx.expect_status(i, 201)?;
+    let reply = cx
+        .data
+        .signed_message(&alice, &t, env["id"].as_str(), &[&bob], &clear);
+    let i = cx.net.send(&alice, &reply).await?;
+    cx.net.expect_created(i)?;
     let body = search(cx, &bob, &clear).await?;
     expect_found(
         cx,
         &body,
-        "envelopes",
         reply["id"].as_str().unwrap_or(""),
         true,
         "control: cleartext in the same thread is found",
@@ -259,7 +262,6 @@ async fn encrypted_not_indexed(cx: &mut Ctx) -> Verdict {
     expect_found(
         cx,
         &body,
-        "envelopes",
         env["id"].as_str().unwrap_or(""),
         false,
         "encrypted content is not indexed, v1.1 §16.6",
@@ -278,7 +280,8 @@ pub const CASES: &[Case] = &[
         requirement: "A node MUST support searching cleartext content.human.text.",
         covers: &["R-16.6-01"],
         needs: NEEDS,
-        how: "Alice sends Bob a message with a case-unique word; Bob's GET /v1/search?q=word must list the envelope in `envelopes`.",
+        how: "Alice sends Bob a message with a case-unique word; Bob's GET /v1/search?q=word must list the envelope (any object of the answer whose id, or envelope_id, is the envelope's).",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-envelope-search-index"),
         run: |cx| Box::pin(human_text(cx)),
     },
@@ -290,7 +293,8 @@ pub const CASES: &[Case] = &[
         requirement: "A node MUST support searching content.structured.intent.",
         covers: &["R-16.6-02"],
         needs: NEEDS,
-        how: "A message with content.structured.intent `<unique>.ping@v1`; the recipient's search for that intent must list it.",
+        how: "A message with content.structured.intent `message.<unique>@v1`; the recipient's search for that intent must list it.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-envelope-search-index"),
         run: |cx| Box::pin(intent(cx)),
     },
@@ -303,6 +307,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-16.6-03"],
         needs: NEEDS,
         how: "A message whose content.structured.parameters hold a case-unique word; the recipient's search for it must list the envelope.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-envelope-search-index"),
         run: |cx| Box::pin(parameters(cx)),
     },
@@ -314,7 +319,8 @@ pub const CASES: &[Case] = &[
         requirement: "A node MUST support searching thread subjects.",
         covers: &["R-16.6-04"],
         needs: NEEDS,
-        how: "The owner sets the subject with thread.update@v1; a participant's search for a word of it must list the thread in `threads`.",
+        how: "The owner sets the subject with thread.update@v1; a participant's search for a word of it must list the thread (an object of the answer whose id is the thread's).",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-thread-search-index"),
         run: |cx| Box::pin(thread_subject(cx)),
     },
@@ -327,6 +333,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-16.6-05"],
         needs: NEEDS,
         how: "The owner sets a case-unique label with thread.update@v1; a participant's search for it must list the thread.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-thread-search-index"),
         run: |cx| Box::pin(thread_labels(cx)),
     },
@@ -339,6 +346,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-16.6-06"],
         needs: NEEDS,
         how: "Alice searches for Bob's address; her thread with Bob must be listed.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-thread-search-index"),
         run: |cx| Box::pin(thread_participants(cx)),
     },
@@ -351,6 +359,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-8.3-05", "R-8.3-08"],
         needs: NEEDS,
         how: "In a thread of Alice, Bob and Carol, Alice sends Bob a word with audience.mode=recipients: Bob's search finds it (control), Carol's and an outsider's do not.",
+        interpretation: None,
         mutant: Mutant::Quirk("ignore-audience"),
         run: |cx| Box::pin(audience_limited(cx)),
     },
@@ -363,6 +372,9 @@ pub const CASES: &[Case] = &[
         covers: &["R-16.6-07"],
         needs: NEEDS,
         how: "In a plain thread Alice sends Bob an encrypted-content envelope (vector shape encrypted.valid.x25519-v1, unique ciphertext) and a cleartext reply; Bob's search finds the reply's word (control) but not the ciphertext.",
+        interpretation: Some(
+            "The §16.6 MUST (\"For E2EE threads, nodes MUST NOT claim decrypted content search\") concerns E2EE threads (Level 4); in a plain thread, not indexing an encrypted-content envelope's ciphertext is a recommendation.",
+        ),
         mutant: Mutant::NotApplicable(
             "the MUST of §16.6 concerns E2EE threads (Level 4, R-16.6-07); in plain threads this is the node's indexing choice",
         ),

@@ -4,7 +4,7 @@
 
 use super::envelopes::{INVALID, invalid, remove, setup};
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ident};
+use crate::ctx::{Ctx, Ident, TestData};
 use loom_protocol::delegation::sign_delegation_link;
 use serde_json::{Value, json};
 
@@ -61,28 +61,28 @@ async fn thread_op_wrong_intent(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
     let (t, _) = cx.start_thread(&alice, &[&bob]).await?;
-    let mut op = cx.op(&alice, &t, "note.add@v1", json!({}));
+    let mut op = cx.data.op(&alice, &t, "note.add@v1", json!({}));
     alice.sign(&mut op);
-    let i = cx.send(&alice, &op).await?;
-    cx.expect_error(i, 400, "ENVELOPE_INVALID")
+    let i = cx.net.send(&alice, &op).await?;
+    cx.net.expect_code(i, "ENVELOPE_INVALID")
 }
 
 async fn to_with_fragment(cx: &mut Ctx) -> Verdict {
     let (alice, bob, mut env) = setup(cx).await?;
     env["to"][0]["identity"] = format!("{}#device-1", bob.address()).into();
     alice.sign(&mut env);
-    let i = cx.send(&alice, &env).await?;
+    let i = cx.net.send(&alice, &env).await?;
     // Refusing is the only way a node can keep the signed copy intact and fragment-free.
-    cx.expect_refused(i)
+    cx.net.expect_refused(i)
 }
 
 async fn to_mixed_case(cx: &mut Ctx) -> Verdict {
     let (alice, bob, mut env) = setup(cx).await?;
-    let mixed = Ctx::upper_case_address(bob.address());
+    let mixed = TestData::upper_case_address(bob.address());
     env["to"][0]["identity"] = mixed.into();
     alice.sign(&mut env);
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_refused(i)
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_refused(i)
 }
 
 async fn omitted_audience_is_thread(cx: &mut Ctx) -> Verdict {
@@ -90,14 +90,16 @@ async fn omitted_audience_is_thread(cx: &mut Ctx) -> Verdict {
     let bob = cx.identity("bob", "human").await?;
     let carol = cx.identity("carol", "human").await?;
     let (t, root) = cx.start_thread(&alice, &[&bob, &carol]).await?;
-    let mut env = cx.message(&alice, &t, root["id"].as_str(), &[&bob], "to bob only");
+    let mut env = cx
+        .data
+        .message(&alice, &t, root["id"].as_str(), &[&bob], "to bob only");
     remove(&mut env, "audience");
     alice.sign(&mut env);
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_status(i, 201)?;
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_created(i)?;
     let path = format!("/v1/envelopes/{}", env["id"].as_str().unwrap_or_default());
-    let i = cx.get(&path, &carol.token).await?;
-    cx.expect_status(i, 200)
+    let i = cx.net.get(&path, &carol.token).await?;
+    cx.net.expect_ok(i)
 }
 
 async fn lone_surrogate(cx: &mut Ctx) -> Verdict {
@@ -108,6 +110,7 @@ async fn lone_surrogate(cx: &mut Ctx) -> Verdict {
     let text = serde_json::to_string(&env).unwrap_or_default();
     let text = text.replacen("bad \u{FFFD} text", "bad \\ud800 text", 1);
     let i = cx
+        .net
         .exchange(
             "POST",
             "/v1/envelopes",
@@ -116,14 +119,40 @@ async fn lone_surrogate(cx: &mut Ctx) -> Verdict {
             Some(&alice.token),
         )
         .await?;
-    cx.expect_error(i, 400, "ENVELOPE_INVALID")
+    cx.net.expect_refused_with(
+        i,
+        &["ENVELOPE_INVALID", "SIGNATURE_INVALID"],
+        "JSON text with a lone surrogate is not valid (RFC 8785 §3.2.2.2), so it fails the form (ENVELOPE_INVALID) and cannot be verified (SIGNATURE_INVALID)",
+    )
+}
+
+async fn lone_surrogate_code(cx: &mut Ctx) -> Verdict {
+    let (alice, _, mut env) = setup(cx).await?;
+    env["content"]["human"]["text"] = "bad \u{FFFD} text".into();
+    alice.sign(&mut env);
+    let text = serde_json::to_string(&env).unwrap_or_default();
+    let text = text.replacen("bad \u{FFFD} text", "bad \\ud800 text", 1);
+    let i = cx
+        .net
+        .exchange(
+            "POST",
+            "/v1/envelopes",
+            &[],
+            Some(text.into_bytes()),
+            Some(&alice.token),
+        )
+        .await?;
+    cx.net.expect_code(i, "ENVELOPE_INVALID")
 }
 
 async fn envelope_not_found(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
-    let id = cx.envelope_id();
-    let i = cx.get(&format!("/v1/envelopes/{id}"), &alice.token).await?;
-    cx.expect_error(i, 404, "ENVELOPE_NOT_FOUND")
+    let id = cx.data.envelope_id();
+    let i = cx
+        .net
+        .get(&format!("/v1/envelopes/{id}"), &alice.token)
+        .await?;
+    cx.net.expect_code(i, "ENVELOPE_NOT_FOUND")
 }
 
 /// A human, an agent and a signed root link delegating `scope` to the agent.
@@ -134,7 +163,7 @@ async fn delegated(cx: &mut Ctx, scope: Value) -> Result<(Ident, Ident, Value), 
         "delegator": alice.address(),
         "delegate": bot.address(),
         "scope": scope,
-        "created_at": cx.now(),
+        "created_at": cx.data.now(),
         "expires_at": "2099-01-01T00:00:00Z",
         "revocable": true,
         "allow_sub_delegation": false,
@@ -145,8 +174,8 @@ async fn delegated(cx: &mut Ctx, scope: Value) -> Result<(Ident, Ident, Value), 
 
 /// A message from the agent to the human carrying `link` as its chain, signed by the agent.
 fn agent_message(cx: &mut Ctx, alice: &Ident, bot: &Ident, link: &Value, text: &str) -> Value {
-    let t = cx.thread_id();
-    let mut env = cx.message(bot, &t, None, &[alice], text);
+    let t = cx.data.thread_id();
+    let mut env = cx.data.message(bot, &t, None, &[alice], text);
     env["from"]["delegation_chain"] = json!([link]);
     bot.sign(&mut env);
     env
@@ -156,67 +185,50 @@ async fn agent_envelope_tampered(cx: &mut Ctx) -> Verdict {
     let (alice, bot, link) = delegated(cx, json!(["*"])).await?;
     // Control: the same agent and chain, signed correctly, are accepted.
     let env = agent_message(cx, &alice, &bot, &link, "from an agent");
-    let i = cx.send(&bot, &env).await?;
-    cx.expect_status(i, 201)?;
+    let i = cx.net.send(&bot, &env).await?;
+    cx.net.expect_created(i)?;
     let mut env = agent_message(cx, &alice, &bot, &link, "original");
     env["content"]["human"]["text"] = "altered after signing".into();
-    let i = cx.send(&bot, &env).await?;
-    cx.expect_error(i, 401, "SIGNATURE_INVALID")
+    let i = cx.net.send(&bot, &env).await?;
+    cx.net.expect_code(i, "SIGNATURE_INVALID")
 }
 
 async fn malformed_scope(cx: &mut Ctx) -> Verdict {
     let (alice, bot, link) = delegated(cx, json!(["*"])).await?;
     let env = agent_message(cx, &alice, &bot, &link, "control");
-    let i = cx.send(&bot, &env).await?;
-    cx.expect_status(i, 201)?;
+    let i = cx.net.send(&bot, &env).await?;
+    cx.net.expect_created(i)?;
     // `*` still allows the action; only the second scope's syntax is wrong.
     let (alice, bot, link) = delegated(cx, json!(["*", "Message..Send"])).await?;
     let env = agent_message(cx, &alice, &bot, &link, "malformed scope");
-    let i = cx.send(&bot, &env).await?;
-    cx.expect_error(i, 403, "DELEGATION_INVALID")
+    let i = cx.net.send(&bot, &env).await?;
+    cx.net.expect_code(i, "DELEGATION_INVALID")
 }
 
 async fn event_ids_prefixed(cx: &mut Ctx) -> Verdict {
     let (alice, bob, env) = setup(cx).await?;
     let mut env = env;
     alice.sign(&mut env);
-    let i = cx.send(&alice, &env).await?;
-    cx.expect_status(i, 201)?;
-    let evs = cx.events(&bob, None).await?;
-    cx.expect_that(
+    let i = cx.net.send(&alice, &env).await?;
+    cx.net.expect_created(i)?;
+    let evs = cx.net.events(&bob, None).await?;
+    cx.net.expect_that(
         !evs.is_empty(),
         "at least one event for the recipient of a new envelope",
         "no events",
     )?;
     for e in &evs {
-        let id = e["id"].as_str().or_else(|| e["event_id"].as_str());
+        let id = crate::ctx::shapes::event_id(e);
         let ok = id
             .and_then(|s| s.strip_prefix("evt_"))
             .is_some_and(|u| u.len() == 26 && u.bytes().all(|b| b.is_ascii_alphanumeric()));
-        cx.expect_that(
+        cx.net.expect_that(
             ok,
             "every event id is evt_ + a 26-character ULID (v1.1 §8.4)",
             format!("event id {id:?}"),
         )?;
     }
     Ok(())
-}
-
-macro_rules! invalid_case {
-    ($id:literal, $spec:expr, $covers:expr, $req:literal, $how:literal, $f:ident) => {
-        Case {
-            id: $id,
-            level: 1,
-            strength: Strength::Must,
-            spec: $spec,
-            requirement: $req,
-            covers: $covers,
-            needs: P,
-            how: concat!($how, "; the envelope is otherwise valid and correctly signed; expect 400 ENVELOPE_INVALID."),
-            mutant: INVALID,
-            run: |cx| Box::pin($f(cx)),
-        }
-    };
 }
 
 /// Structure cases.
@@ -256,7 +268,7 @@ pub const CASES: &[Case] = &[
     invalid_case!(
         "core.structure.id.wrong-prefix",
         &["v1.1 §8.4", "v1.1 §8.2"],
-        &["R-8.4-01", "R-8.4-02", "R-8.2-02", "R-24.2-01"],
+        &["R-8.4-02", "R-8.4-01", "R-8.2-02", "R-24.2-01"],
         "Envelope IDs MUST use the prefix env_; a node refuses an envelope whose id has another prefix.",
         "Give a message the id thr_<ULID>",
         id_wrong_prefix
@@ -264,7 +276,7 @@ pub const CASES: &[Case] = &[
     invalid_case!(
         "core.structure.thread-id.wrong-prefix",
         &["v1.1 §8.4", "v1.1 §8.2"],
-        &["R-8.4-01", "R-8.4-03", "R-8.2-03", "R-24.2-01"],
+        &["R-8.4-03", "R-8.4-01", "R-8.2-03", "R-24.2-01"],
         "Thread IDs MUST use the prefix thr_; a node refuses an envelope whose thread_id has another prefix.",
         "Give a message the thread_id env_<ULID>",
         thread_id_wrong_prefix
@@ -310,6 +322,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-9.2-07", "R-24.2-01"],
         needs: P,
         how: "The owner of a fresh thread sends a correctly signed thread_op with intent note.add@v1; expect 400 ENVELOPE_INVALID.",
+        interpretation: None,
         mutant: INVALID,
         run: |cx| Box::pin(thread_op_wrong_intent(cx)),
     },
@@ -322,6 +335,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-6.1-03"],
         needs: P,
         how: "Sign a message whose primary recipient is bob's address + #device-1; expect a 4xx refusal with a §24.1 body (accepting it would deliver the fragment, since the signed copy cannot be changed).",
+        interpretation: None,
         mutant: INVALID,
         run: |cx| Box::pin(to_with_fragment(cx)),
     },
@@ -334,6 +348,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-6.1-05"],
         needs: P,
         how: "Sign a message whose primary recipient is bob's address with its first letter upper-cased; expect a 4xx refusal with a §24.1 body (the signed copy cannot be lowercased).",
+        interpretation: None,
         mutant: INVALID,
         run: |cx| Box::pin(to_mixed_case(cx)),
     },
@@ -346,6 +361,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-8.2-12"],
         needs: P,
         how: "Alice starts a thread with Bob and Carol; she replies to Bob only without audience (201); Carol GETs the reply: 200.",
+        interpretation: None,
         mutant: Mutant::Quirk("omitted-audience-as-recipients"),
         run: |cx| Box::pin(omitted_audience_is_thread(cx)),
     },
@@ -357,9 +373,25 @@ pub const CASES: &[Case] = &[
         requirement: "Lone surrogate code points MUST be rejected.",
         covers: &["R-7.2-07", "R-24.2-01"],
         needs: P,
-        how: "Sign a message whose text holds U+FFFD, then send its JSON text with that character written \\ud800 (a lone surrogate escape); expect 400 ENVELOPE_INVALID.",
+        how: "Sign a message whose text holds U+FFFD, then send its JSON text with that character written \\ud800 (a lone surrogate escape); expect 400 ENVELOPE_INVALID or 401 SIGNATURE_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("accept-lone-surrogates"),
         run: |cx| Box::pin(lone_surrogate(cx)),
+    },
+    Case {
+        id: "core.structure.json.lone-surrogate.code",
+        level: 1,
+        strength: Strength::Should,
+        spec: &["v1.1 §24.2", "v1.1 §7.2"],
+        requirement: "A body with a lone surrogate escape should be refused with 400 ENVELOPE_INVALID.",
+        covers: &["R-24.2-01", "R-7.2-07"],
+        needs: P,
+        how: "Sign a message whose text holds U+FFFD, send its JSON text with that character written as a lone surrogate escape; expect 400 ENVELOPE_INVALID.",
+        interpretation: Some(
+            "§7.2 requires the rejection without naming a code; the text is not valid JSON for a signed form, so ENVELOPE_INVALID is recommended and SIGNATURE_INVALID also passes the MUST case.",
+        ),
+        mutant: Mutant::Quirk("accept-lone-surrogates"),
+        run: |cx| Box::pin(lone_surrogate_code(cx)),
     },
     Case {
         id: "core.structure.envelope.not-found",
@@ -370,6 +402,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-24.2-10"],
         needs: P,
         how: "GET /v1/envelopes/{a fresh env_ id}; expect 404 ENVELOPE_NOT_FOUND with a §24.1 body.",
+        interpretation: None,
         mutant: Mutant::Quirk("bare-error-bodies"),
         run: |cx| Box::pin(envelope_not_found(cx)),
     },
@@ -382,6 +415,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-8.4-07", "R-8.4-01"],
         needs: &[Need::Provisioning, Need::Events],
         how: "Alice sends Bob a message; every event in Bob's GET /v1/events has an id of the form evt_ + 26-character ULID.",
+        interpretation: None,
         mutant: Mutant::Quirk("unprefixed-event-ids"),
         run: |cx| Box::pin(event_ids_prefixed(cx)),
     },
@@ -394,6 +428,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-13.3-01", "R-24.2-02"],
         needs: AGENT,
         how: "A human delegates * to a fresh agent; the agent's signed message with that chain is accepted (201); a second one altered after signing gets 401 SIGNATURE_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("accept-bad-signature"),
         run: |cx| Box::pin(agent_envelope_tampered(cx)),
     },
@@ -406,6 +441,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-13.2-01", "R-24.2-03"],
         needs: AGENT,
         how: "Control: an agent message under a root link with scope [*] is accepted (201). Then a link with scope [*, Message..Send] (upper case, empty segment): expect 403 DELEGATION_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("skip-delegation-check"),
         run: |cx| Box::pin(malformed_scope(cx)),
     },

@@ -3,26 +3,28 @@
 //! the "refused without leaking" check.
 
 use crate::case::{Finding, Verdict};
-use crate::ctx::{Ctx, Ident};
+use crate::ctx::{Ctx, Ex, Ident, shapes};
 use serde_json::{Value, json};
 
 /// `GET /v1/threads/{t}` as `who`; must be 200.
 pub async fn thread_obj(cx: &mut Ctx, who: &Ident, t: &str) -> Result<Value, Finding> {
-    let i = cx.get(&format!("/v1/threads/{t}"), &who.token).await?;
-    cx.body_of(i, 200)
+    let i = cx.net.get(&format!("/v1/threads/{t}"), &who.token).await?;
+    cx.net.ok_body(i)
 }
 
 /// `GET /v1/threads/{t}/envelopes` as `who`; must be 200; the `envelopes` array.
 pub async fn thread_envelopes(cx: &mut Ctx, who: &Ident, t: &str) -> Result<Vec<Value>, Finding> {
     let i = cx
+        .net
         .get(&format!("/v1/threads/{t}/envelopes"), &who.token)
         .await?;
-    let body = cx.body_of(i, 200)?;
-    let list = body["envelopes"].as_array().cloned();
-    cx.expect_that(
+    let body = cx.net.ok_body(i)?;
+    let list = shapes::list(&body, &["envelopes"]);
+    cx.net.expect_at(
+        i,
         list.is_some(),
-        "an `envelopes` array (v1.1 §16.2)",
-        crate::ctx::preview(&cx.t(i).response_body),
+        "a list of envelopes (the body, or its envelopes member; v1.1 §16.2)",
+        crate::show::preview(&cx.net.transcript(i).response_body),
     )?;
     Ok(list.unwrap_or_default())
 }
@@ -44,22 +46,23 @@ pub async fn send_op(
     t: &str,
     intent: &str,
     params: Value,
-) -> Result<usize, Finding> {
-    let mut e = cx.op(who, t, intent, params);
+) -> Result<Ex, Finding> {
+    let mut e = cx.data.op(who, t, intent, params);
     who.sign(&mut e);
-    cx.send(who, &e).await
+    cx.net.send(who, &e).await
 }
 
 /// `send_op` that must be accepted (201).
 pub async fn op_ok(cx: &mut Ctx, who: &Ident, t: &str, intent: &str, params: Value) -> Verdict {
     let i = send_op(cx, who, t, intent, params).await?;
-    cx.expect_status(i, 201)
+    cx.net.expect_created(i)
 }
 
 /// The thread's `state` as seen by `who` must be `want`.
 pub async fn expect_state(cx: &mut Ctx, who: &Ident, t: &str, want: &str) -> Verdict {
     let th = thread_obj(cx, who, t).await?;
-    cx.expect_eq("thread.state (v1.1 §10.1)", &json!(want), &th["state"])
+    cx.net
+        .expect_eq("thread.state (v1.1 §10.1)", &json!(want), &th["state"])
 }
 
 /// Sends a signed message from `who` replying to `parent`; returns (exchange, envelope).
@@ -70,15 +73,15 @@ pub async fn reply(
     parent: Option<&str>,
     to: &[&Ident],
     text: &str,
-) -> Result<(usize, Value), Finding> {
-    let e = cx.signed_message(who, t, parent, to, text);
-    let i = cx.send(who, &e).await?;
+) -> Result<(Ex, Value), Finding> {
+    let e = cx.data.signed_message(who, t, parent, to, text);
+    let i = cx.net.send(who, &e).await?;
     Ok((i, e))
 }
 
 /// A fresh `cap_` id (ULID from the case's id generator).
 pub fn cap_id(cx: &mut Ctx) -> String {
-    cx.envelope_id().replacen("env_", "cap_", 1)
+    cx.data.envelope_id().replacen("env_", "cap_", 1)
 }
 
 /// What a capability token grants.
@@ -116,7 +119,7 @@ pub fn token(cx: &mut Ctx, issuer: &Ident, holder: &Ident, g: &Grant<'_>) -> Val
         "id": cap_id(cx),
         "issued_by": issuer.address(),
         "issued_to": holder.address(),
-        "created_at": cx.now(),
+        "created_at": cx.data.now(),
         "expires_at": g.expires_at,
         "single_use": g.single_use,
         "epoch": g.epoch,
@@ -139,27 +142,27 @@ pub async fn op_with_token(
     intent: &str,
     mut params: Value,
     token: &Value,
-) -> Result<usize, Finding> {
+) -> Result<Ex, Finding> {
     params["capability_token"] = token.clone();
     send_op(cx, who, t, intent, params).await
 }
 
 /// Exchange `i` must be a refusal (4xx with a §24.1 body) that does not contain `secret`.
-pub fn expect_refused_without(cx: &Ctx, i: usize, secret: &str, what: &str) -> Verdict {
-    let t = cx.t(i);
-    let body = String::from_utf8_lossy(&t.response_body).into_owned();
+pub fn expect_refused_without(cx: &Ctx, i: Ex, secret: &str, what: &str) -> Verdict {
+    let t = cx.net.transcript(i);
+    let body = cx.net.text(i);
     if !(400..500).contains(&t.status) || body.contains(secret) {
         return Err(Finding::Fail {
             expected: format!("a 4xx §24.1 error that does not reveal {what}"),
             actual: format!(
                 "HTTP {}: {}",
                 t.status,
-                crate::ctx::preview(&t.response_body)
+                crate::show::preview(&t.response_body)
             ),
             decisive: Some(i),
         });
     }
-    cx.expect_error_shape(i)
+    cx.net.expect_error_shape(i)
 }
 
 /// The participant entry for `who` in a thread object, if any.

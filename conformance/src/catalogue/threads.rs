@@ -1,11 +1,12 @@
 //! Threads and the envelope DAG (v1.1 §10.1–§10.3, §10.5, §10.7, §11.6, §16.2).
 
+use super::envelopes::stored;
 use super::thread_kit::{
-    expect_refused_without, has_id, id_of, is_current, participant, reply, send_op, senders_for,
-    thread_envelopes, thread_obj,
+    expect_refused_without, id_of, is_current, participant, reply, senders_for, thread_envelopes,
+    thread_obj,
 };
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
-use crate::ctx::{Ctx, Ident};
+use crate::ctx::{Ctx, Ident, shapes, skip};
 use loom_protocol::Timestamp;
 use serde_json::{Value, json};
 
@@ -14,36 +15,41 @@ async fn object_after_creation(cx: &mut Ctx) -> Verdict {
     let bob = cx.identity("bob", "human").await?;
     let (t, root) = cx.start_thread(&alice, &[&bob]).await?;
     let th = thread_obj(cx, &alice, &t).await?;
-    cx.expect_eq("thread.id", &json!(t), &th["id"])?;
-    cx.expect_eq("thread.state", &json!("active"), &th["state"])?;
-    cx.expect_eq(
+    cx.net.expect_eq("thread.id", &json!(t), &th["id"])?;
+    cx.net
+        .expect_eq("thread.state", &json!("active"), &th["state"])?;
+    cx.net.expect_eq(
         "thread.root_envelope_id",
         &root["id"],
         &th["root_envelope_id"],
     )?;
-    cx.expect_eq("thread.cap_epoch (v1.1 §12.3)", &json!(0), &th["cap_epoch"])?;
+    cx.net
+        .expect_eq("thread.cap_epoch (v1.1 §12.3)", &json!(0), &th["cap_epoch"])?;
     for m in ["created_at", "updated_at"] {
-        cx.expect_that(
+        cx.net.expect_that(
             th[m].as_str().is_some_and(|s| Timestamp::parse(s).is_ok()),
             format!("thread.{m} is an ISO 8601 time (v1.1 §10.1)"),
             format!("thread.{m} = {}", th[m]),
         )?;
     }
-    cx.expect_that(
+    cx.net.expect_that(
         th["labels"].is_array(),
         "thread.labels is an array (v1.1 §10.1)",
-        format!("thread.labels = {}", th["labels"]),
+        format!("thread.labels = {}", crate::show::compact(&th["labels"])),
     )?;
     let owner = participant(&th, &alice).cloned().unwrap_or(Value::Null);
-    cx.expect_eq(
+    cx.net.expect_eq(
         "role of the root's sender in thread.participants",
         &json!("owner"),
         &owner["role"],
     )?;
-    cx.expect_that(
+    cx.net.expect_that(
         is_current(&th, &alice),
         "the owner is a current participant (left_at null)",
-        format!("participants = {}", th["participants"]),
+        format!(
+            "participants = {}",
+            crate::show::compact(&th["participants"])
+        ),
     )
 }
 
@@ -51,34 +57,37 @@ async fn non_participant_sees_nothing(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
     let mallory = cx.identity("mallory", "human").await?;
-    let t = cx.thread_id();
+    let t = cx.data.thread_id();
     let secret = format!("secret-{}", &t[4..]);
-    let root = cx.signed_message(&alice, &t, None, &[&bob], &secret);
-    let i = cx.send(&alice, &root).await?;
-    cx.expect_status(i, 201)?;
+    let root = cx.data.signed_message(&alice, &t, None, &[&bob], &secret);
+    let i = cx.net.send(&alice, &root).await?;
+    cx.net.expect_created(i)?;
     // Participants list it.
     for who in [&alice, &bob] {
-        let i = cx.get("/v1/threads?limit=100", &who.token).await?;
-        let body = cx.body_of(i, 200)?;
-        let listed = body["threads"]
-            .as_array()
+        let i = cx.net.get("/v1/threads?limit=100", &who.token).await?;
+        let body = cx.net.ok_body(i)?;
+        let listed = shapes::list(&body, &["threads"])
             .is_some_and(|a| a.iter().any(|x| x["id"].as_str() == Some(&t)));
-        cx.expect_that(
+        cx.net.expect_that(
             listed,
             format!("GET /v1/threads as participant {} lists {t}", who.address()),
-            "the thread is not listed",
+            format!("the thread is not listed: {}", crate::show::compact(&body)),
         )?;
     }
-    let i = cx.get("/v1/threads?limit=100", &mallory.token).await?;
-    let body = cx.body_of(i, 200)?;
-    cx.expect_that(
-        !String::from_utf8_lossy(&cx.t(i).response_body).contains(&t),
+    let i = cx.net.get("/v1/threads?limit=100", &mallory.token).await?;
+    let body = cx.net.ok_body(i)?;
+    cx.net.expect_that(
+        !cx.net.text(i).contains(&t),
         "GET /v1/threads as a non-participant does not list the thread",
-        format!("threads = {}", body["threads"]),
+        format!("the listing mentions {t}: {}", crate::show::compact(&body)),
     )?;
-    let i = cx.get(&format!("/v1/threads/{t}"), &mallory.token).await?;
+    let i = cx
+        .net
+        .get(&format!("/v1/threads/{t}"), &mallory.token)
+        .await?;
     expect_refused_without(cx, i, &id_of(&root), "the thread object")?;
     let i = cx
+        .net
         .get(&format!("/v1/threads/{t}/envelopes"), &mallory.token)
         .await?;
     expect_refused_without(cx, i, &secret, "the thread's envelopes")
@@ -90,14 +99,20 @@ async fn participants_not_inferred(cx: &mut Ctx) -> Verdict {
     let carol = cx.identity("carol", "human").await?;
     let (t, root) = cx.start_thread(&alice, &[&bob]).await?;
     let (i, _) = reply(cx, &alice, &t, root["id"].as_str(), &[&bob, &carol], "fyi").await?;
-    cx.expect_status(i, 201)?;
+    cx.net.expect_created(i)?;
     let th = thread_obj(cx, &alice, &t).await?;
-    cx.expect_that(
+    cx.net.expect_that(
         !is_current(&th, &carol),
         "a recipient of a non-root envelope is not made a participant (v1.1 §10.5)",
-        format!("participants = {}", th["participants"]),
+        format!(
+            "participants = {}",
+            crate::show::compact(&th["participants"])
+        ),
     )?;
-    let i = cx.get(&format!("/v1/threads/{t}"), &carol.token).await?;
+    let i = cx
+        .net
+        .get(&format!("/v1/threads/{t}"), &carol.token)
+        .await?;
     expect_refused_without(cx, i, &id_of(&root), "the thread object")
 }
 
@@ -106,8 +121,8 @@ async fn participants_not_inferred(cx: &mut Ctx) -> Verdict {
 async fn build_dag(cx: &mut Ctx) -> Result<(Ident, String, Vec<Value>), Finding> {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
-    let t = cx.thread_id();
-    let at = |cx: &Ctx, s: i64| cx.now_plus_ms(-s * 1000);
+    let t = cx.data.thread_id();
+    let at = |cx: &Ctx, s: i64| cx.data.now_plus_ms(-s * 1000);
     let mut sent: Vec<Value> = Vec::new();
     let plan: [(&str, Option<usize>, i64); 5] = [
         ("R", None, 60),
@@ -118,11 +133,13 @@ async fn build_dag(cx: &mut Ctx) -> Result<(Ident, String, Vec<Value>), Finding>
     ];
     for (name, parent, ago) in plan {
         let parent_id = parent.map(|p| id_of(&sent[p]));
-        let mut e = cx.message(&alice, &t, parent_id.as_deref(), &[&bob], name);
+        let mut e = cx
+            .data
+            .message(&alice, &t, parent_id.as_deref(), &[&bob], name);
         e["created_at"] = at(cx, ago).into();
         alice.sign(&mut e);
-        let i = cx.send(&alice, &e).await?;
-        cx.expect_status(i, 201)?;
+        let i = cx.net.send(&alice, &e).await?;
+        cx.net.expect_created(i)?;
         sent.push(e);
     }
     Ok((alice, t, sent))
@@ -134,14 +151,15 @@ async fn envelopes_as_signed(cx: &mut Ctx) -> Verdict {
     for e in &sent {
         let id = id_of(e);
         let Some(g) = got.iter().find(|g| g["id"].as_str() == Some(&id)) else {
-            return cx.expect_that(
+            return cx.net.expect_that(
                 false,
                 format!("GET /v1/threads/{{id}}/envelopes returns {id}"),
                 "it is missing",
             );
         };
         for f in ["parent_id", "created_at", "signature"] {
-            cx.expect_eq(&format!("{id}.{f} (as signed)"), &e[f], &g[f])?;
+            cx.net
+                .expect_eq(&format!("{id}.{f} (as signed)"), &e[f], &g[f])?;
         }
     }
     Ok(())
@@ -155,10 +173,12 @@ async fn rendering_order(cx: &mut Ctx) -> Verdict {
     for e in &sent {
         let id = id_of(e);
         let Some(me) = pos(&id) else {
-            return cx.expect_that(false, format!("{id} is returned"), "missing");
+            return cx
+                .net
+                .expect_that(false, format!("{id} is returned"), "missing");
         };
         if let Some(p) = e["parent_id"].as_str() {
-            cx.expect_that(
+            cx.net.expect_that(
                 pos(p).is_some_and(|pp| pp < me),
                 "every parent before its children (v1.1 §10.3 topological order)",
                 format!("order = {order:?}"),
@@ -169,7 +189,7 @@ async fn rendering_order(cx: &mut Ctx) -> Verdict {
     let (a, b, c) = (id_of(&sent[3]), id_of(&sent[1]), id_of(&sent[4]));
     let (first, second) = if a < c { (&a, &c) } else { (&c, &a) };
     let (p1, p2, p3) = (pos(first), pos(second), pos(&b));
-    cx.expect_that(
+    cx.net.expect_that(
         p1 < p2 && p2 < p3,
         format!("siblings by created_at then id: {first}, {second}, {b} (v1.1 §10.3)"),
         format!("order = {order:?}"),
@@ -180,19 +200,23 @@ async fn pending_parent(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
     let (t, _) = cx.start_thread(&alice, &[&bob]).await?;
-    let missing = cx.envelope_id();
+    let missing = cx.data.envelope_id();
     let (i, e) = reply(cx, &bob, &t, Some(&missing), &[&alice], "out of order").await?;
-    let stored = cx.body_of(i, 201)?;
-    cx.expect_eq(
-        "meta.pending_parent of an envelope whose parent is missing (v1.1 §10.2)",
-        &json!(true),
-        &stored["meta"]["pending_parent"],
-    )?;
+    cx.net.created_body(i)?;
     let got = thread_envelopes(cx, &alice, &t).await?;
-    cx.expect_that(
-        has_id(&got, &id_of(&e)),
+    let listed = got
+        .iter()
+        .find(|g| g["id"].as_str() == Some(&id_of(&e)))
+        .cloned();
+    cx.net.expect_that(
+        listed.is_some(),
         "the orphan stays in the thread (v1.1 §10.2 orphan handling)",
         "it is not listed",
+    )?;
+    cx.net.expect_eq(
+        "meta.pending_parent of the listed envelope whose parent is missing (v1.1 §10.2)",
+        &json!(true),
+        &listed.map_or(Value::Null, |l| l["meta"]["pending_parent"].clone()),
     )
 }
 
@@ -200,11 +224,11 @@ async fn self_parent(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
     let (t, _) = cx.start_thread(&alice, &[&bob]).await?;
-    let mut e = cx.message(&alice, &t, None, &[&bob], "my own parent");
+    let mut e = cx.data.message(&alice, &t, None, &[&bob], "my own parent");
     e["parent_id"] = e["id"].clone();
     alice.sign(&mut e);
-    let i = cx.send(&alice, &e).await?;
-    cx.expect_error(i, 400, "ENVELOPE_INVALID")
+    let i = cx.net.send(&alice, &e).await?;
+    cx.net.expect_code(i, "ENVELOPE_INVALID")
 }
 
 /// §10.2: one parent. A reply naming two parents in a `parent_id` list is refused.
@@ -213,12 +237,12 @@ async fn single_parent(cx: &mut Ctx) -> Verdict {
     let bob = cx.identity("bob", "human").await?;
     let (t, root) = cx.start_thread(&alice, &[&bob]).await?;
     let (i, second) = reply(cx, &alice, &t, root["id"].as_str(), &[&bob], "second").await?;
-    cx.expect_status(i, 201)?;
-    let mut e = cx.message(&alice, &t, None, &[&bob], "two parents");
+    cx.net.expect_created(i)?;
+    let mut e = cx.data.message(&alice, &t, None, &[&bob], "two parents");
     e["parent_id"] = json!([root["id"], second["id"]]);
     alice.sign(&mut e);
-    let i = cx.send(&alice, &e).await?;
-    cx.expect_error(i, 400, "ENVELOPE_INVALID")
+    let i = cx.net.send(&alice, &e).await?;
+    cx.net.expect_code(i, "ENVELOPE_INVALID")
 }
 
 /// §11.6 SHOULD: an envelope created on this node carries `meta.origin_event_seq`, which
@@ -228,14 +252,14 @@ async fn origin_event_seq(cx: &mut Ctx) -> Verdict {
     let bob = cx.identity("bob", "human").await?;
     let (t, root) = cx.start_thread(&alice, &[&bob]).await?;
     let (i, _) = reply(cx, &alice, &t, root["id"].as_str(), &[&bob], "local").await?;
-    let body = cx.body_of(i, 201)?;
+    let body = stored(&cx.net.created_body(i)?);
     let origin = body.pointer("/meta/origin_event_seq").cloned();
-    cx.expect_that(
+    cx.net.expect_that(
         origin.as_ref().is_some_and(Value::is_u64),
         "meta.origin_event_seq (an integer) on a locally created envelope (v1.1 §11.6)",
-        format!("meta = {}", body["meta"]),
+        format!("meta = {}", crate::show::compact(&body["meta"])),
     )?;
-    cx.expect_eq(
+    cx.net.expect_eq(
         "meta.origin_event_seq of a local envelope (its own event_seq)",
         &body["meta"]["event_seq"],
         &origin.unwrap_or(Value::Null),
@@ -246,14 +270,16 @@ async fn cycle(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
     let (t, _) = cx.start_thread(&alice, &[&bob]).await?;
-    let a_id = cx.envelope_id();
+    let a_id = cx.data.envelope_id();
     let (i, b) = reply(cx, &alice, &t, Some(&a_id), &[&bob], "child of a").await?;
-    cx.expect_status(i, 201)?;
-    let mut a = cx.message(&alice, &t, b["id"].as_str(), &[&bob], "a, child of b");
+    cx.net.expect_created(i)?;
+    let mut a = cx
+        .data
+        .message(&alice, &t, b["id"].as_str(), &[&bob], "a, child of b");
     a["id"] = a_id.into();
     alice.sign(&mut a);
-    let i = cx.send(&alice, &a).await?;
-    cx.expect_error(i, 400, "ENVELOPE_INVALID")
+    let i = cx.net.send(&alice, &a).await?;
+    cx.net.expect_code(i, "ENVELOPE_INVALID")
 }
 
 async fn pending_parents_limit(cx: &mut Ctx) -> Verdict {
@@ -262,7 +288,7 @@ async fn pending_parents_limit(cx: &mut Ctx) -> Verdict {
         .capability("/limits/max_pending_parents")
         .and_then(Value::as_u64);
     let Some(limit) = limit.filter(|l| (1..=1000).contains(l)) else {
-        return cx.skip(format!(
+        return skip(format!(
             "limits.max_pending_parents = {} in /v1/protocol/capabilities: not a limit the harness can reach quickly (1–1000)",
             limit.map_or("absent".into(), |l| l.to_string())
         ));
@@ -270,48 +296,59 @@ async fn pending_parents_limit(cx: &mut Ctx) -> Verdict {
     let all = senders_for(cx, limit + 2, &format!("max_pending_parents = {limit}")).await?;
     let alice = &all[0];
     let to: Vec<&Ident> = all[1..].iter().collect();
-    let t = cx.thread_id();
-    let root = cx.signed_message(alice, &t, None, &to, "root");
-    let i = cx.send(alice, &root).await?;
-    cx.expect_status(i, 201)?;
+    let t = cx.data.thread_id();
+    let root = cx.data.signed_message(alice, &t, None, &to, "root");
+    let i = cx.net.send(alice, &root).await?;
+    cx.net.expect_created(i)?;
     for n in 0..limit {
         let who = &all[usize::try_from(n).unwrap_or(0) % all.len()];
-        let missing = cx.envelope_id();
+        let missing = cx.data.envelope_id();
         let (i, _) = reply(cx, who, &t, Some(&missing), &[alice], "orphan").await?;
-        cx.expect_status(i, 201)?;
+        cx.net.expect_created(i)?;
     }
-    let missing = cx.envelope_id();
+    let missing = cx.data.envelope_id();
     let last = &all[usize::try_from(limit).unwrap_or(0) % all.len()];
     let (i, _) = reply(cx, last, &t, Some(&missing), &[alice], "one too many").await?;
-    cx.expect_error(i, 400, "ENVELOPE_INVALID")
+    cx.net.expect_code(i, "ENVELOPE_INVALID")
 }
 
 async fn event_seq_increases(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
-    let t = cx.thread_id();
-    let root = cx.signed_message(&alice, &t, None, &[&bob], "root");
-    let mut seqs = Vec::new();
-    let i = cx.send(&alice, &root).await?;
-    seqs.push(cx.body_of(i, 201)?["meta"]["event_seq"].clone());
+    let t = cx.data.thread_id();
+    let root = cx.data.signed_message(&alice, &t, None, &[&bob], "root");
+    let mut order = vec![id_of(&root)];
+    let i = cx.net.send(&alice, &root).await?;
+    cx.net.expect_created(i)?;
     let (i, r1) = reply(cx, &bob, &t, root["id"].as_str(), &[&alice], "one").await?;
-    seqs.push(cx.body_of(i, 201)?["meta"]["event_seq"].clone());
-    let i = send_op(
-        cx,
-        &alice,
-        &t,
-        "thread.update@v1",
-        json!({"subject": "seq"}),
-    )
-    .await?;
-    seqs.push(cx.body_of(i, 201)?["meta"]["event_seq"].clone());
-    let (i, _) = reply(cx, &alice, &t, r1["id"].as_str(), &[&bob], "two").await?;
-    seqs.push(cx.body_of(i, 201)?["meta"]["event_seq"].clone());
+    cx.net.expect_created(i)?;
+    order.push(id_of(&r1));
+    let mut op = cx
+        .data
+        .op(&alice, &t, "thread.update@v1", json!({"subject": "seq"}));
+    alice.sign(&mut op);
+    let i = cx.net.send(&alice, &op).await?;
+    cx.net.expect_created(i)?;
+    order.push(id_of(&op));
+    let (i, r2) = reply(cx, &alice, &t, r1["id"].as_str(), &[&bob], "two").await?;
+    cx.net.expect_created(i)?;
+    order.push(id_of(&r2));
+    // The stored envelopes, as the thread lists them.
+    let listed = thread_envelopes(cx, &alice, &t).await?;
+    let seqs: Vec<Value> = order
+        .iter()
+        .map(|id| {
+            listed
+                .iter()
+                .find(|e| e["id"].as_str() == Some(id))
+                .map_or(Value::Null, |e| e["meta"]["event_seq"].clone())
+        })
+        .collect();
     let nums: Vec<Option<u64>> = seqs.iter().map(Value::as_u64).collect();
-    cx.expect_that(
+    cx.net.expect_that(
         nums.iter().all(Option::is_some) && nums.windows(2).all(|w| w[0] < w[1]),
         "meta.event_seq present and strictly increasing in acceptance order (v1.1 §11.6)",
-        format!("event_seq of the four accepted envelopes = {seqs:?}"),
+        format!("event_seq of the four accepted envelopes, in sending order = {seqs:?}"),
     )
 }
 
@@ -334,6 +371,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-12.3-01"],
         needs: P,
         how: "Alice sends a root to Bob; GET /v1/threads/{id} as Alice: id, state \"active\", root_envelope_id = the root, created_at/updated_at ISO 8601, labels array, cap_epoch 0, Alice listed with role \"owner\" and left_at null.",
+        interpretation: None,
         mutant: Mutant::Quirk("incomplete-thread-object"),
         run: |cx| Box::pin(object_after_creation(cx)),
     },
@@ -346,6 +384,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-8.3-04", "R-8.3-08"],
         needs: P,
         how: "Alice starts a thread with Bob; both list it in GET /v1/threads; Mallory's listing does not contain it, and Mallory's GET /v1/threads/{id} and /envelopes are 4xx §24.1 errors without the root's id or text (the spec does not say which code: THREAD_NOT_FOUND and AUDIENCE_DENIED both pass).",
+        interpretation: None,
         mutant: Mutant::Quirk("ignore-audience"),
         run: |cx| Box::pin(non_participant_sees_nothing(cx)),
     },
@@ -358,6 +397,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-10.5-02"],
         needs: P,
         how: "Alice starts a thread with Bob, then sends a reply addressed to Bob and Carol; Carol is not a current participant in the thread object, and Carol's GET /v1/threads/{id} is a 4xx error without the thread.",
+        interpretation: None,
         mutant: Mutant::Quirk("ignore-audience"),
         run: |cx| Box::pin(participants_not_inferred(cx)),
     },
@@ -370,6 +410,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-10.3-04"],
         needs: P,
         how: "Send a five-envelope DAG with chosen created_at values; list the thread's envelopes; each must be there with parent_id, created_at and signature equal to what was sent.",
+        interpretation: None,
         mutant: Mutant::Quirk("restamp-created-at"),
         run: |cx| Box::pin(envelopes_as_signed(cx)),
     },
@@ -382,6 +423,9 @@ pub const CASES: &[Case] = &[
         covers: &["R-10.3-04"],
         needs: P,
         how: "Send R, B (child of R, t−20 s), B1 (child of B), A and C (children of R, both t−40 s), in that order; the listing must put every parent before its children and the siblings as A/C (by id), then B.",
+        interpretation: Some(
+            "§10.3 binds clients' rendering (\"Clients MUST render thread envelopes using stable ordering\"); a node that returns another order leaves the client to sort, so returning the §10.3 order is a recommendation.",
+        ),
         mutant: Mutant::NotApplicable(
             "§10.3 binds clients' rendering; a node returning another order is not broken, so no quirk is needed",
         ),
@@ -395,7 +439,8 @@ pub const CASES: &[Case] = &[
         requirement: "A missing parent MUST NOT cause rejection; the envelope is marked meta.pending_parent=true and stays valid.",
         covers: &["R-10.2-03", "R-10.2-04", "R-10.2-05"],
         needs: P,
-        how: "Bob replies to an envelope id that was never sent; expect 201 with meta.pending_parent = true, and the envelope in the thread listing.",
+        how: "Bob replies to an envelope id that was never sent; expect it accepted, listed in the thread, with meta.pending_parent = true.",
+        interpretation: None,
         mutant: Mutant::Quirk("reject-missing-parent"),
         run: |cx| Box::pin(pending_parent(cx)),
     },
@@ -408,6 +453,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-10.2-02", "R-24.2-01"],
         needs: P,
         how: "Send a signed reply whose parent_id equals its id; expect 400 ENVELOPE_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("allow-dag-cycles"),
         run: |cx| Box::pin(self_parent(cx)),
     },
@@ -420,6 +466,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-10.2-01"],
         needs: P,
         how: "Alice starts a thread and replies; a signed envelope with parent_id = [root, reply] is refused with 400 ENVELOPE_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("accept-parent-id-array"),
         run: |cx| Box::pin(single_parent(cx)),
     },
@@ -432,6 +479,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-11.6-03"],
         needs: P,
         how: "Reply in a fresh thread; the 201 body's meta.origin_event_seq is an integer equal to its meta.event_seq.",
+        interpretation: None,
         mutant: Mutant::Quirk("omit-origin-event-seq"),
         run: |cx| Box::pin(origin_event_seq(cx)),
     },
@@ -444,6 +492,7 @@ pub const CASES: &[Case] = &[
         covers: &["R-10.2-02", "R-24.2-01"],
         needs: P,
         how: "Send B with parent A (A not yet sent; accepted as pending), then A with parent B; expect 400 ENVELOPE_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("allow-dag-cycles"),
         run: |cx| Box::pin(cycle(cx)),
     },
@@ -453,9 +502,10 @@ pub const CASES: &[Case] = &[
         strength: Strength::Must,
         spec: &["v1.1 §10.7"],
         requirement: "Past limits.max_pending_parents unresolved parents in a thread, new envelopes with unresolved parents MUST be rejected with ENVELOPE_INVALID.",
-        covers: &["R-10.7-01", "R-10.7-04", "R-10.7-05"],
+        covers: &["R-10.7-05", "R-10.7-01", "R-10.7-04"],
         needs: P,
         how: "Read limits.max_pending_parents (skip above 1000) and the per-identity envelope rate limit; send that many replies to distinct missing parents from enough participants, all accepted; one more is 400 ENVELOPE_INVALID.",
+        interpretation: None,
         mutant: Mutant::Quirk("ignore-thread-limits"),
         run: |cx| Box::pin(pending_parents_limit(cx)),
     },
@@ -465,9 +515,10 @@ pub const CASES: &[Case] = &[
         strength: Strength::Must,
         spec: &["v1.1 §11.6", "v1.1 §16.1"],
         requirement: "meta.event_seq MUST be assigned to every accepted envelope and increase monotonically per thread.",
-        covers: &["R-11.6-01", "R-11.6-02", "R-16.1-03"],
+        covers: &["R-11.6-02", "R-11.6-01", "R-16.1-03"],
         needs: P,
-        how: "Send a root, a reply, a thread.update operation and another reply; the event_seq of the four 201 bodies must be strictly increasing.",
+        how: "Send a root, a reply, a thread.update operation and another reply; in the thread's listing the meta.event_seq of the four must be strictly increasing in sending order.",
+        interpretation: None,
         mutant: Mutant::Quirk("omit-event-seq"),
         run: |cx| Box::pin(event_seq_increases(cx)),
     },

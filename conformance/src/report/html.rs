@@ -87,6 +87,7 @@ pre{background:#f6f8fa;border:1px solid #e3e6eb;border-radius:6px;padding:8px 10
 table.h{font-size:12.5px;margin:4px 0 10px}
 table.h td:first-child{width:220px;color:#5a6475}
 .tag{font-size:11px;font-weight:700;color:#c94040;margin-left:8px}
+.howto{background:#fff;border:1px solid #dde1e8;border-left:4px solid #1f5fbf;border-radius:8px;padding:10px 14px;margin:0 0 16px}
 footer{color:#8a93a3;margin-top:32px;font-size:12px}
 .matrix td.c{text-align:center}
 "#;
@@ -129,6 +130,13 @@ fn verdict(r: &RunReport) -> (bool, String, String) {
     (ok, big, sub)
 }
 
+/// The one-line guide on the certificate's first screen.
+pub fn how_to_read(seed: u64) -> String {
+    format!(
+        "each case checks one spec requirement (stable ID; `loom-conformance explain ID` says which sentence). fail = a MUST broken; non-strict = a SHOULD not followed; error = the harness could not reach the requirement (its message names the step and the fix); skipped/unsupported = does not apply to this node. Open a case for expected vs. actual and every exchange, the deciding one marked. Reproduce with `loom-conformance run --seed {seed}`."
+    )
+}
+
 fn index(r: &RunReport) -> String {
     let mut b = String::new();
     let _ = writeln!(b, "<h1>LOOM conformance certificate</h1>");
@@ -155,6 +163,11 @@ fn index(r: &RunReport) -> String {
         if ok { "ok" } else { "bad" },
         if ok { "✔ " } else { "✘ " }.to_owned() + &escape(&big),
         escape(&sub)
+    );
+    let _ = writeln!(
+        b,
+        "<p class=\"howto\"><b>How to read this:</b> {}</p>",
+        escape(&how_to_read(r.seed))
     );
     let counts = r.counts();
     b.push_str("<div class=\"chips\">");
@@ -288,13 +301,16 @@ fn case_page(r: &RunReport, c: &Case, res: &CaseResult) -> String {
     );
     let _ = writeln!(
         b,
-        "<dl class=\"kv\"><dt>requirement</dt><dd>{}</dd><dt>strength · level</dt><dd>{} · level {}</dd><dt>spec</dt><dd>{}</dd><dt>covers</dt><dd class=\"mono\">{}</dd><dt>how it is tested</dt><dd>{}</dd><dt>outcome</dt><dd>{}</dd>{}<dt>duration</dt><dd>{:.1} ms, {} exchange(s)</dd></dl>",
+        "<dl class=\"kv\"><dt>requirement</dt><dd>{}</dd><dt>strength · level</dt><dd>{} · level {}</dd><dt>spec</dt><dd>{}</dd><dt>covers</dt><dd class=\"mono\">{}</dd><dt>how it is tested</dt><dd>{}</dd>{}<dt>outcome</dt><dd>{}</dd>{}<dt>duration</dt><dd>{:.1} ms, {} exchange(s)</dd></dl>",
         escape(c.requirement),
         c.strength,
         c.level,
         escape(&c.spec.join(", ")),
         escape(&c.covers.join(", ")),
         escape(c.how),
+        c.interpretation
+            .map(|i| format!("<dt>interpretation</dt><dd>{}</dd>", escape(i)))
+            .unwrap_or_default(),
         badge(res.outcome),
         res.message
             .as_ref()

@@ -48,6 +48,7 @@ pub fn render(r: &RunReport) -> Value {
                 "spec": c.spec,
                 "requirement": c.requirement,
                 "covers": c.covers,
+                "interpretation": c.interpretation,
                 "outcome": res.outcome,
                 "message": res.message,
                 "expected": res.expected,

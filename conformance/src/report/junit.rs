@@ -7,7 +7,7 @@
 use super::RunReport;
 use crate::case::Case;
 use crate::outcome::{CaseResult, Outcome};
-use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -78,7 +78,12 @@ pub fn render(r: &RunReport) -> Result<String, String> {
     for (c, res) in &r.results {
         suites
             .entry(c.area())
-            .or_insert_with(|| TestSuite::new(c.area()))
+            .or_insert_with(|| {
+                let mut s = TestSuite::new(c.area());
+                // Every suite carries the seed: `run --seed SEED` reproduces the run.
+                s.add_property(Property::new("seed", r.seed.to_string()));
+                s
+            })
             .add_test_case(testcase(c, res));
     }
     let mut report = Report::new(format!("loom-conformance {} ({})", r.target, r.node));

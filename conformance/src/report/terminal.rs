@@ -6,6 +6,13 @@ use crate::case::Case;
 use crate::outcome::{CaseResult, Outcome};
 use std::fmt::Write;
 
+/// The line a run starts with: how many cases against what, and the seed that reproduces it.
+pub fn run_header(cases: usize, url: &str, domain: &str, level: u8, seed: u64) -> String {
+    format!(
+        "loom-conformance: {cases} cases against {url} ({domain}), level {level}, seed {seed} (reproduce with --seed {seed})"
+    )
+}
+
 /// The progress line of one result.
 pub fn progress_line(case: &Case, r: &CaseResult, done: usize, total: usize) -> String {
     let mark = match r.outcome {
@@ -73,6 +80,11 @@ pub fn summary(r: &RunReport) -> String {
             let _ = writeln!(out, "Level achieved: none (requested {})", r.level);
         }
     }
+    let _ = writeln!(
+        out,
+        "Seed {}: reproduce this run with --seed {}",
+        r.seed, r.seed
+    );
     let failures: Vec<_> = r
         .results
         .iter()
@@ -95,6 +107,9 @@ pub fn summary(r: &RunReport) -> String {
             } else if let Some(m) = &res.message {
                 let _ = writeln!(out, "      {m}");
             }
+            if let Some(i) = c.interpretation {
+                let _ = writeln!(out, "      interpretation: {i}");
+            }
             if let Some(t) = res.decisive.and_then(|i| res.transcripts.get(i)) {
                 let _ = writeln!(
                     out,
@@ -108,4 +123,79 @@ pub fn summary(r: &RunReport) -> String {
         }
     }
     out
+}
+
+/// The mutation half of `selftest`: per case its clean and mutated outcome and quirk, then
+/// the coverage line and the unproven MUST cases.
+#[cfg(feature = "selftest")]
+pub fn mutations(st: &crate::selftest::SelfTest, cases: &[&Case]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{:<58} {:<8} {:<14} quirk", "case", "clean", "mutated");
+    for m in &st.cases {
+        let _ = writeln!(
+            out,
+            "{:<58} {:<8} {:<14} {}",
+            m.id,
+            m.clean.name(),
+            m.mutated.map_or("-", |o| o.name()),
+            m.quirk.unwrap_or("-")
+        );
+    }
+    let (proven, total) = st.coverage(cases);
+    let _ = writeln!(
+        out,
+        "\nmutation coverage: {proven}/{total} MUST cases ({:.1}%)",
+        percent(proven, total)
+    );
+    let unproven = st.unproven(cases);
+    if !unproven.is_empty() {
+        let _ = writeln!(out, "unproven MUST cases ({}):", unproven.len());
+        for id in &unproven {
+            let _ = writeln!(out, "  {id}");
+        }
+    }
+    out
+}
+
+/// The legal-variant half of `selftest`: per variant its spec sentence and counts, then the
+/// coverage line.
+#[cfg(feature = "selftest")]
+pub fn variants(st: &crate::selftest::SelfTest) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\n{:<38} {:<12} {:>5} {:>8} {:>7} {:>9} {:>8}",
+        "legal variant", "allowed by", "pass", "skipped", "unsupp.", "departed", "problems"
+    );
+    for v in &st.variants {
+        let problems = v.cases.iter().filter(|c| c.problem.is_some()).count();
+        let _ = writeln!(
+            out,
+            "{:<38} {:<12} {:>5} {:>8} {:>7} {:>9} {:>8}",
+            v.variant.name,
+            v.variant.section,
+            v.count(Outcome::Pass),
+            v.count(Outcome::Skipped),
+            v.count(Outcome::Unsupported),
+            v.count(Outcome::NonStrict),
+            problems
+        );
+    }
+    let (clean, total) = st.variant_coverage();
+    let (ok, runs) = st.variant_case_runs();
+    let _ = writeln!(
+        out,
+        "\nlegal-variant coverage: {clean}/{total} variants ({:.1}%) with every case acceptable; {ok}/{runs} case runs",
+        percent(clean, total)
+    );
+    out
+}
+
+/// `part` of `whole` in percent (100 when there is nothing to cover).
+pub fn percent(part: usize, whole: usize) -> f64 {
+    if whole == 0 {
+        100.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
 }

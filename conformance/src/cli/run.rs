@@ -1,0 +1,208 @@
+//! `loom-conformance run`: certify a target (default: the embedded reference node).
+
+use super::{outln, usage};
+use crate::outcome::CaseResult;
+use crate::profile::Profile;
+use crate::report::{self, RunReport};
+use crate::runner::{self, RunConfig};
+use crate::skips::SkipFile;
+use crate::{Case, catalogue, target};
+use loom_protocol::clock::{Clock, SystemClock};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+/// `run` options.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The node's base URL (`https://node.example`); without it the embedded reference node
+    /// is started on a loopback port.
+    #[arg(long)]
+    target: Option<String>,
+    /// Target profile (TOML): provisioning, TLS trust, readiness, timing, features.
+    #[arg(long)]
+    profile: Option<PathBuf>,
+    /// Conformance level to certify (1–4).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=4))]
+    level: u8,
+    /// Only cases whose ID matches (glob; repeatable).
+    #[arg(long)]
+    only: Vec<String>,
+    /// Leave out cases whose ID matches (glob; repeatable).
+    #[arg(long)]
+    exclude: Vec<String>,
+    /// The implementer's expected failures (JSON: [{id, reason, issue_url}]).
+    #[arg(long)]
+    skips: Option<PathBuf>,
+    /// SHOULD failures fail the run.
+    #[arg(long)]
+    strict: bool,
+    /// Cases in flight at once.
+    #[arg(long, default_value_t = 4)]
+    jobs: usize,
+    /// Multiply every timeout (slow targets).
+    #[arg(long)]
+    timeout_scale: Option<f64>,
+    /// Seed for test data (ids, keys, addresses of provisioned identities). Default: a fresh
+    /// random seed, printed and written to every report, so a run can be reproduced.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// `json=PATH`, `junit=PATH` or `html=DIR` (repeatable).
+    #[arg(long = "report")]
+    reports: Vec<String>,
+    /// Always exit 0 once the run completes (report-only runs).
+    #[arg(long)]
+    no_fail: bool,
+    /// No per-case progress lines.
+    #[arg(long)]
+    quiet: bool,
+    /// Serve the embedded node over plain HTTP instead of TLS 1.3 (transport cases skip).
+    #[arg(long)]
+    plain_http: bool,
+}
+
+/// Runs the catalogue and writes the reports.
+pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
+    let profile = match &args.profile {
+        Some(p) => match Profile::load(p) {
+            Ok(p) => p,
+            Err(e) => return usage(e),
+        },
+        None => Profile::default(),
+    };
+    let skips = match &args.skips {
+        Some(p) => match SkipFile::load(p, &|id| catalogue::find(id).is_some()) {
+            Ok(s) => s,
+            Err(e) => return usage(e),
+        },
+        None => SkipFile::default(),
+    };
+    let mut outputs = Vec::new();
+    for r in &args.reports {
+        match r.split_once('=') {
+            Some((kind @ ("json" | "junit" | "html"), path)) if !path.is_empty() => {
+                outputs.push((kind.to_owned(), PathBuf::from(path)))
+            }
+            _ => {
+                return usage(format!(
+                    "--report {r:?}: expected json=PATH, junit=PATH or html=DIR"
+                ));
+            }
+        }
+    }
+    let ready = profile.target.readiness_timeout_secs;
+    if !(ready.is_finite() && (0.0..=86_400.0).contains(&ready)) {
+        return usage(format!(
+            "target.readiness_timeout_secs must be between 0 and 86400 seconds, not {ready}"
+        ));
+    }
+    let timeout_scale = args.timeout_scale.unwrap_or(profile.target.timeout_scale);
+    if !(timeout_scale > 0.0 && timeout_scale <= 1000.0) {
+        return usage("--timeout-scale must be a number above 0 and at most 1000");
+    }
+    let seed = args.seed.unwrap_or(fresh_seed);
+    // The only wall clock of the harness: everything below receives it.
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let started = Instant::now();
+    let started_at = clock.now().to_rfc3339();
+    let embedded = match &args.target {
+        Some(_) => None,
+        None => {
+            let transport = if args.plain_http {
+                target::Transport::Plain
+            } else {
+                target::Transport::Tls
+            };
+            match target::start_embedded(
+                loom_node::Quirks::none(),
+                clock.clone(),
+                seed,
+                target::embedded_config(),
+                transport,
+            )
+            .await
+            {
+                Ok(e) => Some(e),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(3);
+                }
+            }
+        }
+    };
+    let probed = match (&args.target, &embedded) {
+        (Some(url), _) => target::probe(url, &profile, false).await,
+        (None, Some(e)) => target::probe_embedded_with(e, &profile).await,
+        (None, None) => unreachable!("the embedded node was started above"),
+    };
+    let info = match probed {
+        Ok(i) => Arc::new(i),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    let cfg = RunConfig {
+        level: args.level,
+        only: args.only,
+        exclude: args.exclude,
+        skips,
+        strict: args.strict,
+        jobs: args.jobs,
+        timeout_scale,
+        seed,
+        ..RunConfig::default()
+    };
+    let selected: Vec<&'static Case> = runner::select(&catalogue::all(), &cfg);
+    if selected.is_empty() {
+        return usage("no case matches the selection (--level/--only/--exclude)");
+    }
+    eprintln!(
+        "{}",
+        report::terminal::run_header(selected.len(), &info.url, &info.domain, cfg.level, seed)
+    );
+    let total = selected.len();
+    let done = AtomicUsize::new(0);
+    let quiet = args.quiet;
+    let progress = |r: &CaseResult| {
+        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+        if !quiet && let Some(c) = catalogue::find(r.id) {
+            eprintln!("{}", report::terminal::progress_line(c, r, n, total));
+        }
+    };
+    let results = runner::run_all(&selected, info.clone(), &cfg, clock.clone(), &progress).await;
+    let report = RunReport {
+        target: info.url.clone(),
+        embedded: info.embedded,
+        level: cfg.level,
+        strict: cfg.strict,
+        seed: cfg.seed,
+        started_at,
+        duration: started.elapsed(),
+        node: info.domain.clone(),
+        results: selected.iter().copied().zip(results).collect(),
+    };
+    outln!("{}", report::terminal::summary(&report));
+    for (kind, path) in outputs {
+        let written = match kind.as_str() {
+            "json" => serde_json::to_string_pretty(&report::json::render(&report))
+                .map_err(|e| e.to_string())
+                .and_then(|t| std::fs::write(&path, t + "\n").map_err(|e| e.to_string())),
+            "junit" => report::junit::render(&report)
+                .and_then(|t| std::fs::write(&path, t).map_err(|e| e.to_string())),
+            "html" => report::html::write(&report, &path).map_err(|e| e.to_string()),
+            other => Err(format!("unknown report kind {other}")),
+        };
+        match written {
+            Ok(()) => eprintln!("wrote {kind} report {}", path.display()),
+            Err(e) => return usage(format!("{kind} report {}: {e}", path.display())),
+        }
+    }
+    if report.failed() && !args.no_fail {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

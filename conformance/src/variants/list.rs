@@ -1,0 +1,996 @@
+//! The legal variants and their shim handlers. Each handler passes every request it does not
+//! concern through unchanged; what it changes is exactly the variant's one choice.
+
+use super::shim::{Shim, bearer, edit_json, is, join, json_reply, reply, respond, split, under};
+use super::{Handler, Variant};
+use axum::body::Bytes;
+use axum::extract::Request;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+macro_rules! handler {
+    ($f:ident) => {{
+        let h: Handler = |s, r, n| Box::pin($f(s, r, n));
+        h
+    }};
+}
+
+/// Buffers a request; `check` sees its JSON body and may answer in the node's place
+/// (`Some`) or let it through, edited or not (`None`). Bodies that are not JSON pass as sent.
+async fn gate(
+    req: Request,
+    next: Next,
+    check: impl FnOnce(&mut Value) -> Option<Response>,
+) -> Response {
+    let (parts, bytes) = split(req).await;
+    let Ok(mut v) = serde_json::from_slice::<Value>(&bytes) else {
+        return next.run(join(parts, bytes)).await;
+    };
+    let before = v.clone();
+    if let Some(r) = check(&mut v) {
+        return r;
+    }
+    let body: Bytes = if v == before {
+        bytes
+    } else {
+        serde_json::to_vec(&v).unwrap_or_default().into()
+    };
+    next.run(join(parts, body)).await
+}
+
+fn node_document(req: &Request) -> bool {
+    is(req, "GET", "/.well-known/loom.json")
+}
+
+fn ok(status: u16) -> bool {
+    (200..300).contains(&status)
+}
+
+// ----- node document (v1.1 §15.2) -----
+
+async fn federation_keys(_s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if !node_document(&req) {
+        return next.run(req).await;
+    }
+    edit_json(next, req, ok, |d| {
+        if let Some(k) = d.as_object_mut().and_then(|o| o.remove("signing_keys")) {
+            d["federation"]["signing_keys"] = k;
+        }
+    })
+    .await
+}
+
+async fn flat_federation(_s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if !node_document(&req) {
+        return next.run(req).await;
+    }
+    edit_json(next, req, ok, |d| {
+        if let Some(f) = d.as_object_mut().and_then(|o| o.remove("federation")) {
+            d["deliver_url"] = f["deliver_url"].clone();
+            d["federation_requirements"] = f["requirements"].clone();
+            d["federation_policy"] = f["policy"].clone();
+        }
+    })
+    .await
+}
+
+async fn loom_version(_s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if !node_document(&req) {
+        return next.run(req).await;
+    }
+    edit_json(next, req, ok, |d| {
+        if let Some(o) = d.as_object_mut() {
+            o.remove("supported_versions");
+            o.insert("loom_version".into(), "1.1".into());
+        }
+    })
+    .await
+}
+
+// ----- optional routes -----
+
+async fn no_identity_me(s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if is(&req, "GET", "/v1/identity/me") || is(&req, "PATCH", "/v1/identity/me") {
+        return s.error(
+            "EXTENSION_DISABLED",
+            "$path",
+            "this node serves no /v1/identity/me",
+        );
+    }
+    next.run(req).await
+}
+
+async fn no_retraction(s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if under(&req, "DELETE", "/v1/envelopes/") {
+        return s.error(
+            "EXTENSION_DISABLED",
+            "$path",
+            "this node does not offer retraction (DELETE /v1/envelopes/{id})",
+        );
+    }
+    if is(&req, "GET", "/v1/protocol/capabilities") {
+        return edit_json(next, req, ok, |c| {
+            if let Some(l) = c["limits"].as_object_mut() {
+                l.remove("retract_window_secs");
+            }
+        })
+        .await;
+    }
+    next.run(req).await
+}
+
+async fn no_capabilities_document(s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if is(&req, "GET", "/v1/protocol/capabilities") {
+        return s.error(
+            "EXTENSION_DISABLED",
+            "$path",
+            "this node publishes no capabilities document",
+        );
+    }
+    next.run(req).await
+}
+
+// ----- envelopes -----
+
+fn post_envelope(req: &Request) -> bool {
+    is(req, "POST", "/v1/envelopes")
+}
+
+async fn message_intents(s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if !post_envelope(&req) {
+        return next.run(req).await;
+    }
+    gate(req, next, |env| {
+        let intent = env
+            .pointer("/content/structured/intent")
+            .and_then(Value::as_str);
+        match intent {
+            Some(i) if env["type"] == "message" && !i.starts_with("message.") => Some(s.error(
+                "ENVELOPE_INVALID",
+                "content.structured.intent",
+                "a message carries a message.* intent on this node",
+            )),
+            _ => None,
+        }
+    })
+    .await
+}
+
+async fn custom_audience_covers_recipients(s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if !post_envelope(&req) {
+        return next.run(req).await;
+    }
+    gate(req, next, |env| {
+        if env.pointer("/audience/mode").and_then(Value::as_str) != Some("custom") {
+            return None;
+        }
+        let mut allowed: Vec<&str> = env["audience"]["identities"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        allowed.extend(env.pointer("/from/identity").and_then(Value::as_str));
+        let outside = env["to"].as_array().is_some_and(|to| {
+            to.iter().any(|r| {
+                r["identity"]
+                    .as_str()
+                    .is_some_and(|i| !allowed.contains(&i))
+            })
+        });
+        outside.then(|| {
+            s.error(
+                "ENVELOPE_INVALID",
+                "to",
+                "a custom-audience envelope is addressed only to identities of its audience on this node",
+            )
+        })
+    })
+    .await
+}
+
+async fn missing_signature(s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if !post_envelope(&req) {
+        return next.run(req).await;
+    }
+    gate(req, next, |env| {
+        (env.is_object() && env.get("signature").is_none()).then(|| {
+            s.error(
+                "ENVELOPE_INVALID",
+                "signature",
+                "signature is a required member (v1.1 §8.2)",
+            )
+        })
+    })
+    .await
+}
+
+async fn padded_signatures(_s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if !post_envelope(&req) {
+        return next.run(req).await;
+    }
+    gate(req, next, |env| {
+        if let Some(v) = env.pointer("/signature/value").and_then(Value::as_str)
+            && v.ends_with('=')
+        {
+            // This node decodes base64url with or without padding (RFC 4648 §3.2).
+            env["signature"]["value"] = v.trim_end_matches('=').into();
+        }
+        None
+    })
+    .await
+}
+
+async fn invalid_utf8_signature_invalid(s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if !post_envelope(&req) {
+        return next.run(req).await;
+    }
+    let (parts, bytes) = split(req).await;
+    if std::str::from_utf8(&bytes).is_err() {
+        return s.error(
+            "SIGNATURE_INVALID",
+            "$body",
+            "a body that is not UTF-8 cannot be the signed canonical form",
+        );
+    }
+    next.run(join(parts, bytes)).await
+}
+
+async fn envelope_wrapped(_s: Arc<Shim>, req: Request, next: Next) -> Response {
+    let get_one = under(&req, "GET", "/v1/envelopes/");
+    if !(get_one || post_envelope(&req)) {
+        return next.run(req).await;
+    }
+    edit_json(next, req, ok, |v| *v = json!({"envelope": v.clone()})).await
+}
+
+// ----- threads and lists -----
+
+/// The thread id in `/v1/threads/{id}[/…]`.
+fn thread_in_path(path: &str) -> Option<&str> {
+    path.strip_prefix("/v1/threads/")
+        .map(|r| r.split('/').next().unwrap_or(r))
+        .filter(|t| !t.is_empty())
+}
+
+async fn thread_existence_hidden(s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if post_envelope(&req) {
+        let (parts, bytes) = split(req).await;
+        let thread = serde_json::from_slice::<Value>(&bytes)
+            .ok()
+            .and_then(|v| v["thread_id"].as_str().map(str::to_owned));
+        let (rp, rb) = respond(next, join(parts, bytes)).await;
+        if let Some(t) = thread.filter(|_| ok(rp.status.as_u16())) {
+            s.remember(|m| m.threads.insert(t));
+        }
+        return reply(rp, rb);
+    }
+    let thread = (req.method().as_str() == "GET")
+        .then(|| thread_in_path(req.uri().path()).map(str::to_owned))
+        .flatten();
+    let (rp, rb) = respond(next, req).await;
+    match thread {
+        Some(t) if rp.status == StatusCode::NOT_FOUND && s.remember(|m| m.threads.contains(&t)) => {
+            s.error(
+                "AUDIENCE_DENIED",
+                "thread_id",
+                "the caller is not a participant of this thread",
+            )
+        }
+        _ => reply(rp, rb),
+    }
+}
+
+async fn bare_lists(_s: Arc<Shim>, req: Request, next: Next) -> Response {
+    let path = req.uri().path().to_owned();
+    let list = match req.method().as_str() {
+        "GET" if path == "/v1/threads" => Some("threads"),
+        "GET" if path.starts_with("/v1/threads/") && path.ends_with("/envelopes") => {
+            Some("envelopes")
+        }
+        "GET" if path == "/v1/delegations" => Some("delegations"),
+        "GET" if path == "/v1/capabilities" => Some("capabilities"),
+        _ => None,
+    };
+    let Some(name) = list else {
+        return next.run(req).await;
+    };
+    edit_json(next, req, ok, |v| {
+        let items = v.get(name).cloned().or_else(|| {
+            v.as_object()
+                .and_then(|o| o.values().find(|x| x.is_array()).cloned())
+        });
+        if let Some(items) = items {
+            *v = items;
+        }
+    })
+    .await
+}
+
+async fn search_results(_s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if !is(&req, "GET", "/v1/search") {
+        return next.run(req).await;
+    }
+    edit_json(next, req, ok, |v| {
+        let mut results = Vec::new();
+        for (kind, list) in [("envelope", "envelopes"), ("thread", "threads")] {
+            for item in v[list].as_array().into_iter().flatten() {
+                let mut hit = Map::new();
+                hit.insert("kind".into(), kind.into());
+                if let Some(o) = item.as_object() {
+                    hit.extend(o.clone());
+                }
+                results.push(Value::Object(hit));
+            }
+        }
+        *v = json!({"total": results.len(), "results": results});
+    })
+    .await
+}
+
+async fn events_renamed(_s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if !is(&req, "GET", "/v1/events") {
+        return next.run(req).await;
+    }
+    edit_json(next, req, ok, |v| {
+        for e in v["events"].as_array_mut().into_iter().flatten() {
+            if let Some(o) = e.as_object_mut() {
+                if let Some(id) = o.remove("id") {
+                    o.insert("event_id".into(), id);
+                }
+                if let Some(p) = o.remove("payload") {
+                    o.insert("data".into(), p);
+                }
+            }
+        }
+    })
+    .await
+}
+
+// ----- errors and statuses -----
+
+async fn idempotency_conflict(s: Arc<Shim>, req: Request, next: Next) -> Response {
+    let key = req
+        .headers()
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let Some(key) = key.filter(|_| req.method().as_str() == "POST") else {
+        return next.run(req).await;
+    };
+    let (parts, bytes) = split(req).await;
+    let scope = (
+        bearer(&parts).unwrap_or_default(),
+        parts.uri.path().to_owned(),
+        key,
+    );
+    let conflict = s.remember(|m| match m.idempotency.get(&scope) {
+        Some(first) => first != &bytes,
+        None => {
+            m.idempotency.insert(scope, bytes.clone());
+            false
+        }
+    });
+    if conflict {
+        return s.error(
+            "ENVELOPE_DUPLICATE",
+            "Idempotency-Key",
+            "this Idempotency-Key was used with a different request",
+        );
+    }
+    next.run(join(parts, bytes)).await
+}
+
+async fn wrong_content_type_400(_s: Arc<Shim>, req: Request, next: Next) -> Response {
+    let (mut parts, bytes) = respond(next, req).await;
+    if parts.status == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        parts.status = StatusCode::BAD_REQUEST;
+    }
+    reply(parts, bytes)
+}
+
+async fn success_200(_s: Arc<Shim>, req: Request, next: Next) -> Response {
+    let mut r = next.run(req).await;
+    if r.status() == StatusCode::CREATED {
+        *r.status_mut() = StatusCode::OK;
+    }
+    r
+}
+
+async fn error_details_minimal(_s: Arc<Shim>, req: Request, next: Next) -> Response {
+    edit_json(
+        next,
+        req,
+        |st| st >= 400,
+        |v| {
+            if let Some(e) = v["error"].as_object_mut() {
+                e.insert("details".into(), json!({}));
+            }
+        },
+    )
+    .await
+}
+
+async fn content_type_spelling(_s: Arc<Shim>, req: Request, next: Next) -> Response {
+    let mut r = next.run(req).await;
+    let json = r
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if json {
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("Application/JSON;Charset=UTF-8"),
+        );
+    }
+    r
+}
+
+// ----- identity, registration, auth -----
+
+async fn duplicate_registration_at_challenge(s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if is(&req, "POST", "/v1/identity/challenge") {
+        return gate(req, next, |b| {
+            let id = b["identity"].as_str()?.to_ascii_lowercase();
+            s.remember(|m| m.registered.contains(&id)).then(|| {
+                s.error(
+                    "ENVELOPE_DUPLICATE",
+                    "identity",
+                    "this address is already registered",
+                )
+            })
+        })
+        .await;
+    }
+    if is(&req, "POST", "/v1/identity") {
+        let (parts, bytes) = split(req).await;
+        let id = serde_json::from_slice::<Value>(&bytes)
+            .ok()
+            .and_then(|v| v["id"].as_str().map(str::to_ascii_lowercase));
+        let (rp, rb) = respond(next, join(parts, bytes)).await;
+        if let Some(id) = id.filter(|_| ok(rp.status.as_u16())) {
+            s.remember(|m| m.registered.insert(id));
+        }
+        return reply(rp, rb);
+    }
+    next.run(req).await
+}
+
+async fn agent_info_complete(s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if !is(&req, "POST", "/v1/identity") {
+        return next.run(req).await;
+    }
+    gate(req, next, |doc| {
+        let info = &doc["agent_info"];
+        let complete = ["provider", "model", "version"]
+            .iter()
+            .all(|m| info[*m].as_str().is_some_and(|s| !s.is_empty()));
+        (doc["type"] == "agent" && info.is_object() && !complete).then(|| {
+            s.error(
+                "ENVELOPE_INVALID",
+                "agent_info",
+                "agent_info needs provider, model and version on this node",
+            )
+        })
+    })
+    .await
+}
+
+async fn pem_trimmed(_s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if !is(&req, "POST", "/v1/identity") {
+        return next.run(req).await;
+    }
+    gate(req, next, |doc| {
+        for k in doc["signing_keys"].as_array_mut().into_iter().flatten() {
+            if let Some(p) = k["public_key_pem"].as_str().map(|p| p.trim().to_owned()) {
+                k["public_key_pem"] = p.into();
+            }
+        }
+        None
+    })
+    .await
+}
+
+/// The invitation the `registration-invite` variant's node asks for.
+const INVITE: &str = "conformance-selftest";
+
+async fn registration_invite(s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if !is(&req, "POST", "/v1/identity") {
+        return next.run(req).await;
+    }
+    gate(req, next, |doc| {
+        if doc["invite_code"] != INVITE {
+            return Some(s.error(
+                "CAPABILITY_DENIED",
+                "invite_code",
+                "registration needs an invite_code on this node",
+            ));
+        }
+        if let Some(o) = doc.as_object_mut() {
+            o.remove("invite_code");
+        }
+        None
+    })
+    .await
+}
+
+async fn identity_document_shape(_s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if !under(&req, "GET", "/v1/identity/") {
+        return next.run(req).await;
+    }
+    edit_json(next, req, ok, |doc| {
+        let Some(keys) = doc
+            .pointer("/public_keys/signing")
+            .and_then(Value::as_array)
+        else {
+            return;
+        };
+        let listed: Vec<Value> = keys
+            .iter()
+            .map(|k| {
+                let pem = k["public_key"]
+                    .as_str()
+                    .and_then(|p| loom_protocol::keys::b64url_decode(p).ok())
+                    .and_then(|b| <[u8; 32]>::try_from(b.as_slice()).ok())
+                    .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
+                    .map(|key| crate::ctx::provision::pem(&key));
+                json!({"key_id": k["key_id"], "public_key_pem": pem, "status": k["status"]})
+            })
+            .collect();
+        let enc = doc["public_keys"]["encryption"].clone();
+        if let Some(o) = doc.as_object_mut() {
+            o.remove("public_keys");
+            o.insert("signing_keys".into(), Value::Array(listed));
+            o.insert("encryption_keys".into(), enc);
+        }
+    })
+    .await
+}
+
+/// The opaque token this node hands out for the reference node's `real` one.
+fn opaque(real: &str) -> String {
+    format!(
+        "tok.{}",
+        &hex::encode(Sha256::digest(real.as_bytes()))[..48]
+    )
+}
+
+async fn opaque_tokens(s: Arc<Shim>, req: Request, next: Next) -> Response {
+    let (mut parts, mut bytes) = split(req).await;
+    if let Some(alias) = bearer(&parts)
+        && let Some(real) = s.remember(|m| m.tokens.get(&alias).cloned())
+        && let Ok(v) = HeaderValue::from_str(&format!("Bearer {real}"))
+    {
+        parts.headers.insert(header::AUTHORIZATION, v);
+    }
+    let path = parts.uri.path().to_owned();
+    let issuing =
+        parts.method.as_str() == "POST" && (path == "/v1/auth/token" || path == "/v1/auth/refresh");
+    if path == "/v1/auth/refresh"
+        && let Ok(mut b) = serde_json::from_slice::<Value>(&bytes)
+        && let Some(alias) = b["refresh_token"].as_str().map(str::to_owned)
+        && let Some(real) = s.remember(|m| m.tokens.get(&alias).cloned())
+    {
+        b["refresh_token"] = real.into();
+        bytes = serde_json::to_vec(&b).unwrap_or_default().into();
+    }
+    let (rp, rb) = respond(next, join(parts, bytes)).await;
+    if !(issuing && ok(rp.status.as_u16())) {
+        return reply(rp, rb);
+    }
+    let Ok(mut v) = serde_json::from_slice::<Value>(&rb) else {
+        return reply(rp, rb);
+    };
+    for member in ["access_token", "refresh_token"] {
+        if let Some(real) = v[member].as_str().map(str::to_owned) {
+            let alias = opaque(&real);
+            s.remember(|m| m.tokens.insert(alias.clone(), real));
+            v[member] = alias.into();
+        }
+    }
+    reply(rp, serde_json::to_vec(&v).unwrap_or_default())
+}
+
+async fn challenge_member(s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if is(&req, "POST", "/v1/auth/challenge") {
+        return edit_json(next, req, ok, |v| {
+            if let Some(o) = v.as_object_mut()
+                && let Some(id) = o.remove("challenge_id")
+            {
+                o.insert("challenge".into(), id);
+            }
+        })
+        .await;
+    }
+    if is(&req, "POST", "/v1/auth/token") {
+        return gate(req, next, |b| {
+            if !b["challenge"].is_string() {
+                return Some(s.error(
+                    "ENVELOPE_INVALID",
+                    "challenge",
+                    "the token request names its challenge in `challenge` (v1.1 §14.2)",
+                ));
+            }
+            if let Some(o) = b.as_object_mut() {
+                o.remove("challenge_id");
+            }
+            None
+        })
+        .await;
+    }
+    next.run(req).await
+}
+
+// ----- blobs (v1.1 §16.7) -----
+
+async fn blob_json_transfer(s: Arc<Shim>, req: Request, next: Next) -> Response {
+    let path = req.uri().path().to_owned();
+    let method = req.method().as_str().to_owned();
+    if method == "PUT" && path.starts_with("/v1/blobs/") && path.contains("/parts/") {
+        let (mut parts, bytes) = split(req).await;
+        let data = serde_json::from_slice::<Value>(&bytes)
+            .ok()
+            .and_then(|v| v["data_base64"].as_str().map(str::to_owned))
+            .and_then(|d| STANDARD.decode(d).ok());
+        let Some(data) = data else {
+            return s.error(
+                "ENVELOPE_INVALID",
+                "data_base64",
+                "blob parts are JSON {\"data_base64\": …} on this node",
+            );
+        };
+        parts.headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/octet-stream"),
+        );
+        return next.run(join(parts, data)).await;
+    }
+    let download =
+        method == "GET" && path.starts_with("/v1/blobs/") && path.matches('/').count() == 3;
+    if !download {
+        return next.run(req).await;
+    }
+    let id = path.rsplit('/').next().unwrap_or_default().to_owned();
+    let (rp, rb) = respond(next, req).await;
+    if !ok(rp.status.as_u16()) {
+        return reply(rp, rb);
+    }
+    let mime = rp
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/octet-stream");
+    json_reply(
+        200,
+        &json!({
+            "blob_id": id,
+            "mime_type": mime,
+            "size_bytes": rb.len(),
+            "data_base64": STANDARD.encode(&rb),
+        }),
+    )
+}
+
+async fn blob_size_declared(s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if !is(&req, "POST", "/v1/blobs") {
+        return next.run(req).await;
+    }
+    gate(req, next, |b| {
+        (b.is_object() && !b["size_bytes"].is_u64()).then(|| {
+            s.error(
+                "ENVELOPE_INVALID",
+                "size_bytes",
+                "an upload declares its size_bytes on this node",
+            )
+        })
+    })
+    .await
+}
+
+/// Every legal variant of the self-test.
+pub static VARIANTS: &[Variant] = &[
+    Variant {
+        name: "node-document-federation-keys",
+        section: "v1.1 §15.2",
+        quote: "The Node Document MUST include: … node signing keys",
+        reading: "§15.2 lists what the document contains, not member names or places; the keys may sit in the federation object.",
+        choice: "The node signing keys are served as federation.signing_keys, not top-level signing_keys.",
+        departs: &[],
+        profile: "",
+        handler: handler!(federation_keys),
+    },
+    Variant {
+        name: "node-document-flat-federation",
+        section: "v1.1 §15.2",
+        quote: "federation deliver_url + requirements … federation policy mode (open/quarantine/allowlist)",
+        reading: "The federation items are named, their nesting is not.",
+        choice: "deliver_url, federation_requirements and federation_policy are top-level members; there is no federation object.",
+        departs: &[],
+        profile: "",
+        handler: handler!(flat_federation),
+    },
+    Variant {
+        name: "node-document-loom-version",
+        section: "v1.1 §15.2",
+        quote: "supported versions and profiles",
+        reading: "No member name is given for the supported versions.",
+        choice: "The document states its version as loom_version: \"1.1\" and has no supported_versions.",
+        departs: &[],
+        profile: "",
+        handler: handler!(loom_version),
+    },
+    Variant {
+        name: "no-identity-me",
+        section: "v1.1 §16.3",
+        quote: "| GET | /v1/identity/me | Auth identity |",
+        reading: "A table row without a requirement keyword; the §27.2 MVN list (identities, signing, threads + listing + reply, HTTP/2 API with TLS 1.3, discovery document) does not name it.",
+        choice: "GET and PATCH /v1/identity/me are unknown routes (404).",
+        departs: &[],
+        profile: "",
+        handler: handler!(no_identity_me),
+    },
+    Variant {
+        name: "no-retraction",
+        section: "v1.1 §20.7",
+        quote: "Nodes MAY support retraction within policy window: … `DELETE /v1/envelopes/{id}`",
+        reading: "Retraction, and with it that route, is optional.",
+        choice: "DELETE /v1/envelopes/{id} is an unknown route and the capabilities name no retract window.",
+        departs: &[],
+        profile: "",
+        handler: handler!(no_retraction),
+    },
+    Variant {
+        name: "no-capabilities-document",
+        section: "v1.1 §16",
+        quote: "https://{node_domain}/v1",
+        reading: "The API specification has no /v1/protocol/capabilities: it is the reference node's own document (reference/node/README.md), so the harness must find features by probing.",
+        choice: "GET /v1/protocol/capabilities is an unknown route (404).",
+        departs: &[],
+        profile: "",
+        handler: handler!(no_capabilities_document),
+    },
+    Variant {
+        name: "message-intents-by-type",
+        section: "v1.1 §9.2",
+        quote: "`task`: `content.structured` REQUIRED; intent MUST be `task.*@vN`",
+        reading: "The spec pairs intent namespaces with envelope types (§9.2's \"selected\" rules, the Appendix B registry) and nowhere obliges a node to take a foreign namespace in a message: requiring message.* for messages is the same rule applied to messages.",
+        choice: "A message whose content.structured.intent is not message.* is refused (400 ENVELOPE_INVALID).",
+        departs: &[],
+        profile: "",
+        handler: handler!(message_intents),
+    },
+    Variant {
+        name: "custom-audience-covers-recipients",
+        section: "v1.1 §8.3",
+        quote: "`custom`: sender + listed identities only … Nodes MUST enforce audience in delivery and retrieval.",
+        reading: "An envelope addressed to someone its own custom audience excludes cannot be delivered to them; refusing it at submission is one way to enforce the audience.",
+        choice: "An envelope with audience.mode custom whose to[] names an identity outside the audience (and the sender) is refused (400 ENVELOPE_INVALID).",
+        departs: &[],
+        profile: "",
+        handler: handler!(custom_audience_covers_recipients),
+    },
+    Variant {
+        name: "missing-signature-envelope-invalid",
+        section: "v1.1 §24.2",
+        quote: "| ENVELOPE_INVALID | 400 | Envelope fails schema or DAG rules |",
+        reading: "signature is a required member (§8.2), so an unsigned envelope fails the schema; SIGNATURE_INVALID fits too, neither is named for this condition.",
+        choice: "An envelope without signature is refused with 400 ENVELOPE_INVALID.",
+        departs: &["core.signature.missing.code"],
+        profile: "",
+        handler: handler!(missing_signature),
+    },
+    Variant {
+        name: "padded-base64url-signatures",
+        section: "v1.1 §7.3",
+        quote: "Store signature value as base64url",
+        reading: "RFC 4648 §3.2 keeps the = padding unless the referring spec drops it, and v1.1 does not: a padded value is still base64url.",
+        choice: "signature.value is decoded with or without = padding.",
+        departs: &[],
+        profile: "",
+        handler: handler!(padded_signatures),
+    },
+    Variant {
+        name: "invalid-utf8-signature-invalid",
+        section: "v1.1 §7.2",
+        quote: "UTF-8 encoding",
+        reading: "Bytes that are not UTF-8 cannot be a signed canonical form, so \"Signature verification failed\" (SIGNATURE_INVALID, §24.2) fits as well as ENVELOPE_INVALID.",
+        choice: "A POST /v1/envelopes body that is not UTF-8 is refused with 401 SIGNATURE_INVALID.",
+        departs: &["core.api.json.invalid-utf8.code"],
+        profile: "",
+        handler: handler!(invalid_utf8_signature_invalid),
+    },
+    Variant {
+        name: "envelope-wrapped",
+        section: "v1.1 §16.1",
+        quote: "| GET | /v1/envelopes/{id} | Retrieve envelope |",
+        reading: "The route is named, its body shape is not.",
+        choice: "POST /v1/envelopes and GET /v1/envelopes/{id} answer {\"envelope\": …}.",
+        departs: &[],
+        profile: "",
+        handler: handler!(envelope_wrapped),
+    },
+    Variant {
+        name: "thread-existence-hidden-403",
+        section: "v1.1 §24.2",
+        quote: "| AUDIENCE_DENIED | 403 | Audience restriction blocks access |",
+        reading: "§8.3: \"Nodes MUST enforce audience in delivery and retrieval.\" A non-participant may be told AUDIENCE_DENIED as well as THREAD_NOT_FOUND.",
+        choice: "A non-participant's GET /v1/threads/{id} (and …/envelopes) of an existing thread is 403 AUDIENCE_DENIED.",
+        departs: &[],
+        profile: "",
+        handler: handler!(thread_existence_hidden),
+    },
+    Variant {
+        name: "bare-list-responses",
+        section: "v1.1 §16.2",
+        quote: "| GET | /v1/threads | List threads |",
+        reading: "§16 lists routes, not bodies: a list may be the body itself.",
+        choice: "GET /v1/threads, /v1/threads/{id}/envelopes, /v1/delegations and /v1/capabilities answer bare JSON arrays.",
+        departs: &[],
+        profile: "",
+        handler: handler!(bare_lists),
+    },
+    Variant {
+        name: "search-results-list",
+        section: "v1.1 §16.6",
+        quote: "Nodes MUST support searching:",
+        reading: "What must be searchable is fixed, the response is not.",
+        choice: "GET /v1/search answers {total, results: [{kind: envelope|thread, …}]}.",
+        departs: &[],
+        profile: "",
+        handler: handler!(search_results),
+    },
+    Variant {
+        name: "events-event-id-data",
+        section: "v1.1 §17.2",
+        quote: "Each event MUST contain `event_id` and `cursor`",
+        reading: "§17.2 names event_id for events; §16.8 defines catch-up without a body shape.",
+        choice: "GET /v1/events events carry event_id (not id) and data (not payload).",
+        departs: &[],
+        profile: "",
+        handler: handler!(events_renamed),
+    },
+    Variant {
+        name: "idempotency-conflict-409",
+        section: "v1.1 §14.4",
+        quote: "repeated requests with same key MUST return the same result (or a deterministic error)",
+        reading: "A reused key with another body may be the deterministic error; 409 is the status the IETF Idempotency-Key draft uses for conflicts.",
+        choice: "An Idempotency-Key reused with a different body is refused: 409 ENVELOPE_DUPLICATE.",
+        departs: &[],
+        profile: "",
+        handler: handler!(idempotency_conflict),
+    },
+    Variant {
+        name: "wrong-content-type-400",
+        section: "v1.1 §14.1",
+        quote: "Content type for JSON: `application/json; charset=utf-8`",
+        reading: "No status is named for a body of another type; 400 ENVELOPE_INVALID fits (§24.2) as well as 415.",
+        choice: "A request body that is not application/json is refused with 400, not 415.",
+        departs: &[],
+        profile: "",
+        handler: handler!(wrong_content_type_400),
+    },
+    Variant {
+        name: "success-200",
+        section: "v1.1 §16.1",
+        quote: "| POST | /v1/envelopes | Send new envelope |",
+        reading: "§16 names no success statuses.",
+        choice: "Every creation answers 200 instead of 201.",
+        departs: &[],
+        profile: "",
+        handler: handler!(success_200),
+    },
+    Variant {
+        name: "error-details-minimal",
+        section: "v1.1 §24.1",
+        quote: "\"details\": { \"field\": \"signature.value\", \"reason\": \"Ed25519 signature mismatch\" },",
+        reading: "field and reason appear in the example of the format, not in a rule.",
+        choice: "Error bodies carry details: {} (no field, no reason).",
+        departs: &["core.errors.details.field-reason"],
+        profile: "",
+        handler: handler!(error_details_minimal),
+    },
+    Variant {
+        name: "content-type-spelling",
+        section: "v1.1 §14.1",
+        quote: "Content type for JSON: `application/json; charset=utf-8`",
+        reading: "Media types and charset names compare case-insensitively and the space before a parameter is optional (RFC 9110 §8.3.1, §8.3.2, §5.6.6).",
+        choice: "JSON responses are labelled Application/JSON;Charset=UTF-8.",
+        departs: &[],
+        profile: "",
+        handler: handler!(content_type_spelling),
+    },
+    Variant {
+        name: "duplicate-registration-at-challenge",
+        section: "DESIGN.md §9",
+        quote: "Duplicate id → 409, possibly already at the challenge step.",
+        reading: "v1.1 defines no registration API; the existing v1.1 node refuses a registered address when the challenge is asked.",
+        choice: "POST /v1/identity/challenge for a registered address is refused: 409 ENVELOPE_DUPLICATE.",
+        departs: &[],
+        profile: "",
+        handler: handler!(duplicate_registration_at_challenge),
+    },
+    Variant {
+        name: "agent-info-complete",
+        section: "v1.1 §6.4",
+        quote: "\"agent_info\": { \"provider\": \"anthropic\", \"model\": \"claude-opus-4\", \"version\": \"2026.02\" },",
+        reading: "The agent document shows all three members; DESIGN.md §9: nodes may require more of agent_info than provider.",
+        choice: "An agent registration whose agent_info lacks model or version is refused (400 ENVELOPE_INVALID).",
+        departs: &[],
+        profile: "",
+        handler: handler!(agent_info_complete),
+    },
+    Variant {
+        name: "pem-trimmed-before-hashing",
+        section: "DESIGN.md §9",
+        quote: "a node may trim whitespace before hashing",
+        reading: "The registration document hash covers the PEM text; a node may hash it trimmed, so only a client that sends (or hashes) the trimmed PEM is understood.",
+        choice: "Registration PEMs are trimmed before the node hashes the document.",
+        departs: &[],
+        profile: "",
+        handler: handler!(pem_trimmed),
+    },
+    Variant {
+        name: "registration-invite",
+        section: "DESIGN.md §9",
+        quote: "The spec leaves some details open",
+        reading: "Registration is the existing node's convention, not a v1.1 API: a node may ask more of a registrant; the operator supplies it in the profile ([provisioning.registration] extra).",
+        choice: "A registration without invite_code = \"conformance-selftest\" is refused (403 CAPABILITY_DENIED).",
+        departs: &[],
+        profile: "[provisioning.registration]\nextra = { invite_code = \"conformance-selftest\" }\n",
+        handler: handler!(registration_invite),
+    },
+    Variant {
+        name: "identity-document-registration-shape",
+        section: "v1.1 §6.2",
+        quote: "Each identity resolves to an Identity Document retrievable via the LOOM API and/or well-known endpoints.",
+        reading: "The document that follows is an example, not a member list; a node may list keys as it took them at registration.",
+        choice: "Resolved identity documents list signing_keys: [{key_id, public_key_pem, status}] instead of public_keys.signing.",
+        departs: &[],
+        profile: "",
+        handler: handler!(identity_document_shape),
+    },
+    Variant {
+        name: "opaque-tokens",
+        section: "v1.1 §14.2",
+        quote: "short-lived `access_token` (1h TTL)",
+        reading: "No token format is given (at_/rt_ are the existing node's, DESIGN.md §9).",
+        choice: "Access and refresh tokens are opaque tok.<hex> strings.",
+        departs: &[],
+        profile: "",
+        handler: handler!(opaque_tokens),
+    },
+    Variant {
+        name: "challenge-member",
+        section: "v1.1 §14.2",
+        quote: "`POST /v1/auth/token { identity, key_id, challenge, signature }`",
+        reading: "The spec's member name is challenge; challenge_id is the existing node's (DESIGN.md §9).",
+        choice: "Login challenges carry their id as challenge, and the token request must name it challenge.",
+        departs: &[],
+        profile: "",
+        handler: handler!(challenge_member),
+    },
+    Variant {
+        name: "blob-json-transfer",
+        section: "v1.1 §16.7",
+        quote: "| PUT | /v1/blobs/{id}/parts/{n} | Upload part |",
+        reading: "No part encoding is given (Appendix D: \"multipart upload + authorized download\").",
+        choice: "Parts are JSON {\"data_base64\": …} (anything else is 400) and downloads answer JSON with data_base64.",
+        departs: &[],
+        profile: "",
+        handler: handler!(blob_json_transfer),
+    },
+    Variant {
+        name: "blob-size-declared",
+        section: "v1.1 §16.7",
+        quote: "| POST | /v1/blobs | Initiate upload |",
+        reading: "The initiation request has no fixed members; a node may need the size up front.",
+        choice: "An upload initiated without an integer size_bytes is refused (400 ENVELOPE_INVALID).",
+        departs: &[],
+        profile: "",
+        handler: handler!(blob_size_declared),
+    },
+];

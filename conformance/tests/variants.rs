@@ -1,0 +1,526 @@
+//! Every legal variant really makes its choice: against the node under each variant's shim,
+//! one request shows the changed behaviour (the shape, code or refusal the variant describes),
+//! so a variant the catalogue passes is not a no-op that proves nothing.
+
+use loom_client::{Client, Identity, Transcript};
+use loom_conformance::ctx::provision::registration_request;
+use loom_conformance::variants::{self, Variant};
+use loom_protocol::clock::{Clock, SystemClock};
+use loom_protocol::keys::sign_b64url;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+/// A client of the node under `v`, and its domain.
+async fn node(v: &'static Variant) -> (loom_conformance::target::Embedded, Client, String) {
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let (embedded, info) = variants::start(v, clock, 3)
+        .await
+        .expect("the variant starts");
+    let client = Client::tcp(&embedded.url).expect("client");
+    (embedded, client, info.domain.clone())
+}
+
+async fn call(
+    c: &mut Client,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &Value,
+) -> Transcript {
+    let bytes = (!body.is_null()).then(|| serde_json::to_vec(body).expect("json"));
+    c.exchange(method, path, &[], bytes, token)
+        .await
+        .expect("exchange")
+}
+
+fn json(t: &Transcript) -> Value {
+    t.json().unwrap_or(Value::Null)
+}
+
+fn code(t: &Transcript) -> String {
+    json(t)["error"]["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Registers `name` (PEM trimmed, with `extra` members) and logs it in; returns the identity
+/// and its access token.
+async fn session(
+    c: &mut Client,
+    domain: &str,
+    name: &str,
+    extra: &Map<String, Value>,
+) -> (Identity, String) {
+    let mut seed = [7u8; 32];
+    for (i, b) in name.bytes().enumerate() {
+        seed[i % 32] ^= b;
+    }
+    let id = Identity::from_seed(&format!("loom://{name}@{domain}"), &seed).expect("identity");
+    let ch = call(
+        c,
+        "POST",
+        "/v1/identity/challenge",
+        None,
+        &json!({"identity": id.address(), "key_id": id.key_id()}),
+    )
+    .await;
+    let ch = json(&ch);
+    let req = registration_request(
+        &id,
+        extra,
+        ch["challenge_id"].as_str().unwrap_or_default(),
+        ch["nonce"].as_str().unwrap_or_default(),
+    );
+    let t = call(c, "POST", "/v1/identity", None, &req).await;
+    assert!(t.is_success(), "registration of {name}: {t}");
+    let ch = json(
+        &call(
+            c,
+            "POST",
+            "/v1/auth/challenge",
+            None,
+            &json!({"identity": id.address(), "key_id": id.key_id()}),
+        )
+        .await,
+    );
+    let cid = ch["challenge_id"]
+        .as_str()
+        .or(ch["challenge"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    let sig = sign_b64url(
+        id.signing_key(),
+        None,
+        ch["nonce"].as_str().unwrap_or_default().as_bytes(),
+    );
+    let t = call(c, "POST", "/v1/auth/token", None, &json!({"identity": id.address(), "key_id": id.key_id(), "challenge_id": cid, "challenge": cid, "signature": sig})).await;
+    assert!(t.is_success(), "login of {name}: {t}");
+    let token = json(&t)["access_token"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    (id, token)
+}
+
+/// A signed message from `from` to `to` in a fresh thread.
+fn message(from: &Identity, to: &Identity, n: u8) -> Value {
+    let mut env = json!({
+        "loom": "1.1",
+        "id": format!("env_01J0000000000000000000000{n}"),
+        "thread_id": format!("thr_01J0000000000000000000000{n}"),
+        "parent_id": null,
+        "type": "message",
+        "from": from.from_object(),
+        "to": [{"identity": to.address(), "role": "primary"}],
+        "created_at": "2026-01-01T00:00:00Z",
+        "content": {"human": {"text": "hello", "format": "plaintext"}, "encrypted": false},
+    });
+    from.sign(&mut env).expect("signed");
+    env
+}
+
+/// What the node under `v` does differently, observed in one or two requests.
+async fn witness(v: &'static Variant) {
+    let (_node, mut c, domain) = node(v).await;
+    let none = Map::new();
+    let doc = |t: &Transcript| json(t);
+    match v.name {
+        "node-document-federation-keys" => {
+            let d = doc(&call(&mut c, "GET", "/.well-known/loom.json", None, &Value::Null).await);
+            assert!(
+                d["signing_keys"].is_null() && d["federation"]["signing_keys"].is_array(),
+                "{d}"
+            );
+        }
+        "node-document-flat-federation" => {
+            let d = doc(&call(&mut c, "GET", "/.well-known/loom.json", None, &Value::Null).await);
+            assert!(
+                d["federation"].is_null() && d["deliver_url"].is_string(),
+                "{d}"
+            );
+        }
+        "node-document-loom-version" => {
+            let d = doc(&call(&mut c, "GET", "/.well-known/loom.json", None, &Value::Null).await);
+            assert!(
+                d["supported_versions"].is_null() && d["loom_version"] == "1.1",
+                "{d}"
+            );
+        }
+        "no-identity-me" => {
+            let t = call(&mut c, "GET", "/v1/identity/me", None, &Value::Null).await;
+            assert_eq!(t.status, 404, "{t}");
+        }
+        "no-retraction" => {
+            let t = call(
+                &mut c,
+                "DELETE",
+                "/v1/envelopes/env_01J00000000000000000000000",
+                None,
+                &Value::Null,
+            )
+            .await;
+            assert_eq!(t.status, 404, "{t}");
+        }
+        "no-capabilities-document" => {
+            let t = call(
+                &mut c,
+                "GET",
+                "/v1/protocol/capabilities",
+                None,
+                &Value::Null,
+            )
+            .await;
+            assert_eq!(t.status, 404, "{t}");
+        }
+        "message-intents-by-type" => {
+            let t = call(
+                &mut c,
+                "POST",
+                "/v1/envelopes",
+                None,
+                &json!({"type": "message", "content": {"structured": {"intent": "note.add@v1"}}}),
+            )
+            .await;
+            assert_eq!(
+                (t.status, code(&t)),
+                (400, "ENVELOPE_INVALID".into()),
+                "{t}"
+            );
+        }
+        "custom-audience-covers-recipients" => {
+            let t = call(&mut c, "POST", "/v1/envelopes", None, &json!({"from": {"identity": "loom://a@x.test"}, "to": [{"identity": "loom://b@x.test"}], "audience": {"mode": "custom", "identities": ["loom://a@x.test"]}})).await;
+            assert_eq!(
+                (t.status, code(&t)),
+                (400, "ENVELOPE_INVALID".into()),
+                "{t}"
+            );
+        }
+        "missing-signature-envelope-invalid" => {
+            let t = call(
+                &mut c,
+                "POST",
+                "/v1/envelopes",
+                None,
+                &json!({"type": "message"}),
+            )
+            .await;
+            assert_eq!(
+                (t.status, code(&t)),
+                (400, "ENVELOPE_INVALID".into()),
+                "{t}"
+            );
+        }
+        "padded-base64url-signatures" => {
+            let (alice, token) = session(&mut c, &domain, "alice", &none).await;
+            let mut env = message(&alice, &alice, 1);
+            let padded = format!(
+                "{}==",
+                env["signature"]["value"].as_str().unwrap_or_default()
+            );
+            env["signature"]["value"] = padded.into();
+            let t = call(&mut c, "POST", "/v1/envelopes", Some(&token), &env).await;
+            assert!(t.is_success(), "a padded signature is taken: {t}");
+        }
+        "invalid-utf8-signature-invalid" => {
+            let (_, token) = session(&mut c, &domain, "alice", &none).await;
+            let t = c
+                .exchange(
+                    "POST",
+                    "/v1/envelopes",
+                    &[("content-type", "application/json")],
+                    Some(vec![b'{', 0xff, b'}']),
+                    Some(&token),
+                )
+                .await
+                .expect("exchange");
+            assert_eq!(
+                (t.status, code(&t)),
+                (401, "SIGNATURE_INVALID".into()),
+                "{t}"
+            );
+        }
+        "envelope-wrapped" => {
+            let (alice, token) = session(&mut c, &domain, "alice", &none).await;
+            let t = call(
+                &mut c,
+                "POST",
+                "/v1/envelopes",
+                Some(&token),
+                &message(&alice, &alice, 2),
+            )
+            .await;
+            assert!(json(&t)["envelope"]["id"].is_string(), "{t}");
+        }
+        "thread-existence-hidden-403" => {
+            let (alice, token) = session(&mut c, &domain, "alice", &none).await;
+            let (_, carol) = session(&mut c, &domain, "carol", &none).await;
+            let env = message(&alice, &alice, 3);
+            assert!(
+                call(&mut c, "POST", "/v1/envelopes", Some(&token), &env)
+                    .await
+                    .is_success()
+            );
+            let path = format!(
+                "/v1/threads/{}",
+                env["thread_id"].as_str().unwrap_or_default()
+            );
+            let t = call(&mut c, "GET", &path, Some(&carol), &Value::Null).await;
+            assert_eq!((t.status, code(&t)), (403, "AUDIENCE_DENIED".into()), "{t}");
+        }
+        "bare-list-responses" => {
+            let (_, token) = session(&mut c, &domain, "alice", &none).await;
+            let t = call(&mut c, "GET", "/v1/threads", Some(&token), &Value::Null).await;
+            assert!(json(&t).is_array(), "{t}");
+        }
+        "search-results-list" => {
+            let (_, token) = session(&mut c, &domain, "alice", &none).await;
+            let t = call(
+                &mut c,
+                "GET",
+                "/v1/search?q=hello",
+                Some(&token),
+                &Value::Null,
+            )
+            .await;
+            assert!(
+                json(&t)["results"].is_array() && json(&t)["envelopes"].is_null(),
+                "{t}"
+            );
+        }
+        "events-event-id-data" => {
+            let (alice, token) = session(&mut c, &domain, "alice", &none).await;
+            assert!(
+                call(
+                    &mut c,
+                    "POST",
+                    "/v1/envelopes",
+                    Some(&token),
+                    &message(&alice, &alice, 4)
+                )
+                .await
+                .is_success()
+            );
+            let t = call(&mut c, "GET", "/v1/events", Some(&token), &Value::Null).await;
+            let e = &json(&t)["events"][0];
+            assert!(
+                e["event_id"].is_string() && e["id"].is_null() && e["payload"].is_null(),
+                "{t}"
+            );
+        }
+        "idempotency-conflict-409" => {
+            let (_, token) = session(&mut c, &domain, "alice", &none).await;
+            let mut statuses = Vec::new();
+            for name in ["a.txt", "b.txt"] {
+                let body =
+                    serde_json::to_vec(&json!({"filename": name, "mime_type": "text/plain"}))
+                        .expect("json");
+                let t = c
+                    .exchange(
+                        "POST",
+                        "/v1/blobs",
+                        &[("idempotency-key", "k1")],
+                        Some(body),
+                        Some(&token),
+                    )
+                    .await
+                    .expect("exchange");
+                statuses.push(t.status);
+            }
+            assert_eq!(statuses[1], 409, "{statuses:?}");
+        }
+        "wrong-content-type-400" => {
+            let (_, token) = session(&mut c, &domain, "alice", &none).await;
+            let t = c
+                .exchange(
+                    "POST",
+                    "/v1/envelopes",
+                    &[("content-type", "text/plain")],
+                    Some(b"{}".to_vec()),
+                    Some(&token),
+                )
+                .await
+                .expect("exchange");
+            assert_eq!(t.status, 400, "{t}");
+        }
+        "success-200" => {
+            let (alice, token) = session(&mut c, &domain, "alice", &none).await;
+            let t = call(
+                &mut c,
+                "POST",
+                "/v1/envelopes",
+                Some(&token),
+                &message(&alice, &alice, 5),
+            )
+            .await;
+            assert_eq!(t.status, 200, "{t}");
+        }
+        "error-details-minimal" => {
+            let t = call(&mut c, "GET", "/v1/threads", None, &Value::Null).await;
+            assert_eq!(json(&t)["error"]["details"], json!({}), "{t}");
+        }
+        "content-type-spelling" => {
+            let t = call(&mut c, "GET", "/.well-known/loom.json", None, &Value::Null).await;
+            assert_eq!(
+                t.header("content-type"),
+                Some("Application/JSON;Charset=UTF-8")
+            );
+        }
+        "duplicate-registration-at-challenge" => {
+            let (alice, _) = session(&mut c, &domain, "alice", &none).await;
+            let t = call(
+                &mut c,
+                "POST",
+                "/v1/identity/challenge",
+                None,
+                &json!({"identity": alice.address(), "key_id": alice.key_id()}),
+            )
+            .await;
+            assert_eq!(t.status, 409, "{t}");
+        }
+        "agent-info-complete" => {
+            let t = call(
+                &mut c,
+                "POST",
+                "/v1/identity",
+                None,
+                &json!({"type": "agent", "agent_info": {"provider": "p"}}),
+            )
+            .await;
+            assert_eq!(json(&t)["error"]["details"]["field"], "agent_info", "{t}");
+        }
+        "pem-trimmed-before-hashing" => {
+            // A client that hashes the PEM with its trailing newline is not understood.
+            let id = Identity::from_seed(&format!("loom://untrimmed@{domain}"), &[9; 32])
+                .expect("identity");
+            let ch = json(
+                &call(
+                    &mut c,
+                    "POST",
+                    "/v1/identity/challenge",
+                    None,
+                    &json!({"identity": id.address(), "key_id": id.key_id()}),
+                )
+                .await,
+            );
+            let req = id.registration_request(
+                ch["challenge_id"].as_str().unwrap_or_default(),
+                ch["nonce"].as_str().unwrap_or_default(),
+            );
+            assert!(
+                req["signing_keys"][0]["public_key_pem"]
+                    .as_str()
+                    .is_some_and(|p| p.ends_with('\n'))
+            );
+            let t = call(&mut c, "POST", "/v1/identity", None, &req).await;
+            assert_eq!(t.status, 401, "{t}");
+            session(&mut c, &domain, "trimmed", &none).await;
+        }
+        "registration-invite" => {
+            let t = call(
+                &mut c,
+                "POST",
+                "/v1/identity",
+                None,
+                &json!({"id": "loom://x@y.test"}),
+            )
+            .await;
+            assert_eq!(
+                (t.status, code(&t)),
+                (403, "CAPABILITY_DENIED".into()),
+                "{t}"
+            );
+            let mut extra = Map::new();
+            extra.insert("invite_code".into(), "conformance-selftest".into());
+            session(&mut c, &domain, "invited", &extra).await;
+        }
+        "identity-document-registration-shape" => {
+            let (alice, token) = session(&mut c, &domain, "alice", &none).await;
+            let path = format!(
+                "/v1/identity/{}",
+                loom_client::api::encode_component(alice.address())
+            );
+            let d = json(&call(&mut c, "GET", &path, Some(&token), &Value::Null).await);
+            assert!(
+                d["public_keys"].is_null() && d["signing_keys"][0]["public_key_pem"].is_string(),
+                "{d}"
+            );
+        }
+        "opaque-tokens" => {
+            let (_, token) = session(&mut c, &domain, "alice", &none).await;
+            assert!(token.starts_with("tok."), "{token}");
+            let t = call(&mut c, "GET", "/v1/threads", Some(&token), &Value::Null).await;
+            assert!(t.is_success(), "the opaque token authenticates: {t}");
+        }
+        "challenge-member" => {
+            let t = call(
+                &mut c,
+                "POST",
+                "/v1/auth/challenge",
+                None,
+                &json!({"identity": "loom://nobody@x.test", "key_id": "k_sign_x_1"}),
+            )
+            .await;
+            let t2 = call(
+                &mut c,
+                "POST",
+                "/v1/auth/token",
+                None,
+                &json!({"challenge_id": "x"}),
+            )
+            .await;
+            assert!(
+                json(&t)["challenge_id"].is_null()
+                    && json(&t2)["error"]["details"]["field"] == "challenge",
+                "{t} {t2}"
+            );
+        }
+        "blob-json-transfer" => {
+            let t = c
+                .exchange(
+                    "PUT",
+                    "/v1/blobs/blob_x/parts/1",
+                    &[("content-type", "application/octet-stream")],
+                    Some(b"raw".to_vec()),
+                    None,
+                )
+                .await
+                .expect("exchange");
+            assert_eq!(json(&t)["error"]["details"]["field"], "data_base64", "{t}");
+        }
+        "blob-size-declared" => {
+            let t = call(&mut c, "POST", "/v1/blobs", None, &json!({"filename": "a"})).await;
+            assert_eq!(json(&t)["error"]["details"]["field"], "size_bytes", "{t}");
+        }
+        other => panic!("no witness for the variant {other}: add one here"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_variant_makes_its_choice() {
+    let mut handles = Vec::new();
+    for v in variants::all() {
+        handles.push((v.name, tokio::spawn(witness(v))));
+    }
+    for (name, h) in handles {
+        if let Err(e) = h.await {
+            panic!("variant {name}: {e}");
+        }
+    }
+}
+
+#[test]
+fn the_node_readme_lists_every_variant_with_its_sentence() {
+    let readme = include_str!("../../reference/node/README.md");
+    let section = readme
+        .split("## Legal variants (conformance self-test)")
+        .nth(1)
+        .expect("reference/node/README.md has the legal-variant section");
+    for v in variants::all() {
+        let row = section
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{}` |", v.name)))
+            .unwrap_or_else(|| panic!("the node README does not list the variant {}", v.name));
+        assert!(row.contains(v.section), "{}: {row}", v.name);
+    }
+}
