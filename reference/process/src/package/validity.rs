@@ -231,8 +231,8 @@ impl Weakening {
 /// the set; its loader (`ProcessLoader._validate_high_risk_validity_override`) rejects nine
 /// explicit values, and that set is the error here: `enabled`, `claim_extraction.enabled`,
 /// `require_fact_checker_for_synthesis`, `final_gate.enforce_verified_context_only` and the
-/// three `final_gate.temporal_consistency` switches written `false`, `max_contradicted_count`
-/// > 0 and `final_gate.synthesis_min_verification_tier` < 2. The remaining fields of the
+/// three `final_gate.temporal_consistency` switches written `false`, a
+/// `max_contradicted_count` above 0 and a `final_gate.synthesis_min_verification_tier` below 2. The remaining fields of the
 /// guide's "Suggested policy baselines" (min_supported_ratio 0.8, max_unverified_ratio 0.2,
 /// critical_claim_support_ratio 1.0) are "starting thresholds" the loader does not reject:
 /// a warning.
