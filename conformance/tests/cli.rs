@@ -62,8 +62,13 @@ fn list_prints_every_case_and_filters() {
         assert_eq!(c["strength"], Value::from("MUST"));
     }
 
+    // An unknown area is a usage error that lists the areas (issue 18), like `run --only`
+    // matching nothing.
     let o = run(&["list", "--area", "no-such-area"]);
-    assert!(stdout(&o).contains("0 cases"));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no-such-area") && stderr(&o).contains(area), "{}", stderr(&o));
+    let o = run(&["list", "--only", "nomatch*"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
 
 #[test]

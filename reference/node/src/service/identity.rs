@@ -229,7 +229,7 @@ impl Service {
             return Err(ApiError::bad_request(
                 "id",
                 format!(
-                    "this node hosts {}; cannot register {id}",
+                    "this node hosts {}; cannot register {id} (§24.2 has no code for another domain; ENVELOPE_INVALID is its code for a request that breaks a rule)",
                     self.config.domain
                 ),
                 "v1.1 §6.1",
@@ -319,7 +319,9 @@ impl Service {
             return Err(ApiError::new(
                 ErrorCode::EnvelopeDuplicate,
                 "id",
-                format!("{id} is already registered"),
+                format!(
+                    "{id} is already registered (§24.2 has no code for a duplicate identity; ENVELOPE_DUPLICATE is its 409 for a duplicate)"
+                ),
                 "v1.1 §16.3",
             ));
         }
