@@ -19,6 +19,7 @@ pub mod catalogue;
 pub mod cli;
 pub mod ctx;
 pub mod finding;
+pub mod fuzzing;
 pub mod outcome;
 pub mod profile;
 pub mod report;

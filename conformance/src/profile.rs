@@ -169,8 +169,16 @@ impl Profile {
                 "provisioning.registration.agent_info must not be empty (v1.1 §6.4)".into(),
             );
         }
-        if !(p.target.timeout_scale > 0.0 && p.target.timeout_scale.is_finite()) {
-            return Err("target.timeout_scale must be a positive number".into());
+        // The ranges `loom-conformance run` accepts, so every parsed profile gives valid
+        // durations (the fuzz target `conformance_profile` found 5.2e18 accepted here).
+        let ready = p.target.readiness_timeout_secs;
+        if !(ready.is_finite() && (0.0..=86_400.0).contains(&ready)) {
+            return Err(format!(
+                "target.readiness_timeout_secs must be between 0 and 86400 seconds, not {ready}"
+            ));
+        }
+        if !(p.target.timeout_scale > 0.0 && p.target.timeout_scale <= 1000.0) {
+            return Err("target.timeout_scale must be a number above 0 and at most 1000".into());
         }
         Ok(p)
     }

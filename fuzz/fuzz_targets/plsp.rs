@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| loom_plsp::fuzz_parse(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| loom_plsp::fuzzing::state_block(data));

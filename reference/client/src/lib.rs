@@ -11,7 +11,7 @@
 //! - [`identity`]: registration with a signed proof (DESIGN.md §9) and login (v1.1 §14.2).
 //! - [`envelope`]: signed envelopes with ids from an injected generator.
 //! - [`api`]: typed helpers for the §15.2 and §16 endpoints.
-//! - [`load`]: the `loom-load` generator.
+//! - [`load`]: the `loom-load` generator; [`growth`]: its flat-as-data-grows mode (`--slice`).
 //!
 //! Binaries: `loom` (the walkthrough CLI) and `loom-load`.
 
@@ -20,6 +20,7 @@ pub mod client;
 pub mod dial;
 pub mod envelope;
 pub mod error;
+pub mod growth;
 pub mod identity;
 pub mod load;
 pub mod tls;

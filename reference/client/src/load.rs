@@ -208,13 +208,13 @@ impl LoadReport {
 
 /// One pre-signed post.
 #[derive(Debug)]
-struct Post {
-    body: Vec<u8>,
-    sender: usize,
+pub(crate) struct Post {
+    pub(crate) body: Vec<u8>,
+    pub(crate) sender: usize,
 }
 
 /// A setup step failed; `step` says which.
-fn setup_error(step: &str, e: ClientError) -> ClientError {
+pub(crate) fn setup_error(step: &str, e: ClientError) -> ClientError {
     let hint = if e.status() == Some(429) {
         " — the node rate-limited the setup (§14.3); run it with rate limits off"
     } else {
@@ -232,9 +232,29 @@ fn setup_error(step: &str, e: ClientError) -> ClientError {
     }
 }
 
-/// Runs the load test through `dial`; identity names, keys, ids and `created_at` come from
-/// `seed` and `clock`.
-pub async fn run<D, C>(cfg: &LoadConfig, dial: D, clock: C) -> Result<LoadReport, ClientError>
+/// Identities registered and logged in, ready to post.
+pub(crate) struct Setup<D: Dial + Clone, C: Clock + Clone> {
+    /// The node's domain.
+    pub(crate) domain: String,
+    /// The identities, in order.
+    pub(crate) idents: Vec<Identity>,
+    /// One access token per identity.
+    pub(crate) tokens: std::sync::Arc<Vec<String>>,
+    /// Envelope ids, thread ids and `created_at` from the seed and clock.
+    pub(crate) factory: EnvelopeFactory<C>,
+    /// Registration and login, seconds.
+    pub(crate) secs: f64,
+    /// A client for reads outside the measured posts.
+    pub(crate) admin: Client<D>,
+}
+
+/// Registers (or, with the same seed on a durable node, finds) and logs in `cfg.identities`
+/// identities.
+pub(crate) async fn setup<D, C>(
+    cfg: &LoadConfig,
+    dial: &D,
+    clock: C,
+) -> Result<Setup<D, C>, ClientError>
 where
     D: Dial + Clone,
     C: Clock + Clone,
@@ -244,15 +264,8 @@ where
             "--identities, --concurrency and --thread-length must be at least 1".into(),
         ));
     }
-    let new_client = |dial: D| -> Result<Client<D>, ClientError> {
-        let c = Client::new(&cfg.target, dial)?.with_timeout(cfg.timeout);
-        match &cfg.trust {
-            Some(t) => c.with_trust(t),
-            None => Ok(c),
-        }
-    };
-    let setup_started = Instant::now();
-    let mut admin = new_client(dial.clone())?;
+    let started = Instant::now();
+    let mut admin = new_client(cfg, dial.clone())?;
     let doc = admin
         .node_document()
         .await
@@ -273,7 +286,7 @@ where
     let mut factory = EnvelopeFactory::new(clock, cfg.seed);
     let tag = format!("{:08x}", cfg.seed & 0xffff_ffff);
     let mut idents = Vec::with_capacity(cfg.identities);
-    let mut sessions: Vec<Session> = Vec::with_capacity(cfg.identities);
+    let mut tokens = Vec::with_capacity(cfg.identities);
     for i in 0..cfg.identities {
         let seed = factory.bytes32();
         let ident = Identity::from_seed(&format!("loom://load-{tag}-{i}@{domain}"), &seed)?
@@ -283,80 +296,125 @@ where
             Err(e) if e.status() == Some(409) => {}
             Err(e) => return Err(setup_error(&format!("registering {}", ident.address()), e)),
         }
-        let s = ident
+        let s: Session = ident
             .login(&mut admin)
             .await
             .map_err(|e| setup_error(&format!("logging in {}", ident.address()), e))?;
-        sessions.push(s);
+        tokens.push(s.access_token);
         idents.push(ident);
     }
-    let setup_secs = setup_started.elapsed().as_secs_f64();
+    Ok(Setup {
+        domain,
+        idents,
+        tokens: std::sync::Arc::new(tokens),
+        factory,
+        secs: started.elapsed().as_secs_f64(),
+        admin,
+    })
+}
 
-    // Pre-sign every envelope, thread by thread.
-    let presign_started = Instant::now();
-    let text = payload(cfg.payload_bytes);
+fn new_client<D: Dial + Clone>(cfg: &LoadConfig, dial: D) -> Result<Client<D>, ClientError> {
+    let c = Client::new(&cfg.target, dial)?.with_timeout(cfg.timeout);
+    match &cfg.trust {
+        Some(t) => c.with_trust(t),
+        None => Ok(c),
+    }
+}
+
+/// Pre-signs `cfg.count` envelopes, thread by thread: each identity's share in threads of
+/// `cfg.thread_length`, addressed to the next identity. `text(identity, n)` is the message
+/// text of that identity's `n`th envelope.
+pub(crate) fn presign<C: Clock + Clone>(
+    cfg: &LoadConfig,
+    s: &mut Setup<impl Dial + Clone, C>,
+    text: &dyn Fn(usize, usize) -> String,
+) -> Result<Vec<Vec<Post>>, ClientError> {
     let mut chains: Vec<Vec<Post>> = Vec::new();
-    let mut total_bytes = 0usize;
-    for (i, ident) in idents.iter().enumerate() {
+    for (i, ident) in s.idents.iter().enumerate() {
         let share = cfg.count / cfg.identities + usize::from(i < cfg.count % cfg.identities);
-        let to = vec![idents[(i + 1) % idents.len()].address().to_owned()];
+        let to = vec![s.idents[(i + 1) % s.idents.len()].address().to_owned()];
         let mut left = share;
+        let mut n = 0;
         while left > 0 {
             let len = left.min(cfg.thread_length);
             left -= len;
-            let thread = factory.thread_id();
+            let thread = s.factory.thread_id();
             let mut parent: Option<String> = None;
             let mut chain = Vec::with_capacity(len);
             for _ in 0..len {
-                let env = factory.message(
+                let env = s.factory.message(
                     ident,
                     &MessageDraft {
                         thread_id: Some(thread.clone()),
                         parent_id: parent.clone(),
                         to: to.clone(),
-                        text: text.clone(),
+                        text: text(i, n),
                     },
                 )?;
+                n += 1;
                 parent = env.get("id").and_then(Value::as_str).map(str::to_owned);
                 let body = serde_json::to_vec(&env)
                     .map_err(|e| ClientError::Input(format!("serializing an envelope: {e}")))?;
-                total_bytes += body.len();
                 chain.push(Post { body, sender: i });
             }
             chains.push(chain);
         }
     }
-    let threads = chains.len();
-    // Deal whole threads to workers; each worker interleaves its threads.
-    let mut per_worker: Vec<Vec<Vec<Post>>> = (0..cfg.concurrency).map(|_| Vec::new()).collect();
-    for (n, chain) in chains.into_iter().enumerate() {
-        per_worker[n % cfg.concurrency].push(chain);
-    }
-    let queues: Vec<Vec<Post>> = per_worker.into_iter().map(interleave).collect();
-    let presign_secs = presign_started.elapsed().as_secs_f64();
+    Ok(chains)
+}
 
-    // Open every connection before the clock starts.
+/// Deals whole threads to `concurrency` workers; each worker interleaves its threads.
+pub(crate) fn deal(chains: Vec<Vec<Post>>, concurrency: usize) -> Vec<Vec<Post>> {
+    let mut per_worker: Vec<Vec<Vec<Post>>> = (0..concurrency).map(|_| Vec::new()).collect();
+    for (n, chain) in chains.into_iter().enumerate() {
+        per_worker[n % concurrency].push(chain);
+    }
+    per_worker.into_iter().map(interleave).collect()
+}
+
+/// Opens `cfg.concurrency` connections (before any clock starts).
+pub(crate) async fn connect_all<D: Dial + Clone>(
+    cfg: &LoadConfig,
+    dial: &D,
+) -> Result<Vec<Client<D>>, ClientError> {
     let mut clients = Vec::with_capacity(cfg.concurrency);
     for _ in 0..cfg.concurrency {
-        let mut c = new_client(dial.clone())?;
+        let mut c = new_client(cfg, dial.clone())?;
         c.connect()
             .await
             .map_err(|e| setup_error("connecting", e))?;
         clients.push(c);
     }
-    let http_version = clients
-        .first()
-        .and_then(Client::http_version)
-        .unwrap_or("HTTP/1.1")
-        .to_owned();
+    Ok(clients)
+}
 
-    let tokens: std::sync::Arc<Vec<String>> =
-        std::sync::Arc::new(sessions.iter().map(|s| s.access_token.clone()).collect());
+/// What posting one set of queues measured.
+pub(crate) struct Posted<D: Dial> {
+    /// Every post's outcome.
+    samples: Vec<Sample>,
+    /// Reconnects beyond the first connection per worker.
+    pub(crate) reconnects: u64,
+    /// First request to last response, seconds.
+    pub(crate) elapsed_secs: f64,
+    /// The connections, for the next round.
+    pub(crate) clients: Vec<Client<D>>,
+}
+
+/// Posts each queue over its own connection, all at once; returns when every queue is done.
+pub(crate) async fn post<D: Dial + Clone + Send + 'static>(
+    clients: Vec<Client<D>>,
+    queues: Vec<Vec<Post>>,
+    tokens: &std::sync::Arc<Vec<String>>,
+) -> Result<Posted<D>, ClientError>
+where
+    Client<D>: Send,
+{
     let started = Instant::now();
-    let mut tasks = Vec::with_capacity(cfg.concurrency);
+    let mut tasks = Vec::with_capacity(clients.len());
     for (mut client, queue) in clients.into_iter().zip(queues) {
         let tokens = tokens.clone();
         tasks.push(tokio::spawn(async move {
+            let before = client.connects();
             let mut samples = Vec::with_capacity(queue.len());
             for post in queue {
                 let t0 = Instant::now();
@@ -388,43 +446,103 @@ where
                     },
                 });
             }
-            (samples, client.connects().saturating_sub(1))
+            let reconnects = client.connects().saturating_sub(before.max(1));
+            (samples, reconnects, client)
         }));
     }
-    let mut samples = Vec::with_capacity(cfg.count);
+    let mut samples = Vec::new();
     let mut reconnects = 0;
+    let mut clients = Vec::with_capacity(tasks.len());
     for t in tasks {
-        let (s, r) = t
+        let (s, r, c) = t
             .await
             .map_err(|e| ClientError::Input(format!("a load worker failed: {e}")))?;
         samples.extend(s);
         reconnects += r;
+        clients.push(c);
     }
-    let elapsed_secs = started.elapsed().as_secs_f64();
+    Ok(Posted {
+        samples,
+        reconnects,
+        elapsed_secs: started.elapsed().as_secs_f64(),
+        clients,
+    })
+}
 
-    let successes = samples.iter().filter(|s| s.status == 201).count() as u64;
-    let failures = samples.len() as u64 - successes;
-    let mut errors: BTreeMap<(u16, String), ErrorRow> = BTreeMap::new();
-    for s in samples.iter().filter(|s| s.status != 201) {
-        let code = s.code.clone().unwrap_or_else(|| "(none)".into());
-        errors
-            .entry((s.status, code.clone()))
-            .or_insert_with(|| ErrorRow {
-                status: s.status,
-                code,
-                count: 0,
-                example: s.message.clone().unwrap_or_default(),
-            })
-            .count += 1;
+/// Successes, failures, errors by kind and latency percentiles of `samples`.
+pub(crate) struct Tally {
+    /// 201 responses.
+    pub(crate) successes: u64,
+    /// Everything else.
+    pub(crate) failures: u64,
+    /// Failures by status and code.
+    pub(crate) errors: Vec<ErrorRow>,
+    /// Latency of every post.
+    pub(crate) latency: Latency,
+}
+
+impl<D: Dial> Posted<D> {
+    /// Counts the outcomes.
+    pub(crate) fn tally(&self) -> Tally {
+        let samples = &self.samples;
+        let successes = samples.iter().filter(|s| s.status == 201).count() as u64;
+        let failures = samples.len() as u64 - successes;
+        let mut errors: BTreeMap<(u16, String), ErrorRow> = BTreeMap::new();
+        for s in samples.iter().filter(|s| s.status != 201) {
+            let code = s.code.clone().unwrap_or_else(|| "(none)".into());
+            errors
+                .entry((s.status, code.clone()))
+                .or_insert_with(|| ErrorRow {
+                    status: s.status,
+                    code,
+                    count: 0,
+                    example: s.message.clone().unwrap_or_default(),
+                })
+                .count += 1;
+        }
+        let mut latencies: Vec<f64> = samples
+            .iter()
+            .map(|s| s.latency.as_secs_f64() * 1000.0)
+            .collect();
+        latencies.sort_by(f64::total_cmp);
+        Tally {
+            successes,
+            failures,
+            errors: errors.into_values().collect(),
+            latency: percentiles(&latencies),
+        }
     }
-    let mut latencies: Vec<f64> = samples
-        .iter()
-        .map(|s| s.latency.as_secs_f64() * 1000.0)
-        .collect();
-    latencies.sort_by(f64::total_cmp);
+}
+
+/// Runs the load test through `dial`; identity names, keys, ids and `created_at` come from
+/// `seed` and `clock`.
+pub async fn run<D, C>(cfg: &LoadConfig, dial: D, clock: C) -> Result<LoadReport, ClientError>
+where
+    D: Dial + Clone + Send + 'static,
+    Client<D>: Send,
+    C: Clock + Clone,
+{
+    let mut s = setup(cfg, &dial, clock).await?;
+    let presign_started = Instant::now();
+    let text = payload(cfg.payload_bytes);
+    let chains = presign(cfg, &mut s, &|_, _| text.clone())?;
+    let threads = chains.len();
+    let total_bytes: usize = chains.iter().flatten().map(|p| p.body.len()).sum();
+    let queues = deal(chains, cfg.concurrency);
+    let presign_secs = presign_started.elapsed().as_secs_f64();
+
+    let clients = connect_all(cfg, &dial).await?;
+    let http_version = clients
+        .first()
+        .and_then(Client::http_version)
+        .unwrap_or("HTTP/1.1")
+        .to_owned();
+    let posted = post(clients, queues, &s.tokens).await?;
+    let t = posted.tally();
+    let elapsed_secs = posted.elapsed_secs;
     Ok(LoadReport {
         target: cfg.target.clone(),
-        domain,
+        domain: s.domain,
         identities: cfg.identities,
         concurrency: cfg.concurrency,
         count: cfg.count,
@@ -438,19 +556,19 @@ where
         } else {
             total_bytes as f64 / cfg.count as f64
         },
-        setup_secs,
+        setup_secs: s.secs,
         presign_secs,
         elapsed_secs,
-        successes,
-        failures,
+        successes: t.successes,
+        failures: t.failures,
         envelopes_per_sec: if elapsed_secs > 0.0 {
-            successes as f64 / elapsed_secs
+            t.successes as f64 / elapsed_secs
         } else {
             0.0
         },
-        latency_ms: percentiles(&latencies),
-        errors: errors.into_values().collect(),
-        reconnects,
+        latency_ms: t.latency,
+        errors: t.errors,
+        reconnects: posted.reconnects,
     })
 }
 
@@ -470,13 +588,13 @@ fn interleave(chains: Vec<Vec<Post>>) -> Vec<Post> {
 }
 
 /// Exactly `n` bytes of ASCII text.
-fn payload(n: usize) -> String {
+pub(crate) fn payload(n: usize) -> String {
     const WORDS: &str = "loom load payload the quick brown fox jumps over the lazy dog ";
     WORDS.chars().cycle().take(n).collect()
 }
 
 /// Nearest-rank percentiles of sorted `ms`.
-fn percentiles(ms: &[f64]) -> Latency {
+pub(crate) fn percentiles(ms: &[f64]) -> Latency {
     let Some(&max) = ms.last() else {
         return Latency::default();
     };

@@ -323,6 +323,52 @@ fn loom_load_small_run_reports_every_success() {
 }
 
 #[test]
+fn loom_load_growth_mode_times_reads_after_every_slice() {
+    let node = support::start(false);
+    let out = Command::new(env!("CARGO_BIN_EXE_loom-load"))
+        .args([
+            "--target",
+            &node.url,
+            "--identities",
+            "2",
+            "--concurrency",
+            "2",
+            "--count",
+            "80",
+            "--thread-length",
+            "1",
+            "--slice",
+            "40",
+            "--reads",
+            "3",
+            "--seed",
+            "3",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_str(&ok(&out)).unwrap();
+    let slices = report["slices"].as_array().unwrap();
+    assert_eq!(slices.len(), 2, "{report}");
+    assert_eq!(slices[0]["stored"], 40, "{report}");
+    assert_eq!(slices[1]["stored"], 80, "{report}");
+    for s in slices {
+        assert_eq!(s["failures"], 0, "{report}");
+        assert!(s["envelopes_per_sec"].as_f64().unwrap() > 0.0);
+        for read in ["threads_page_ms", "events_page_ms", "search_ms"] {
+            assert!(s[read].as_f64().unwrap() > 0.0, "{read}: {report}");
+        }
+        // The search finds exactly the envelopes that carry the searched word (all in the
+        // first slice: 20 per identity per slice).
+        assert_eq!(s["read_items"][2], 20, "{report}");
+    }
+    // The first identity is in its own threads and in those written to it.
+    assert_eq!(slices[0]["read_items"][0], 40, "{report}");
+    assert_eq!(slices[1]["read_items"][0], 50, "{report}");
+    assert!(report["flat"].is_boolean());
+}
+
+#[test]
 fn loom_load_reports_rate_limits() {
     // A node with the §14.3 default envelope limit (100/min per identity) but no auth limit.
     let mut config = loom_node::NodeConfig {

@@ -12,6 +12,7 @@
 pub mod config;
 pub mod env;
 pub mod error;
+pub mod fuzzing;
 pub mod http;
 pub mod net;
 pub mod quirks;

@@ -3,14 +3,26 @@
 //! breaks it. Quirks exist only with the `quirks` feature; without it [`Quirks::has`] is
 //! always false and the checks cannot be turned off.
 //!
-//! This module is the self-test shim (rustls BoGo style): the envelope path never asks
-//! "is quirk X on?". [`Quirks::deviations`] turns the set into loom-protocol's
-//! [`Deviations`] (data the acceptance core reads, each field naming the rule it breaks),
-//! and [`QuirkRules`] substitutes the deliberately broken admission steps (lenient
-//! structure, wrong signature verifiers, altered stored forms) through
-//! [`loom_protocol::accept::Rules`]. Each quirk's reason is its doc comment below.
+//! This module is the self-test shim (rustls BoGo style): the node's main path never asks
+//! "is quirk X on?". The set becomes data once, when the service starts, and each layer
+//! receives the part it needs:
+//!
+//! - [`Quirks::deviations`]: loom-protocol's acceptance [`Deviations`] (the envelope path),
+//!   with [`QuirkRules`] substituting the deliberately broken admission steps (lenient
+//!   structure, wrong signature verifiers, altered stored forms) through
+//!   [`loom_protocol::accept::Rules`];
+//! - [`Quirks::settings`]: a [`Settings`] with loom-protocol's session and registration
+//!   deviations, the node's [`IdentityDeviations`], [`ReadDeviations`], [`ApiDeviations`]
+//!   and [`HttpDeviations`] (each field names the rule it breaks), and the [`Edit`]s that
+//!   trim responses the node built correctly ([`Settings::shape`]);
+//! - [`Quirks::tls_config`]: the TLS mutants.
+//!
+//! Each quirk's reason is its doc comment below; [`Quirks::settings`] is the one table
+//! that maps it to the setting it flips. Only `service/envelopes.rs` still asks
+//! [`Quirks::has`] directly (owned by the write-path work; see the node README).
 
 use crate::env::Env;
+use axum::body::Bytes;
 use loom_protocol::accept::{Deviations, Facts, Rules, Structured};
 use loom_protocol::envelope::validate::CORE_TYPES;
 use loom_protocol::envelope::{
@@ -421,6 +433,336 @@ impl Quirks {
         ]
         .into_iter()
         .any(|x| self.has(x))
+    }
+}
+
+/// Every deviation of the node outside the acceptance core, per layer (all off on a real
+/// node: [`Settings::default`]).
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// §14.2 challenges and tokens (loom-protocol).
+    pub session: loom_protocol::session::Deviations,
+    /// Registration (loom-protocol).
+    pub registration: loom_protocol::registration::Deviations,
+    /// Identity storage and key management.
+    pub identity: IdentityDeviations,
+    /// Reads under the audience rules.
+    pub reads: ReadDeviations,
+    /// Other API behaviour.
+    pub api: ApiDeviations,
+    /// The HTTP shell.
+    pub http: HttpDeviations,
+    /// Responses to trim after they were built ([`Settings::shape`]).
+    pub edits: Vec<Edit>,
+}
+
+/// Deviations of identity storage and key management (v1.1 §6, §16.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IdentityDeviations {
+    /// A second registration of a registered address replaces it (DESIGN.md §9: 409).
+    pub allow_duplicate_registration: bool,
+    /// Answer a key revocation without revoking the key (§16.3).
+    pub ignore_key_revocation: bool,
+    /// Allow revoking the last active signing key (§6.3).
+    pub allow_revoking_last_key: bool,
+}
+
+/// Deviations of reads (v1.1 §8.3, §16.7, §16.8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ReadDeviations {
+    /// Serve threads and their envelopes to non-participants (§8.3).
+    pub ignore_audience: bool,
+    /// Ignore `since` on event catch-up (§16.8).
+    pub ignore_events_since: bool,
+    /// Return every identity's events on catch-up (§8.3).
+    pub ignore_event_audience: bool,
+    /// Serve blobs without the read check (§16.7).
+    pub skip_blob_read_check: bool,
+}
+
+/// Deviations of other API behaviour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ApiDeviations {
+    /// Ignore `Idempotency-Key` (§14.4).
+    pub ignore_idempotency_key: bool,
+    /// Never answer 429 (§14.3).
+    pub disable_rate_limit: bool,
+    /// Revoke delegations without the `delegation.revoked` event (§13.4, §17.3).
+    pub omit_delegation_revoked_event: bool,
+    /// Store capability tokens whose id lacks the `cap_` prefix (§8.4).
+    pub accept_any_capability_id: bool,
+}
+
+/// Deviations of the HTTP shell (v1.1 §7.2, §14.1, §16.7, §24).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HttpDeviations {
+    /// Take request bodies of any content type as JSON (§14.1: 415).
+    pub accept_any_content_type: bool,
+    /// Read bodies of any size (§24.2: 413).
+    pub ignore_body_limit: bool,
+    /// How JSON bodies are read.
+    pub json: JsonReading,
+    /// Label JSON `application/json` without `charset=utf-8` (§14.1).
+    pub no_json_charset: bool,
+    /// Answer errors without the §24.1 body.
+    pub bare_error_bodies: bool,
+    /// Serve blob downloads without an access token (§16.7).
+    pub anonymous_blob_download: bool,
+    /// Resolve identities by the address exactly as written (§6.1: case-insensitive).
+    pub case_sensitive_address_lookup: bool,
+}
+
+/// How the HTTP shell reads a JSON body: strictly (RFC 8259 + I-JSON,
+/// `loom_protocol::jcs::parse_strict_bytes`), or with a quirk's leniency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct JsonReading {
+    /// Read lone surrogate escapes as U+FFFD instead of refusing them (§7.2).
+    pub lone_surrogates_as_replacement: bool,
+    /// Take duplicate member names, the last one winning (§7.2 I-JSON).
+    pub duplicate_keys_last_wins: bool,
+}
+
+impl JsonReading {
+    /// Parses `body`; returns the value and the bytes it was read from.
+    pub fn read(&self, body: Bytes) -> Result<(Value, Bytes), String> {
+        let body = if self.lone_surrogates_as_replacement {
+            Bytes::from(lone_surrogates_as_replacement(&body))
+        } else {
+            body
+        };
+        let value = if self.duplicate_keys_last_wins {
+            serde_json::from_slice(&body).map_err(|e| e.to_string())?
+        } else {
+            loom_protocol::jcs::parse_strict_bytes(&body).map_err(|e| e.to_string())?
+        };
+        Ok((value, body))
+    }
+}
+
+/// JSON text with every lone `\uD800`–`\uDFFF` escape replaced by `\ufffd` (a correct node
+/// refuses such text, v1.1 §7.2).
+fn lone_surrogates_as_replacement(body: &[u8]) -> Vec<u8> {
+    let hex = |b: &[u8]| {
+        std::str::from_utf8(b)
+            .ok()
+            .and_then(|s| u16::from_str_radix(s, 16).ok())
+    };
+    let escape_at = |i: usize| {
+        (body.get(i) == Some(&b'\\') && body.get(i + 1) == Some(&b'u'))
+            .then(|| body.get(i + 2..i + 6).and_then(hex))
+            .flatten()
+    };
+    let mut out = Vec::with_capacity(body.len());
+    let mut i = 0;
+    while i < body.len() {
+        if body[i] == b'\\' {
+            match escape_at(i) {
+                Some(0xD800..=0xDBFF) if matches!(escape_at(i + 6), Some(0xDC00..=0xDFFF)) => {
+                    out.extend_from_slice(&body[i..i + 12]);
+                    i += 12;
+                }
+                Some(0xD800..=0xDFFF) => {
+                    out.extend_from_slice(b"\\ufffd");
+                    i += 6;
+                }
+                _ => {
+                    out.extend_from_slice(&body[i..(i + 2).min(body.len())]);
+                    i += 2;
+                }
+            }
+        } else {
+            out.push(body[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// A response a quirk trims after the node built it correctly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// `POST /v1/auth/challenge`.
+    AuthChallenge,
+    /// A token pair (`POST /v1/auth/token`, `/refresh`).
+    TokenPair,
+    /// `GET /.well-known/loom.json`.
+    NodeDocument,
+    /// `GET /v1/threads/{id}`.
+    Thread,
+    /// A resolved identity document.
+    IdentityDocument,
+    /// A page of `GET /v1/events`.
+    EventsPage,
+}
+
+/// One trim: the quirk it stands for, the response and the change.
+#[derive(Clone, Copy)]
+pub struct Edit {
+    /// The quirk (its doc comment is the reason).
+    pub quirk: Quirk,
+    /// The response it trims.
+    pub output: Output,
+    apply: fn(&mut Value, &Env),
+}
+
+impl std::fmt::Debug for Edit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Edit")
+            .field("quirk", &self.quirk)
+            .field("output", &self.output)
+            .finish_non_exhaustive()
+    }
+}
+
+fn remove_members(v: &mut Value, members: &[&str]) {
+    if let Some(o) = v.as_object_mut() {
+        for m in members {
+            o.remove(*m);
+        }
+    }
+}
+
+/// The trims, one per response-shape quirk.
+const EDITS: [Edit; 6] = [
+    Edit {
+        quirk: Quirk::ChallengeWithoutExpiry,
+        output: Output::AuthChallenge,
+        apply: |v, _| remove_members(v, &["expires_at"]),
+    },
+    Edit {
+        quirk: Quirk::OmitRefreshToken,
+        output: Output::TokenPair,
+        apply: |v, _| remove_members(v, &["refresh_token", "refresh_expires_in"]),
+    },
+    Edit {
+        quirk: Quirk::IncompleteNodeDocument,
+        output: Output::NodeDocument,
+        apply: |v, _| {
+            if let Some(o) = v.as_object_mut() {
+                o.retain(|k, _| k == "loom" || k == "domain");
+            }
+        },
+    },
+    Edit {
+        quirk: Quirk::IncompleteThreadObject,
+        output: Output::Thread,
+        apply: |v, _| remove_members(v, &["cap_epoch", "subject", "labels"]),
+    },
+    Edit {
+        quirk: Quirk::IdentityDocumentWithoutKeys,
+        output: Output::IdentityDocument,
+        apply: |v, _| {
+            if let Some(keys) = v.pointer_mut("/public_keys/signing") {
+                *keys = Value::Array(Vec::new());
+            }
+        },
+    },
+    Edit {
+        quirk: Quirk::UnstableEventIds,
+        output: Output::EventsPage,
+        apply: |v, env| {
+            for e in v
+                .get_mut("events")
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                e["id"] = env.ids().event().to_string().into();
+            }
+        },
+    },
+];
+
+impl Settings {
+    /// Applies the trims for `output` (none on a real node).
+    pub fn shape(&self, output: Output, v: &mut Value, env: &Env) {
+        for e in self.edits.iter().filter(|e| e.output == output) {
+            (e.apply)(v, env);
+        }
+    }
+}
+
+impl Quirks {
+    /// The deviations of every layer outside the acceptance core: the one table from quirk
+    /// to setting.
+    pub fn settings(&self) -> Settings {
+        use Quirk as Q;
+        let q = |x| self.has(x);
+        Settings {
+            session: loom_protocol::session::Deviations {
+                allow_challenge_reuse: q(Q::AllowChallengeReuse),
+                accept_expired_token: q(Q::AcceptExpiredToken),
+                token_kind_unchecked: q(Q::TokenKindUnchecked),
+                accept_bad_login_signature: q(Q::AcceptBadLoginSignature),
+            },
+            registration: loom_protocol::registration::Deviations {
+                accept_any_local_part: q(Q::AcceptAnyLocalPart),
+                accept_non_canonical_address: q(Q::AcceptNonCanonicalAddress),
+                allow_bridge_registration: q(Q::AllowBridgeRegistration),
+                accept_any_signing_key_id: q(Q::AcceptAnySigningKeyId),
+                accept_any_encryption_key_id: q(Q::AcceptAnyEncryptionKeyId),
+                accept_bad_registration_proof: q(Q::AcceptBadRegistrationProof),
+                accept_agent_without_delegator: q(Q::AcceptAgentWithoutDelegator),
+                accept_unbounded_agent_scope: q(Q::AcceptUnboundedAgentScope),
+                accept_incomplete_agent_document: q(Q::AcceptIncompleteAgentDocument),
+                accept_agent_members_on_other_types: q(Q::AcceptAgentMembersOnOtherTypes),
+                accept_team_without_members: q(Q::AcceptTeamWithoutMembers),
+                accept_team_without_routing_policy: q(Q::AcceptTeamWithoutRoutingPolicy),
+                accept_service_without_operator: q(Q::AcceptServiceWithoutOperator),
+            },
+            identity: IdentityDeviations {
+                allow_duplicate_registration: q(Q::AllowDuplicateRegistration),
+                ignore_key_revocation: q(Q::IgnoreKeyRevocation),
+                allow_revoking_last_key: q(Q::AllowRevokingLastKey),
+            },
+            reads: ReadDeviations {
+                ignore_audience: q(Q::IgnoreAudience),
+                ignore_events_since: q(Q::IgnoreEventsSince),
+                ignore_event_audience: q(Q::IgnoreEventAudience),
+                skip_blob_read_check: q(Q::SkipBlobReadCheck),
+            },
+            api: ApiDeviations {
+                ignore_idempotency_key: q(Q::IgnoreIdempotencyKey),
+                disable_rate_limit: q(Q::DisableRateLimit),
+                omit_delegation_revoked_event: q(Q::OmitDelegationRevokedEvent),
+                accept_any_capability_id: q(Q::AcceptAnyCapabilityId),
+            },
+            http: HttpDeviations {
+                accept_any_content_type: q(Q::AcceptAnyContentType),
+                ignore_body_limit: q(Q::IgnoreBodyLimit),
+                json: JsonReading {
+                    lone_surrogates_as_replacement: q(Q::AcceptLoneSurrogates),
+                    duplicate_keys_last_wins: q(Q::AcceptDuplicateJsonKeys),
+                },
+                no_json_charset: q(Q::NoJsonCharset),
+                bare_error_bodies: q(Q::BareErrorBodies),
+                anonymous_blob_download: q(Q::AnonymousBlobDownload),
+                case_sensitive_address_lookup: q(Q::CaseSensitiveAddressLookup),
+            },
+            edits: EDITS.into_iter().filter(|e| q(e.quirk)).collect(),
+        }
+    }
+
+    /// The TLS mutants (v1.1 §14.1): [`Quirk::AllowTls12`] also accepts TLS 1.2,
+    /// [`Quirk::NoHttp2`] offers only `http/1.1` in ALPN. `config` unchanged without them.
+    pub fn tls_config(
+        &self,
+        mut config: rustls::ServerConfig,
+    ) -> Result<rustls::ServerConfig, rustls::Error> {
+        if self.has(Quirk::AllowTls12) {
+            let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+            let resolver = config.cert_resolver.clone();
+            let alpn = std::mem::take(&mut config.alpn_protocols);
+            config = rustls::ServerConfig::builder_with_provider(provider)
+                .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
+                .with_no_client_auth()
+                .with_cert_resolver(resolver);
+            config.alpn_protocols = alpn;
+        }
+        if self.has(Quirk::NoHttp2) {
+            config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        }
+        Ok(config)
     }
 }
 

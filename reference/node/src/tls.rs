@@ -9,7 +9,7 @@
 //! is never part of a deterministic trace, and the simulator runs without TLS.
 
 use crate::config::TlsSettings;
-use crate::quirks::{Quirk, Quirks};
+use crate::quirks::Quirks;
 use rustls::ServerConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -78,8 +78,8 @@ pub fn server_tls(settings: &TlsSettings, domain: &str) -> Result<ServerTls, Tls
     server_tls_with_quirks(settings, domain, &Quirks::none())
 }
 
-/// [`server_tls`] for a node running `quirks`: [`Quirk::AllowTls12`] also accepts TLS 1.2,
-/// [`Quirk::NoHttp2`] offers only `http/1.1` in ALPN (the conformance self-test's mutants).
+/// [`server_tls`] for a node running `quirks` (the conformance self-test's TLS mutants,
+/// [`Quirks::tls_config`]).
 pub fn server_tls_with_quirks(
     settings: &TlsSettings,
     domain: &str,
@@ -89,21 +89,9 @@ pub fn server_tls_with_quirks(
         TlsSettings::Files { cert, key } => (load_chain(cert)?, load_key(key)?),
         TlsSettings::SelfSigned => self_signed(domain)?,
     };
-    let mut config = server_config(chain.clone(), key)?;
-    if quirks.has(Quirk::AllowTls12) {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let resolver = config.cert_resolver.clone();
-        let alpn = std::mem::take(&mut config.alpn_protocols);
-        config = ServerConfig::builder_with_provider(provider)
-            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-            .map_err(|e| TlsError::Config(e.to_string()))?
-            .with_no_client_auth()
-            .with_cert_resolver(resolver);
-        config.alpn_protocols = alpn;
-    }
-    if quirks.has(Quirk::NoHttp2) {
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    }
+    let config = quirks
+        .tls_config(server_config(chain.clone(), key)?)
+        .map_err(|e| TlsError::Config(e.to_string()))?;
     Ok(ServerTls {
         acceptor: TlsAcceptor::from(Arc::new(config)),
         cert_chain: chain,

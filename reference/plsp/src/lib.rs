@@ -13,6 +13,7 @@ pub mod ast;
 pub mod engine;
 pub mod env;
 pub mod error;
+pub mod fuzzing;
 pub mod http;
 pub mod imf;
 pub mod middleware;
@@ -27,24 +28,3 @@ pub use error::{ParseCode, ParseError};
 pub use number::Number;
 pub use parse::{extract, parse, parse_bytes};
 pub use validate::{Limits, RuleCode, Violation, validate_block, validate_transition};
-
-/// The fuzz body (`fuzz/fuzz_targets/plsp.rs`): parses arbitrary bytes as a block and, the
-/// first line as an instruction; whatever parses must serialize, re-parse to the same value
-/// and validate without panicking. Never panics on any input.
-pub fn fuzz_parse(data: &[u8]) {
-    if let Ok(block) = parse_bytes(data) {
-        let text = block.to_string();
-        let again = parse(&text).expect("canonical text re-parses");
-        assert_eq!(again, block, "canonical text parses to the same block");
-        let _ = validate_transition(&block, &block, &Limits::default());
-        let _ = validate::resolved_state(&block);
-    }
-    if let Ok(text) = std::str::from_utf8(data) {
-        let (instr, rest) = text.split_once('\n').unwrap_or((text, "S{}S"));
-        if let Ok(ds) = imf::parse(instr) {
-            let prev = parse(rest).unwrap_or_default();
-            let _ = imf::apply(&prev, &ds, &imf::Inputs::new());
-        }
-        let _ = extract(text);
-    }
-}

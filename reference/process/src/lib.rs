@@ -13,5 +13,6 @@
 
 pub mod cli;
 pub mod engine;
+pub mod fuzzing;
 pub mod package;
 pub mod runner;

@@ -801,3 +801,141 @@ impl TokenShape {
         })
     }
 }
+
+/// What a node reads back from a token it stored (§16.4 listings, §16.7 downloads): its
+/// expiry and grants, read leniently (a stored token passed [`TokenShape::parse`] or
+/// [`authorize_capability`] when it was stored; a member that no longer reads counts as
+/// absent).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StoredToken {
+    /// `expires_at`, if any.
+    pub expires_at: Option<Timestamp>,
+    /// The §12.2 grants it carries.
+    pub grants: Vec<Grant>,
+}
+
+/// The lifecycle status of a stored token, as `GET /v1/capabilities` lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenStatus {
+    /// Usable.
+    Active,
+    /// Revoked (§12.3).
+    Revoked,
+    /// A single-use token already spent (§12.5).
+    Spent,
+    /// Issued under an older `cap_epoch` (§12.3).
+    StaleEpoch,
+    /// Past `expires_at`.
+    Expired,
+}
+
+impl TokenStatus {
+    /// Wire spelling.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TokenStatus::Active => "active",
+            TokenStatus::Revoked => "revoked",
+            TokenStatus::Spent => "spent",
+            TokenStatus::StaleEpoch => "stale_epoch",
+            TokenStatus::Expired => "expired",
+        }
+    }
+}
+
+impl StoredToken {
+    /// Reads a stored token document.
+    pub fn read(token: &Value) -> StoredToken {
+        StoredToken {
+            expires_at: token
+                .get("expires_at")
+                .and_then(Value::as_str)
+                .and_then(|s| Timestamp::parse(s).ok()),
+            grants: token
+                .get("grants")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .filter_map(Grant::parse)
+                .collect(),
+        }
+    }
+
+    /// Its status, given what the node recorded (revoked, spent, the epoch it was issued
+    /// under) and the thread's current `cap_epoch`, at `now`; the first that applies of
+    /// revoked, spent, stale epoch, expired.
+    pub fn status(
+        &self,
+        revoked: bool,
+        spent: bool,
+        epoch: u64,
+        cap_epoch: u64,
+        now: Timestamp,
+    ) -> TokenStatus {
+        if revoked {
+            TokenStatus::Revoked
+        } else if spent {
+            TokenStatus::Spent
+        } else if epoch != cap_epoch {
+            TokenStatus::StaleEpoch
+        } else if self.expires_at.is_some_and(|e| e < now) {
+            TokenStatus::Expired
+        } else {
+            TokenStatus::Active
+        }
+    }
+
+    /// Whether one of its grants covers `required` (`admin` covers all, §12.2).
+    pub fn covers(&self, required: Grant) -> bool {
+        self.grants.iter().any(|g| g.covers(required))
+    }
+}
+
+/// The intent of the operation that revokes a token (§12.3).
+pub const REVOKE_INTENT: &str = "capability.revoked@v1";
+
+/// Checks that `op`, the body of `DELETE /v1/capabilities/{id}` (§16.4 "Revoke (creates
+/// thread_op)"), is the `capability.revoked@v1` thread operation for token `id` in its
+/// thread `thread`: `type`, intent, `thread_id`, then `parameters.capability_id`, each
+/// refused as `ENVELOPE_INVALID` naming the member. Signature, authority and the
+/// revocation itself are the acceptance core's ([`crate::accept`]).
+pub fn check_revocation_op(
+    op: &Value,
+    thread: &ThreadId,
+    id: &CapabilityId,
+) -> Result<(), ProtocolError> {
+    let bad = |field: &str, rule: String| ProtocolError::invalid(field, rule, "v1.1 §12.3, §16.4");
+    if op.get("type").and_then(Value::as_str) != Some("thread_op") {
+        return Err(bad(
+            "type",
+            format!("the body must be the signed {REVOKE_INTENT} thread_op"),
+        ));
+    }
+    if op
+        .pointer("/content/structured/intent")
+        .and_then(Value::as_str)
+        != Some(REVOKE_INTENT)
+    {
+        return Err(bad(
+            "content.structured.intent",
+            format!("must be {REVOKE_INTENT}"),
+        ));
+    }
+    if op.get("thread_id").and_then(Value::as_str) != Some(&thread.to_string()) {
+        return Err(bad(
+            "thread_id",
+            format!("must be {thread}, the token's thread"),
+        ));
+    }
+    if op
+        .pointer("/content/structured/parameters/capability_id")
+        .and_then(Value::as_str)
+        != Some(&id.to_string())
+    {
+        return Err(bad(
+            "content.structured.parameters.capability_id",
+            format!("must be {id}, the token in the path"),
+        ));
+    }
+    Ok(())
+}

@@ -489,25 +489,90 @@ fn verify_link_signature(
     resolver: &dyn DelegationResolver,
     policy: &ChainPolicy,
 ) -> Result<(), ProtocolError> {
-    let sig = obj
-        .get("signature")
-        .and_then(Value::as_str)
-        .ok_or_else(|| {
-            deny(
-                format!("{path}.signature"),
-                "signature (base64url) is required",
-                "v1.1 §13.1",
-            )
-        })?;
-    let sig = signature_from_b64url(sig)
-        .map_err(|e| deny(format!("{path}.signature"), e.reason, "v1.1 §13.3.1"))?;
+    let field = |m: &str| format!("{path}.{m}");
+    let sig = link_signature(obj).map_err(|f| match f {
+        LinkSignatureFailure::Missing => deny(field("signature"), f.rule(), "v1.1 §13.1"),
+        f => deny(field("signature"), f.rule(), "v1.1 §13.3.1"),
+    })?;
     let keys = resolver.signing_keys(delegator).ok_or_else(|| {
         deny(
-            format!("{path}.delegator"),
+            field("delegator"),
             "delegator identity not found",
             "v1.1 §13.3",
         )
     })?;
+    verify_link_with(raw, obj, &sig, &keys, policy.accept_legacy_signatures).map_err(|f| match f {
+        LinkSignatureFailure::UnknownKey | LinkSignatureFailure::KeyIdRequired => {
+            deny(field("key_id"), f.rule(), "v1.1 §13.3")
+        }
+        LinkSignatureFailure::UnknownContext => {
+            deny(field("signature_context"), f.rule(), "v1.1 §13.3.1")
+        }
+        f => deny(field("signature"), f.rule(), "v1.1 §13.3.1"),
+    })
+}
+
+/// Why a link's signature cannot be checked or does not verify (§13.3.1). Chain
+/// verification and link storage report it with their own codes and field paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LinkSignatureFailure {
+    /// `signature` is absent.
+    Missing,
+    /// `signature` is not a base64url Ed25519 signature.
+    Malformed(String),
+    /// `key_id` (or `signature_key_id`) is not an active signing key of the delegator.
+    UnknownKey,
+    /// No `key_id`, and the delegator does not have exactly one signing key.
+    KeyIdRequired,
+    /// `signature_context` names another context.
+    UnknownContext,
+    /// The signature does not verify.
+    Mismatch,
+}
+
+impl LinkSignatureFailure {
+    /// The rule broken, in words.
+    pub fn rule(&self) -> String {
+        match self {
+            LinkSignatureFailure::Missing => "signature (base64url) is required".into(),
+            LinkSignatureFailure::Malformed(reason) => reason.clone(),
+            LinkSignatureFailure::UnknownKey => {
+                "key_id is not an active signing key of the delegator".into()
+            }
+            LinkSignatureFailure::KeyIdRequired => {
+                "key_id is required when the delegator has several signing keys".into()
+            }
+            LinkSignatureFailure::UnknownContext => {
+                "unknown signature context; only LOOM-DELEGATION-SIG-v1 is defined".into()
+            }
+            LinkSignatureFailure::Mismatch => {
+                "Ed25519 signature of the delegator does not verify".into()
+            }
+        }
+    }
+}
+
+/// The link's `signature` member, decoded (§13.1).
+pub fn link_signature(
+    obj: &Map<String, Value>,
+) -> Result<ed25519_dalek::Signature, LinkSignatureFailure> {
+    let sig = obj
+        .get("signature")
+        .and_then(Value::as_str)
+        .ok_or(LinkSignatureFailure::Missing)?;
+    signature_from_b64url(sig).map_err(|e| LinkSignatureFailure::Malformed(e.reason.to_string()))
+}
+
+/// §13.3.1 with the delegator's active signing `keys` (`(key_id, key)`): the key named by
+/// `key_id` (or `signature_key_id`), else the delegator's only key; the prefixed form, or
+/// the legacy form when `signature_context` is absent and `accept_legacy` (§7.3 migration).
+pub fn verify_link_with(
+    raw: &Value,
+    obj: &Map<String, Value>,
+    sig: &ed25519_dalek::Signature,
+    keys: &[(String, VerifyingKey)],
+    accept_legacy: bool,
+) -> Result<(), LinkSignatureFailure> {
     let key_id = obj
         .get("key_id")
         .or_else(|| obj.get("signature_key_id"))
@@ -517,46 +582,223 @@ fn verify_link_signature(
             .iter()
             .find(|(k, _)| k == id)
             .map(|(_, key)| *key)
-            .ok_or_else(|| {
-                deny(
-                    format!("{path}.key_id"),
-                    "key_id is not an active signing key of the delegator",
-                    "v1.1 §13.3",
-                )
-            })?,
+            .ok_or(LinkSignatureFailure::UnknownKey)?,
         None if keys.len() == 1 => keys[0].1,
-        None => {
-            return Err(deny(
-                format!("{path}.key_id"),
-                "key_id is required when the delegator has several signing keys",
-                "v1.1 §13.3",
-            ));
-        }
+        None => return Err(LinkSignatureFailure::KeyIdRequired),
     };
     let payload = delegation_signing_payload(raw).unwrap_or_default();
     let ok = match obj.get("signature_context") {
         Some(Value::String(c)) if c == SigContext::DELEGATION.0 => {
-            verify(&key, Some(SigContext::DELEGATION), &payload, &sig)
+            verify(&key, Some(SigContext::DELEGATION), &payload, sig)
         }
-        Some(_) => {
-            return Err(deny(
-                format!("{path}.signature_context"),
-                "unknown signature context; only LOOM-DELEGATION-SIG-v1 is defined",
-                "v1.1 §13.3.1",
-            ));
-        }
+        Some(_) => return Err(LinkSignatureFailure::UnknownContext),
         None => {
-            verify(&key, Some(SigContext::DELEGATION), &payload, &sig)
-                || (policy.accept_legacy_signatures && verify(&key, None, &payload, &sig))
+            verify(&key, Some(SigContext::DELEGATION), &payload, sig)
+                || (accept_legacy && verify(&key, None, &payload, sig))
         }
     };
     if ok {
         Ok(())
     } else {
-        Err(deny(
-            format!("{path}.signature"),
-            "Ed25519 signature of the delegator does not verify",
-            "v1.1 §13.3.1",
-        ))
+        Err(LinkSignatureFailure::Mismatch)
     }
+}
+
+/// The delegator of a link submitted for storage: the authenticated caller, whether it is
+/// a human (only a human may delegate `*`, §13.2) and its active signing keys.
+#[derive(Debug, Clone, Copy)]
+pub struct Delegator<'a> {
+    /// The authenticated identity.
+    pub identity: &'a Address,
+    /// Whether it is registered as `human`.
+    pub is_human: bool,
+    /// Its active signing keys, `(key_id, key)`.
+    pub keys: &'a [(String, VerifyingKey)],
+}
+
+/// A delegation link checked for storage ([`check_new_link`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewLink {
+    /// The link's own `id`, if it carries one.
+    pub id: Option<String>,
+    /// Delegator (the caller).
+    pub delegator: Address,
+    /// Delegate.
+    pub delegate: Address,
+    /// Scopes (§13.2).
+    pub scope: Vec<String>,
+    /// The link's `created_at`.
+    pub created_at: Timestamp,
+    /// The link's `expires_at`.
+    pub expires_at: Timestamp,
+}
+
+fn link_invalid(field: impl Into<String>, rule: impl Into<String>) -> ProtocolError {
+    ProtocolError::invalid(field, rule, "v1.1 §13.1")
+}
+
+fn new_link_time(o: &Map<String, Value>, k: &str) -> Result<Option<Timestamp>, ProtocolError> {
+    match o.get(k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Timestamp::parse(s)
+            .map(Some)
+            .map_err(|e| link_invalid(k, e.to_string())),
+        Some(_) => Err(link_invalid(k, format!("{k} must be an ISO 8601 string"))),
+    }
+}
+
+fn valid_link_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// A link a delegator submits for storage (`POST /v1/delegations`, §16.5), at `now`: the
+/// §13.1 shape (malformed members are `ENVELOPE_INVALID`), delegator = the caller
+/// (`CAPABILITY_DENIED`), no self-delegation, §13.2 scope syntax with `*` only from a human,
+/// `created_at` at most [`ChainPolicy::default`]'s skew ahead and `expires_at` in the future
+/// (`DELEGATION_INVALID`, §13.3), an optional `id` of 1–64 `[A-Za-z0-9_-]`, and the
+/// delegator's signature (§13.3.1; legacy accepted when `signature_context` is absent).
+pub fn check_new_link(
+    link: &Value,
+    caller: Delegator<'_>,
+    now: Timestamp,
+) -> Result<NewLink, ProtocolError> {
+    let o = link
+        .as_object()
+        .ok_or_else(|| link_invalid("$body", "a delegation link is a JSON object"))?;
+    let addr = |k: &str| {
+        o.get(k)
+            .and_then(Value::as_str)
+            .ok_or_else(|| link_invalid(k, format!("{k} is required (a LOOM address)")))
+            .and_then(|s| {
+                Address::parse_wire(s).map_err(|e| {
+                    ProtocolError::invalid(k, format!("not a LOOM address: {e}"), "v1.1 §6.1")
+                })
+            })
+    };
+    let delegator = addr("delegator")?;
+    let delegate = addr("delegate")?;
+    if delegator != *caller.identity {
+        return Err(ProtocolError::new(
+            ErrorCode::CapabilityDenied,
+            "delegator",
+            format!(
+                "the authenticated identity is {}; it cannot delegate as {delegator}",
+                caller.identity
+            ),
+            "v1.1 §13.1, §16.5",
+        ));
+    }
+    if delegate == delegator {
+        return Err(link_invalid(
+            "delegate",
+            "an identity cannot delegate to itself",
+        ));
+    }
+    let scope = o
+        .get("scope")
+        .and_then(Value::as_array)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| link_invalid("scope", "scope must be a non-empty array of scopes"))?;
+    let mut scopes = Vec::with_capacity(scope.len());
+    for (i, s) in scope.iter().enumerate() {
+        let field = format!("scope[{i}]");
+        let s = s
+            .as_str()
+            .ok_or_else(|| link_invalid(field.clone(), "scope entries are strings"))?;
+        check_scope_syntax(s)
+            .map_err(|e| ProtocolError::invalid(field.clone(), e.to_string(), "v1.1 §13.2"))?;
+        if s == "*" && !caller.is_human {
+            return Err(ProtocolError::invalid(
+                field,
+                "'*' is only valid for a root human→agent delegation",
+                "v1.1 §13.2",
+            ));
+        }
+        scopes.push(s.to_owned());
+    }
+    let skew = ChainPolicy::default().max_created_at_future_skew_ms;
+    let created_at = new_link_time(o, "created_at")?
+        .ok_or_else(|| link_invalid("created_at", "created_at is required"))?;
+    if created_at.unix_ms() > now.unix_ms() + skew {
+        return Err(deny(
+            "created_at",
+            format!("created_at is more than {skew} ms in the future"),
+            "v1.1 §13.3",
+        ));
+    }
+    let expires_at = new_link_time(o, "expires_at")?
+        .ok_or_else(|| link_invalid("expires_at", "expires_at is required"))?;
+    if expires_at <= now {
+        return Err(deny(
+            "expires_at",
+            "the delegation has already expired",
+            "v1.1 §13.3",
+        ));
+    }
+    for k in ["revocable", "allow_sub_delegation"] {
+        if o.get(k).is_some_and(|v| !v.is_boolean() && !v.is_null()) {
+            return Err(link_invalid(k, format!("{k} must be a boolean")));
+        }
+    }
+    if o.get("max_sub_delegation_depth")
+        .is_some_and(|v| !v.is_null() && v.as_u64().is_none())
+    {
+        return Err(link_invalid(
+            "max_sub_delegation_depth",
+            "max_sub_delegation_depth must be a non-negative integer",
+        ));
+    }
+    let id = match o.get("id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if valid_link_id(s) => Some(s.clone()),
+        Some(_) => return Err(link_invalid("id", "id must be 1-64 of [A-Za-z0-9_-]")),
+    };
+    let sig = link_signature(o).map_err(|f| link_invalid("signature", f.rule()))?;
+    verify_link_with(link, o, &sig, caller.keys, true).map_err(|f| match f {
+        LinkSignatureFailure::UnknownKey => deny("key_id", f.rule(), "v1.1 §13.3"),
+        LinkSignatureFailure::KeyIdRequired => link_invalid("key_id", f.rule()),
+        LinkSignatureFailure::UnknownContext => link_invalid("signature_context", f.rule()),
+        f => deny("signature", f.rule(), "v1.1 §13.3.1"),
+    })?;
+    Ok(NewLink {
+        id,
+        delegator,
+        delegate,
+        scope: scopes,
+        created_at,
+        expires_at,
+    })
+}
+
+/// The lifecycle status of a stored link (§13.3, §13.4): `revoked`, `expired` (its
+/// `expires_at` has passed at `now`) or `active`.
+pub fn link_status(link: &Value, revoked: bool, now: Timestamp) -> &'static str {
+    let expired = link
+        .get("expires_at")
+        .and_then(Value::as_str)
+        .and_then(|s| Timestamp::parse(s).ok())
+        .is_some_and(|e| e < now);
+    if revoked {
+        "revoked"
+    } else if expired {
+        "expired"
+    } else {
+        "active"
+    }
+}
+
+/// A link signed with `revocable: false` cannot be revoked (§13.1).
+pub fn check_revocable(link: &Value) -> Result<(), ProtocolError> {
+    if link.get("revocable") == Some(&Value::Bool(false)) {
+        return Err(ProtocolError::new(
+            ErrorCode::StateTransitionInvalid,
+            "delegation_id",
+            "the link was signed with revocable: false",
+            "v1.1 §13.1",
+        ));
+    }
+    Ok(())
 }

@@ -29,6 +29,7 @@ pub mod keys;
 pub mod policy;
 pub mod registration;
 pub mod scope;
+pub mod session;
 pub mod task;
 pub mod thread;
 pub mod time;

@@ -1,10 +1,35 @@
-//! Identity registration proofs as the existing v1.1 node defines them (DESIGN.md §9): the
-//! registrant signs (Ed25519, no context prefix) a text binding the identity, the key, the
-//! hash of the registered document and the node's challenge nonce. One place for the rule,
-//! used by the reference node to verify and by clients to sign.
+//! Identity registration as the existing v1.1 node defines it (DESIGN.md §9) and the rules
+//! of the documents it registers (v1.1 §6.1–§6.4, §8.4, §16.3): the registrant signs
+//! (Ed25519, no context prefix) a text binding the identity, the key, the hash of the
+//! registered document and the node's challenge nonce.
+//!
+//! One place for these rules: [`Registration::parse`] reads a registration request once
+//! into typed parts (address, type, keys, type members, proof) in the order the node
+//! reports failures; [`Registration::verify_proof`] checks the proof against the challenge
+//! nonce; [`Registration::document`] builds the published §6.2 document. Clients sign with
+//! [`registration_text`] and [`registration_document_hash`]. Key additions
+//! ([`parse_added_key`]) and `PATCH /v1/identity/me` ([`IdentityPatch`]) live here too.
+//!
+//! [`Deviations`] is the conformance self-test seam (as in [`crate::accept`]): every field
+//! is `false` on a real node.
 
+use crate::address::Address;
+use crate::documents::IdentityType;
+use crate::error::{ErrorCode, ProtocolError};
+use crate::id::{KeyId, KeyKind};
+use crate::identity_profile::{
+    AGENT_MEMBERS, AgentDelegation, SERVICE_MEMBERS, TEAM_MEMBERS, TypeMembers, check_type_members,
+    verify_agent_delegation,
+};
 use crate::jcs::to_canonical_bytes;
-use serde_json::{Map, Value};
+use crate::keys::{
+    b64url_decode, b64url_encode, public_key_from_any, public_key_to_b64url, signature_from_b64url,
+    verify,
+};
+use crate::time::Timestamp;
+use ed25519_dalek::VerifyingKey;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 /// The purpose string of registration challenges.
@@ -37,6 +62,554 @@ pub fn registration_document_hash(req: &Value) -> String {
         }
     }
     hex::encode(Sha256::digest(to_canonical_bytes(&Value::Object(doc))))
+}
+
+/// Deliberate departures from single registration rules. All `false` in
+/// [`Deviations::NONE`], the only value a real node uses; each field names the rule it
+/// breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Deviations {
+    /// Register local parts outside `[a-z0-9][a-z0-9._-]{0,63}` (§6.1).
+    pub accept_any_local_part: bool,
+    /// Register mixed-case addresses and publish them as given (§6.1 canonical lowercase).
+    pub accept_non_canonical_address: bool,
+    /// Register `bridge://` addresses (§6.1: the scheme is reserved for bridged identities).
+    pub allow_bridge_registration: bool,
+    /// Accept signing key ids without the `k_sign_` prefix (§8.4).
+    pub accept_any_signing_key_id: bool,
+    /// Accept encryption key ids without the `k_enc_` prefix (§8.4).
+    pub accept_any_encryption_key_id: bool,
+    /// Register without verifying the registration proof (DESIGN.md §9).
+    pub accept_bad_registration_proof: bool,
+    /// Register agents without a `delegator` (§6.3).
+    pub accept_agent_without_delegator: bool,
+    /// Register agents with an empty or malformed scope or a past expiry (§6.3 "bounded").
+    pub accept_unbounded_agent_scope: bool,
+    /// Register agents without `agent_info` or `delegation_signature`, and skip verifying
+    /// the delegator's signature (§6.4).
+    pub accept_incomplete_agent_document: bool,
+    /// Register agent members under a type other than `agent` (§6.4).
+    pub accept_agent_members_on_other_types: bool,
+    /// Register teams without a members list (§6.3).
+    pub accept_team_without_members: bool,
+    /// Register teams without a routing policy (§6.3).
+    pub accept_team_without_routing_policy: bool,
+    /// Register services without an `operator` (§6.3).
+    pub accept_service_without_operator: bool,
+}
+
+impl Deviations {
+    /// The specification: no deviation.
+    pub const NONE: Deviations = Deviations {
+        accept_any_local_part: false,
+        accept_non_canonical_address: false,
+        allow_bridge_registration: false,
+        accept_any_signing_key_id: false,
+        accept_any_encryption_key_id: false,
+        accept_bad_registration_proof: false,
+        accept_agent_without_delegator: false,
+        accept_unbounded_agent_scope: false,
+        accept_incomplete_agent_document: false,
+        accept_agent_members_on_other_types: false,
+        accept_team_without_members: false,
+        accept_team_without_routing_policy: false,
+        accept_service_without_operator: false,
+    };
+
+    /// Whether a deviation waives the §6.3/§6.4 type-member rule that failed on `field`.
+    fn waives_type_member(&self, kind: IdentityType, field: &str) -> bool {
+        match field {
+            f if kind != IdentityType::Agent && AGENT_MEMBERS.contains(&f) => {
+                self.accept_agent_members_on_other_types
+            }
+            "delegator" => self.accept_agent_without_delegator,
+            f if f.starts_with("delegation_scope") || f == "delegation_expires" => {
+                self.accept_unbounded_agent_scope
+            }
+            "agent_info" | "delegation_signature" => self.accept_incomplete_agent_document,
+            f if f.starts_with("members") => self.accept_team_without_members,
+            "routing_policy" => self.accept_team_without_routing_policy,
+            "operator" => self.accept_service_without_operator,
+            _ => false,
+        }
+    }
+}
+
+fn bad(field: impl Into<String>, rule: impl Into<String>, section: &'static str) -> ProtocolError {
+    ProtocolError::invalid(field, rule, section)
+}
+
+/// A key in a registration or key-add request: SPKI PEM or base64url.
+#[derive(Debug, Clone, Deserialize)]
+pub struct KeyInput {
+    /// `k_sign_…` / `k_enc_…`.
+    pub key_id: String,
+    /// SPKI PEM public key.
+    #[serde(default)]
+    pub public_key_pem: Option<String>,
+    /// base64url raw public key.
+    #[serde(default)]
+    pub public_key: Option<String>,
+}
+
+/// `registration_proof`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RegistrationProof {
+    /// The challenge answered.
+    pub challenge_id: String,
+    /// The key that signed (one of `signing_keys`).
+    pub key_id: String,
+    /// base64url Ed25519 signature over the registration text.
+    pub signature: String,
+}
+
+/// `POST /v1/identity` body as DESIGN.md §9 states it (type members are read separately).
+#[derive(Debug, Clone, Deserialize)]
+struct RegisterRequest {
+    id: String,
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    display_name: Option<String>,
+    signing_keys: Vec<KeyInput>,
+    #[serde(default)]
+    encryption_keys: Option<Vec<KeyInput>>,
+    #[serde(default)]
+    agent_info: Option<Value>,
+    registration_proof: RegistrationProof,
+}
+
+/// A key as registered: its id and base64url raw public key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegisteredKey {
+    /// Key id.
+    pub key_id: String,
+    /// base64url raw public key (Ed25519 or X25519, 32 bytes).
+    pub public_key: String,
+}
+
+/// Reads one request key of `kind` (§6.2 members, §7.1 algorithms, §8.4 id prefix unless
+/// `any_id`): an Ed25519 key as SPKI PEM or base64url, an X25519 key as 32 bytes of
+/// base64url. Failures name `field`.
+pub fn parse_key_input(
+    field: &str,
+    k: &KeyInput,
+    kind: KeyKind,
+    any_id: bool,
+) -> Result<RegisteredKey, ProtocolError> {
+    if !any_id {
+        KeyId::parse(&k.key_id, kind)
+            .map_err(|e| bad(format!("{field}.key_id"), e.to_string(), "v1.1 §8.4"))?;
+    }
+    let text = k
+        .public_key_pem
+        .as_deref()
+        .or(k.public_key.as_deref())
+        .ok_or_else(|| {
+            bad(
+                field,
+                "public_key_pem (or public_key) is required",
+                "v1.1 §6.2",
+            )
+        })?;
+    let public_key = if kind == KeyKind::Encryption {
+        let raw = b64url_decode(text)
+            .ok()
+            .filter(|b| b.len() == 32)
+            .ok_or_else(|| bad(field, "an X25519 key is 32 bytes of base64url", "v1.1 §7.1"))?;
+        b64url_encode(&raw)
+    } else {
+        let key = public_key_from_any(text).map_err(|e| {
+            bad(
+                field,
+                format!("not an Ed25519 public key: {}", e.reason),
+                "v1.1 §7.1",
+            )
+        })?;
+        public_key_to_b64url(&key)
+    };
+    Ok(RegisteredKey {
+        key_id: k.key_id.clone(),
+        public_key,
+    })
+}
+
+/// A key added to a registered identity (`POST /v1/identity/me/keys`, §16.3): signing or
+/// encryption by its id prefix (§8.4); node keys belong to nodes (§15.2).
+pub fn parse_added_key(k: &KeyInput) -> Result<(KeyKind, RegisteredKey), ProtocolError> {
+    let kind = KeyId::parse_any(&k.key_id)
+        .map_err(|e| bad("key_id", e.to_string(), "v1.1 §8.4"))?
+        .kind();
+    if kind == KeyKind::NodeSigning {
+        return Err(bad("key_id", "node keys belong to nodes", "v1.1 §15.2"));
+    }
+    Ok((kind, parse_key_input("$body", k, kind, false)?))
+}
+
+/// One `public_keys.signing[]` / `encryption[]` entry of an identity document (§6.2).
+pub fn public_key_entry(kind: KeyKind, key_id: &str, public_key: &str, status: &str) -> Value {
+    let algorithm = if kind == KeyKind::Encryption {
+        "X25519"
+    } else {
+        "Ed25519"
+    };
+    json!({"algorithm": algorithm, "key_id": key_id, "public_key": public_key, "status": status})
+}
+
+/// The identity types a registration may name (§6.3): bridge and node identities are
+/// created by nodes.
+pub fn registrable_type(s: &str) -> Result<IdentityType, ProtocolError> {
+    let t: IdentityType = serde_json::from_value(Value::from(s))
+        .map_err(|_| bad("type", format!("unknown identity type {s:?}"), "v1.1 §6.3"))?;
+    if matches!(t, IdentityType::Bridge | IdentityType::Node) {
+        return Err(bad(
+            "type",
+            format!("{s} identities are created by the node, not registered"),
+            "v1.1 §6.3",
+        ));
+    }
+    Ok(t)
+}
+
+/// A `loom://local@domain` address taken as written, without the §6.1 local-part rule
+/// (only under [`Deviations::accept_any_local_part`]).
+fn lenient_loom_address(s: &str) -> Option<Address> {
+    let (local, domain) = s.strip_prefix("loom://")?.rsplit_once('@')?;
+    (!local.is_empty() && !domain.is_empty()).then(|| Address::Loom {
+        local: local.to_owned(),
+        domain: domain.to_owned(),
+    })
+}
+
+/// The address a registration or registration challenge names (§6.1: canonical lowercase
+/// wire form), reported against `field`.
+pub fn registrant_address(
+    field: &str,
+    s: &str,
+    dev: &Deviations,
+) -> Result<Address, ProtocolError> {
+    Address::parse_wire(s)
+        .map_err(|e| bad(field, format!("not a LOOM address: {e}"), "v1.1 §6.1"))
+        .or_else(|e| {
+            if dev.accept_any_local_part {
+                lenient_loom_address(s).ok_or(e)
+            } else {
+                Err(e)
+            }
+        })
+}
+
+/// A registration request read once (DESIGN.md §9, v1.1 §6).
+#[derive(Debug, Clone)]
+pub struct Registration {
+    /// The address registered.
+    pub id: Address,
+    /// The `id` the document publishes (the canonical address on a real node).
+    pub document_id: String,
+    /// Identity type.
+    pub kind: IdentityType,
+    /// The type as the request spelled it (what is stored and audited).
+    pub kind_text: String,
+    /// Display name.
+    pub display_name: Option<String>,
+    /// Ed25519 signing keys.
+    pub signing: Vec<RegisteredKey>,
+    /// X25519 encryption keys.
+    pub encryption: Vec<RegisteredKey>,
+    /// `agent_info` as given.
+    pub agent_info: Option<Value>,
+    /// The type members to publish (§6.3, §6.4).
+    pub type_members: Vec<(&'static str, Value)>,
+    /// An agent's delegation whose signature the node checks against the delegator's
+    /// active keys when it can resolve them ([`check_agent_delegation`]).
+    pub agent: Option<AgentDelegation>,
+    /// The proof.
+    pub proof: RegistrationProof,
+    /// `document_hash` of the request (what the proof binds).
+    pub document_hash: String,
+}
+
+impl Registration {
+    /// Reads `raw` for a node hosting `node_domain` at `now`, refusing what the rules refuse
+    /// in this order: the request shape (§16.3), the address (§6.1: canonical, not
+    /// `bridge://`, hosted here), the type (§6.3), at least one signing key and each key
+    /// (§6.2, §7.1, §8.4), the type members (§6.3, §6.4).
+    pub fn parse(
+        raw: &Value,
+        node_domain: &str,
+        now: Timestamp,
+        dev: &Deviations,
+    ) -> Result<Registration, ProtocolError> {
+        if !raw.is_object() {
+            // serde reads a struct from a JSON array too; a request body is an object.
+            return Err(bad(
+                "$body",
+                "not a registration request: the body must be a JSON object",
+                "v1.1 §16.3",
+            ));
+        }
+        let req: RegisterRequest = serde_json::from_value(raw.clone()).map_err(|e| {
+            bad(
+                "$body",
+                format!("not a registration request: {e}"),
+                "v1.1 §16.3",
+            )
+        })?;
+        let id = if dev.accept_non_canonical_address {
+            Address::parse(&req.id)
+                .map_err(|e| bad("id", format!("not a LOOM address: {e}"), "v1.1 §6.1"))?
+        } else {
+            registrant_address("id", &req.id, dev)?
+        };
+        if id.is_bridge() && !dev.allow_bridge_registration {
+            return Err(bad(
+                "id",
+                format!(
+                    "{id}: the bridge:// scheme is reserved for bridged identities, which the Email Bridge creates; they are not registered"
+                ),
+                "v1.1 §6.1",
+            ));
+        }
+        let hosted = !id.is_bridge() && id.domain().eq_ignore_ascii_case(node_domain);
+        if !hosted && !id.is_bridge() {
+            return Err(bad(
+                "id",
+                format!(
+                    "this node hosts {node_domain}; cannot register {id} (§24.2 has no code for another domain; ENVELOPE_INVALID is its code for a request that breaks a rule)"
+                ),
+                "v1.1 §6.1",
+            ));
+        }
+        let kind = registrable_type(&req.kind)?;
+        if req.signing_keys.is_empty() {
+            return Err(bad(
+                "signing_keys",
+                "at least one signing key is required",
+                "v1.1 §6.2",
+            ));
+        }
+        let signing = req
+            .signing_keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| {
+                parse_key_input(
+                    &format!("signing_keys[{i}]"),
+                    k,
+                    KeyKind::Signing,
+                    dev.accept_any_signing_key_id,
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let encryption = req
+            .encryption_keys
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, k)| {
+                parse_key_input(
+                    &format!("encryption_keys[{i}]"),
+                    k,
+                    KeyKind::Encryption,
+                    dev.accept_any_encryption_key_id,
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let (type_members, agent) = match check_type_members(kind, raw, now) {
+            Ok(m) => {
+                let agent = match &m {
+                    TypeMembers::Agent(d) if !dev.accept_incomplete_agent_document => {
+                        Some(d.clone())
+                    }
+                    _ => None,
+                };
+                (m.document_members(raw), agent)
+            }
+            Err(e) if dev.waives_type_member(kind, &e.field) => (present_type_members(raw), None),
+            Err(e) => return Err(e),
+        };
+        let document_id = if dev.accept_non_canonical_address {
+            req.id.clone()
+        } else {
+            id.to_string()
+        };
+        Ok(Registration {
+            id,
+            document_id,
+            kind,
+            kind_text: req.kind,
+            display_name: req.display_name,
+            signing,
+            encryption,
+            agent_info: req.agent_info,
+            type_members,
+            agent,
+            proof: req.registration_proof,
+            document_hash: registration_document_hash(raw),
+        })
+    }
+
+    /// The signing key the proof names; it must be one of `signing_keys` (§14.2).
+    pub fn proof_key(&self) -> Result<VerifyingKey, ProtocolError> {
+        self.signing
+            .iter()
+            .find(|k| k.key_id == self.proof.key_id)
+            .and_then(|k| crate::keys::public_key_from_b64url(&k.public_key).ok())
+            .ok_or_else(|| {
+                bad(
+                    "registration_proof.key_id",
+                    "the proof must be signed by one of signing_keys",
+                    "v1.1 §14.2",
+                )
+            })
+    }
+
+    /// The proof (DESIGN.md §9): the proof key's signature over [`registration_text`] with
+    /// the challenge `nonce`.
+    pub fn verify_proof(&self, nonce: &str, dev: &Deviations) -> Result<(), ProtocolError> {
+        let key = self.proof_key()?;
+        let text = registration_text(
+            &self.id.to_string(),
+            &self.proof.key_id,
+            &self.document_hash,
+            nonce,
+        );
+        let ok = signature_from_b64url(&self.proof.signature)
+            .map(|s| verify(&key, None, text.as_bytes(), &s))
+            .unwrap_or(false);
+        if ok || dev.accept_bad_registration_proof {
+            Ok(())
+        } else {
+            Err(ProtocolError::new(
+                ErrorCode::SignatureInvalid,
+                "registration_proof.signature",
+                "Ed25519 signature over the registration text does not verify",
+                "v1.1 §14.2",
+            ))
+        }
+    }
+
+    /// The §6.2 identity document this node publishes for the registration, with every key
+    /// `active`, the type members (§6.3, §6.4) and `created_at`.
+    pub fn document(&self, node_domain: &str, created_at: &str) -> Value {
+        let entries = |kind, keys: &[RegisteredKey]| {
+            keys.iter()
+                .map(|k| public_key_entry(kind, &k.key_id, &k.public_key, "active"))
+                .collect::<Vec<_>>()
+        };
+        let mut doc = json!({
+            "loom": "1.1",
+            "id": self.id.to_string(),
+            "type": self.kind,
+            "node": node_domain,
+            "created_at": created_at,
+            "public_keys": {
+                "signing": entries(KeyKind::Signing, &self.signing),
+                "encryption": entries(KeyKind::Encryption, &self.encryption),
+            },
+        });
+        if let Some(n) = &self.display_name {
+            doc["display_name"] = n.as_str().into();
+        }
+        if let Some(a) = &self.agent_info {
+            doc["agent_info"] = a.clone();
+        }
+        for (field, value) in &self.type_members {
+            doc[*field] = value.clone();
+        }
+        doc["id"] = self.document_id.as_str().into();
+        doc
+    }
+}
+
+/// Under a type-member deviation: whatever type members the request carries, as given.
+fn present_type_members(raw: &Value) -> Vec<(&'static str, Value)> {
+    AGENT_MEMBERS
+        .iter()
+        .chain(TEAM_MEMBERS.iter())
+        .chain(SERVICE_MEMBERS.iter())
+        .filter_map(|f| {
+            raw.get(*f)
+                .filter(|v| !v.is_null())
+                .map(|v| (*f, v.clone()))
+        })
+        .collect()
+}
+
+/// §6.4 for a delegator this node hosts: it must be registered with an active signing key
+/// (`keys`), and one of those keys must have made the agent's `delegation_signature`.
+pub fn check_agent_delegation(
+    agent: &Address,
+    d: &AgentDelegation,
+    keys: &[VerifyingKey],
+) -> Result<(), ProtocolError> {
+    if keys.is_empty() {
+        return Err(bad(
+            "delegator",
+            format!(
+                "{} is not a registered identity of this node with an active signing key",
+                d.delegator
+            ),
+            "v1.1 §6.4",
+        ));
+    }
+    if !keys.iter().any(|k| verify_agent_delegation(k, agent, d)) {
+        return Err(ProtocolError::new(
+            ErrorCode::SignatureInvalid,
+            "delegation_signature",
+            "no active signing key of the delegator verifies delegation_signature over {delegator, delegate, scope, expires_at}",
+            "v1.1 §6.4",
+        ));
+    }
+    Ok(())
+}
+
+/// A `PATCH /v1/identity/me` body (§16.3): only `display_name` (string or null),
+/// `agent_info` and `metadata` (object or null) — nothing that changes who the identity is
+/// or which keys it has.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IdentityPatch(Map<String, Value>);
+
+impl IdentityPatch {
+    /// Checks the body.
+    pub fn parse(patch: &Value) -> Result<IdentityPatch, ProtocolError> {
+        let obj = patch
+            .as_object()
+            .ok_or_else(|| bad("$body", "expected a JSON object", "v1.1 §16.3"))?;
+        for (k, v) in obj {
+            match k.as_str() {
+                "display_name" if v.is_string() || v.is_null() => {}
+                "agent_info" | "metadata" if v.is_object() || v.is_null() => {}
+                "display_name" | "agent_info" | "metadata" => {
+                    return Err(bad(k.as_str(), "wrong JSON type", "v1.1 §6.2"));
+                }
+                _ => {
+                    return Err(bad(
+                        k.as_str(),
+                        "only display_name, agent_info and metadata can be updated",
+                        "v1.1 §16.3",
+                    ));
+                }
+            }
+        }
+        Ok(IdentityPatch(obj.clone()))
+    }
+
+    /// The members it changes, in order.
+    pub fn members(&self) -> Vec<&String> {
+        self.0.keys().collect()
+    }
+
+    /// Applies it to a stored document: `null` removes a member.
+    pub fn apply(&self, doc: &mut Value) {
+        for (k, v) in &self.0 {
+            if v.is_null() {
+                doc.as_object_mut().map(|d| d.remove(k));
+            } else {
+                doc[k] = v.clone();
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -470,3 +470,47 @@ fn existing_node_pop_vector_interoperates() {
     assert!(!verify_pop(&pk, cap, "env_WRONG", ts, sig));
     assert!(!verify_pop(&pk, cap, env, "2025-01-15T13:00:00.000Z", sig));
 }
+
+#[test]
+fn a_revocation_request_is_the_revoking_op_for_its_token_and_thread() {
+    use loom_protocol::capability::{REVOKE_INTENT, check_revocation_op};
+    let thread = ThreadId::parse("thr_01JMKB7X9Q2RVHF3KN4TYZPG00").unwrap();
+    let cap = CapabilityId::parse(CAP).unwrap();
+    let good = json!({
+        "type": "thread_op",
+        "thread_id": thread.to_string(),
+        "content": {"structured": {"intent": REVOKE_INTENT, "parameters": {"capability_id": CAP}}},
+    });
+    assert!(check_revocation_op(&good, &thread, &cap).is_ok());
+    // Each member in turn, in the order they are checked; the first broken one is named.
+    let broken = |pointer: &str, v: Value| {
+        let mut op = good.clone();
+        *op.pointer_mut(pointer).unwrap() = v;
+        let e = check_revocation_op(&op, &thread, &cap).unwrap_err();
+        assert_eq!(e.code, ErrorCode::EnvelopeInvalid, "{e:?}");
+        e.field
+    };
+    assert_eq!(broken("/type", json!("message")), "type");
+    assert_eq!(
+        broken("/content/structured/intent", json!("thread.lock@v1")),
+        "content.structured.intent"
+    );
+    assert_eq!(
+        broken("/thread_id", json!("thr_01JMKB7X9Q2RVHF3KN4TYZPG01")),
+        "thread_id"
+    );
+    assert_eq!(
+        broken(
+            "/content/structured/parameters/capability_id",
+            json!("cap_01JMKB9C4E5RPJH7MQ8VXCWK01")
+        ),
+        "content.structured.parameters.capability_id"
+    );
+    let mut both = good.clone();
+    both["type"] = json!("message");
+    both["thread_id"] = json!("thr_01JMKB7X9Q2RVHF3KN4TYZPG01");
+    assert_eq!(
+        check_revocation_op(&both, &thread, &cap).unwrap_err().field,
+        "type"
+    );
+}

@@ -3,10 +3,14 @@
 //! errors by status and code (`--json` for machines). The wall clock and, without `--seed`,
 //! OS randomness are read only here (DESIGN.md §3).
 //!
+//! `--slice N` runs the growth benchmark instead ([`loom_client::growth`]): slices of N
+//! envelopes, each followed by timed reads, and a table per slice.
+//!
 //! Exit codes: 0 every post succeeded; 1 some posts failed (the report says which); 2 usage
 //! error; 3 setup failed (node unreachable, registration or login refused).
 
 use clap::Parser;
+use loom_client::growth::run_growth;
 use loom_client::load::{LoadConfig, run};
 use loom_client::tls::os_random_32;
 use loom_client::{TokioDial, Trust};
@@ -55,6 +59,13 @@ struct Cli {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Growth mode: post in slices of this many envelopes and time a page of threads, a
+    /// page of events and a search after each (issue 14's flat-as-data-grows benchmark).
+    #[arg(long, value_name = "N")]
+    slice: Option<usize>,
+    /// Growth mode: requests per read timing (the median is reported).
+    #[arg(long, default_value_t = 7, requires = "slice")]
+    reads: usize,
 }
 
 fn main() -> ExitCode {
@@ -103,6 +114,26 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(slice) = cli.slice {
+        return match rt.block_on(run_growth(&cfg, slice, cli.reads, TokioDial, SystemClock)) {
+            Ok(report) => {
+                if cli.json {
+                    println!("{}", report.to_json());
+                } else {
+                    print!("{}", report.render());
+                }
+                if report.slices.iter().all(|s| s.failures == 0) {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                }
+            }
+            Err(e) => {
+                eprintln!("loom-load: {e}");
+                ExitCode::from(3)
+            }
+        };
+    }
     match rt.block_on(run(&cfg, TokioDial, SystemClock)) {
         Ok(report) => {
             if cli.json {

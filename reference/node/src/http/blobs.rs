@@ -71,7 +71,7 @@ async fn download(
 ) -> R {
     let caller = match auth {
         Ok(Authed(c)) => Some(c),
-        Err(_) if s.quirk(crate::quirks::Quirk::AnonymousBlobDownload) => None,
+        Err(_) if s.settings().http.anonymous_blob_download => None,
         Err(e) => return Err(e),
     };
     let blob = s.get_blob(caller.as_ref(), &id)?;

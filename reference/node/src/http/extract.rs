@@ -1,6 +1,7 @@
 //! Request extractors that fail with spec errors: strict JSON bodies (content type, size,
-//! RFC 8259 + I-JSON: duplicate keys, lone surrogates, depth, via `loom_protocol::jcs`) and
-//! bearer authentication (§14.2).
+//! RFC 8259 + I-JSON: duplicate keys, lone surrogates, depth, via `loom_protocol::jcs`; a
+//! self-test node reads them as its [`crate::quirks::JsonReading`] says) and bearer
+//! authentication (§14.2).
 
 use super::AppState;
 use crate::error::ApiError;
@@ -29,10 +30,9 @@ impl FromRequest<AppState> for StrictJson {
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
+        let dev = &state.settings().http;
         let essence = ctype.split(';').next().unwrap_or("").trim();
-        if !essence.eq_ignore_ascii_case("application/json")
-            && !state.quirk(crate::quirks::Quirk::AcceptAnyContentType)
-        {
+        if !essence.eq_ignore_ascii_case("application/json") && !dev.accept_any_content_type {
             return Err(ApiError::new(
                 loom_protocol::ErrorCode::EnvelopeInvalid,
                 "Content-Type",
@@ -41,7 +41,7 @@ impl FromRequest<AppState> for StrictJson {
             )
             .with_status(415));
         }
-        let limit = if state.quirk(crate::quirks::Quirk::IgnoreBodyLimit) {
+        let limit = if dev.ignore_body_limit {
             usize::MAX
         } else {
             state.config.limits.max_body_bytes
@@ -56,17 +56,7 @@ impl FromRequest<AppState> for StrictJson {
                     "v1.1 §24.2",
                 )
             })?;
-        let body = if state.quirk(crate::quirks::Quirk::AcceptLoneSurrogates) {
-            axum::body::Bytes::from(lone_surrogates_as_replacement(&body))
-        } else {
-            body
-        };
-        let parsed = if state.quirk(crate::quirks::Quirk::AcceptDuplicateJsonKeys) {
-            serde_json::from_slice(&body).map_err(|e| e.to_string())
-        } else {
-            loom_protocol::jcs::parse_strict_bytes(&body).map_err(|e| e.to_string())
-        };
-        let value = parsed.map_err(|e| {
+        let (value, body) = dev.json.read(body).map_err(|e| {
             ApiError::bad_request("$body", format!("malformed JSON: {e}"), "v1.1 §7.2, §14.1")
         })?;
         Ok(StrictJson { value, raw: body })
@@ -79,8 +69,7 @@ impl StrictJson {
         &self,
         section: &'static str,
     ) -> Result<T, ApiError> {
-        serde_json::from_value(self.value.clone())
-            .map_err(|e| ApiError::bad_request("$body", e.to_string(), section))
+        crate::error::typed_body(&self.value, section)
     }
 }
 
@@ -111,44 +100,4 @@ impl FromRequestParts<AppState> for Authed {
             })?;
         state.authenticate(token).map(Authed)
     }
-}
-
-/// The `accept-lone-surrogates` quirk: JSON text with every lone `\uD800`–`\uDFFF` escape
-/// replaced by `\ufffd` (a correct node refuses such text, v1.1 §7.2).
-fn lone_surrogates_as_replacement(body: &[u8]) -> Vec<u8> {
-    let hex = |b: &[u8]| {
-        std::str::from_utf8(b)
-            .ok()
-            .and_then(|s| u16::from_str_radix(s, 16).ok())
-    };
-    let escape_at = |i: usize| {
-        (body.get(i) == Some(&b'\\') && body.get(i + 1) == Some(&b'u'))
-            .then(|| body.get(i + 2..i + 6).and_then(hex))
-            .flatten()
-    };
-    let mut out = Vec::with_capacity(body.len());
-    let mut i = 0;
-    while i < body.len() {
-        if body[i] == b'\\' {
-            match escape_at(i) {
-                Some(hi @ 0xD800..=0xDBFF) if matches!(escape_at(i + 6), Some(0xDC00..=0xDFFF)) => {
-                    let _ = hi;
-                    out.extend_from_slice(&body[i..i + 12]);
-                    i += 12;
-                }
-                Some(0xD800..=0xDFFF) => {
-                    out.extend_from_slice(b"\\ufffd");
-                    i += 6;
-                }
-                _ => {
-                    out.extend_from_slice(&body[i..(i + 2).min(body.len())]);
-                    i += 2;
-                }
-            }
-        } else {
-            out.push(body[i]);
-            i += 1;
-        }
-    }
-    out
 }

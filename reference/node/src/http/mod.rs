@@ -16,7 +16,6 @@ mod search;
 pub use extract::{Authed, StrictJson};
 
 use crate::error::ApiError;
-use crate::quirks::Quirk;
 use crate::service::Service;
 use axum::Router;
 use axum::body::Body;
@@ -118,7 +117,7 @@ async fn error_bodies(State(svc): State<AppState>, mut req: Request, next: Next)
     if let Ok(v) = HeaderValue::from_str(&rid) {
         resp.headers_mut().insert("x-loom-request-id", v);
     }
-    if svc.quirk(Quirk::NoJsonCharset)
+    if svc.settings().http.no_json_charset
         && resp
             .headers()
             .get(header::CONTENT_TYPE)
@@ -134,7 +133,7 @@ async fn error_bodies(State(svc): State<AppState>, mut req: Request, next: Next)
 
 fn render(svc: &Service, rid: &str, e: ApiError) -> Response {
     let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut resp = if svc.quirk(Quirk::BareErrorBodies) {
+    let mut resp = if svc.settings().http.bare_error_bodies {
         Response::builder()
             .status(status)
             .body(Body::empty())

@@ -1,25 +1,21 @@
 //! Proof-of-key authentication (v1.1 §14.2; token shapes as the existing v1.1 node issues
 //! them, DESIGN.md §9): challenge → Ed25519 signature over the raw nonce → `at_…` access
 //! token (1 h) and `rt_…` refresh token (30 d). Only SHA-256 hashes of tokens are stored.
+//!
+//! The rules are [`loom_protocol::session`]'s; the token lookup of every authenticated
+//! request goes through the store's cache ([`crate::store::Store::token`]).
 
 use super::identity::ChallengeRequest;
 use super::{Caller, Service, parse_address};
 use crate::error::{ApiError, ApiResult};
-use crate::quirks::Quirk;
-use crate::store::Cached;
-use loom_protocol::keys::{signature_from_b64url, verify};
+use crate::quirks::Output;
+use crate::store::{Tx, tokens};
+use loom_protocol::session::{TokenKind, check_login_signature, check_token};
 use loom_protocol::{ErrorCode, Timestamp};
-use rusqlite::{OptionalExtension, params};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
-/// Access token lifetime (§14.2).
-pub const ACCESS_TTL_MS: i64 = 60 * 60 * 1000;
-/// Refresh token lifetime (§14.2).
-pub const REFRESH_TTL_MS: i64 = 30 * 24 * 60 * 60 * 1000;
-/// The purpose recorded on login challenges.
-pub const AUTH_PURPOSE: &str = "auth";
+pub use loom_protocol::session::{ACCESS_TTL_MS, AUTH_PURPOSE, REFRESH_TTL_MS};
 
 /// `POST /v1/auth/token` body; `challenge_id` and `challenge` are both accepted (§9).
 #[derive(Debug, Clone, Deserialize)]
@@ -45,22 +41,18 @@ pub struct RefreshRequest {
     pub refresh_token: String,
 }
 
-fn token_hash(token: &str) -> String {
-    hex::encode(Sha256::digest(token.as_bytes()))
-}
-
 impl Service {
     /// `POST /v1/auth/challenge`: only for a registered identity and one of its active keys.
     pub fn auth_challenge(&self, req: &ChallengeRequest) -> ApiResult<Value> {
         let identity = parse_address("identity", &req.identity)?;
-        if self.identity_type(&identity)?.is_none() {
+        let Some(keys) = self.store.identity_keys(&identity)? else {
             return Err(ApiError::not_found(
                 ErrorCode::IdentityNotFound,
                 "identity",
                 &identity,
             ));
-        }
-        if self.active_signing_key(&identity, &req.key_id)?.is_none() {
+        };
+        if keys.key(&req.key_id).is_none() {
             return Err(ApiError::new(
                 ErrorCode::SignatureInvalid,
                 "key_id",
@@ -69,11 +61,8 @@ impl Service {
             ));
         }
         let mut challenge = self.issue_challenge(AUTH_PURPOSE, req)?;
-        if self.quirk(Quirk::ChallengeWithoutExpiry)
-            && let Some(o) = challenge.as_object_mut()
-        {
-            o.remove("expires_at");
-        }
+        self.settings
+            .shape(Output::AuthChallenge, &mut challenge, &self.env);
         Ok(challenge)
     }
 
@@ -101,20 +90,16 @@ impl Service {
                     "v1.1 §14.2",
                 )
             })?;
-        let conn = self.store.conn();
-        let tx = conn.unchecked_transaction()?;
+        let tx = self.store.begin()?;
         let nonce = self.take_challenge(
             &tx,
             challenge_id,
             AUTH_PURPOSE,
             &identity.to_string(),
             &req.key_id,
-            "v1.1 §14.2",
         )?;
-        let ok = signature_from_b64url(&req.signature)
-            .map(|s| verify(&key, None, nonce.as_bytes(), &s))
-            .unwrap_or(false);
-        if !ok && !self.quirk(Quirk::AcceptBadLoginSignature) {
+        if let Err(e) = check_login_signature(&key, &nonce, &req.signature, &self.settings.session)
+        {
             self.audit(
                 &tx,
                 &identity.to_string(),
@@ -123,12 +108,7 @@ impl Service {
                 json!({}),
             )?;
             tx.commit()?;
-            return Err(ApiError::new(
-                ErrorCode::SignatureInvalid,
-                "signature",
-                "Ed25519 signature over the challenge nonce does not verify",
-                "v1.1 §14.2",
-            ));
+            return Err(e.into());
         }
         let tokens = self.mint_tokens(&tx, &identity.to_string(), &req.key_id)?;
         self.audit(
@@ -142,25 +122,23 @@ impl Service {
         Ok(tokens)
     }
 
-    fn mint_tokens(
-        &self,
-        conn: &rusqlite::Connection,
-        identity: &str,
-        key_id: &str,
-    ) -> ApiResult<Value> {
+    fn mint_tokens(&self, tx: &Tx<'_>, identity: &str, key_id: &str) -> ApiResult<Value> {
         let now = self.env.now().unix_ms();
-        let access = self.env.secret("at_");
-        let refresh = self.env.secret("rt_");
-        for (token, kind, ttl) in [
-            (&access, "access", ACCESS_TTL_MS),
-            (&refresh, "refresh", REFRESH_TTL_MS),
-        ] {
-            conn.exec(
-                "INSERT INTO tokens (token_hash, kind, identity, key_id, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![token_hash(token), kind, identity, key_id, Timestamp::from_unix_ms(now + ttl).to_rfc3339()],
+        let access = self.env.secret(TokenKind::Access.prefix());
+        let refresh = self.env.secret(TokenKind::Refresh.prefix());
+        for (token, kind) in [(&access, TokenKind::Access), (&refresh, TokenKind::Refresh)] {
+            tokens::insert(
+                tx,
+                &tokens::NewToken {
+                    token,
+                    kind,
+                    identity,
+                    key_id,
+                    expires_at: Timestamp::from_unix_ms(now + kind.ttl_ms()),
+                },
             )?;
         }
-        let mut tokens = json!({
+        let mut pair = json!({
             "access_token": access,
             "refresh_token": refresh,
             "token_type": "Bearer",
@@ -169,72 +147,51 @@ impl Service {
             "identity": identity,
             "key_id": key_id,
         });
-        if self.quirk(Quirk::OmitRefreshToken)
-            && let Some(o) = tokens.as_object_mut()
-        {
-            o.remove("refresh_token");
-            o.remove("refresh_expires_in");
-        }
-        Ok(tokens)
+        self.settings.shape(Output::TokenPair, &mut pair, &self.env);
+        Ok(pair)
     }
 
     /// `POST /v1/auth/refresh`: a valid refresh token buys a new pair; the old refresh token
     /// is revoked (rotation), so a stolen one works at most once.
     pub fn auth_refresh(&self, req: &RefreshRequest) -> ApiResult<Value> {
-        let conn = self.store.conn();
-        let tx = conn.unchecked_transaction()?;
-        let (identity, key_id) = self.check_token(&tx, &req.refresh_token, "refresh")?;
-        tx.exec(
-            "UPDATE tokens SET revoked = 1 WHERE token_hash = ?1",
-            [token_hash(&req.refresh_token)],
-        )?;
-        let tokens = self.mint_tokens(&tx, &identity, &key_id)?;
-        tx.commit()?;
-        Ok(tokens)
-    }
-
-    fn check_token(
-        &self,
-        conn: &rusqlite::Connection,
-        token: &str,
-        kind: &str,
-    ) -> ApiResult<(String, String)> {
-        let row: Option<(String, String, String, String, i64)> = conn
-            .row(
-                "SELECT kind, identity, key_id, expires_at, revoked FROM tokens WHERE token_hash = ?1",
-                [token_hash(token)],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
-            )
-            .optional()?;
-        let Some((k, identity, key_id, expires, revoked)) = row else {
-            return Err(ApiError::unauthenticated(format!("unknown {kind} token")));
+        let tx = self.store.begin()?;
+        // Inside the transaction the database is read, not the cache (store::cache).
+        let record = tokens::get(&tx, &req.refresh_token)?;
+        check_token(
+            record.as_ref(),
+            TokenKind::Refresh,
+            self.env.now(),
+            &self.settings.session,
+        )
+        .map_err(|r| ApiError::unauthenticated(r.to_string()))?;
+        let Some(record) = record else {
+            return Err(ApiError::internal("a checked token has a record"));
         };
-        if k != kind && !self.quirk(Quirk::TokenKindUnchecked) {
-            return Err(ApiError::unauthenticated(format!(
-                "this is not an {kind} token"
-            )));
-        }
-        if revoked != 0 {
-            return Err(ApiError::unauthenticated(format!(
-                "the {kind} token was revoked"
-            )));
-        }
-        let expired = Timestamp::parse(&expires)
-            .map(|t| t < self.env.now())
-            .unwrap_or(true);
-        if expired && !self.quirk(Quirk::AcceptExpiredToken) {
-            return Err(ApiError::unauthenticated(format!(
-                "the {kind} token has expired"
-            )));
-        }
-        Ok((identity, key_id))
+        tokens::revoke(&tx, &req.refresh_token)?;
+        let pair = self.mint_tokens(&tx, &record.identity, &record.key_id)?;
+        tx.commit()?;
+        Ok(pair)
     }
 
-    /// Resolves a bearer access token to its caller.
+    /// Resolves a bearer access token to its caller (§14.2), through the store's token
+    /// cache: a revoked or rotated token is refused on the next request.
     pub fn authenticate(&self, bearer: &str) -> ApiResult<Caller> {
-        let conn = self.store.conn();
-        let (identity, key_id) = self.check_token(&conn, bearer, "access")?;
-        let identity = loom_protocol::Address::parse_wire(&identity).map_err(ApiError::internal)?;
-        Ok(Caller { identity, key_id })
+        let record = self.store.token(bearer)?;
+        check_token(
+            record.as_ref(),
+            TokenKind::Access,
+            self.env.now(),
+            &self.settings.session,
+        )
+        .map_err(|r| ApiError::unauthenticated(r.to_string()))?;
+        let Some(record) = record else {
+            return Err(ApiError::internal("a checked token has a record"));
+        };
+        let identity =
+            loom_protocol::Address::parse_wire(&record.identity).map_err(ApiError::internal)?;
+        Ok(Caller {
+            identity,
+            key_id: record.key_id,
+        })
     }
 }

@@ -20,10 +20,11 @@
 use super::capabilities::thread_id_param;
 use super::{Caller, Service};
 use crate::error::{ApiError, ApiResult};
+use crate::store::blobs::{self, Blob};
+use crate::store::{Connection, Tx};
 use loom_protocol::ErrorCode;
 use loom_protocol::capability::Grant;
 use loom_protocol::id::{BlobId, ThreadId};
-use rusqlite::{Connection, OptionalExtension, params};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -58,17 +59,6 @@ pub struct BlobContent {
     pub bytes: Vec<u8>,
 }
 
-/// A stored blob row.
-struct Blob {
-    owner: String,
-    thread_id: Option<String>,
-    filename: String,
-    mime_type: String,
-    declared: Option<u64>,
-    sha256: Option<String>,
-    complete: bool,
-}
-
 fn bad(field: &str, reason: impl Into<String>) -> ApiError {
     ApiError::bad_request(field, reason, "v1.1 §16.7")
 }
@@ -101,42 +91,14 @@ fn valid_filename(f: &str) -> bool {
 }
 
 fn load(conn: &Connection, id: &BlobId) -> ApiResult<Blob> {
-    conn.query_row(
-        "SELECT owner, thread_id, filename, mime_type, declared_size, sha256, status FROM blobs WHERE id = ?1",
-        [id.to_string()],
-        |r| {
-            Ok(Blob {
-                owner: r.get(0)?,
-                thread_id: r.get(1)?,
-                filename: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
-                mime_type: r
-                    .get::<_, Option<String>>(3)?
-                    .unwrap_or_else(|| "application/octet-stream".into()),
-                declared: r
-                    .get::<_, Option<i64>>(4)?
-                    .and_then(|d| u64::try_from(d).ok()),
-                sha256: r.get(5)?,
-                complete: r.get::<_, String>(6)? == "complete",
-            })
-        },
-    )
-    .optional()?
-    .ok_or_else(|| ApiError::not_found(ErrorCode::EnvelopeNotFound, "blob_id", id))
-}
-
-fn uploaded_bytes(conn: &Connection, id: &BlobId, except_part: Option<u32>) -> ApiResult<u64> {
-    let n: i64 = conn.query_row(
-        "SELECT COALESCE(SUM(LENGTH(data)), 0) FROM blob_parts WHERE blob_id = ?1 AND n != ?2",
-        params![id.to_string(), except_part.unwrap_or(0)],
-        |r| r.get(0),
-    )?;
-    Ok(u64::try_from(n).unwrap_or(0))
+    blobs::get(conn, id)?
+        .ok_or_else(|| ApiError::not_found(ErrorCode::EnvelopeNotFound, "blob_id", id))
 }
 
 impl Service {
     /// The blob, if `caller` owns it and it is still uploading.
-    fn owned_uploading(&self, conn: &Connection, caller: &Caller, id: &BlobId) -> ApiResult<Blob> {
-        let b = load(conn, id)?;
+    fn owned_uploading(&self, tx: &Tx<'_>, caller: &Caller, id: &BlobId) -> ApiResult<Blob> {
+        let b = load(tx, id)?;
         if b.owner != caller.identity.to_string() {
             return Err(ApiError::new(
                 ErrorCode::CapabilityDenied,
@@ -184,19 +146,23 @@ impl Service {
             .as_deref()
             .map(|t| thread_id_param("thread_id", t))
             .transpose()?;
-        let conn = self.store.conn();
-        let tx = conn.unchecked_transaction()?;
+        let tx = self.store.begin()?;
         if let Some(t) = &thread {
             self.participant_thread(&tx, caller, t, "thread_id")?;
         }
         let id = self.env.ids().blob();
         let now = self.env.now().to_rfc3339();
-        tx.execute(
-            "INSERT INTO blobs (id, owner, thread_id, filename, mime_type, declared_size, status, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'uploading', ?7)",
-            params![
-                id.to_string(), caller.identity.to_string(), thread.map(|t| t.to_string()), req.filename, req.mime_type,
-                req.size_bytes.map(|s| i64::try_from(s).unwrap_or(i64::MAX)), now
-            ],
+        blobs::insert(
+            &tx,
+            &blobs::NewBlob {
+                id: &id,
+                owner: &caller.identity,
+                thread: thread.as_ref(),
+                filename: &req.filename,
+                mime_type: &req.mime_type,
+                declared: req.size_bytes,
+                at: &now,
+            },
         )?;
         self.audit(
             &tx,
@@ -229,14 +195,9 @@ impl Service {
             .ok()
             .filter(|n| (1..=MAX_PARTS).contains(n))
             .ok_or_else(|| bad("n", format!("part numbers are 1-{MAX_PARTS}")))?;
-        let conn = self.store.conn();
-        let tx = conn.unchecked_transaction()?;
+        let tx = self.store.begin()?;
         let b = self.owned_uploading(&tx, caller, &bid)?;
-        let last: u32 = tx.query_row(
-            "SELECT COALESCE(MAX(n), 0) FROM blob_parts WHERE blob_id = ?1",
-            [bid.to_string()],
-            |r| r.get(0),
-        )?;
+        let last = blobs::last_part(&tx, &bid)?;
         if n > last + 1 {
             return Err(bad(
                 "n",
@@ -244,7 +205,7 @@ impl Service {
             ));
         }
         let len = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
-        let total = uploaded_bytes(&tx, &bid, Some(n))?.saturating_add(len);
+        let total = blobs::uploaded_bytes(&tx, &bid, n)?.saturating_add(len);
         let max = self.config.limits.max_blob_bytes;
         if total > max {
             return Err(too_large(
@@ -260,10 +221,7 @@ impl Service {
                 format!("the blob would be {total} bytes; size_bytes declared {declared}"),
             ));
         }
-        tx.execute(
-            "INSERT OR REPLACE INTO blob_parts (blob_id, n, data) VALUES (?1, ?2, ?3)",
-            params![bid.to_string(), n, bytes],
-        )?;
+        blobs::put_part(&tx, &bid, n, bytes)?;
         self.audit(
             &tx,
             &caller.identity.to_string(),
@@ -278,10 +236,9 @@ impl Service {
     /// `POST /v1/blobs/{id}/complete` (§16.7): finalize; returns `{blob_id, size, sha256}`.
     pub fn complete_blob(&self, caller: &Caller, id: &str) -> ApiResult<Value> {
         let bid = parse_blob_id(id)?;
-        let conn = self.store.conn();
-        let tx = conn.unchecked_transaction()?;
+        let tx = self.store.begin()?;
         let b = self.owned_uploading(&tx, caller, &bid)?;
-        let bytes = concat_parts(&tx, &bid)?;
+        let bytes = blobs::content(&tx, &bid)?;
         let size = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
         if let Some(declared) = b.declared
             && declared != size
@@ -293,10 +250,7 @@ impl Service {
         }
         let sha = hex::encode(Sha256::digest(&bytes));
         let now = self.env.now().to_rfc3339();
-        tx.execute(
-            "UPDATE blobs SET status = 'complete', size = ?2, sha256 = ?3, completed_at = ?4 WHERE id = ?1",
-            params![bid.to_string(), i64::try_from(size).unwrap_or(i64::MAX), sha, now],
-        )?;
+        blobs::complete(&tx, &bid, size, &sha, &now)?;
         self.audit(
             &tx,
             &caller.identity.to_string(),
@@ -320,7 +274,7 @@ impl Service {
     /// `anonymous-blob-download` quirk, which then skips the read check too.
     pub fn get_blob(&self, caller: Option<&Caller>, id: &str) -> ApiResult<BlobContent> {
         let bid = parse_blob_id(id)?;
-        let conn = self.store.conn();
+        let conn = self.store.read();
         let b = load(&conn, &bid)?;
         let readable = match caller {
             Some(c) => self.may_read_blob(&conn, c, &b)?,
@@ -342,7 +296,7 @@ impl Service {
                 "v1.1 §16.7",
             ));
         }
-        let bytes = concat_parts(&conn, &bid)?;
+        let bytes = blobs::content(&conn, &bid)?;
         Ok(BlobContent {
             mime_type: b.mime_type,
             filename: b.filename,
@@ -354,9 +308,7 @@ impl Service {
     /// §16.7 read access: owner, current participant of the blob's thread, or a stored
     /// `read` capability for that thread.
     fn may_read_blob(&self, conn: &Connection, caller: &Caller, b: &Blob) -> ApiResult<bool> {
-        if b.owner == caller.identity.to_string()
-            || self.quirk(crate::quirks::Quirk::SkipBlobReadCheck)
-        {
+        if b.owner == caller.identity.to_string() || self.settings.reads.skip_blob_read_check {
             return Ok(true);
         }
         let Some(thread) = &b.thread_id else {
@@ -369,15 +321,4 @@ impl Service {
         Ok(state.is_active_participant(&caller.identity)
             || self.holds_grant(conn, &caller.identity, &state, Grant::Read)?)
     }
-}
-
-fn concat_parts(conn: &Connection, id: &BlobId) -> ApiResult<Vec<u8>> {
-    let mut stmt =
-        conn.prepare_cached("SELECT data FROM blob_parts WHERE blob_id = ?1 ORDER BY n")?;
-    let mut out = Vec::new();
-    let rows = stmt.query_map([id.to_string()], |r| r.get::<_, Vec<u8>>(0))?;
-    for part in rows {
-        out.extend_from_slice(&part?);
-    }
-    Ok(out)
 }

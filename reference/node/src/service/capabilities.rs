@@ -17,15 +17,14 @@
 
 use super::{Caller, Service};
 use crate::error::{ApiError, ApiResult};
-use loom_protocol::capability::{Grant, TokenShape};
+use crate::store::{Connection, capabilities};
+use loom_protocol::capability::{Grant, StoredToken, TokenShape, TokenStatus, check_revocation_op};
 use loom_protocol::id::{CapabilityId, ThreadId};
 use loom_protocol::thread::ThreadState;
-use loom_protocol::{Address, ErrorCode, Timestamp};
-use rusqlite::{Connection, OptionalExtension, params};
+use loom_protocol::{Address, ErrorCode};
 use serde_json::{Value, json};
 
-/// The intent of the revocation operation (§12.3).
-pub const REVOKE_INTENT: &str = "capability.revoked@v1";
+pub use loom_protocol::capability::REVOKE_INTENT;
 
 /// Parses a `thr_` ID from request data, naming the field on failure.
 pub(crate) fn thread_id_param(field: &str, s: &str) -> ApiResult<ThreadId> {
@@ -36,59 +35,6 @@ fn denied(field: &str, reason: impl Into<String>, section: &'static str) -> ApiE
     ApiError::new(ErrorCode::CapabilityDenied, field, reason, section)
 }
 
-/// The lifecycle status of a stored token, as listed.
-fn token_status(
-    revoked: bool,
-    spent: bool,
-    epoch: u64,
-    state: &ThreadState,
-    expires_at: Option<Timestamp>,
-    now: Timestamp,
-) -> &'static str {
-    if revoked {
-        "revoked"
-    } else if spent {
-        "spent"
-    } else if epoch != state.cap_epoch {
-        "stale_epoch"
-    } else if expires_at.is_some_and(|e| e < now) {
-        "expired"
-    } else {
-        "active"
-    }
-}
-
-/// A stored token row.
-struct Row {
-    id: String,
-    issued_to: String,
-    epoch: u64,
-    document: String,
-    created_at: String,
-    spent_at: Option<String>,
-    revoked_at: Option<String>,
-}
-
-fn rows(conn: &Connection, thread: &ThreadId) -> ApiResult<Vec<Row>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT id, issued_to, epoch, document, created_at, spent_at, revoked_at FROM capabilities WHERE thread_id = ?1 ORDER BY rowid",
-    )?;
-    let out = stmt
-        .query_map([thread.to_string()], |r| {
-            Ok(Row {
-                id: r.get(0)?,
-                issued_to: r.get(1)?,
-                epoch: u64::try_from(r.get::<_, i64>(2)?).unwrap_or(0),
-                document: r.get(3)?,
-                created_at: r.get(4)?,
-                spent_at: r.get(5)?,
-                revoked_at: r.get(6)?,
-            })
-        })?
-        .collect::<Result<_, _>>()?;
-    Ok(out)
-}
-
 impl Service {
     /// `POST /v1/capabilities` (§16.4): stores a token the caller signed as issuer. The caller
     /// must be a current owner of the token's thread (§12.4: issuers are owners), the token
@@ -97,11 +43,7 @@ impl Service {
     /// `cap_epoch` (§12.3). Returns the token as stored.
     pub fn issue_capability(&self, caller: &Caller, token: Value) -> ApiResult<Value> {
         let now = self.env.now();
-        let t = TokenShape::parse(
-            &token,
-            now,
-            self.quirk(crate::quirks::Quirk::AcceptAnyCapabilityId),
-        )?;
+        let t = TokenShape::parse(&token, now, self.settings.api.accept_any_capability_id)?;
         if t.issued_by != caller.identity {
             return Err(denied(
                 "issued_by",
@@ -128,8 +70,7 @@ impl Service {
                 "v1.1 §12.1, §24.2",
             ));
         }
-        let conn = self.store.conn();
-        let tx = conn.unchecked_transaction()?;
+        let tx = self.store.begin()?;
         let state = self.participant_thread(&tx, caller, &t.thread, "scope.thread_id")?;
         if !state.is_owner(&caller.identity) {
             return Err(denied(
@@ -148,14 +89,7 @@ impl Service {
                 "v1.1 §12.3",
             ));
         }
-        let exists = tx
-            .query_row(
-                "SELECT 1 FROM capabilities WHERE id = ?1",
-                [t.id.to_string()],
-                |_| Ok(()),
-            )
-            .optional()?;
-        if exists.is_some() {
+        if capabilities::exists(&tx, &t.id)? {
             return Err(ApiError::new(
                 ErrorCode::EnvelopeDuplicate,
                 "id",
@@ -163,12 +97,18 @@ impl Service {
                 "v1.1 §8.4, §24.2",
             ));
         }
-        tx.execute(
-            "INSERT INTO capabilities (id, thread_id, issued_by, issued_to, epoch, single_use, document, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![
-                t.id.to_string(), t.thread.to_string(), t.issued_by.to_string(), t.issued_to.to_string(),
-                i64::try_from(t.epoch).map_err(ApiError::internal)?, t.single_use, token.to_string(), now.to_rfc3339()
-            ],
+        capabilities::insert(
+            &tx,
+            &capabilities::NewCapability {
+                id: &t.id,
+                thread: &t.thread,
+                issued_by: &t.issued_by,
+                issued_to: &t.issued_to,
+                epoch: t.epoch,
+                single_use: t.single_use,
+                document: &token,
+                at: &now.to_rfc3339(),
+            },
         )?;
         self.audit(
             &tx,
@@ -204,10 +144,11 @@ impl Service {
             ApiError::bad_request("thread_id", "thread_id is required", "v1.1 §16.4")
         })?;
         let tid = thread_id_param("thread_id", thread)?;
-        let conn = self.store.conn();
+        let conn = self.store.read();
         let state = self.thread_state(&conn, &tid)?;
         let me = caller.identity.to_string();
-        let all = rows(&conn, &tid)?;
+        let all = capabilities::of_thread(&conn, &tid)?;
+        drop(conn);
         let Some(state) = state.filter(|s| {
             s.is_active_participant(&caller.identity) || all.iter().any(|r| r.issued_to == me)
         }) else {
@@ -219,30 +160,27 @@ impl Service {
         };
         let owner = state.is_owner(&caller.identity);
         let now = self.env.now();
-        let mut out = Vec::new();
-        for r in all.into_iter().filter(|r| owner || r.issued_to == me) {
-            let token: Value = serde_json::from_str(&r.document).map_err(ApiError::internal)?;
-            let expires = token
-                .get("expires_at")
-                .and_then(Value::as_str)
-                .and_then(|s| Timestamp::parse(s).ok());
-            let status = token_status(
-                r.revoked_at.is_some(),
-                r.spent_at.is_some(),
-                r.epoch,
-                &state,
-                expires,
-                now,
-            );
-            out.push(json!({
-                "id": r.id,
-                "status": status,
-                "stored_at": r.created_at,
-                "spent_at": r.spent_at,
-                "revoked_at": r.revoked_at,
-                "token": token,
-            }));
-        }
+        let out: Vec<Value> = all
+            .into_iter()
+            .filter(|r| owner || r.issued_to == me)
+            .map(|r| {
+                let status = StoredToken::read(&r.document).status(
+                    r.revoked_at.is_some(),
+                    r.spent_at.is_some(),
+                    r.epoch,
+                    state.cap_epoch,
+                    now,
+                );
+                json!({
+                    "id": r.id,
+                    "status": status.as_str(),
+                    "stored_at": r.created_at,
+                    "spent_at": r.spent_at,
+                    "revoked_at": r.revoked_at,
+                    "token": r.document,
+                })
+            })
+            .collect();
         Ok(json!({"thread_id": tid.to_string(), "cap_epoch": state.cap_epoch, "capabilities": out}))
     }
 
@@ -263,25 +201,18 @@ impl Service {
         let cid = CapabilityId::parse(id)
             .map_err(|e| ApiError::bad_request("capability_id", e.to_string(), "v1.1 §8.4"))?;
         let (thread, issued_to, revoked) = {
-            let conn = self.store.conn();
-            let row: Option<(String, String, Option<String>)> = conn
-                .query_row(
-                    "SELECT thread_id, issued_to, revoked_at FROM capabilities WHERE id = ?1",
-                    [cid.to_string()],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                )
-                .optional()?;
+            let conn = self.store.read();
             let not_found =
                 || ApiError::not_found(ErrorCode::EnvelopeNotFound, "capability_id", cid);
-            let (thread, issued_to, revoked) = row.ok_or_else(not_found)?;
-            let tid = ThreadId::parse(&thread).map_err(ApiError::internal)?;
+            let head = capabilities::head(&conn, &cid)?.ok_or_else(not_found)?;
+            let tid = ThreadId::parse(&head.thread).map_err(ApiError::internal)?;
             let visible = self
                 .thread_state(&conn, &tid)?
                 .is_some_and(|s| s.is_active_participant(&caller.identity));
-            if !visible && issued_to != caller.identity.to_string() {
+            if !visible && head.issued_to != caller.identity.to_string() {
                 return Err(not_found());
             }
-            (tid, issued_to, revoked)
+            (tid, head.issued_to, head.revoked_at)
         };
         if revoked.is_some() {
             return Err(ApiError::new(
@@ -291,51 +222,15 @@ impl Service {
                 "v1.1 §12.3",
             ));
         }
-        let bad = |f: &str, r: String| ApiError::bad_request(f, r, "v1.1 §12.3, §16.4");
-        if op.get("type").and_then(Value::as_str) != Some("thread_op") {
-            return Err(bad(
-                "type",
-                "the body must be the signed capability.revoked@v1 thread_op".into(),
-            ));
-        }
-        if op
-            .pointer("/content/structured/intent")
-            .and_then(Value::as_str)
-            != Some(REVOKE_INTENT)
-        {
-            return Err(bad(
-                "content.structured.intent",
-                format!("must be {REVOKE_INTENT}"),
-            ));
-        }
-        if op.get("thread_id").and_then(Value::as_str) != Some(&thread.to_string()) {
-            return Err(bad(
-                "thread_id",
-                format!("must be {thread}, the token's thread"),
-            ));
-        }
-        if op
-            .pointer("/content/structured/parameters/capability_id")
-            .and_then(Value::as_str)
-            != Some(&cid.to_string())
-        {
-            return Err(bad(
-                "content.structured.parameters.capability_id",
-                format!("must be {cid}, the token in the path"),
-            ));
-        }
+        check_revocation_op(&op, &thread, &cid)?;
         // The pipeline marks the token revoked, bumps cap_epoch and emits the
         // `capability.revoked` event and audit entry in the operation's own transaction.
         let stored = self.submit_envelope(caller, op).await?;
-        let conn = self.store.conn();
+        let conn = self.store.read();
         let state = self
             .thread_state(&conn, &thread)?
             .ok_or_else(|| ApiError::internal("thread of a stored token"))?;
-        let revoked_at: Option<String> = conn.query_row(
-            "SELECT revoked_at FROM capabilities WHERE id = ?1",
-            [cid.to_string()],
-            |r| r.get(0),
-        )?;
+        let revoked_at = capabilities::revoked_at(&conn, &cid)?;
         Ok(json!({
             "capability_id": cid.to_string(),
             "thread_id": thread.to_string(),
@@ -358,26 +253,19 @@ impl Service {
     ) -> ApiResult<bool> {
         let now = self.env.now();
         let me = who.to_string();
-        Ok(rows(conn, &state.id)?
+        Ok(capabilities::of_thread(conn, &state.id)?
             .into_iter()
-            .filter(|r| r.issued_to == me && r.revoked_at.is_none() && r.spent_at.is_none())
-            .filter(|r| r.epoch == state.cap_epoch)
-            .filter_map(|r| serde_json::from_str::<Value>(&r.document).ok())
-            .any(|t| {
-                let expired = t
-                    .get("expires_at")
-                    .and_then(Value::as_str)
-                    .and_then(|s| Timestamp::parse(s).ok())
-                    .is_some_and(|e| e < now);
-                let covers = t
-                    .get("grants")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .filter_map(Grant::parse)
-                    .any(|g| g.covers(grant));
-                !expired && covers
+            .filter(|r| r.issued_to == me)
+            .any(|r| {
+                let t = StoredToken::read(&r.document);
+                t.status(
+                    r.revoked_at.is_some(),
+                    r.spent_at.is_some(),
+                    r.epoch,
+                    state.cap_epoch,
+                    now,
+                ) == TokenStatus::Active
+                    && t.covers(grant)
             }))
     }
 }

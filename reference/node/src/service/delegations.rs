@@ -17,59 +17,21 @@
 //!   caller is `CAPABILITY_DENIED`; an expired link or a signature that does not verify is
 //!   `DELEGATION_INVALID` (§13.3 step 7). The registry has no code for an unknown link:
 //!   `ENVELOPE_NOT_FOUND` (404) with field `delegation_id` stands in.
+//!
+//! The link rules are loom-protocol's ([`check_new_link`], sharing the §13.3.1 signature
+//! check with chain verification; [`link_status`], [`check_revocable`]).
 
-use super::{Caller, Service, parse_address};
+use super::{Caller, Service};
 use crate::error::{ApiError, ApiResult};
-use loom_protocol::delegation::delegation_signing_payload;
-use loom_protocol::keys::{SigContext, signature_from_b64url, verify};
-use loom_protocol::scope::check_scope_syntax;
+use crate::store::delegations::{self, StoredLink};
+use loom_protocol::delegation::{Delegator, check_new_link, check_revocable, link_status};
 use loom_protocol::{Address, ErrorCode, Timestamp};
-use rusqlite::{Connection, OptionalExtension, params};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use std::collections::BTreeSet;
-
-/// How far `created_at` may be in the future (§13.3 `maxCreatedAtFutureSkewMs` default).
-const MAX_CREATED_AT_SKEW_MS: i64 = 5 * 60 * 1000;
-
-fn invalid(field: impl Into<String>, reason: impl Into<String>) -> ApiError {
-    ApiError::new(ErrorCode::EnvelopeInvalid, field, reason, "v1.1 §13.1")
-}
-
-fn link_denied(field: &str, reason: impl Into<String>, section: &'static str) -> ApiError {
-    ApiError::new(ErrorCode::DelegationInvalid, field, reason, section)
-}
-
-fn timestamp_member(o: &Map<String, Value>, k: &str) -> ApiResult<Option<Timestamp>> {
-    match o.get(k) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Timestamp::parse(s)
-            .map(Some)
-            .map_err(|e| invalid(k, e.to_string())),
-        Some(_) => Err(invalid(k, format!("{k} must be an ISO 8601 string"))),
-    }
-}
-
-fn valid_link_id(id: &str) -> bool {
-    (1..=64).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
 
 /// The API view of a stored link.
 fn view(id: &str, link: Value, stored_at: &str, revoked_at: Option<&str>, now: Timestamp) -> Value {
-    let expired = link
-        .get("expires_at")
-        .and_then(Value::as_str)
-        .and_then(|s| Timestamp::parse(s).ok())
-        .is_some_and(|e| e < now);
-    let status = if revoked_at.is_some() {
-        "revoked"
-    } else if expired {
-        "expired"
-    } else {
-        "active"
-    };
+    let status = link_status(&link, revoked_at.is_some(), now);
     json!({
         "id": id,
         "delegator": link.get("delegator"),
@@ -85,101 +47,28 @@ fn view(id: &str, link: Value, stored_at: &str, revoked_at: Option<&str>, now: T
 }
 
 impl Service {
-    /// `POST /v1/delegations` (§16.5): checks the §13.1 shape, delegator = caller, the
-    /// §13.2 scope syntax (`*` only from a human delegator), `created_at` not too far ahead,
-    /// `expires_at` in the future and the delegator's signature (§13.3.1: prefixed, or legacy
-    /// when `signature_context` is absent); stores the link.
+    /// `POST /v1/delegations` (§16.5): the link must pass
+    /// [`loom_protocol::delegation::check_new_link`] with the caller as delegator (its type
+    /// and active signing keys from the store); then it is stored.
     pub fn create_delegation(&self, caller: &Caller, link: Value) -> ApiResult<Value> {
         let now = self.env.now();
-        let o = link
-            .as_object()
-            .ok_or_else(|| invalid("$body", "a delegation link is a JSON object"))?;
-        let addr = |k: &str| {
-            o.get(k)
-                .and_then(Value::as_str)
-                .ok_or_else(|| invalid(k, format!("{k} is required (a LOOM address)")))
-                .and_then(|s| parse_address(k, s))
-        };
-        let delegator = addr("delegator")?;
-        let delegate = addr("delegate")?;
-        if delegator != caller.identity {
-            return Err(ApiError::new(
-                ErrorCode::CapabilityDenied,
-                "delegator",
-                format!(
-                    "the authenticated identity is {}; it cannot delegate as {delegator}",
-                    caller.identity
-                ),
-                "v1.1 §13.1, §16.5",
-            ));
-        }
-        if delegate == delegator {
-            return Err(invalid("delegate", "an identity cannot delegate to itself"));
-        }
-        let scope = o
-            .get("scope")
-            .and_then(Value::as_array)
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| invalid("scope", "scope must be a non-empty array of scopes"))?;
-        for (i, s) in scope.iter().enumerate() {
-            let field = format!("scope[{i}]");
-            let s = s
-                .as_str()
-                .ok_or_else(|| invalid(field.clone(), "scope entries are strings"))?;
-            check_scope_syntax(s)
-                .map_err(|e| ApiError::bad_request(field.clone(), e.to_string(), "v1.1 §13.2"))?;
-            if s == "*" && self.identity_type(&delegator)?.as_deref() != Some("human") {
-                return Err(ApiError::bad_request(
-                    field,
-                    "'*' is only valid for a root human→agent delegation",
-                    "v1.1 §13.2",
-                ));
-            }
-        }
-        let created_at = timestamp_member(o, "created_at")?
-            .ok_or_else(|| invalid("created_at", "created_at is required"))?;
-        if created_at.unix_ms() > now.unix_ms() + MAX_CREATED_AT_SKEW_MS {
-            return Err(link_denied(
-                "created_at",
-                format!("created_at is more than {MAX_CREATED_AT_SKEW_MS} ms in the future"),
-                "v1.1 §13.3",
-            ));
-        }
-        let expires_at = timestamp_member(o, "expires_at")?
-            .ok_or_else(|| invalid("expires_at", "expires_at is required"))?;
-        if expires_at <= now {
-            return Err(link_denied(
-                "expires_at",
-                "the delegation has already expired",
-                "v1.1 §13.3",
-            ));
-        }
-        for k in ["revocable", "allow_sub_delegation"] {
-            if o.get(k).is_some_and(|v| !v.is_boolean() && !v.is_null()) {
-                return Err(invalid(k, format!("{k} must be a boolean")));
-            }
-        }
-        if o.get("max_sub_delegation_depth")
-            .is_some_and(|v| !v.is_null() && v.as_u64().is_none())
-        {
-            return Err(invalid(
-                "max_sub_delegation_depth",
-                "max_sub_delegation_depth must be a non-negative integer",
-            ));
-        }
-        let given_id = match o.get("id") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) if valid_link_id(s) => Some(s.clone()),
-            Some(_) => return Err(invalid("id", "id must be 1-64 of [A-Za-z0-9_-]")),
-        };
-        self.check_link_signature(&link, o, &delegator)?;
-        let id = given_id.unwrap_or_else(|| format!("dlg_{}", self.env.ids().ulid()));
-        let conn = self.store.conn();
-        let tx = conn.unchecked_transaction()?;
-        let exists = tx
-            .query_row("SELECT 1 FROM delegations WHERE id = ?1", [&id], |_| Ok(()))
-            .optional()?;
-        if exists.is_some() {
+        let me = self.store.identity_keys(&caller.identity)?;
+        let keys = me.as_ref().map(|k| k.signing.clone()).unwrap_or_default();
+        let checked = check_new_link(
+            &link,
+            Delegator {
+                identity: &caller.identity,
+                is_human: me.as_ref().is_some_and(|k| k.kind == "human"),
+                keys: &keys,
+            },
+            now,
+        )?;
+        let id = checked
+            .id
+            .clone()
+            .unwrap_or_else(|| format!("dlg_{}", self.env.ids().ulid()));
+        let tx = self.store.begin()?;
+        if delegations::exists(&tx, &id)? {
             return Err(ApiError::new(
                 ErrorCode::EnvelopeDuplicate,
                 "id",
@@ -188,91 +77,27 @@ impl Service {
             ));
         }
         let stored_at = now.to_rfc3339();
-        let link_created_at = created_at.to_rfc3339();
-        tx.execute(
-            "INSERT INTO delegations (id, delegator, delegate, document, created_at, expires_at, link_created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![id, delegator.to_string(), delegate.to_string(), link.to_string(), stored_at, expires_at.to_rfc3339(), link_created_at],
+        delegations::insert(
+            &tx,
+            &delegations::NewLink {
+                id: &id,
+                delegator: &checked.delegator,
+                delegate: &checked.delegate,
+                link: &link,
+                stored_at: &stored_at,
+                expires_at: checked.expires_at,
+                created_at: checked.created_at,
+            },
         )?;
         self.audit(
             &tx,
             &caller.identity.to_string(),
             "delegation.created",
             &id,
-            json!({"delegate": delegate.to_string(), "scope": scope, "expires_at": expires_at.to_rfc3339()}),
+            json!({"delegate": checked.delegate.to_string(), "scope": checked.scope, "expires_at": checked.expires_at.to_rfc3339()}),
         )?;
         tx.commit()?;
         Ok(view(&id, link, &stored_at, None, now))
-    }
-
-    /// The delegator's signature over the link (§13.3.1), with the key named by `key_id`
-    /// (or `signature_key_id`), or the delegator's only active key.
-    fn check_link_signature(
-        &self,
-        link: &Value,
-        o: &Map<String, Value>,
-        delegator: &Address,
-    ) -> ApiResult<()> {
-        let sig = o
-            .get("signature")
-            .and_then(Value::as_str)
-            .ok_or_else(|| invalid("signature", "signature (base64url) is required"))?;
-        let sig = signature_from_b64url(sig).map_err(|e| invalid("signature", e.reason))?;
-        let key_id = o
-            .get("key_id")
-            .or_else(|| o.get("signature_key_id"))
-            .and_then(Value::as_str);
-        let key = match key_id {
-            Some(k) => self.active_signing_key(delegator, k)?,
-            None => {
-                let conn = self.store.conn();
-                let keys: Vec<String> = conn
-                    .prepare_cached("SELECT key_id FROM identity_keys WHERE identity = ?1 AND purpose = 'signing' AND status = 'active' ORDER BY key_id")?
-                    .query_map([delegator.to_string()], |r| r.get(0))?
-                    .collect::<Result<_, _>>()?;
-                drop(conn);
-                match keys.as_slice() {
-                    [only] => self.active_signing_key(delegator, only)?,
-                    _ => {
-                        return Err(invalid(
-                            "key_id",
-                            "key_id is required when the delegator has several signing keys",
-                        ));
-                    }
-                }
-            }
-        }
-        .ok_or_else(|| {
-            link_denied(
-                "key_id",
-                "key_id is not an active signing key of the delegator",
-                "v1.1 §13.3",
-            )
-        })?;
-        let payload = delegation_signing_payload(link).unwrap_or_default();
-        let ok = match o.get("signature_context") {
-            None => {
-                verify(&key, Some(SigContext::DELEGATION), &payload, &sig)
-                    || verify(&key, None, &payload, &sig)
-            }
-            Some(Value::String(c)) if c == SigContext::DELEGATION.0 => {
-                verify(&key, Some(SigContext::DELEGATION), &payload, &sig)
-            }
-            Some(_) => {
-                return Err(invalid(
-                    "signature_context",
-                    "unknown signature context; only LOOM-DELEGATION-SIG-v1 is defined",
-                ));
-            }
-        };
-        if ok {
-            Ok(())
-        } else {
-            Err(link_denied(
-                "signature",
-                "Ed25519 signature of the delegator does not verify",
-                "v1.1 §13.3.1",
-            ))
-        }
     }
 
     /// `GET /v1/delegations[?role=delegator|delegate]` (§16.5): the caller's links, as
@@ -290,22 +115,17 @@ impl Service {
                 ));
             }
         };
-        let conn = self.store.conn();
-        let mut stmt = conn.prepare_cached(
-            "SELECT id, document, created_at, revoked_at FROM delegations WHERE (?2 AND delegator = ?1) OR (?3 AND delegate = ?1) ORDER BY rowid",
+        let rows = delegations::of_identity(
+            &self.store.read(),
+            &caller.identity,
+            as_delegator,
+            as_delegate,
         )?;
         let now = self.env.now();
-        let rows: Vec<(String, String, String, Option<String>)> = stmt
-            .query_map(
-                params![caller.identity.to_string(), as_delegator, as_delegate],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-            )?
-            .collect::<Result<_, _>>()?;
-        let mut out = Vec::new();
-        for (id, doc, stored, revoked) in rows {
-            let link: Value = serde_json::from_str(&doc).map_err(ApiError::internal)?;
-            out.push(view(&id, link, &stored, revoked.as_deref(), now));
-        }
+        let out: Vec<Value> = rows
+            .into_iter()
+            .map(|r| view(&r.id, r.link, &r.stored_at, r.revoked_at.as_deref(), now))
+            .collect();
         Ok(json!({"delegations": out}))
     }
 
@@ -319,12 +139,16 @@ impl Service {
         id: &str,
         reason: Option<&str>,
     ) -> ApiResult<Value> {
-        let conn = self.store.conn();
-        let tx = conn.unchecked_transaction()?;
-        let row = load(&tx, id)?;
+        let tx = self.store.begin()?;
         let me = caller.identity.to_string();
-        let Some((delegator, delegate, doc, stored, revoked)) =
-            row.filter(|r| r.0 == me || r.1 == me)
+        let Some(StoredLink {
+            delegator,
+            delegate,
+            link,
+            stored_at,
+            revoked_at,
+            ..
+        }) = delegations::get(&tx, id)?.filter(|r| r.delegator == me || r.delegate == me)
         else {
             return Err(ApiError::not_found(
                 ErrorCode::EnvelopeNotFound,
@@ -340,7 +164,7 @@ impl Service {
                 "v1.1 §13.4, §16.5",
             ));
         }
-        if revoked.is_some() {
+        if revoked_at.is_some() {
             return Err(ApiError::new(
                 ErrorCode::StateTransitionInvalid,
                 "delegation_id",
@@ -348,20 +172,9 @@ impl Service {
                 "v1.1 §13.4",
             ));
         }
-        let link: Value = serde_json::from_str(&doc).map_err(ApiError::internal)?;
-        if link.get("revocable") == Some(&Value::Bool(false)) {
-            return Err(ApiError::new(
-                ErrorCode::StateTransitionInvalid,
-                "delegation_id",
-                "the link was signed with revocable: false",
-                "v1.1 §13.1",
-            ));
-        }
+        check_revocable(&link)?;
         let now = self.env.now();
-        tx.execute(
-            "UPDATE delegations SET revoked_at = ?2 WHERE id = ?1",
-            params![id, now.to_rfc3339()],
-        )?;
+        delegations::mark_revoked(&tx, id, &now.to_rfc3339())?;
         let payload = json!({
             "delegation_id": id,
             "delegator": delegator,
@@ -373,7 +186,7 @@ impl Service {
             .into_iter()
             .filter_map(|a| Address::parse_wire(a).ok())
             .collect();
-        if !self.quirk(crate::quirks::Quirk::OmitDelegationRevokedEvent) {
+        if !self.settings.api.omit_delegation_revoked_event {
             self.append_event(
                 &tx,
                 "delegation.revoked",
@@ -385,18 +198,6 @@ impl Service {
         }
         self.audit(&tx, &me, "delegation.revoked", id, payload)?;
         tx.commit()?;
-        Ok(view(id, link, &stored, Some(&now.to_rfc3339()), now))
+        Ok(view(id, link, &stored_at, Some(&now.to_rfc3339()), now))
     }
-}
-
-type LinkRow = (String, String, String, String, Option<String>);
-
-fn load(conn: &Connection, id: &str) -> ApiResult<Option<LinkRow>> {
-    Ok(conn
-        .query_row(
-            "SELECT delegator, delegate, document, created_at, revoked_at FROM delegations WHERE id = ?1",
-            [id],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
-        )
-        .optional()?)
 }

@@ -27,11 +27,8 @@ impl Service {
     /// `GET /.well-known/loom.json`: every member §15.2 requires.
     pub fn node_document(&self) -> Value {
         let mut doc = self.full_node_document();
-        if self.quirk(crate::quirks::Quirk::IncompleteNodeDocument)
-            && let Some(o) = doc.as_object_mut()
-        {
-            o.retain(|k, _| k == "loom" || k == "domain");
-        }
+        self.settings
+            .shape(crate::quirks::Output::NodeDocument, &mut doc, &self.env);
         doc
     }
 

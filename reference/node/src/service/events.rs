@@ -11,21 +11,11 @@
 
 use super::{Caller, Service};
 use crate::error::{ApiError, ApiResult};
+use crate::quirks::Output;
+use crate::store::listings::{self, EventAudience};
 use loom_protocol::id::EventId;
-use rusqlite::{OptionalExtension, params};
 use serde::Deserialize;
 use serde_json::{Value, json};
-
-/// One `events` row: seq, id, type, thread, envelope, payload, created_at.
-type EventRow = (
-    i64,
-    String,
-    String,
-    Option<String>,
-    Option<String>,
-    String,
-    String,
-);
 
 /// Default page size.
 pub const DEFAULT_LIMIT: usize = 100;
@@ -56,20 +46,20 @@ impl Service {
                 format!("limit must be 1-{}", self.config.limits.max_page_size),
             ));
         }
-        let me = caller.identity.to_string();
-        let conn = self.store.conn();
+        let dev = &self.settings.reads;
+        let me = &caller.identity;
+        let conn = self.store.read();
         let after: i64 = match (&q.since, &q.cursor) {
-            (Some(_), None) if self.quirk(crate::quirks::Quirk::IgnoreEventsSince) => 0,
+            (Some(_), None) if dev.ignore_events_since => 0,
             (Some(_), Some(_)) => return Err(bad("since", "use either since or cursor, not both")),
             (Some(since), None) => {
                 let id = EventId::parse(since).map_err(|e| bad("since", e.to_string()))?;
-                conn.query_row(
-                    "SELECT e.seq FROM events e JOIN event_readers r ON r.event_seq = e.seq AND r.identity = ?2 WHERE e.id = ?1",
-                    params![id.to_string(), me],
-                    |r| r.get(0),
-                )
-                .optional()?
-                .ok_or_else(|| bad("since", format!("{id} is not an event this identity can resume from")))?
+                listings::event_seq_for(&conn, &id, me)?.ok_or_else(|| {
+                    bad(
+                        "since",
+                        format!("{id} is not an event this identity can resume from"),
+                    )
+                })?
             }
             (None, Some(c)) => c
                 .parse::<i64>()
@@ -78,55 +68,33 @@ impl Service {
                 .ok_or_else(|| bad("cursor", "cursor must be a cursor from this node"))?,
             (None, None) => 0,
         };
-        let mut stmt = if self.quirk(crate::quirks::Quirk::IgnoreEventAudience) {
-            conn.prepare_cached(
-                "SELECT e.seq, e.id, e.type, e.thread_id, e.envelope_id, e.payload, e.created_at FROM events e \
-                 WHERE ?1 IS NOT NULL AND e.seq > ?2 ORDER BY e.seq LIMIT ?3",
-            )?
+        let audience = if dev.ignore_event_audience {
+            EventAudience::Everyone(me)
         } else {
-            conn.prepare_cached(
-                "SELECT e.seq, e.id, e.type, e.thread_id, e.envelope_id, e.payload, e.created_at FROM events e \
-                 JOIN event_readers r ON r.event_seq = e.seq AND r.identity = ?1 \
-                 WHERE e.seq > ?2 ORDER BY e.seq LIMIT ?3",
-            )?
+            EventAudience::ReadableBy(me)
         };
-        let rows: Vec<EventRow> = stmt
-            .query_map(
-                params![me, after, i64::try_from(limit + 1).unwrap_or(i64::MAX)],
-                |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                        r.get(6)?,
-                    ))
-                },
-            )?
-            .collect::<Result<_, _>>()?;
+        let rows = listings::events_after(&conn, audience, after, limit + 1)?;
+        drop(conn);
         let has_more = rows.len() > limit;
         let mut next = after;
         let mut events = Vec::new();
-        for (seq, id, kind, thread, envelope, payload, at) in rows.into_iter().take(limit) {
-            let payload: Value = serde_json::from_str(&payload).map_err(ApiError::internal)?;
-            let id = if self.quirk(crate::quirks::Quirk::UnstableEventIds) {
-                self.env.ids().event().to_string()
-            } else {
-                id
-            };
+        for e in rows.into_iter().take(limit) {
+            let payload: Value = serde_json::from_str(&e.payload).map_err(ApiError::internal)?;
             events.push(json!({
-                "id": id,
-                "cursor": seq.to_string(),
-                "type": kind,
-                "thread_id": thread,
-                "envelope_id": envelope,
+                "id": e.id,
+                "cursor": e.seq.to_string(),
+                "type": e.kind,
+                "thread_id": e.thread,
+                "envelope_id": e.envelope,
                 "payload": payload,
-                "created_at": at,
+                "created_at": e.created_at,
             }));
-            next = seq;
+            next = e.seq;
         }
-        Ok(json!({"events": events, "next_cursor": next.to_string(), "has_more": has_more}))
+        let mut page =
+            json!({"events": events, "next_cursor": next.to_string(), "has_more": has_more});
+        self.settings
+            .shape(Output::EventsPage, &mut page, &self.env);
+        Ok(page)
     }
 }

@@ -1,7 +1,11 @@
 //! All protocol behaviour of the node, transport-free (DESIGN.md §4): the HTTP layer parses
-//! requests and calls these methods; they check every rule (through `loom-protocol`, where the
-//! rules live), change the store in one transaction, write the audit log and return data or
-//! an [`ApiError`].
+//! requests and calls these methods; they load what a decision needs from the store, call
+//! `loom-protocol` (where the rules live), hand the changes to the store in one transaction
+//! with their audit entry, and return data or an [`ApiError`].
+//!
+//! The service holds no SQL: every statement is a typed function of [`crate::store`]
+//! (`tests/service_has_no_sql.rs` keeps it so). Deliberate defects arrive as data
+//! ([`crate::quirks::Settings`], built once in [`Service::new`]).
 
 pub mod auth;
 pub mod blobs;
@@ -20,13 +24,12 @@ pub mod write_group;
 use crate::config::NodeConfig;
 use crate::env::Env;
 use crate::error::{ApiError, ApiResult};
-use crate::quirks::{Quirk, Quirks};
-use crate::store::Store;
+use crate::quirks::{Quirk, Quirks, Settings};
 use crate::store::audit::{self, AuditEntry};
+use crate::store::{Connection, Store, node_keys};
 use ed25519_dalek::SigningKey;
 use loom_protocol::Address;
 use loom_protocol::keys::{public_key_to_b64url, signing_key_from_seed};
-use rusqlite::{OptionalExtension, params};
 use serde_json::Value;
 
 /// The authenticated caller of a request (§14.2).
@@ -51,6 +54,8 @@ pub struct Service {
     pub quirks: Quirks,
     /// The acceptance deviations the quirks stand for (none on a real node).
     pub(crate) deviations: loom_protocol::accept::Deviations,
+    /// Every other deviation, per layer (none on a real node).
+    pub(crate) settings: Settings,
     node_key: SigningKey,
     node_key_id: String,
     pub(crate) threads: envelopes::ThreadCache,
@@ -67,6 +72,7 @@ impl Service {
             env,
             store,
             deviations: quirks.deviations(),
+            settings: quirks.settings(),
             quirks,
             node_key,
             node_key_id,
@@ -77,15 +83,7 @@ impl Service {
     }
 
     fn load_or_create_node_key(store: &Store, env: &Env) -> ApiResult<(String, SigningKey)> {
-        let conn = store.conn();
-        let existing: Option<(String, String)> = conn
-            .query_row(
-                "SELECT key_id, secret_seed FROM node_keys WHERE status = 'active' ORDER BY created_at LIMIT 1",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?;
-        if let Some((key_id, seed_hex)) = existing {
+        if let Some((key_id, seed_hex)) = node_keys::active(store)? {
             let seed: [u8; 32] = hex::decode(&seed_hex)
                 .ok()
                 .and_then(|b| b.try_into().ok())
@@ -95,9 +93,12 @@ impl Service {
         let seed = env.ids().bytes32();
         let key = signing_key_from_seed(&seed);
         let key_id = format!("k_node_sign_{}", env.ids().ulid());
-        conn.execute(
-            "INSERT INTO node_keys (key_id, secret_seed, public_key, status, created_at) VALUES (?1, ?2, ?3, 'active', ?4)",
-            params![key_id, hex::encode(seed), public_key_to_b64url(&key.verifying_key()), env.now().to_rfc3339()],
+        node_keys::insert(
+            store,
+            &key_id,
+            &hex::encode(seed),
+            &public_key_to_b64url(&key.verifying_key()),
+            &env.now().to_rfc3339(),
         )?;
         Ok((key_id, key))
     }
@@ -107,7 +108,8 @@ impl Service {
         (&self.node_key_id, &self.node_key)
     }
 
-    /// Is quirk `q` on?
+    /// Is quirk `q` on? Only `service/envelopes.rs` still asks (it belongs to the
+    /// write-path work); everything else reads [`Service::settings`].
     pub fn quirk(&self, q: Quirk) -> bool {
         self.quirks.has(q)
     }
@@ -117,10 +119,15 @@ impl Service {
         !addr.is_bridge() && addr.domain().eq_ignore_ascii_case(&self.config.domain)
     }
 
+    /// The deviations every layer reads (none on a real node).
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
     /// Appends to the §25.1 audit log inside the caller's transaction.
     pub fn audit(
         &self,
-        conn: &rusqlite::Connection,
+        conn: &Connection,
         actor: &str,
         action: &str,
         subject: &str,
@@ -142,27 +149,6 @@ impl Service {
 }
 
 /// Parses an address from request data, naming the field on failure.
-/// A `loom://local@domain` address taken as written, without the §6.1 local-part rule (for
-/// the `accept-any-local-part` quirk only).
-fn lenient_loom_address(s: &str) -> Option<Address> {
-    let (local, domain) = s.strip_prefix("loom://")?.rsplit_once('@')?;
-    (!local.is_empty() && !domain.is_empty()).then(|| Address::Loom {
-        local: local.to_owned(),
-        domain: domain.to_owned(),
-    })
-}
-
-impl Service {
-    /// The address a registration or challenge names (§6.1), through [`parse_address`];
-    /// the `accept-any-local-part` quirk lets an invalid local part through.
-    pub(crate) fn parse_registrant(&self, field: &str, s: &str) -> ApiResult<Address> {
-        match parse_address(field, s) {
-            Err(e) if self.quirk(Quirk::AcceptAnyLocalPart) => lenient_loom_address(s).ok_or(e),
-            r => r,
-        }
-    }
-}
-
 pub fn parse_address(field: &str, s: &str) -> ApiResult<Address> {
     Address::parse_wire(s)
         .map_err(|e| ApiError::bad_request(field, format!("not a LOOM address: {e}"), "v1.1 §6.1"))

@@ -2,7 +2,6 @@
 //! injected clock so limits behave the same in tests and the simulator.
 
 use super::Service;
-use crate::quirks::Quirk;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -72,7 +71,7 @@ impl Service {
         if entry.0 != window {
             *entry = (window, 0);
         }
-        let allowed = entry.1 < limit || self.quirk(Quirk::DisableRateLimit);
+        let allowed = entry.1 < limit || self.settings.api.disable_rate_limit;
         if entry.1 < limit {
             entry.1 += 1;
         }

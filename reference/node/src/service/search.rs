@@ -8,16 +8,16 @@
 //! or sits in the thread of, each then passing the same audience check as
 //! `GET /v1/envelopes/{id}` (§8.3); threads the caller currently participates in.
 //!
-//! The query is never handed to FTS5 as syntax: each whitespace-separated term becomes a
-//! quoted FTS5 string (internal `"` doubled) and the terms are AND-ed, so no user input can
-//! make a syntax error. An empty query (without an `intent` filter), control characters or
+//! The query is never handed to FTS5 as syntax: the whitespace-separated terms go to the
+//! store as [`crate::store::search::Terms`], which quotes each and AND-s them, so no user
+//! input can make a syntax error. An empty query (without an `intent` filter), control characters or
 //! more than [`MAX_TERMS`] terms or [`MAX_QUERY_LEN`] bytes are `ENVELOPE_INVALID` naming `q`.
 
 use super::capabilities::thread_id_param;
 use super::{Caller, Service};
 use crate::error::{ApiError, ApiResult};
+use crate::store::{Connection, search};
 use loom_protocol::id::ThreadId;
-use rusqlite::params;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -46,22 +46,22 @@ fn bad(field: &str, reason: impl Into<String>) -> ApiError {
     ApiError::bad_request(field, reason, "v1.1 §16.6")
 }
 
-/// Turns user text into an FTS5 query of quoted terms, or `None` for an empty query.
-pub fn fts_query(q: &str) -> ApiResult<Option<String>> {
+/// The terms of the user's text (split at whitespace, at most [`MAX_TERMS`]), refused as
+/// `ENVELOPE_INVALID` naming `q` when too long or holding control characters. Empty for an
+/// empty query. The store turns them into its index's query form
+/// ([`crate::store::search::Terms`]), so no input is ever index syntax.
+pub fn query_terms(q: &str) -> ApiResult<Vec<&str>> {
     if q.len() > MAX_QUERY_LEN {
         return Err(bad("q", format!("q is longer than {MAX_QUERY_LEN} bytes")));
     }
     if q.chars().any(char::is_control) {
         return Err(bad("q", "q must not contain control characters"));
     }
-    let terms: Vec<String> = q
-        .split_whitespace()
-        .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
-        .collect();
+    let terms: Vec<&str> = q.split_whitespace().collect();
     if terms.len() > MAX_TERMS {
         return Err(bad("q", format!("q has more than {MAX_TERMS} terms")));
     }
-    Ok((!terms.is_empty()).then(|| terms.join(" ")))
+    Ok(terms)
 }
 
 impl Service {
@@ -69,7 +69,8 @@ impl Service {
     /// thread and `event_seq`). Envelopes are returned whole, as `GET /v1/envelopes/{id}`
     /// would; threads as `{id, subject, state, labels, participants}`.
     pub fn search(&self, caller: &Caller, q: &SearchQuery) -> ApiResult<Value> {
-        let text = fts_query(q.q.as_deref().unwrap_or(""))?;
+        let terms = query_terms(q.q.as_deref().unwrap_or(""))?;
+        let text = search::Terms::of(&terms);
         let intent = q.intent.as_deref().filter(|i| !i.is_empty());
         if text.is_none() && intent.is_none() {
             return Err(bad("q", "q (search terms) or intent is required"));
@@ -86,36 +87,12 @@ impl Service {
             .as_deref()
             .map(|t| thread_id_param("thread_id", t))
             .transpose()?;
-        let me = caller.identity.to_string();
-        let conn = self.store.conn();
-        let envelopes = self.search_envelopes(
-            &conn,
-            caller,
-            text.as_deref(),
-            intent,
-            thread.as_ref(),
-            limit,
-        )?;
+        let conn = self.store.read();
+        let envelopes =
+            self.search_envelopes(&conn, caller, text.as_ref(), intent, thread.as_ref(), limit)?;
         let threads = match (&text, intent) {
             (Some(text), None) => {
-                let mut sql = String::from(
-                    "SELECT s.thread_id FROM thread_search s \
-                     JOIN thread_participants p ON p.thread_id = s.thread_id AND p.identity = ?2 AND p.active = 1 \
-                     WHERE thread_search MATCH ?1",
-                );
-                if thread.is_some() {
-                    sql += " AND s.thread_id = ?3";
-                }
-                sql += &format!(" ORDER BY bm25(thread_search), s.thread_id LIMIT {limit}");
-                let mut stmt = conn.prepare(&sql)?;
-                let t = thread.map(|t| t.to_string()).unwrap_or_default();
-                let ids: Vec<String> = if thread.is_some() {
-                    stmt.query_map(params![text, me, t], |r| r.get(0))?
-                        .collect::<Result<_, _>>()?
-                } else {
-                    stmt.query_map(params![text, me], |r| r.get(0))?
-                        .collect::<Result<_, _>>()?
-                };
+                let ids = search::threads(&conn, &caller.identity, text, thread.as_ref(), limit)?;
                 let mut out = Vec::new();
                 for id in ids {
                     let tid = ThreadId::parse(&id).map_err(ApiError::internal)?;
@@ -140,55 +117,30 @@ impl Service {
 
     fn search_envelopes(
         &self,
-        conn: &rusqlite::Connection,
+        conn: &Connection,
         caller: &Caller,
-        text: Option<&str>,
+        text: Option<&search::Terms>,
         intent: Option<&str>,
         thread: Option<&ThreadId>,
         limit: usize,
     ) -> ApiResult<Vec<Value>> {
-        let mut args: Vec<String> = vec![caller.identity.to_string()];
-        let mut sql = String::from(
-            "SELECT e.body, e.thread_id FROM envelope_search s JOIN envelopes e ON e.id = s.envelope_id \
-             WHERE e.body IS NOT NULL AND (\
-               EXISTS (SELECT 1 FROM envelope_readers r WHERE r.envelope_id = e.id AND r.identity = ?1) \
-               OR EXISTS (SELECT 1 FROM thread_participants p WHERE p.thread_id = e.thread_id AND p.identity = ?1 AND p.active = 1))",
-        );
-        if let Some(text) = text {
-            args.push(text.to_owned());
-            sql += &format!(" AND envelope_search MATCH ?{}", args.len());
-        }
-        if let Some(intent) = intent {
-            args.push(intent.to_owned());
-            sql += &format!(" AND e.intent = ?{}", args.len());
-        }
-        if let Some(t) = thread {
-            args.push(t.to_string());
-            sql += &format!(" AND e.thread_id = ?{}", args.len());
-        }
-        sql += if text.is_some() {
-            " ORDER BY bm25(envelope_search), e.thread_id, e.event_seq"
-        } else {
-            " ORDER BY e.thread_id, e.event_seq"
-        };
-        let mut stmt = conn.prepare(&sql)?;
-        let mut rows = stmt.query(rusqlite::params_from_iter(args.iter()))?;
         let mut out = Vec::new();
-        while out.len() < limit {
-            // Quoted terms cannot be FTS5 syntax errors; any error here is the node's.
-            let Some(row) = rows.next()? else {
-                break;
-            };
-            let (body, thread): (String, String) = (row.get(0)?, row.get(1)?);
-            let env: Value = serde_json::from_str(&body).map_err(ApiError::internal)?;
-            let tid = ThreadId::parse(&thread).map_err(ApiError::internal)?;
-            let Some(state) = self.thread_state(conn, &tid)? else {
-                continue;
-            };
-            if self.check_visible(&env, caller, &state).is_ok() {
+        let query = search::SearchQuery {
+            caller: &caller.identity,
+            text,
+            intent,
+            thread,
+        };
+        search::envelopes(conn, &query, |body, thread| -> ApiResult<bool> {
+            let env: Value = serde_json::from_str(body).map_err(ApiError::internal)?;
+            let tid = ThreadId::parse(thread).map_err(ApiError::internal)?;
+            if let Some(state) = self.thread_state(conn, &tid)?
+                && self.check_visible(&env, caller, &state).is_ok()
+            {
                 out.push(env);
             }
-        }
+            Ok(out.len() < limit)
+        })?;
         Ok(out)
     }
 }

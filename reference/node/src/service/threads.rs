@@ -3,11 +3,12 @@
 
 use super::{Caller, Service};
 use crate::error::{ApiError, ApiResult};
-use crate::store::Cached;
+use crate::quirks::Output;
+use crate::store::listings::{self, ThreadPage, ThreadSort};
+use crate::store::{envelopes, threads};
 use loom_protocol::ErrorCode;
 use loom_protocol::id::{EnvelopeId, ThreadId};
-use loom_protocol::thread::{ThreadState, rendering_order};
-use rusqlite::params;
+use loom_protocol::thread::{ThreadState, check_op_for_thread, rendering_order};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -74,43 +75,34 @@ impl Service {
     /// so thread existence does not leak.
     pub fn get_thread(&self, caller: &Caller, id: &str) -> ApiResult<Value> {
         let tid = parse_thread_id(id)?;
-        let conn = self.store.conn();
-        let row = conn.row(
-            "SELECT created_at, updated_at, envelope_count, last_event_seq, (SELECT id FROM envelopes WHERE thread_id = ?1 AND parent_id IS NULL ORDER BY event_seq LIMIT 1) FROM threads WHERE id = ?1",
-            [tid.to_string()],
-            |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?, r.get::<_, i64>(3)?, r.get::<_, Option<String>>(4)?)),
-        );
-        let (created, updated, count, last, root) = match row {
-            Ok(r) => r,
-            Err(rusqlite::Error::QueryReturnedNoRows) => {
-                return Err(ApiError::not_found(
-                    ErrorCode::ThreadNotFound,
-                    "thread_id",
-                    tid,
-                ));
-            }
-            Err(e) => return Err(e.into()),
+        let conn = self.store.read();
+        let Some(row) = listings::thread_row(&conn, &tid)? else {
+            return Err(ApiError::not_found(
+                ErrorCode::ThreadNotFound,
+                "thread_id",
+                tid,
+            ));
         };
         let state = self
             .thread_state(&conn, &tid)?
             .ok_or_else(|| ApiError::internal("thread state"))?;
-        if !state.is_active_participant(&caller.identity)
-            && !self.quirk(crate::quirks::Quirk::IgnoreAudience)
-        {
+        drop(conn);
+        if !state.is_active_participant(&caller.identity) && !self.settings.reads.ignore_audience {
             return Err(ApiError::not_found(
                 ErrorCode::ThreadNotFound,
                 "thread_id",
                 tid,
             ));
         }
-        let mut obj = thread_object(&state, &created, &updated, root.as_deref(), count, last);
-        if self.quirk(crate::quirks::Quirk::IncompleteThreadObject)
-            && let Some(o) = obj.as_object_mut()
-        {
-            for k in ["cap_epoch", "subject", "labels"] {
-                o.remove(k);
-            }
-        }
+        let mut obj = thread_object(
+            &state,
+            &row.created_at,
+            &row.updated_at,
+            row.root.as_deref(),
+            row.envelope_count,
+            row.last_event_seq,
+        );
+        self.settings.shape(Output::Thread, &mut obj, &self.env);
         Ok(obj)
     }
 
@@ -118,7 +110,8 @@ impl Service {
     pub fn list_threads(&self, caller: &Caller, q: &ThreadQuery) -> ApiResult<Value> {
         let bad = |f: &str, r: &str| ApiError::bad_request(f, r, "v1.1 §16.2");
         let sort = match q.sort.as_deref().unwrap_or("updated_at") {
-            s @ ("updated_at" | "created_at") => s,
+            "updated_at" => ThreadSort::UpdatedAt,
+            "created_at" => ThreadSort::CreatedAt,
             _ => return Err(bad("sort", "sort must be updated_at or created_at")),
         };
         let desc = match q.order.as_deref().unwrap_or("desc") {
@@ -154,70 +147,43 @@ impl Service {
             }
             None => None,
         };
-        let cmp = if desc { "<" } else { ">" };
-        let dir = if desc { "DESC" } else { "ASC" };
-        let mut sql = format!(
-            "SELECT t.id, t.created_at, t.updated_at, t.envelope_count, t.last_event_seq, t.{sort} FROM threads t \
-             JOIN thread_participants p ON p.thread_id = t.id AND p.identity = ?1 AND p.active = 1 WHERE 1=1"
-        );
-        let mut args: Vec<String> = vec![caller.identity.to_string()];
-        if let Some(s) = &q.state {
-            args.push(s.clone());
-            sql += &format!(" AND t.status = ?{}", args.len());
-        }
-        if let Some(l) = &q.label {
-            args.push(l.clone());
-            sql += &format!(
-                " AND EXISTS (SELECT 1 FROM thread_labels l WHERE l.thread_id = t.id AND l.label = ?{})",
-                args.len()
-            );
-        }
-        if let Some(p) = &q.participant {
-            let a = super::parse_address("participant", p)?;
-            args.push(a.to_string());
-            sql += &format!(
-                " AND EXISTS (SELECT 1 FROM thread_participants q WHERE q.thread_id = t.id AND q.identity = ?{} AND q.active = 1)",
-                args.len()
-            );
-        }
-        if let Some((k, id)) = &after {
-            args.push(k.clone());
-            args.push(id.clone());
-            sql += &format!(
-                " AND (t.{sort}, t.id) {cmp} (?{}, ?{})",
-                args.len() - 1,
-                args.len()
-            );
-        }
-        sql += &format!(
-            " ORDER BY t.{sort} {dir}, t.id {dir} LIMIT {} OFFSET {}",
-            limit + 1,
-            q.offset.unwrap_or(0)
-        );
-        let conn = self.store.conn();
-        let mut stmt = conn.prepare(&sql)?;
-        let rows: Vec<(String, String, String, i64, i64, String)> = stmt
-            .query_map(rusqlite::params_from_iter(args.iter()), |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                ))
-            })?
-            .collect::<Result<_, _>>()?;
+        let participant = q
+            .participant
+            .as_deref()
+            .map(|p| super::parse_address("participant", p))
+            .transpose()?;
+        let conn = self.store.read();
+        let rows = listings::threads(
+            &conn,
+            &ThreadPage {
+                caller: &caller.identity,
+                status: q.state.as_deref(),
+                label: q.label.as_deref(),
+                participant: participant.as_ref(),
+                sort,
+                desc,
+                after: after.as_ref().map(|(k, id)| (k.as_str(), id.as_str())),
+                limit: limit + 1,
+                offset: q.offset.unwrap_or(0),
+            },
+        )?;
         let more = rows.len() > limit;
         let mut threads = Vec::new();
         let mut next_cursor = None;
-        for (id, created, updated, count, last, key) in rows.into_iter().take(limit) {
-            let tid = parse_thread_id(&id)?;
+        for t in rows.into_iter().take(limit) {
+            let tid = parse_thread_id(&t.row.id)?;
             let state = self
                 .thread_state(&conn, &tid)?
                 .ok_or_else(|| ApiError::internal("thread state"))?;
-            threads.push(thread_object(&state, &created, &updated, None, count, last));
-            next_cursor = Some(format!("{key}|{id}"));
+            threads.push(thread_object(
+                &state,
+                &t.row.created_at,
+                &t.row.updated_at,
+                None,
+                t.row.envelope_count,
+                t.row.last_event_seq,
+            ));
+            next_cursor = Some(format!("{}|{}", t.key, t.row.id));
         }
         Ok(json!({
             "threads": threads,
@@ -231,7 +197,7 @@ impl Service {
     /// rendering order, each with its `meta`.
     pub fn thread_envelopes(&self, caller: &Caller, id: &str) -> ApiResult<Value> {
         let tid = parse_thread_id(id)?;
-        let conn = self.store.conn();
+        let conn = self.store.read();
         let Some(state) = self.thread_state(&conn, &tid)? else {
             return Err(ApiError::not_found(
                 ErrorCode::ThreadNotFound,
@@ -239,36 +205,30 @@ impl Service {
                 tid,
             ));
         };
+        // A bcc recipient or custom-audience reader may still see single envelopes.
         if !state.is_active_participant(&caller.identity)
-            && !self.quirk(crate::quirks::Quirk::IgnoreAudience)
+            && !self.settings.reads.ignore_audience
+            && !listings::reads_in_thread(&conn, &tid, &caller.identity)?
         {
-            // A bcc recipient or custom-audience reader may still see single envelopes.
-            let readable: i64 = conn.row(
-                "SELECT COUNT(*) FROM envelope_readers r JOIN envelopes e ON e.id = r.envelope_id WHERE e.thread_id = ?1 AND r.identity = ?2",
-                params![tid.to_string(), caller.identity.to_string()],
-                |r| r.get(0),
-            )?;
-            if readable == 0 {
-                return Err(ApiError::not_found(
-                    ErrorCode::ThreadNotFound,
-                    "thread_id",
-                    tid,
-                ));
-            }
+            return Err(ApiError::not_found(
+                ErrorCode::ThreadNotFound,
+                "thread_id",
+                tid,
+            ));
         }
         let order = match self.threads.get(&tid) {
             Some(rt) => rendering_order(&rt.dag),
             None => {
-                let rt = crate::store::threads::load_runtime(&conn, &tid)?
+                let rt = threads::load_runtime(&conn, &tid)?
                     .ok_or_else(|| ApiError::internal("thread"))?;
                 rendering_order(&rt.dag)
             }
         };
-        let mut stmt = conn.prepare_cached("SELECT body FROM envelopes WHERE id = ?1")?;
         let mut out = Vec::new();
         for eid in order {
-            let body: Option<String> = stmt.query_row([eid.to_string()], |r| r.get(0))?;
-            let Some(body) = body else {
+            let row = envelopes::read(&conn, &eid)?
+                .ok_or_else(|| ApiError::internal("an envelope of the thread's DAG"))?;
+            let Some(body) = row.body else {
                 out.push(
                     json!({"id": eid.to_string(), "thread_id": tid.to_string(), "erased": true}),
                 );
@@ -285,20 +245,7 @@ impl Service {
     /// `POST /v1/threads/{id}/ops`: a `thread_op` envelope for this thread (§16.2).
     pub async fn post_thread_op(&self, caller: &Caller, id: &str, env: Value) -> ApiResult<Value> {
         let tid = parse_thread_id(id)?;
-        if env.get("type").and_then(Value::as_str) != Some("thread_op") {
-            return Err(ApiError::bad_request(
-                "type",
-                "this endpoint takes thread_op envelopes",
-                "v1.1 §16.2",
-            ));
-        }
-        if env.get("thread_id").and_then(Value::as_str) != Some(&tid.to_string()) {
-            return Err(ApiError::bad_request(
-                "thread_id",
-                format!("must be {tid}, the thread in the path"),
-                "v1.1 §16.2",
-            ));
-        }
+        check_op_for_thread(&env, &tid)?;
         self.submit_envelope(caller, env).await
     }
 

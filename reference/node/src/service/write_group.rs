@@ -21,7 +21,8 @@
 use super::{Caller, Service};
 use crate::error::{ApiError, ApiResult};
 use crate::store::accept::{WriterView, apply};
-use crate::store::{batch, envelopes, threads};
+use crate::store::batch::{self, Deferred};
+use crate::store::{envelopes, threads};
 use loom_protocol::accept::{
     Acceptance, Admitted, Context, Decision, Origin, ThreadRuntime, decide,
 };
@@ -199,14 +200,18 @@ impl Service {
         let mut results: Vec<ApiResult<(Value, Option<Box<Acceptance>>)>> =
             Vec::with_capacity(jobs.len());
         let committed = batch::transaction(&conn, |c| {
+            let mut search = Deferred::default();
             for job in &jobs {
-                let r = batch::savepoint(c, |c| self.accept_in_batch(c, job, &mut overlay))?;
+                let mut mine = Deferred::default();
+                let r =
+                    batch::savepoint(c, |c| self.accept_in_batch(c, job, &mut overlay, &mut mine))?;
                 if let Ok((_, Some(a))) = &r {
                     overlay.advance(a);
+                    search.absorb(mine);
                 }
                 results.push(r);
             }
-            Ok(())
+            search.flush(c)
         });
         drop(conn);
         tracing::debug!(group = jobs.len(), ok = committed.is_ok(), "group commit");
@@ -232,6 +237,7 @@ impl Service {
         c: &Connection,
         job: &Job,
         overlay: &mut Overlay,
+        search: &mut Deferred,
     ) -> ApiResult<(Value, Option<Box<Acceptance>>)> {
         let f = &job.admitted.facts;
         overlay.load(f.thread, &self.threads, c)?;
@@ -262,7 +268,13 @@ impl Service {
                 ))
             }
             Decision::Accepted(a) => {
-                apply(c, &a, &now.to_rfc3339(), &mut || self.new_event_id())?;
+                apply(
+                    c,
+                    &a,
+                    &now.to_rfc3339(),
+                    &mut || self.new_event_id(),
+                    search,
+                )?;
                 Ok((a.envelope.clone(), Some(a)))
             }
         }

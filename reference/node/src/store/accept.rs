@@ -3,6 +3,7 @@
 //! batch's earlier envelopes) plus the thread runtimes the writer holds.
 
 use super::audit::{self, AuditEntry};
+use super::batch::Deferred;
 use super::resolvers::StoreResolver;
 use super::{Cached, envelopes, events, threads};
 use ed25519_dalek::VerifyingKey;
@@ -34,12 +35,14 @@ pub const UPDATE_TASK: &str =
     "UPDATE tasks SET state = ?2, assignee = ?3, updated_at = ?4 WHERE id = ?1";
 
 /// Applies every effect of `a` in order. `now`: the receipt time; `event_id`: a fresh event
-/// id for each appended event.
+/// id for each appended event; search rows go to `search`, for the group to write after its
+/// last savepoint ([`Deferred`]).
 pub fn apply(
     conn: &Connection,
     a: &Acceptance,
     now: &str,
     event_id: &mut dyn FnMut() -> String,
+    search: &mut Deferred,
 ) -> rusqlite::Result<()> {
     let f = &a.facts;
     let seq = i64::try_from(a.event_seq).unwrap_or(i64::MAX);
@@ -113,7 +116,14 @@ pub fn apply(
                 fresh,
                 state_changed,
             } => threads::put(conn, state, *fresh, *state_changed, seq, now)?,
-            Effect::IndexThread { state, searchable } => threads::index(conn, state, *searchable)?,
+            Effect::IndexThread {
+                state,
+                fresh,
+                searchable,
+            } => {
+                threads::index(conn, state, *fresh)?;
+                search.thread(state, *fresh, *searchable);
+            }
             Effect::PutEnvelope {
                 readers,
                 signed_hash,
@@ -138,7 +148,7 @@ pub fn apply(
                 text,
                 intent,
                 parameters,
-            } => envelopes::index(conn, &f.id, &f.thread, text, intent, parameters)?,
+            } => search.envelope(f.id, f.thread, text, intent, parameters),
             Effect::Event(e) => {
                 let id = event_id();
                 events::append(

@@ -15,7 +15,8 @@ pub const SELECT_BODY: &str = "SELECT body FROM envelopes WHERE id = ?1";
 const INSERT: &str = "INSERT INTO envelopes (id, thread_id, event_seq, parent_id, type, intent, sender, created_at, received_at, body, body_sha256) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
 const INSERT_READER: &str =
     "INSERT OR IGNORE INTO envelope_readers (envelope_id, identity, role) VALUES (?1, ?2, ?3)";
-const INSERT_SEARCH: &str = "INSERT INTO envelope_search (rowid, envelope_id, thread_id, text, intent, parameters) VALUES ((SELECT rowid FROM envelopes WHERE id = ?1), ?1, ?2, ?3, ?4, ?5)";
+/// An envelope's search row, keyed by the envelope row's rowid.
+pub const INSERT_SEARCH: &str = "INSERT INTO envelope_search (rowid, envelope_id, thread_id, text, intent, parameters) VALUES ((SELECT rowid FROM envelopes WHERE id = ?1), ?1, ?2, ?3, ?4, ?5)";
 /// The search row of an envelope, found by the envelope row's rowid (migration 2).
 pub const DELETE_SEARCH: &str =
     "DELETE FROM envelope_search WHERE rowid = (SELECT rowid FROM envelopes WHERE id = ?1)";

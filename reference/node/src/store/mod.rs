@@ -1,6 +1,15 @@
 //! Durable storage (SQLite via rusqlite, WAL mode, migrations by `user_version`). The store
-//! owns every SQL statement of the envelope path in typed modules ([`envelopes`],
-//! [`threads`], [`events`], [`accept`]); [`batch`] runs the writer's group transactions.
+//! owns every SQL statement of the node, in typed modules: the envelope path
+//! ([`envelopes`], [`threads`], [`events`], [`accept`], [`resolvers`], [`audit`]; [`batch`]
+//! runs the writer's group transactions), identities and keys ([`identities`]), sessions
+//! ([`tokens`], [`challenges`]), [`capabilities`], [`delegations`], [`blobs`],
+//! [`idempotency`], the node's own key ([`node_keys`]) and the read side of threads and
+//! events ([`listings`]) and search ([`search`]). The service calls these functions and
+//! never writes SQL (`tests/service_has_no_sql.rs`).
+//!
+//! Writes outside the envelope path run in a [`Tx`] ([`Store::begin`]): `COMMIT` on
+//! [`Tx::commit`], `ROLLBACK` when dropped. The read side of authentication is cached
+//! ([`cache`]); a `Tx` drops what it made stale after its `COMMIT`.
 //!
 //! Connections: one writer behind a mutex (SQLite serializes writers anyway) and, for a
 //! durable store, a pool of read-only connections, so reads (authentication, identity
@@ -15,12 +24,30 @@ use crate::config::Storage;
 pub mod accept;
 pub mod audit;
 pub mod batch;
+pub mod blobs;
+pub mod cache;
+pub mod capabilities;
+pub mod challenges;
+pub mod delegations;
 pub mod envelopes;
 pub mod events;
+pub mod idempotency;
+pub mod identities;
+pub mod listings;
+pub mod node_keys;
 pub mod resolvers;
+pub mod search;
 pub mod threads;
+pub mod tokens;
 
-use rusqlite::{Connection, OpenFlags, Params, Row};
+/// The SQLite connection type store functions take (a [`Tx`], a [`ReadConn`] or the
+/// writer's group transaction all dereference to it).
+pub use rusqlite::Connection;
+/// The result of a store function.
+pub type StoreResult<T> = rusqlite::Result<T>;
+
+use rusqlite::{OpenFlags, OptionalExtension, Params, Row};
+use std::cell::RefCell;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 
@@ -54,7 +81,11 @@ impl Cached for Connection {
 }
 
 /// The ordered migrations; the index + 1 is the `user_version` after applying it.
-const MIGRATIONS: &[&str] = &[include_str!("schema.sql"), include_str!("schema_2.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("schema.sql"),
+    include_str!("schema_2.sql"),
+    include_str!("schema_3.sql"),
+];
 
 /// Read-only connections kept open beside the writer (a durable store only).
 const MAX_IDLE_READERS: usize = 8;
@@ -66,6 +97,50 @@ pub struct Store {
     /// The database file, when durable: readers open it read-only.
     path: Option<PathBuf>,
     readers: Mutex<Vec<Connection>>,
+    /// The read side of authentication (tokens, identities and their keys).
+    pub cache: cache::AuthCache,
+}
+
+/// A write transaction on the writer connection ([`Store::begin`]): `COMMIT` on
+/// [`Tx::commit`], `ROLLBACK` when dropped uncommitted. Store functions that change tokens or
+/// keys take a `Tx` and record what they make stale; the commit drops those cache entries
+/// after `COMMIT` returned, while it still holds the writer (module docs of [`cache`]).
+#[derive(Debug)]
+pub struct Tx<'a> {
+    conn: MutexGuard<'a, Connection>,
+    cache: &'a cache::AuthCache,
+    stale: RefCell<Vec<cache::Stale>>,
+    open: bool,
+}
+
+impl Tx<'_> {
+    /// Commits; then drops the cache entries the transaction made stale.
+    pub fn commit(mut self) -> StoreResult<()> {
+        self.conn.execute_batch("COMMIT")?;
+        self.open = false;
+        self.cache.apply(&self.stale.borrow());
+        Ok(())
+    }
+
+    /// Records that `s` changes once this transaction commits.
+    pub(crate) fn stale(&self, s: cache::Stale) {
+        self.stale.borrow_mut().push(s);
+    }
+}
+
+impl std::ops::Deref for Tx<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+impl Drop for Tx<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+    }
 }
 
 /// A connection for reading: pooled (durable store) or the writer (in memory).
@@ -148,6 +223,7 @@ impl Store {
                 Storage::Memory => None,
             },
             readers: Mutex::new(Vec::new()),
+            cache: cache::AuthCache::default(),
         })
     }
 
@@ -163,6 +239,7 @@ impl Store {
             conn: Mutex::new(conn),
             path: None,
             readers: Mutex::new(Vec::new()),
+            cache: cache::AuthCache::default(),
         })
     }
 
@@ -178,14 +255,29 @@ impl Store {
         // Savepoint journals (one per envelope of a group) stay in memory, not a temp file.
         conn.pragma_update(None, "temp_store", "MEMORY")?;
         conn.pragma_update(None, "cache_size", -65_536)?;
-        conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.set_prepared_statement_cache_capacity(128);
         let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
         let done = usize::try_from(version).unwrap_or(0);
+        // Migrations rebuild tables that others reference: foreign keys are checked once,
+        // after each migration, instead of on every DROP (the pragma is a no-op inside a
+        // transaction, so it is switched here).
+        conn.pragma_update(None, "foreign_keys", "OFF")?;
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(done) {
             let tx = conn.unchecked_transaction()?;
             tx.execute_batch(sql)?;
+            let broken: Option<String> = tx
+                .query_row("PRAGMA foreign_key_check", [], |r| r.get(0))
+                .optional()?;
+            if let Some(table) = broken {
+                return Err(rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CONSTRAINT),
+                    Some(format!(
+                        "migration {} broke a foreign key of {table}",
+                        i + 1
+                    )),
+                ));
+            }
             tx.pragma_update(
                 None,
                 "user_version",
@@ -193,12 +285,26 @@ impl Store {
             )?;
             tx.commit()?;
         }
+        conn.pragma_update(None, "foreign_keys", "ON")?;
         Ok(())
     }
 
     /// The writer connection, for one short critical section.
     pub fn conn(&self) -> MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts a write transaction on the writer (`BEGIN DEFERRED`). Do not read through
+    /// [`Store::read`] or the caches while holding it: an in-memory store has one connection.
+    pub fn begin(&self) -> StoreResult<Tx<'_>> {
+        let conn = self.conn();
+        conn.execute_batch("BEGIN DEFERRED")?;
+        Ok(Tx {
+            conn,
+            cache: &self.cache,
+            stale: RefCell::new(Vec::new()),
+            open: true,
+        })
     }
 
     /// A connection for reads that sees the last committed state (the writer itself for an

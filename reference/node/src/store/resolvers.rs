@@ -13,9 +13,7 @@ use loom_protocol::keys::public_key_from_b64url;
 use loom_protocol::thread::ThreadState;
 use rusqlite::{Connection, OptionalExtension, params};
 
-/// Lookups against the store inside the current transaction.
-/// `SIGNING_KEYS`.
-pub const SIGNING_KEYS: &str = "SELECT key_id, public_key FROM identity_keys WHERE identity = ?1 AND purpose = 'signing' AND status = 'active' ORDER BY key_id";
+pub use super::identities::{ACTIVE_SIGNING_KEY, IDENTITY_TYPE, SIGNING_KEYS};
 
 /// `LINK_REVOKED_BY_CONTENT`.
 pub const LINK_REVOKED_BY_CONTENT: &str = "SELECT 1 FROM delegations WHERE delegator = ?1 AND delegate = ?2 AND link_created_at = ?3 AND revoked_at IS NOT NULL LIMIT 1";
@@ -35,6 +33,7 @@ pub const CAPABILITY_REVOKED: &str =
 pub const CAPABILITY_SPENT: &str =
     "SELECT 1 FROM capabilities WHERE id = ?1 AND spent_at IS NOT NULL";
 
+/// Lookups against the store inside the current transaction.
 #[derive(Debug)]
 pub struct StoreResolver<'a> {
     /// The connection (inside the caller's transaction).
@@ -117,11 +116,6 @@ impl DelegationResolver for StoreResolver<'_> {
     }
 }
 
-/// The signing key `key_id` of `identity` when it is active.
-pub const ACTIVE_SIGNING_KEY: &str = "SELECT public_key FROM identity_keys WHERE identity = ?1 AND key_id = ?2 AND purpose = 'signing' AND status = 'active'";
-/// The registered type of an identity.
-pub const IDENTITY_TYPE: &str = "SELECT type FROM identities WHERE id = ?1";
-
 impl StoreResolver<'_> {
     /// The registered type as stored (`human`, `agent`, …).
     pub fn registered(&self, identity: &Address) -> rusqlite::Result<Option<String>> {
@@ -191,5 +185,58 @@ impl CapabilityResolver for StoreResolver<'_> {
             .ok()
             .flatten()
             .is_some()
+    }
+}
+
+/// The identity directory of admission (`loom_protocol::accept::Directory`) through the
+/// authentication cache ([`super::cache`]): registered types and active signing keys for
+/// the request tasks that admit envelopes without holding the writer. It answers as
+/// [`StoreResolver`] over a read connection does (`tests/auth_cache.rs`); admission in
+/// `service/envelopes.rs` (the write-path work) still uses [`StoreResolver`].
+#[derive(Debug, Clone, Copy)]
+pub struct CachedDirectory<'a>(pub &'a super::Store);
+
+impl Directory for CachedDirectory<'_> {
+    fn registered_type(&self, identity: &Address) -> Option<String> {
+        self.0
+            .identity_keys(identity)
+            .ok()
+            .flatten()
+            .map(|k| k.kind)
+    }
+
+    fn active_signing_key(&self, identity: &Address, key_id: &str) -> Option<VerifyingKey> {
+        self.0
+            .identity_keys(identity)
+            .ok()
+            .flatten()
+            .and_then(|k| k.key(key_id))
+    }
+}
+
+impl DelegationResolver for CachedDirectory<'_> {
+    fn signing_keys(&self, identity: &Address) -> Option<Vec<(String, VerifyingKey)>> {
+        // As [`StoreResolver`]: only identities of a sender type have keys to offer.
+        self.identity_type(identity)?;
+        self.0
+            .identity_keys(identity)
+            .ok()
+            .flatten()
+            .map(|k| k.signing)
+    }
+
+    fn identity_type(&self, identity: &Address) -> Option<SenderType> {
+        SenderType::parse(&self.registered_type(identity)?)
+    }
+
+    fn is_revoked(&self, link: &LinkRef<'_>) -> bool {
+        let conn = self.0.read();
+        DelegationResolver::is_revoked(
+            &StoreResolver {
+                conn: &conn,
+                thread: None,
+            },
+            link,
+        )
     }
 }

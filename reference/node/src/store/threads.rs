@@ -27,15 +27,19 @@ pub const UPDATE_OTHER: &str =
     "UPDATE threads SET state = ?2, status = ?3, updated_at = ?4 WHERE id = ?1";
 /// Participant rows of a thread, before re-indexing.
 pub const DELETE_PARTICIPANTS: &str = "DELETE FROM thread_participants WHERE thread_id = ?1";
-const INSERT_PARTICIPANT: &str =
-    "INSERT INTO thread_participants (thread_id, identity, role, active) VALUES (?1, ?2, ?3, ?4)";
+/// A participant row, with its thread's sort keys (migration 3).
+pub const INSERT_PARTICIPANT: &str = "INSERT INTO thread_participants (thread_id, identity, role, active, created_at, updated_at) SELECT ?1, ?2, ?3, ?4, created_at, updated_at FROM threads WHERE id = ?1";
+/// A thread's new `updated_at` in its participant rows (listing order, migration 3).
+pub const TOUCH_PARTICIPANTS: &str =
+    "UPDATE thread_participants SET updated_at = ?2 WHERE thread_id = ?1";
 /// Label rows of a thread, before re-indexing.
 pub const DELETE_LABELS: &str = "DELETE FROM thread_labels WHERE thread_id = ?1";
 const INSERT_LABEL: &str = "INSERT INTO thread_labels (thread_id, label) VALUES (?1, ?2)";
 /// The search row of a thread, found by the thread row's rowid (migration 2).
 pub const DELETE_SEARCH: &str =
     "DELETE FROM thread_search WHERE rowid = (SELECT rowid FROM threads WHERE id = ?1)";
-const INSERT_SEARCH: &str = "INSERT INTO thread_search (rowid, thread_id, subject, labels, participants) VALUES ((SELECT rowid FROM threads WHERE id = ?1), ?1, ?2, ?3, ?4)";
+/// A thread's search row, keyed by the thread row's rowid.
+pub const INSERT_SEARCH: &str = "INSERT INTO thread_search (rowid, thread_id, subject, labels, participants) VALUES ((SELECT rowid FROM threads WHERE id = ?1), ?1, ?2, ?3, ?4)";
 
 fn state_json(state: &ThreadState) -> rusqlite::Result<String> {
     serde_json::to_string(state).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
@@ -128,8 +132,10 @@ pub fn put(
         )?;
     } else {
         // Only operations change the replicated state (§11); other envelopes move the
-        // sequence and the counters.
+        // sequence and the counters (and the listing order of the participants' rows; a
+        // changed state re-indexes them from the thread row).
         conn.exec(UPDATE_COUNTERS, params![id, now, event_seq])?;
+        conn.exec(TOUCH_PARTICIPANTS, params![id, now])?;
     }
     Ok(())
 }
@@ -162,10 +168,15 @@ pub fn put_other(
     Ok(())
 }
 
-/// Keeps the participants, labels and the search row equal to `state`.
-pub fn index(conn: &Connection, state: &ThreadState, searchable: bool) -> rusqlite::Result<()> {
+/// Keeps the participants and labels equal to `state` (`fresh`: the thread was just
+/// created and has none yet); the thread row must be written first (participant rows copy
+/// its sort keys). The search row is written separately ([`search_row`],
+/// [`put_search`]), once per group (`batch::Deferred`).
+pub fn index(conn: &Connection, state: &ThreadState, fresh: bool) -> rusqlite::Result<()> {
     let id = state.id.to_string();
-    conn.exec(DELETE_PARTICIPANTS, [&id])?;
+    if !fresh {
+        conn.exec(DELETE_PARTICIPANTS, [&id])?;
+    }
     for (a, p) in &state.participants {
         let role = serde_json::to_value(p.role)
             .ok()
@@ -175,24 +186,53 @@ pub fn index(conn: &Connection, state: &ThreadState, searchable: bool) -> rusqli
             params![id, a.to_string(), role, p.left_at.is_none()],
         )?;
     }
-    conn.exec(DELETE_LABELS, [&id])?;
+    if !fresh {
+        conn.exec(DELETE_LABELS, [&id])?;
+    }
     for l in &state.labels {
         conn.exec(INSERT_LABEL, params![id, l])?;
     }
-    conn.exec(DELETE_SEARCH, [&id])?;
-    if !searchable {
-        return Ok(());
-    }
+    Ok(())
+}
+
+/// The §16.6 search row of a thread: subject, labels, participants.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchRow {
+    /// Subject.
+    pub subject: String,
+    /// Labels, space-separated.
+    pub labels: String,
+    /// Participants, space-separated.
+    pub participants: String,
+}
+
+/// The search row `state` indexes as.
+pub fn search_row(state: &ThreadState) -> SearchRow {
     let participants: Vec<String> = state.participants.keys().map(|a| a.to_string()).collect();
     let labels: Vec<&str> = state.labels.iter().map(String::as_str).collect();
-    conn.exec(
-        INSERT_SEARCH,
-        params![
-            id,
-            state.subject.as_deref().unwrap_or(""),
-            labels.join(" "),
-            participants.join(" ")
-        ],
-    )?;
+    SearchRow {
+        subject: state.subject.clone().unwrap_or_default(),
+        labels: labels.join(" "),
+        participants: participants.join(" "),
+    }
+}
+
+/// Replaces a thread's search row (`fresh`: it has none yet; `row` `None`: only remove it).
+pub fn put_search(
+    conn: &Connection,
+    id: &ThreadId,
+    fresh: bool,
+    row: Option<&SearchRow>,
+) -> rusqlite::Result<()> {
+    let id = id.to_string();
+    if !fresh {
+        conn.exec(DELETE_SEARCH, [&id])?;
+    }
+    if let Some(r) = row {
+        conn.exec(
+            INSERT_SEARCH,
+            params![id, r.subject, r.labels, r.participants],
+        )?;
+    }
     Ok(())
 }

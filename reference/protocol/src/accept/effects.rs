@@ -132,6 +132,8 @@ pub enum Effect {
     IndexThread {
         /// The state to index.
         state: ThreadState,
+        /// The thread was created by this envelope: it has no index rows yet.
+        fresh: bool,
         /// Write the search row (false only under a self-test deviation).
         searchable: bool,
     },

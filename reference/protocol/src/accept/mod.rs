@@ -441,6 +441,7 @@ impl Decider<'_> {
         if state_changed {
             self.effects.push(Effect::IndexThread {
                 state: next.clone(),
+                fresh,
                 searchable: !dev.skip_thread_search_index,
             });
         }
@@ -675,7 +676,11 @@ impl Decider<'_> {
             state: state.clone(),
             create,
         });
-        self.effects.push(Effect::IndexThread { state, searchable });
+        self.effects.push(Effect::IndexThread {
+            state,
+            fresh: false,
+            searchable,
+        });
     }
 
     /// Tasks (§18.3): `task.create@v1` starts one; `task.state_update@v1` moves it by the

@@ -3,10 +3,12 @@
 
 pub mod dag;
 pub mod order;
+pub mod request;
 pub mod state;
 
 pub use dag::{DagEntry, Inserted, ThreadDag, ThreadLimits};
 pub use order::rendering_order;
+pub use request::check_op_for_thread;
 pub use state::{
     Fork, LinkedThread, Participant, ParticipantRole, ThreadOp, ThreadState, ThreadStatus,
     state_transition,

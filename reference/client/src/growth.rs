@@ -1,0 +1,414 @@
+//! `loom-load --slice N`: does the node stay flat as data grows? (issue 14 "Done when").
+//!
+//! The run pre-signs `count` envelopes like an ordinary run (threads of `thread_length`,
+//! each identity writing to the next), deals them into slices of `slice` envelopes with
+//! every identity's threads spread evenly over the slices, and posts the slices one after
+//! the other over the same `concurrency` connections. After each slice, with no posts in
+//! flight, it times three reads as the first identity, each the median of `reads` requests:
+//!
+//! - a page of threads: `GET /v1/threads?limit=50`;
+//! - a page of events: `GET /v1/events?limit=50`;
+//! - a search: `GET /v1/search?q=needle&limit=20`. The word `needle` is in the text of the
+//!   first identity's first [`SEARCH_HITS`] envelopes (all in the first slice when a slice
+//!   holds at least that many per identity), so the
+//!   search has the same answer at every slice and what is timed is finding it, not
+//!   ranking a number of matches that grows with the store.
+//!
+//! The verdict follows the issue: the last slice's throughput within 15% of the first's,
+//! and each read within 25% of its value after the first slice.
+
+use crate::client::Client;
+use crate::dial::Dial;
+use crate::error::ClientError;
+use crate::load::{LoadConfig, Post, Tally, connect_all, deal, payload, post, presign, setup};
+use loom_protocol::clock::Clock;
+use serde_json::{Value, json};
+
+/// Envelopes whose text holds the searched word.
+pub const SEARCH_HITS: usize = 20;
+/// The searched word.
+pub const NEEDLE: &str = "needle";
+/// Throughput of the last slice may be this much below the first's.
+pub const THROUGHPUT_TOLERANCE: f64 = 0.15;
+/// A read may be this much slower than after the first slice.
+pub const READ_TOLERANCE: f64 = 0.25;
+
+/// The reads timed after every slice: name, request path and the member of the answer
+/// that lists what was found.
+pub const READS: [(&str, &str, &str); 3] = [
+    ("threads page", "/v1/threads?limit=50", "threads"),
+    ("events page", "/v1/events?limit=50", "events"),
+    ("search", "/v1/search?q=needle&limit=20", "envelopes"),
+];
+
+/// One slice's measurements.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Slice {
+    /// Envelopes posted in this slice.
+    pub posted: usize,
+    /// Envelopes accepted so far (all slices up to this one).
+    pub stored: u64,
+    /// Accepted envelopes per second in this slice.
+    pub envelopes_per_sec: f64,
+    /// Median post latency, ms.
+    pub p50_ms: f64,
+    /// 99th percentile post latency, ms.
+    pub p99_ms: f64,
+    /// Posts that did not get a 201.
+    pub failures: u64,
+    /// Median of each read in [`READS`] order, ms.
+    pub reads_ms: [f64; 3],
+    /// How many items each read returned (the last of its requests).
+    pub read_items: [usize; 3],
+}
+
+/// The result of a growth run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GrowthReport {
+    /// The node's base URL.
+    pub target: String,
+    /// Envelopes per slice.
+    pub slice: usize,
+    /// Requests per read timing.
+    pub reads: usize,
+    /// Envelopes per thread.
+    pub thread_length: usize,
+    /// Identities and connections.
+    pub identities: usize,
+    /// Connections.
+    pub concurrency: usize,
+    /// The slices in order.
+    pub slices: Vec<Slice>,
+}
+
+impl GrowthReport {
+    /// Last slice's throughput relative to the first (1.0 = equal).
+    pub fn throughput_ratio(&self) -> Option<f64> {
+        let (first, last) = (self.slices.first()?, self.slices.last()?);
+        (first.envelopes_per_sec > 0.0).then(|| last.envelopes_per_sec / first.envelopes_per_sec)
+    }
+
+    /// Each read's worst value relative to its first (1.0 = equal), in [`READS`] order.
+    pub fn read_ratios(&self) -> Option<[f64; 3]> {
+        let first = self.slices.first()?;
+        let mut out = [0.0; 3];
+        for (i, o) in out.iter_mut().enumerate() {
+            let worst = self
+                .slices
+                .iter()
+                .map(|s| s.reads_ms[i])
+                .fold(0.0, f64::max);
+            *o = if first.reads_ms[i] > 0.0 {
+                worst / first.reads_ms[i]
+            } else {
+                f64::INFINITY
+            };
+        }
+        Some(out)
+    }
+
+    /// Whether the run meets the issue's flatness targets (and every post succeeded).
+    pub fn flat(&self) -> bool {
+        self.slices.iter().all(|s| s.failures == 0)
+            && self
+                .throughput_ratio()
+                .is_some_and(|r| r >= 1.0 - THROUGHPUT_TOLERANCE)
+            && self
+                .read_ratios()
+                .is_some_and(|r| r.iter().all(|x| *x <= 1.0 + READ_TOLERANCE))
+    }
+
+    /// The report as JSON (`--json`).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "target": self.target,
+            "slice": self.slice,
+            "reads": self.reads,
+            "thread_length": self.thread_length,
+            "identities": self.identities,
+            "concurrency": self.concurrency,
+            "read_paths": READS.iter().map(|(_, p, _)| *p).collect::<Vec<_>>(),
+            "slices": self.slices.iter().map(|s| json!({
+                "posted": s.posted,
+                "stored": s.stored,
+                "envelopes_per_sec": s.envelopes_per_sec,
+                "p50_ms": s.p50_ms,
+                "p99_ms": s.p99_ms,
+                "failures": s.failures,
+                "threads_page_ms": s.reads_ms[0],
+                "events_page_ms": s.reads_ms[1],
+                "search_ms": s.reads_ms[2],
+                "read_items": s.read_items,
+            })).collect::<Vec<_>>(),
+            "throughput_ratio": self.throughput_ratio(),
+            "read_ratios": self.read_ratios(),
+            "flat": self.flat(),
+        })
+    }
+
+    /// The human-readable table.
+    pub fn render(&self) -> String {
+        let mut s = format!(
+            "loom-load growth → {} ({} identities, {} connections, thread length {}, slices of {}, reads: median of {})\n",
+            self.target,
+            self.identities,
+            self.concurrency,
+            self.thread_length,
+            self.slice,
+            self.reads
+        );
+        s.push_str("  slice   stored    env/s   p50 ms   p99 ms  failed  threads ms  events ms  search ms\n");
+        for (i, x) in self.slices.iter().enumerate() {
+            s.push_str(&format!(
+                "  {:>5} {:>8} {:>8.0} {:>8.2} {:>8.2} {:>7} {:>11.2} {:>10.2} {:>10.2}\n",
+                i + 1,
+                x.stored,
+                x.envelopes_per_sec,
+                x.p50_ms,
+                x.p99_ms,
+                x.failures,
+                x.reads_ms[0],
+                x.reads_ms[1],
+                x.reads_ms[2]
+            ));
+        }
+        if let (Some(t), Some(r)) = (self.throughput_ratio(), self.read_ratios()) {
+            s.push_str(&format!(
+                "  last/first throughput {:.2} (target ≥ {:.2}); worst/first reads: threads {:.2}, events {:.2}, search {:.2} (target ≤ {:.2}) → {}\n",
+                t,
+                1.0 - THROUGHPUT_TOLERANCE,
+                r[0],
+                r[1],
+                r[2],
+                1.0 + READ_TOLERANCE,
+                if self.flat() { "flat" } else { "NOT flat" }
+            ));
+        }
+        s
+    }
+}
+
+/// The message text of identity `i`'s `n`th envelope: the searched word in the first
+/// identity's first [`SEARCH_HITS`], the plain payload elsewhere (both `bytes` long).
+fn text(bytes: usize) -> impl Fn(usize, usize) -> String {
+    let plain = payload(bytes);
+    let marked: String = format!("{NEEDLE} {plain}")
+        .chars()
+        .take(bytes.max(NEEDLE.len()))
+        .collect();
+    move |i, n| {
+        if i == 0 && n < SEARCH_HITS {
+            marked.clone()
+        } else {
+            plain.clone()
+        }
+    }
+}
+
+/// Orders threads so that every prefix holds each identity's threads in proportion:
+/// round-robin over identities (presigning yields them identity by identity).
+fn spread(chains: Vec<Vec<Post>>, identities: usize) -> Vec<Vec<Post>> {
+    let mut by_identity: Vec<std::collections::VecDeque<Vec<Post>>> =
+        (0..identities).map(|_| Default::default()).collect();
+    for c in chains {
+        let i = c.first().map_or(0, |p| p.sender);
+        by_identity[i % identities].push_back(c);
+    }
+    let mut out = Vec::new();
+    while by_identity.iter().any(|q| !q.is_empty()) {
+        for q in &mut by_identity {
+            if let Some(c) = q.pop_front() {
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// Cuts `chains` into slices of at least `slice` envelopes (whole threads).
+fn cut(chains: Vec<Vec<Post>>, slice: usize) -> Vec<Vec<Vec<Post>>> {
+    let mut out: Vec<Vec<Vec<Post>>> = Vec::new();
+    let mut cur = Vec::new();
+    let mut n = 0;
+    for c in chains {
+        n += c.len();
+        cur.push(c);
+        if n >= slice {
+            out.push(std::mem::take(&mut cur));
+            n = 0;
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// The median of `reads` timings of `GET path` as `token`, and how many items the answer's
+/// `list` member held; fails on a non-200 answer.
+async fn time_read<D: Dial + Clone>(
+    client: &mut Client<D>,
+    path: &str,
+    list: &str,
+    token: &str,
+    reads: usize,
+) -> Result<(f64, usize), ClientError> {
+    let mut ms = Vec::with_capacity(reads);
+    let mut items = 0;
+    for _ in 0..reads.max(1) {
+        let t = client.exchange("GET", path, &[], None, Some(token)).await?;
+        if t.status != 200 {
+            return Err(ClientError::BadResponse {
+                reason: format!("GET {path} answered {}", t.status),
+                transcript: Box::new(t),
+            });
+        }
+        ms.push(t.elapsed.as_secs_f64() * 1000.0);
+        items = serde_json::from_slice::<Value>(&t.response_body)
+            .ok()
+            .and_then(|v| v.get(list).and_then(Value::as_array).map(Vec::len))
+            .unwrap_or(0);
+    }
+    ms.sort_by(f64::total_cmp);
+    Ok((ms[ms.len() / 2], items))
+}
+
+/// Runs the growth benchmark: `cfg` as for an ordinary run, `slice` envelopes per slice,
+/// `reads` requests per read timing.
+pub async fn run_growth<D, C>(
+    cfg: &LoadConfig,
+    slice: usize,
+    reads: usize,
+    dial: D,
+    clock: C,
+) -> Result<GrowthReport, ClientError>
+where
+    D: Dial + Clone + Send + 'static,
+    Client<D>: Send,
+    C: Clock + Clone,
+{
+    if slice == 0 {
+        return Err(ClientError::Input("--slice must be at least 1".into()));
+    }
+    let mut s = setup(cfg, &dial, clock).await?;
+    let chains = presign(cfg, &mut s, &text(cfg.payload_bytes))?;
+    let slices = cut(spread(chains, cfg.identities), slice);
+    let token = s.tokens.first().cloned().unwrap_or_default();
+    let mut clients = connect_all(cfg, &dial).await?;
+    let mut stored = 0u64;
+    let mut out = Vec::with_capacity(slices.len());
+    for chains in slices {
+        let posted_n = chains.iter().map(Vec::len).sum();
+        let posted = post(clients, deal(chains, cfg.concurrency), &s.tokens).await?;
+        let Tally {
+            successes,
+            failures,
+            latency,
+            ..
+        } = posted.tally();
+        stored += successes;
+        let mut reads_ms = [0.0; 3];
+        let mut read_items = [0; 3];
+        for (i, (_, path, list)) in READS.iter().enumerate() {
+            (reads_ms[i], read_items[i]) =
+                time_read(&mut s.admin, path, list, &token, reads).await?;
+        }
+        out.push(Slice {
+            posted: posted_n,
+            stored,
+            envelopes_per_sec: if posted.elapsed_secs > 0.0 {
+                successes as f64 / posted.elapsed_secs
+            } else {
+                0.0
+            },
+            p50_ms: latency.p50,
+            p99_ms: latency.p99,
+            failures,
+            reads_ms,
+            read_items,
+        });
+        clients = posted.clients;
+    }
+    Ok(GrowthReport {
+        target: cfg.target.clone(),
+        slice,
+        reads,
+        thread_length: cfg.thread_length,
+        identities: cfg.identities,
+        concurrency: cfg.concurrency,
+        slices: out,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(sender: usize) -> Post {
+        Post {
+            body: vec![],
+            sender,
+        }
+    }
+
+    #[test]
+    fn spread_alternates_identities_and_cut_keeps_threads_whole() {
+        let chains = vec![vec![p(0), p(0)], vec![p(0)], vec![p(1)], vec![p(1), p(1)]];
+        let spread = spread(chains, 2);
+        let senders: Vec<usize> = spread.iter().map(|c| c[0].sender).collect();
+        assert_eq!(senders, [0, 1, 0, 1]);
+        let slices = cut(spread, 3);
+        let sizes: Vec<Vec<usize>> = slices
+            .iter()
+            .map(|s| s.iter().map(Vec::len).collect())
+            .collect();
+        assert_eq!(sizes, [vec![2, 1], vec![1, 2]]);
+    }
+
+    #[test]
+    fn needle_only_in_the_first_identitys_first_envelopes() {
+        let t = text(64);
+        assert!(t(0, 0).starts_with("needle "));
+        assert!(t(0, SEARCH_HITS - 1).starts_with("needle "));
+        assert!(!t(0, SEARCH_HITS).contains(NEEDLE));
+        assert!(!t(1, 0).contains(NEEDLE));
+        assert_eq!(t(0, 0).len(), 64);
+        assert_eq!(t(3, 7).len(), 64);
+    }
+
+    fn slice(eps: f64, reads: [f64; 3]) -> Slice {
+        Slice {
+            posted: 10,
+            stored: 10,
+            envelopes_per_sec: eps,
+            p50_ms: 1.0,
+            p99_ms: 2.0,
+            failures: 0,
+            reads_ms: reads,
+            read_items: [50, 50, 20],
+        }
+    }
+
+    #[test]
+    fn verdict_uses_the_issue_tolerances() {
+        let mut r = GrowthReport {
+            target: "t".into(),
+            slice: 10,
+            reads: 3,
+            thread_length: 1,
+            identities: 1,
+            concurrency: 1,
+            slices: vec![
+                slice(1000.0, [1.0, 1.0, 1.0]),
+                slice(860.0, [1.2, 1.25, 0.9]),
+            ],
+        };
+        assert!(r.flat(), "{}", r.render());
+        r.slices[1].envelopes_per_sec = 840.0;
+        assert!(!r.flat());
+        r.slices[1].envelopes_per_sec = 900.0;
+        r.slices[1].reads_ms[2] = 1.3;
+        assert!(!r.flat());
+        assert!(r.render().contains("NOT flat"));
+    }
+}

@@ -1,0 +1,141 @@
+//! A small in-memory world for the structure-aware bodies: registered identities with
+//! fixed-seed keys, and the lookups delegation chains, capability tokens and acceptance need.
+
+use crate::accept::{AcceptView, Directory, TaskRecord, ThreadRuntime};
+use crate::address::Address;
+use crate::capability::CapabilityResolver;
+use crate::delegation::{DelegationResolver, LinkRef};
+use crate::envelope::SenderType;
+use crate::id::{CapabilityId, EnvelopeId, ThreadId};
+use crate::keys::signing_key_from_seed;
+use crate::thread::ThreadState;
+use ed25519_dalek::{SigningKey, VerifyingKey};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One registered identity.
+#[derive(Debug, Clone)]
+pub(crate) struct Person {
+    pub address: &'static str,
+    pub kind: SenderType,
+    pub seed: u8,
+    pub key_id: &'static str,
+}
+
+impl Person {
+    pub fn addr(&self) -> Address {
+        Address::parse_wire(self.address).expect("fixture address")
+    }
+    pub fn key(&self) -> SigningKey {
+        signing_key_from_seed(&[self.seed; 32])
+    }
+}
+
+/// The identities every structure-aware body knows: three humans and two agents.
+pub(crate) const PEOPLE: [Person; 5] = [
+    Person {
+        address: "loom://alice@node.test",
+        kind: SenderType::Human,
+        seed: 1,
+        key_id: "k_sign_alice_1",
+    },
+    Person {
+        address: "loom://bob@node.test",
+        kind: SenderType::Human,
+        seed: 2,
+        key_id: "k_sign_bob_1",
+    },
+    Person {
+        address: "loom://carol@node.test",
+        kind: SenderType::Human,
+        seed: 3,
+        key_id: "k_sign_carol_1",
+    },
+    Person {
+        address: "loom://bot.alice@node.test",
+        kind: SenderType::Agent,
+        seed: 4,
+        key_id: "k_sign_bot_1",
+    },
+    Person {
+        address: "loom://helper.alice@node.test",
+        kind: SenderType::Agent,
+        seed: 5,
+        key_id: "k_sign_helper_1",
+    },
+];
+
+/// Identities, revocations and what acceptance has stored so far.
+#[derive(Debug, Default)]
+pub(crate) struct World {
+    pub revoked_links: BTreeSet<String>,
+    pub revoked_caps: BTreeSet<String>,
+    pub spent_caps: BTreeSet<String>,
+    pub issuers: BTreeSet<Address>,
+    pub stored: BTreeSet<EnvelopeId>,
+    pub threads: BTreeMap<ThreadId, ThreadRuntime>,
+    pub tasks: BTreeMap<String, TaskRecord>,
+    pub cap_holders: BTreeMap<String, String>,
+}
+
+fn person(identity: &Address) -> Option<&'static Person> {
+    PEOPLE.iter().find(|p| p.addr() == *identity)
+}
+
+impl DelegationResolver for World {
+    fn signing_keys(&self, identity: &Address) -> Option<Vec<(String, VerifyingKey)>> {
+        person(identity).map(|p| vec![(p.key_id.to_owned(), p.key().verifying_key())])
+    }
+    fn identity_type(&self, identity: &Address) -> Option<SenderType> {
+        person(identity).map(|p| p.kind)
+    }
+    fn is_revoked(&self, link: &LinkRef<'_>) -> bool {
+        link.id.is_some_and(|id| self.revoked_links.contains(id))
+    }
+}
+
+impl Directory for World {
+    fn registered_type(&self, identity: &Address) -> Option<String> {
+        person(identity).map(|p| p.kind.as_str().to_owned())
+    }
+    fn active_signing_key(&self, identity: &Address, key_id: &str) -> Option<VerifyingKey> {
+        person(identity)
+            .filter(|p| p.key_id == key_id)
+            .map(|p| p.key().verifying_key())
+    }
+}
+
+impl CapabilityResolver for World {
+    fn signing_key(&self, identity: &Address, key_id: &str) -> Option<VerifyingKey> {
+        self.active_signing_key(identity, key_id)
+    }
+    fn pop_key(&self, holder: &Address, key_id: &str) -> Option<VerifyingKey> {
+        self.active_signing_key(holder, key_id)
+    }
+    fn may_issue(&self, issuer: &Address, _: &ThreadId) -> bool {
+        self.issuers.contains(issuer)
+    }
+    fn is_revoked(&self, id: &CapabilityId) -> bool {
+        self.revoked_caps.contains(&id.to_string())
+    }
+    fn is_spent(&self, id: &CapabilityId) -> bool {
+        self.spent_caps.contains(&id.to_string())
+    }
+}
+
+impl AcceptView for World {
+    fn is_stored(&self, id: &EnvelopeId) -> bool {
+        self.stored.contains(id)
+    }
+    fn thread(&self, id: &ThreadId) -> Option<&ThreadRuntime> {
+        self.threads.get(id)
+    }
+    fn stored_thread(&self, id: &ThreadId) -> Option<ThreadState> {
+        self.threads.get(id).map(|t| t.state.clone())
+    }
+    fn task(&self, id: &str) -> Option<TaskRecord> {
+        self.tasks.get(id).cloned()
+    }
+    fn capability_holder(&self, id: &str) -> Option<String> {
+        self.cap_holders.get(id).cloned()
+    }
+}

@@ -1,0 +1,378 @@
+//! Proof-of-key sessions (v1.1 §14.2; challenge and token shapes as the existing v1.1 node
+//! issues them, DESIGN.md §9): a single-use challenge with a nonce and an expiry, an Ed25519
+//! signature over the raw nonce, then an `at_…` access token (1 h) and an `rt_…` refresh
+//! token (30 d).
+//!
+//! One place for the rules a node applies to them — which challenge may be redeemed, which
+//! presented token is valid — as pure functions over the stored records. The node keeps the
+//! records (only hashes of tokens) and does the IO.
+//!
+//! [`Deviations`] is the conformance self-test seam (as in [`crate::accept`]): every field
+//! is `false` on a real node.
+
+use crate::error::{ErrorCode, ProtocolError};
+use crate::keys::{signature_from_b64url, verify};
+use crate::time::Timestamp;
+use ed25519_dalek::VerifyingKey;
+use std::fmt;
+
+/// Access token lifetime (§14.2; 1 h as DESIGN.md §9 records).
+pub const ACCESS_TTL_MS: i64 = 60 * 60 * 1000;
+/// Refresh token lifetime (§14.2; 30 d as DESIGN.md §9 records).
+pub const REFRESH_TTL_MS: i64 = 30 * 24 * 60 * 60 * 1000;
+/// How long a challenge stays usable.
+pub const CHALLENGE_TTL_MS: i64 = 5 * 60 * 1000;
+/// The purpose recorded on login challenges (registration uses
+/// [`crate::registration::REGISTER_PURPOSE`]).
+pub const AUTH_PURPOSE: &str = "auth";
+/// The section every session rule comes from.
+const S: &str = "v1.1 §14.2";
+
+/// Deliberate departures from single §14.2 rules. All `false` in [`Deviations::NONE`], the
+/// only value a real node uses; each field names the rule it breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Deviations {
+    /// Let a challenge be redeemed more than once (single use).
+    pub allow_challenge_reuse: bool,
+    /// Accept access and refresh tokens after their expiry.
+    pub accept_expired_token: bool,
+    /// Accept an access token where a refresh token is required and vice versa.
+    pub token_kind_unchecked: bool,
+    /// Issue tokens without verifying the signature over the challenge nonce.
+    pub accept_bad_login_signature: bool,
+}
+
+impl Deviations {
+    /// The specification: no deviation.
+    pub const NONE: Deviations = Deviations {
+        allow_challenge_reuse: false,
+        accept_expired_token: false,
+        token_kind_unchecked: false,
+        accept_bad_login_signature: false,
+    };
+}
+
+/// A stored challenge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChallengeRecord {
+    /// `auth` or `identity.register@v1`.
+    pub purpose: String,
+    /// The identity it was issued for (wire form).
+    pub identity: String,
+    /// The key that is to sign.
+    pub key_id: String,
+    /// The nonce to sign.
+    pub nonce: String,
+    /// Expiry as stored (RFC 3339); unparsable means expired.
+    pub expires_at: String,
+    /// Whether it was redeemed before.
+    pub used: bool,
+}
+
+/// What redeeming a challenge does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Redemption {
+    /// Refused before it was taken: the record stays as it is.
+    Refused(ProtocolError),
+    /// Taken: the node marks it used whatever follows (a challenge can never be tried
+    /// twice), then the nonce to verify against — or why the challenge no longer counts.
+    Taken(Result<String, ProtocolError>),
+}
+
+fn challenge_error(reason: &str) -> ProtocolError {
+    ProtocolError::new(ErrorCode::SignatureInvalid, "challenge_id", reason, S)
+}
+
+/// Redeems `record` (the stored challenge named by the request, if any) for `purpose`,
+/// `identity` and `key_id` at `now`: it must exist, match all three, be unused and
+/// unexpired (§14.2 "nonce + expiry"; single use per DESIGN.md §9).
+pub fn redeem_challenge(
+    record: Option<&ChallengeRecord>,
+    purpose: &str,
+    identity: &str,
+    key_id: &str,
+    now: Timestamp,
+    dev: &Deviations,
+) -> Redemption {
+    let Some(c) = record else {
+        return Redemption::Refused(challenge_error("unknown challenge"));
+    };
+    if c.purpose != purpose || c.identity != identity || c.key_id != key_id {
+        return Redemption::Refused(challenge_error(
+            "the challenge was issued for another identity, key or purpose",
+        ));
+    }
+    if c.used && !dev.allow_challenge_reuse {
+        return Redemption::Refused(challenge_error("the challenge was already used"));
+    }
+    let expired = Timestamp::parse(&c.expires_at)
+        .map(|t| t < now)
+        .unwrap_or(true);
+    Redemption::Taken(if expired {
+        Err(challenge_error("the challenge has expired"))
+    } else {
+        Ok(c.nonce.clone())
+    })
+}
+
+/// §14.2 proof of key for a login: the Ed25519 signature (base64url, no context prefix)
+/// over the raw nonce.
+pub fn check_login_signature(
+    key: &VerifyingKey,
+    nonce: &str,
+    signature: &str,
+    dev: &Deviations,
+) -> Result<(), ProtocolError> {
+    let ok = signature_from_b64url(signature)
+        .map(|s| verify(key, None, nonce.as_bytes(), &s))
+        .unwrap_or(false);
+    if ok || dev.accept_bad_login_signature {
+        Ok(())
+    } else {
+        Err(ProtocolError::new(
+            ErrorCode::SignatureInvalid,
+            "signature",
+            "Ed25519 signature over the challenge nonce does not verify",
+            S,
+        ))
+    }
+}
+
+/// The two kinds of bearer token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TokenKind {
+    /// `at_…`: authorizes API calls.
+    Access,
+    /// `rt_…`: buys a new pair.
+    Refresh,
+}
+
+impl TokenKind {
+    /// As stored and named in errors.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TokenKind::Access => "access",
+            TokenKind::Refresh => "refresh",
+        }
+    }
+
+    /// The kind spelled `s`.
+    pub fn parse(s: &str) -> Option<TokenKind> {
+        [TokenKind::Access, TokenKind::Refresh]
+            .into_iter()
+            .find(|k| k.as_str() == s)
+    }
+
+    /// The token's prefix (`at_` / `rt_`).
+    pub const fn prefix(self) -> &'static str {
+        match self {
+            TokenKind::Access => "at_",
+            TokenKind::Refresh => "rt_",
+        }
+    }
+
+    /// Its lifetime in milliseconds.
+    pub const fn ttl_ms(self) -> i64 {
+        match self {
+            TokenKind::Access => ACCESS_TTL_MS,
+            TokenKind::Refresh => REFRESH_TTL_MS,
+        }
+    }
+}
+
+/// A stored token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenRecord {
+    /// Its kind; `None` when the stored spelling is neither (never valid).
+    pub kind: Option<TokenKind>,
+    /// The identity it was issued to (wire form).
+    pub identity: String,
+    /// The key that proved possession.
+    pub key_id: String,
+    /// Expiry; `None` when unparsable (counts as expired).
+    pub expires_at: Option<Timestamp>,
+    /// Revoked (refresh rotation, key revocation).
+    pub revoked: bool,
+}
+
+/// Why a presented token is refused; every refusal is a 401 (§14.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenRefusal {
+    /// No such token.
+    Unknown(TokenKind),
+    /// A token of the other kind.
+    WrongKind(TokenKind),
+    /// Revoked.
+    Revoked(TokenKind),
+    /// Past its expiry.
+    Expired(TokenKind),
+}
+
+impl fmt::Display for TokenRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TokenRefusal::Unknown(k) => write!(f, "unknown {} token", k.as_str()),
+            TokenRefusal::WrongKind(k) => write!(f, "this is not an {} token", k.as_str()),
+            TokenRefusal::Revoked(k) => write!(f, "the {} token was revoked", k.as_str()),
+            TokenRefusal::Expired(k) => write!(f, "the {} token has expired", k.as_str()),
+        }
+    }
+}
+
+/// Whether `record` (the stored token the presented one hashes to, if any) is a valid
+/// token of `expected` kind at `now` (§14.2): known, of that kind, not revoked, not expired.
+pub fn check_token(
+    record: Option<&TokenRecord>,
+    expected: TokenKind,
+    now: Timestamp,
+    dev: &Deviations,
+) -> Result<(), TokenRefusal> {
+    let Some(t) = record else {
+        return Err(TokenRefusal::Unknown(expected));
+    };
+    if t.kind != Some(expected) && !dev.token_kind_unchecked {
+        return Err(TokenRefusal::WrongKind(expected));
+    }
+    if t.revoked {
+        return Err(TokenRefusal::Revoked(expected));
+    }
+    let expired = t.expires_at.is_none_or(|e| e < now);
+    if expired && !dev.accept_expired_token {
+        return Err(TokenRefusal::Expired(expected));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::{sign_b64url, signing_key_from_seed};
+
+    fn at(s: &str) -> Timestamp {
+        Timestamp::parse(s).unwrap()
+    }
+
+    fn challenge() -> ChallengeRecord {
+        ChallengeRecord {
+            purpose: AUTH_PURPOSE.into(),
+            identity: "loom://a@x.test".into(),
+            key_id: "k_sign_a".into(),
+            nonce: "n0nce".into(),
+            expires_at: "2026-01-01T00:05:00Z".into(),
+            used: false,
+        }
+    }
+
+    fn redeem(c: Option<&ChallengeRecord>, now: &str, dev: &Deviations) -> Redemption {
+        redeem_challenge(c, AUTH_PURPOSE, "loom://a@x.test", "k_sign_a", at(now), dev)
+    }
+
+    #[test]
+    fn a_challenge_is_taken_once_and_only_while_fresh() {
+        let none = Deviations::NONE;
+        let c = challenge();
+        assert_eq!(
+            redeem(Some(&c), "2026-01-01T00:01:00Z", &none),
+            Redemption::Taken(Ok("n0nce".into()))
+        );
+        // Expired: still taken (burnt), but refused.
+        assert!(matches!(
+            redeem(Some(&c), "2026-01-01T00:05:01Z", &none),
+            Redemption::Taken(Err(e)) if e.rule.contains("expired")
+        ));
+        let used = ChallengeRecord {
+            used: true,
+            ..challenge()
+        };
+        assert!(matches!(
+            redeem(Some(&used), "2026-01-01T00:01:00Z", &none),
+            Redemption::Refused(e) if e.rule.contains("already used")
+        ));
+        let reuse = Deviations {
+            allow_challenge_reuse: true,
+            ..none
+        };
+        assert!(matches!(
+            redeem(Some(&used), "2026-01-01T00:01:00Z", &reuse),
+            Redemption::Taken(Ok(_))
+        ));
+        let other = ChallengeRecord {
+            key_id: "k_sign_b".into(),
+            ..challenge()
+        };
+        assert!(matches!(
+            redeem(Some(&other), "2026-01-01T00:01:00Z", &none),
+            Redemption::Refused(e) if e.field == "challenge_id"
+        ));
+        assert!(matches!(
+            redeem(None, "2026-01-01T00:01:00Z", &none),
+            Redemption::Refused(e) if e.rule == "unknown challenge"
+        ));
+    }
+
+    #[test]
+    fn the_login_signature_is_over_the_raw_nonce() {
+        let k = signing_key_from_seed(&[7; 32]);
+        let good = sign_b64url(&k, None, b"n0nce");
+        let none = Deviations::NONE;
+        assert!(check_login_signature(&k.verifying_key(), "n0nce", &good, &none).is_ok());
+        let e = check_login_signature(&k.verifying_key(), "other", &good, &none).unwrap_err();
+        assert_eq!(
+            (e.code, e.field.as_str()),
+            (ErrorCode::SignatureInvalid, "signature")
+        );
+        let lax = Deviations {
+            accept_bad_login_signature: true,
+            ..none
+        };
+        assert!(check_login_signature(&k.verifying_key(), "other", "!!", &lax).is_ok());
+    }
+
+    #[test]
+    fn tokens_are_checked_for_kind_revocation_and_expiry_in_that_order() {
+        let none = Deviations::NONE;
+        let now = at("2026-01-01T00:30:00Z");
+        let t = TokenRecord {
+            kind: Some(TokenKind::Access),
+            identity: "loom://a@x.test".into(),
+            key_id: "k_sign_a".into(),
+            expires_at: Some(at("2026-01-01T01:00:00Z")),
+            revoked: false,
+        };
+        let check = |r: &TokenRecord, k, d: &Deviations| check_token(Some(r), k, now, d);
+        assert_eq!(check(&t, TokenKind::Access, &none), Ok(()));
+        assert_eq!(
+            check(&t, TokenKind::Refresh, &none),
+            Err(TokenRefusal::WrongKind(TokenKind::Refresh))
+        );
+        let revoked_and_expired = TokenRecord {
+            revoked: true,
+            expires_at: Some(at("2026-01-01T00:00:00Z")),
+            ..t.clone()
+        };
+        assert_eq!(
+            check(&revoked_and_expired, TokenKind::Access, &none),
+            Err(TokenRefusal::Revoked(TokenKind::Access))
+        );
+        let expired = TokenRecord {
+            expires_at: None,
+            ..t.clone()
+        };
+        assert_eq!(
+            check(&expired, TokenKind::Access, &none),
+            Err(TokenRefusal::Expired(TokenKind::Access))
+        );
+        let lax = Deviations {
+            accept_expired_token: true,
+            token_kind_unchecked: true,
+            ..none
+        };
+        assert_eq!(check(&expired, TokenKind::Refresh, &lax), Ok(()));
+        assert_eq!(
+            check_token(None, TokenKind::Access, now, &none)
+                .unwrap_err()
+                .to_string(),
+            "unknown access token"
+        );
+    }
+}
