@@ -240,7 +240,12 @@ impl Matrix {
                 let _ = writeln!(
                     out,
                     "{}",
-                    indented(&format!("\"{quote}\" ({})", q.quote_source()), width, 13, 13)
+                    indented(
+                        &format!("\"{quote}\" ({})", q.quote_source()),
+                        width,
+                        13,
+                        13
+                    )
                 );
             }
         }

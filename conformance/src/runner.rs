@@ -325,10 +325,9 @@ pub async fn run_until_stopped(
                 return None;
             }
             let r = run_case(case, target, &cfg, clock).await;
-            if let (Some(max), Some(cause)) = (
-                cfg.max_setup_errors,
-                crate::setup::cause_of(case, &r),
-            ) {
+            if let (Some(max), Some(cause)) =
+                (cfg.max_setup_errors, crate::setup::cause_of(case, &r))
+            {
                 let mut t = tally.lock().unwrap_or_else(|p| p.into_inner());
                 let n = t.entry(cause).or_insert(0);
                 *n += 1;

@@ -73,13 +73,23 @@ fn a_node_started_as_the_readme_says_is_certified_on_the_first_try() {
     assert!(run_cmd.iter().any(|a| a == documented), "{run_cmd:?}");
     let mut args: Vec<String> = run_cmd[1..]
         .iter()
-        .map(|a| if a == documented { url.clone() } else { a.clone() })
+        .map(|a| {
+            if a == documented {
+                url.clone()
+            } else {
+                a.clone()
+            }
+        })
         .collect();
     let report = dir.join("l1.json");
     args.extend(["--report".into(), format!("json={}", report.display())]);
     let out = run(&args);
     let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
     assert!(stdout.contains("Level 1 achieved"), "{stdout}");
     let v = json(&report);
     assert_eq!(v["summary"]["level_achieved"], Value::from(1));
@@ -98,7 +108,11 @@ fn a_node_started_as_the_readme_says_is_certified_on_the_first_try() {
             other => panic!("{}: {other}: {}", c["id"], c["message"]),
         }
     }
-    assert!(pass * 10 > cases.len() * 9, "{pass} of {} passed", cases.len());
+    assert!(
+        pass * 10 > cases.len() * 9,
+        "{pass} of {} passed",
+        cases.len()
+    );
 
     // The same Level-1-only target asked for Level 2: exit 1, and no format claims a level.
     let junit = dir.join("l2.xml");
@@ -119,11 +133,23 @@ fn a_node_started_as_the_readme_says_is_certified_on_the_first_try() {
         format!("html={}", html.display()),
     ]);
     let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(1), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
     assert!(stdout.contains("Level 2 not achieved"), "{stdout}");
-    assert!(!stdout.contains("achieved:") && !stdout.contains("2 achieved"), "{stdout}");
+    assert!(
+        !stdout.contains("achieved:") && !stdout.contains("2 achieved"),
+        "{stdout}"
+    );
     let v = json(&report);
-    assert_eq!(v["summary"]["level_achieved"], Value::Null, "{}", v["summary"]);
+    assert_eq!(
+        v["summary"]["level_achieved"],
+        Value::Null,
+        "{}",
+        v["summary"]
+    );
     assert!(
         v["summary"]["verdict"]
             .as_str()
@@ -137,7 +163,10 @@ fn a_node_started_as_the_readme_says_is_certified_on_the_first_try() {
         "{xml}"
     );
     let index = std::fs::read_to_string(html.join("index.html")).expect("html written");
-    assert!(index.contains("<div class=\"banner bad\">"), "the banner is red");
+    assert!(
+        index.contains("<div class=\"banner bad\">"),
+        "the banner is red"
+    );
     assert!(!index.contains("Level 2 achieved") && !index.contains("Level 1 achieved"));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -145,14 +174,27 @@ fn a_node_started_as_the_readme_says_is_certified_on_the_first_try() {
 #[test]
 fn a_rate_limited_registration_stops_the_run_with_the_cause_and_the_fix() {
     // The node's defaults: `rate_limits.auth_per_ip = 10`, the §14.3 suggestion.
-    let args: Vec<String> = ["--memory", "--domain", "limited.test", "--listen", "127.0.0.1:0"]
-        .map(String::from)
-        .to_vec();
+    let args: Vec<String> = [
+        "--memory",
+        "--domain",
+        "limited.test",
+        "--listen",
+        "127.0.0.1:0",
+    ]
+    .map(String::from)
+    .to_vec();
     let (_node, url) = start_node(&repo(), &args);
     let out = run(&["run".into(), "--quiet".into(), "--target".into(), url]);
     let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(3), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    assert!(stderr.contains("auth_per_ip"), "names the setting: {stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("auth_per_ip"),
+        "names the setting: {stderr}"
+    );
     assert!(stderr.contains("429"), "names the answer: {stderr}");
     assert!(stdout.contains("Partial run"), "{stdout}");
     assert!(!stdout.contains("achieved"), "{stdout}");

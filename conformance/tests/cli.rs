@@ -75,7 +75,11 @@ fn list_prints_every_case_and_filters() {
     // matching nothing.
     let o = run(&["list", "--area", "no-such-area"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("no-such-area") && stderr(&o).contains(area), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no-such-area") && stderr(&o).contains(area),
+        "{}",
+        stderr(&o)
+    );
     let o = run(&["list", "--only", "nomatch*"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
@@ -83,9 +87,14 @@ fn list_prints_every_case_and_filters() {
 #[test]
 fn explain_shows_a_case_and_rejects_unknown_ids() {
     let c = catalogue::all()[0];
-    let o = run(&["explain", c.id]);
+    // Wide: the requirement on one line; at 80 columns it wraps under its label.
+    let o = run_at(1000, &["explain", c.id]);
     assert_eq!(o.status.code(), Some(0));
     assert!(stdout(&o).contains(c.requirement));
+    let o = run_at(80, &["explain", c.id]);
+    let text = stdout(&o);
+    let words: Vec<&str> = text.split_whitespace().collect();
+    assert!(words.join(" ").contains(c.requirement), "{text}");
     let o = run(&["explain", "core.no.such.case"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("core.no.such.case") && stderr(&o).contains("list"));

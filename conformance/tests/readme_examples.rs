@@ -167,7 +167,8 @@ fn examples(file: &'static str) -> Vec<Example> {
             last_was_command = false;
         } else if let Some(doc) = trimmed.strip_prefix('#') {
             if last_was_command && let Some(e) = out.last_mut() {
-                e.output.push(doc.strip_prefix(' ').unwrap_or(doc).to_owned());
+                e.output
+                    .push(doc.strip_prefix(' ').unwrap_or(doc).to_owned());
             }
         } else {
             let part = strip_remark(line);
@@ -179,7 +180,10 @@ fn examples(file: &'static str) -> Vec<Example> {
             }
         }
     }
-    assert!(pending.is_none() && !in_block, "{file}: an unterminated block or command");
+    assert!(
+        pending.is_none() && !in_block,
+        "{file}: an unterminated block or command"
+    );
     out
 }
 
@@ -369,7 +373,10 @@ fn every_readme_command_runs_as_documented() {
             .args(["-c", &format!("command -v {tool}")])
             .output()
             .is_ok_and(|o| o.status.success());
-        assert!(found, "the node README's walkthrough uses {tool}: install it");
+        assert!(
+            found,
+            "the node README's walkthrough uses {tool}: install it"
+        );
     }
 
     let mut listed_seen = vec![false; NOT_RUN.len()];
@@ -441,7 +448,10 @@ fn every_readme_command_runs_as_documented() {
         .filter(|(_, seen)| !**seen)
         .map(|((f, c, _), _)| format!("{f}: {c}"))
         .collect();
-    assert!(stale.is_empty(), "listed as not run but in no README: {stale:?}");
+    assert!(
+        stale.is_empty(),
+        "listed as not run but in no README: {stale:?}"
+    );
     eprintln!(
         "README examples: {ran} commands run, {} listed as not run, in {:.1} s",
         NOT_RUN.len(),

@@ -68,8 +68,7 @@ fn check(what: &str, quotes: Vec<(String, String, String)>) -> usize {
     for (id, source, quote) in &quotes {
         let path = source_file(source);
         let text = normalise(
-            &std::fs::read_to_string(&path)
-                .unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+            &std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
         );
         if let Some(f) = missing_fragment(quote, &text) {
             problems.push(format!(

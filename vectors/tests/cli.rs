@@ -115,7 +115,10 @@ fn an_adapter_that_does_not_start_is_one_clear_error() {
         "{out}"
     );
     assert!(!out.contains("FAIL"), "{out}");
-    assert!(out.lines().count() <= 3, "one message, not a line per vector:\n{out}");
+    assert!(
+        out.lines().count() <= 3,
+        "one message, not a line per vector:\n{out}"
+    );
 }
 
 #[test]
@@ -125,11 +128,25 @@ fn summary_prints_counts_per_area_without_listing_vectors() {
     let (code, full) = run(&["verify", "--area", "ids", "--impl", unsupported]);
     assert_eq!(code, 1, "{full}");
     assert!(full.contains("  unsupported ids/"), "{full}");
-    let (code, out) = run(&["verify", "--area", "ids", "--summary", "--impl", unsupported]);
+    let (code, out) = run(&[
+        "verify",
+        "--area",
+        "ids",
+        "--summary",
+        "--impl",
+        unsupported,
+    ]);
     assert_eq!(code, 1, "{out}");
     assert!(!out.contains("  unsupported ids/"), "{out}");
-    assert!(out.contains("ids") && out.contains("83 unsupported"), "{out}");
-    assert_eq!(out.lines().last(), Some("0 passed, 0 failed, 83 unsupported"), "{out}");
+    assert!(
+        out.contains("ids") && out.contains("83 unsupported"),
+        "{out}"
+    );
+    assert_eq!(
+        out.lines().last(),
+        Some("0 passed, 0 failed, 83 unsupported"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -91,7 +91,12 @@ pub fn main(a: &Args) -> ExitCode {
     let width = crate::report::layout::width();
     let id_w = cases.iter().map(|c| c.id.len()).max().unwrap_or(0);
     for c in &cases {
-        let lead = format!("{:<id_w$} L{} {:<6} ", c.id, c.level, c.strength.to_string());
+        let lead = format!(
+            "{:<id_w$} L{} {:<6} ",
+            c.id,
+            c.level,
+            c.strength.to_string()
+        );
         outln!(
             "{}",
             crate::report::layout::row(&lead, &c.spec.join(", "), width, 16)

@@ -91,10 +91,17 @@ pub fn check_target_url(url: &str) -> Result<String, String> {
 
 /// Why the run is not complete for its level (issue 18): filters and MUST cases in the skip
 /// file. An early stop is added by the caller.
-pub fn partial_reasons(args_only: &[String], args_exclude: &[String], skips: &SkipFile) -> Vec<String> {
+pub fn partial_reasons(
+    args_only: &[String],
+    args_exclude: &[String],
+    skips: &SkipFile,
+) -> Vec<String> {
     let mut why = Vec::new();
     if !args_only.is_empty() {
-        why.push(format!("filtered with --only {}", args_only.join(", --only ")));
+        why.push(format!(
+            "filtered with --only {}",
+            args_only.join(", --only ")
+        ));
     }
     if !args_exclude.is_empty() {
         why.push(format!(
@@ -188,7 +195,12 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
             }
         }
     };
-    let waiting = |m: &str| eprintln!("{}", report::layout::indented(m, report::layout::width(), 0, 2));
+    let waiting = |m: &str| {
+        eprintln!(
+            "{}",
+            report::layout::indented(m, report::layout::width(), 0, 2)
+        )
+    };
     let probed = match (&target_url, &embedded) {
         (Some(url), _) => target::probe_reporting(url, &profile, false, &waiting).await,
         (None, Some(e)) => target::probe_embedded_with(e, &profile).await,

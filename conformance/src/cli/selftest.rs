@@ -93,8 +93,14 @@ mod with_feature {
                 return ExitCode::from(3);
             }
         };
-        outln!("{}", report::terminal::mutations(&st, &cases, report::layout::width()));
-        outln!("{}", report::terminal::variants(&st, report::layout::width()));
+        outln!(
+            "{}",
+            report::terminal::mutations(&st, &cases, report::layout::width())
+        );
+        outln!(
+            "{}",
+            report::terminal::variants(&st, report::layout::width())
+        );
         outln!("in {:.1} s", started.elapsed().as_secs_f64());
         let problems = st.problems();
         if problems.is_empty() {
@@ -102,7 +108,10 @@ mod with_feature {
         } else {
             outln!("\nproblems ({}):", problems.len());
             for p in &problems {
-                outln!("{}", report::layout::indented(p, report::layout::width(), 2, 4));
+                outln!(
+                    "{}",
+                    report::layout::indented(p, report::layout::width(), 2, 4)
+                );
             }
             ExitCode::from(1)
         }

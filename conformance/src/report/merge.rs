@@ -93,8 +93,7 @@ pub fn differing(runs: &[Run]) -> Vec<String> {
     case_ids(runs)
         .into_iter()
         .filter(|id| {
-            let seen: BTreeSet<Option<&String>> =
-                runs.iter().map(|r| r.outcomes.get(id)).collect();
+            let seen: BTreeSet<Option<&String>> = runs.iter().map(|r| r.outcomes.get(id)).collect();
             seen.len() > 1
         })
         .collect()

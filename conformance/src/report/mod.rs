@@ -66,7 +66,9 @@ impl LevelVerdict {
             LevelVerdict::NotAchieved {
                 requested, reached, ..
             } => match reached {
-                Some(r) => format!("Level {requested} not achieved (every Level {r} requirement met)"),
+                Some(r) => {
+                    format!("Level {requested} not achieved (every Level {r} requirement met)")
+                }
                 None => format!("Level {requested} not achieved"),
             },
             LevelVerdict::Partial(_) => "Partial run — no level certified".to_owned(),
@@ -142,7 +144,9 @@ impl RunReport {
                 "{blocking} MUST case(s) of Level {next} or below did not pass (fail, error, unsupported or expected-fail)"
             )
         } else if !has_cases {
-            format!("the catalogue has no Level {next} cases yet, so Level {next} cannot be certified")
+            format!(
+                "the catalogue has no Level {next} cases yet, so Level {next} cannot be certified"
+            )
         } else {
             format!("Level {next} was not reached")
         };

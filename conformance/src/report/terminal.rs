@@ -21,7 +21,13 @@ pub fn run_header(cases: usize, url: &str, domain: &str, level: u8, seed: u64) -
 
 /// The progress line of one result, fitted to `width`: a long ID is shortened in the middle
 /// and the message cut (the summary and the reports carry both in full).
-pub fn progress_line(case: &Case, r: &CaseResult, done: usize, total: usize, width: usize) -> String {
+pub fn progress_line(
+    case: &Case,
+    r: &CaseResult,
+    done: usize,
+    total: usize,
+    width: usize,
+) -> String {
     let mark = match r.outcome {
         Outcome::Pass => "ok  ",
         Outcome::Fail | Outcome::Error | Outcome::UnexpectedPass => "FAIL",
@@ -144,7 +150,9 @@ pub fn summary_at(r: &RunReport, width: usize) -> String {
                     4
                 )
             );
-            let field = |label: &str, text: &str| layout::indented(&format!("{label} {text}"), width, 6, 16);
+            let field = |label: &str, text: &str| {
+                layout::indented(&format!("{label} {text}"), width, 6, 16)
+            };
             if let (Some(e), Some(a)) = (&res.expected, &res.actual) {
                 let _ = writeln!(out, "{}", field("expected:", e));
                 let _ = writeln!(out, "{}", field("actual:  ", a));
@@ -195,7 +203,11 @@ pub fn mutations(st: &crate::selftest::SelfTest, cases: &[&Case], width: usize) 
             layout::shorten_middle(id, id_w)
         )
     };
-    let _ = writeln!(out, "{}", layout::row(&lead("case", "clean", "mutated"), "quirk", width, 12));
+    let _ = writeln!(
+        out,
+        "{}",
+        layout::row(&lead("case", "clean", "mutated"), "quirk", width, 12)
+    );
     for m in &st.cases {
         let _ = writeln!(
             out,
