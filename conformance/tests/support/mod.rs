@@ -97,10 +97,10 @@ pub fn start_node(cwd: &Path, args: &[String]) -> (Background, String) {
                 if let Some(tx) = tx.take() {
                     let _ = tx.send(Ok(url));
                 }
-            } else if line.contains("error") {
-                if let Some(tx) = tx.take() {
-                    let _ = tx.send(Err(line));
-                }
+            } else if line.contains("error")
+                && let Some(tx) = tx.take()
+            {
+                let _ = tx.send(Err(line));
             }
         }
     });
