@@ -1,5 +1,5 @@
 //! Area `process-yaml`: validation of `process.yaml` process definitions as the package guide
-//! (`specs/loom-process-packages.md`) says. Kind `process-yaml.validate`, input `{yaml}`.
+//! (`docs/specs/loom-process-packages.md`) says. Kind `process-yaml.validate`, input `{yaml}`.
 //!
 //! A valid case expects the warnings as `[{rule, path}]` sorted by path, then rule; an invalid
 //! case expects exactly one error: its rule id (`expected_error`) and the path of the offending

@@ -142,7 +142,7 @@ fn render(svc: &Service, rid: &str, e: ApiError) -> Response {
         let body = loom_protocol::ErrorBody {
             error: loom_protocol::error::ErrorObject {
                 code: e.code,
-                message: e.to_string(),
+                message: e.message(),
                 details: Some(
                     serde_json::json!({"field": e.field, "reason": e.reason, "section": e.section}),
                 ),

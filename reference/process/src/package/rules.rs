@@ -63,7 +63,7 @@ rules! {
     METADATA_NAME_FORMAT = "metadata.name.format", Error, "Metadata", "`name` must match ^[a-z0-9][a-z0-9-]*$";
     METADATA_VERSION_FORMAT = "metadata.version.format", Warning, "Metadata", "`version` should be a semver-like string such as \"1.0\" or \"1.2.3\"";
     SCHEMA_VERSION_UNSUPPORTED = "schema_version.unsupported", Error, "Process contract v2 (recommended)", "`schema_version` must be 1 or 2";
-    SCHEMA_VERSION_LEGACY_V1 = "schema_version.legacy_v1", Warning, "Migrating v1 to v2", "v1 (or absent) schema_version is accepted but legacy; removal is scheduled for June 30, 2026";
+    SCHEMA_VERSION_LEGACY_V1 = "schema_version.legacy_v1", Warning, "Migrating v1 to v2", "v1 (or absent) schema_version is accepted but legacy; the package guide set June 30, 2026 as the end of v1 compatibility";
     RISK_LEVEL_VALUE = "risk_level.value", Error, "Risk level and rigor floors", "`risk_level` must be low, medium, high or critical";
     RISK_LEVEL_ALIAS = "risk_level.alias", Warning, "Risk level and rigor floors", "a risk_level alias (normal, med, mid, std, standard): read as medium, as the guide's loader maps it; write medium";
     RISK_LEVEL_MISSING = "risk_level.missing", Warning, "Risk level and rigor floors", "`risk_level` is optional but strongly recommended";
