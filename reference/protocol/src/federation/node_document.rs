@@ -329,6 +329,19 @@ pub fn read_node_document(
 
     let deliver_given = str_at(obj, fed, "deliver_url");
     let deliver_url = match deliver_given {
+        // A node that names its delivery endpoint must name one: an empty URL is a broken
+        // document, not a request for the default (fuzz target `node_document`).
+        Some(u) if u.trim().is_empty() => {
+            let at = if fed.is_some_and(|f| f.contains_key("deliver_url")) {
+                "federation.deliver_url"
+            } else {
+                "deliver_url"
+            };
+            return Err(invalid(
+                at,
+                "the delivery endpoint must be a URL, not empty",
+            ));
+        }
         Some(u) => u.to_owned(),
         None => {
             let origin = api_url
@@ -584,6 +597,25 @@ mod tests {
             let _ = missing_members(&v);
             let doc = json!({"domain": "b.test", "signing_keys": [v.clone()], "federation": fed, "deliver_url": v});
             let _ = read_node_document(&doc, "b.test");
+        }
+    }
+
+    /// Regression (fuzz target `node_document`, `crash-0006ac02…`): an empty `deliver_url`
+    /// was read as the endpoint.
+    #[test]
+    fn an_empty_deliver_url_is_refused_naming_it() {
+        for (doc, field) in [
+            (
+                json!({"domain": "b.test", "federation": {"deliver_url": ""}}),
+                "federation.deliver_url",
+            ),
+            (
+                json!({"domain": "b.test", "deliver_url": "  "}),
+                "deliver_url",
+            ),
+        ] {
+            let e = read_node_document(&doc, "b.test").unwrap_err();
+            assert_eq!((e.field.as_str(), e.section), (field, SECTION), "{e:?}");
         }
     }
 }
