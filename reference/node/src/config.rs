@@ -117,6 +117,8 @@ pub struct NodeConfig {
     pub rate_limits: RateLimits,
     /// Size limits.
     pub limits: Limits,
+    /// Connection hygiene: idle and body-rate timeouts, connection cap (`net`).
+    pub connections: crate::net::ConnectionLimits,
     /// Seconds after sending during which a sender may retract (§20.7); 0 = never.
     pub retract_window_secs: u64,
     /// Federation policy mode advertised in the node document (§15.2).
@@ -135,6 +137,7 @@ impl Default for NodeConfig {
             tls: None,
             rate_limits: RateLimits::default(),
             limits: Limits::default(),
+            connections: crate::net::ConnectionLimits::default(),
             retract_window_secs: 300,
             federation_policy: "open".into(),
             seed: None,

@@ -90,6 +90,10 @@ impl Node {
         tls: Option<tokio_rustls::TlsAcceptor>,
         shutdown: impl std::future::Future<Output = ()> + Send,
     ) -> std::io::Result<()> {
-        net::serve(listener, self.router(), tls, shutdown).await
+        let hygiene = net::Hygiene {
+            limits: self.service.config.connections.clone(),
+            refusal: http::refusal(self.service.clone()),
+        };
+        net::serve_with(listener, self.router(), tls, hygiene, shutdown).await
     }
 }
