@@ -43,7 +43,7 @@ TOML
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 
 echo "== 1. close times"
-start_node close 65536 $'idle_timeout_ms = 5000\nbody_grace_ms = 2000\nmin_body_bytes_per_sec = 1024'
+start_node close 16384 $'idle_timeout_ms = 5000\nbody_grace_ms = 2000\nmin_body_bytes_per_sec = 1024'
 python3 - "$port" <<'PY'
 import socket, sys, time, threading, statistics
 port = int(sys.argv[1])
@@ -90,7 +90,7 @@ PY
 kill "$pid"; wait "$pid" 2>/dev/null || true
 
 echo "== 2. RSS at 2,000 idle connections"
-start_node rss 65536 'idle_timeout_ms = 600000'
+start_node rss 16384 'idle_timeout_ms = 600000'
 python3 - "$port" "$pid" <<'PY'
 import socket, sys, time
 port, pid = int(sys.argv[1]), sys.argv[2]
