@@ -302,8 +302,13 @@ impl Drop for Slot {
 /// A connection beyond the cap: over plain HTTP its first request is answered 503 within
 /// [`REFUSAL_TIMEOUT`]; over TLS (no handshake is spent on it) or when
 /// [`MAX_REFUSALS_IN_FLIGHT`] are already being answered, it is closed at once.
-fn refuse<Io>(io: Io, peer: SocketAddr, tls: bool, hygiene: &Arc<Hygiene>, refusing: &Arc<AtomicUsize>)
-where
+fn refuse<Io>(
+    io: Io,
+    peer: SocketAddr,
+    tls: bool,
+    hygiene: &Arc<Hygiene>,
+    refusing: &Arc<AtomicUsize>,
+) where
     Io: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     tracing::debug!(%peer, "connection refused: connection cap reached");
@@ -391,7 +396,8 @@ async fn serve_connection<Io>(
                     return;
                 }
                 Ok(Ok(stream)) => {
-                    let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                    let conn =
+                        builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
                     tokio::select! {
                         r = conn => r,
                         () = &mut idle => {
@@ -691,6 +697,5 @@ impl AcceptFailures {
 /// lines in 9 s).
 fn is_exhaustion(e: &io::Error) -> bool {
     // EMFILE 24, ENFILE 23, ENOBUFS 105, ENOMEM 12 (Linux numbering).
-    matches!(e.raw_os_error(), Some(24 | 23 | 105 | 12))
-        || e.kind() == io::ErrorKind::OutOfMemory
+    matches!(e.raw_os_error(), Some(24 | 23 | 105 | 12)) || e.kind() == io::ErrorKind::OutOfMemory
 }

@@ -101,7 +101,10 @@ async fn tail_truncation_is_detected_by_the_checkpoint_and_the_high_water_mark()
         assert_eq!(seq, keep + 1, "{name}: {reason}");
         assert!(reason.contains("tail truncation"), "{name}: {reason}");
         // Lowering the high-water mark too: the signed checkpoint still shows it.
-        sql(&d.0, &format!("UPDATE audit_anchor SET high_water = {keep};"));
+        sql(
+            &d.0,
+            &format!("UPDATE audit_anchor SET high_water = {keep};"),
+        );
         let (seq, reason) = broken(check(&d.0));
         assert_eq!(seq, keep + 1, "{name}: {reason}");
         assert!(
@@ -115,7 +118,10 @@ async fn tail_truncation_is_detected_by_the_checkpoint_and_the_high_water_mark()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(1), "{text}");
-        assert!(text.starts_with(&format!("audit log BROKEN at row {}", keep + 1)), "{text}");
+        assert!(
+            text.starts_with(&format!("audit log BROKEN at row {}", keep + 1)),
+            "{text}"
+        );
     }
 }
 
@@ -164,7 +170,10 @@ async fn reordered_and_edited_rows_and_a_forged_checkpoint_are_detected() {
 
     let d = TempDir::new("edit");
     anchored_store(&d.0).await;
-    sql(&d.0, "UPDATE audit_log SET subject = 'env_forged' WHERE seq = 5;");
+    sql(
+        &d.0,
+        "UPDATE audit_log SET subject = 'env_forged' WHERE seq = 5;",
+    );
     let (seq, reason) = broken(check(&d.0));
     assert_eq!(seq, 5, "{reason}");
     assert!(reason.contains("edited"), "{reason}");
@@ -197,7 +206,8 @@ async fn an_envelope_without_its_audit_row_is_detected() {
     let (seq, reason) = broken(check(&d.0));
     assert_eq!(seq, 0, "{reason}");
     assert!(
-        reason.contains("env_00000000000000000000000000") && reason.contains("no envelope.accepted"),
+        reason.contains("env_00000000000000000000000000")
+            && reason.contains("no envelope.accepted"),
         "{reason}"
     );
 }
@@ -206,7 +216,10 @@ async fn an_envelope_without_its_audit_row_is_detected() {
 async fn deleted_sequence_numbers_are_never_reused() {
     let d = TempDir::new("reuse");
     let rows = anchored_store(&d.0).await;
-    sql(&d.0, &format!("DELETE FROM audit_log WHERE seq > {};", rows - 5));
+    sql(
+        &d.0,
+        &format!("DELETE FROM audit_log WHERE seq > {};", rows - 5),
+    );
     // A restarted node appends after the high-water mark, not after the last row left.
     let n = TestNode::with(|c| c.storage = Storage::Dir(d.0.clone()));
     n.register("carol", "human", 3).await;

@@ -25,7 +25,9 @@ const SLACK: Duration = Duration::from_secs(3);
 
 /// A node on 127.0.0.1:0 with `tweak` applied to its connection limits; dropping the sender
 /// stops it.
-async fn start(tweak: impl FnOnce(&mut loom_node::net::ConnectionLimits)) -> (SocketAddr, oneshot::Sender<()>) {
+async fn start(
+    tweak: impl FnOnce(&mut loom_node::net::ConnectionLimits),
+) -> (SocketAddr, oneshot::Sender<()>) {
     let t = TestNode::with(|c| tweak(&mut c.connections));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -81,7 +83,11 @@ async fn read_response(s: &mut TcpStream) -> (u16, serde_json::Value) {
             .await
             .expect("no response within 10 s")
             .unwrap();
-        assert!(n > 0, "closed before a response: {:?}", String::from_utf8_lossy(&buf));
+        assert!(
+            n > 0,
+            "closed before a response: {:?}",
+            String::from_utf8_lossy(&buf)
+        );
         buf.extend_from_slice(&chunk[..n]);
     }
 }
@@ -120,7 +126,9 @@ async fn a_request_head_that_trickles_in_is_cut_off() {
         .await
         .unwrap();
     assert!(
-        closed_within(&mut s, Duration::from_millis(400) + SLACK).await.is_some(),
+        closed_within(&mut s, Duration::from_millis(400) + SLACK)
+            .await
+            .is_some(),
         "a request head left unfinished must be cut off by the header timeout"
     );
 }
@@ -139,9 +147,12 @@ async fn a_body_slower_than_the_minimum_rate_is_answered_408_and_closed() {
     let mut stalled = TcpStream::connect(addr).await.unwrap();
     stalled.write_all(head.as_bytes()).await.unwrap();
     stalled.write_all(b"{\"identity\"").await.unwrap();
-    let (status, body) = timeout(Duration::from_millis(300) + SLACK, read_response(&mut stalled))
-        .await
-        .expect("a stalled body must be answered within grace + slack");
+    let (status, body) = timeout(
+        Duration::from_millis(300) + SLACK,
+        read_response(&mut stalled),
+    )
+    .await
+    .expect("a stalled body must be answered within grace + slack");
     assert_eq!(status, 408, "{body}");
     assert_eq!(body["error"]["code"], "RATE_LIMIT_EXCEEDED", "{body}");
     assert_eq!(body["error"]["details"]["field"], "$body", "{body}");
@@ -341,9 +352,8 @@ const BASE_CONFIG: &str = "domain = \"node.test\"\nlisten = \"127.0.0.1:0\"\nsto
 #[test]
 fn descriptor_exhaustion_is_survived_with_bounded_log_output() {
     // 64 descriptors, a cap above them (so accept itself runs out), a short idle timeout.
-    let config = format!(
-        "{BASE_CONFIG}[connections]\nidle_timeout_ms = 1000\nmax_connections = 10000\n"
-    );
+    let config =
+        format!("{BASE_CONFIG}[connections]\nidle_timeout_ms = 1000\nmax_connections = 10000\n");
     let node = Binary::start("emfile", &config, Some(64));
     assert_eq!(node.discovery(), Some(200));
 
@@ -372,7 +382,11 @@ fn descriptor_exhaustion_is_survived_with_bounded_log_output() {
         "the test must exhaust the descriptors; log: {log:?}"
     );
     // At most one report per 10 s: a handful of lines for a few seconds of exhaustion.
-    assert!(failures.len() <= 6, "{} accept log lines: {failures:?}", failures.len());
+    assert!(
+        failures.len() <= 6,
+        "{} accept log lines: {failures:?}",
+        failures.len()
+    );
     assert!(log.len() <= 20, "{} log lines: {log:?}", log.len());
 }
 

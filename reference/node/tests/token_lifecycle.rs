@@ -60,7 +60,10 @@ async fn a_refresh_revokes_the_previous_access_token_of_that_login_only() {
     );
     n.get("/v1/identity/me", &new_at).await.expect(200);
     // The other login keeps working, and its cache entry was not dropped.
-    assert!(cached(&n, &other_at), "only the rotated login's entries are dropped");
+    assert!(
+        cached(&n, &other_at),
+        "only the rotated login's entries are dropped"
+    );
     n.get("/v1/identity/me", &other_at).await.expect(200);
     refresh(&n, &other_rt).await.expect(200);
     // A second rotation in the same family ends the access token of the first one.
@@ -86,14 +89,19 @@ async fn a_reused_refresh_token_revokes_every_token_of_its_login() {
         .await
         .expect_error(401, "SIGNATURE_INVALID");
     let reason = reuse.body["error"]["details"]["reason"].as_str().unwrap();
-    assert!(reason.contains("§4.14") && reason.contains("log in again"), "{reason}");
+    assert!(
+        reason.contains("§4.14") && reason.contains("log in again"),
+        "{reason}"
+    );
 
     // Every token of that login is gone, at once (the cache entry too) ...
     assert!(!cached(&n, &at2));
     n.get("/v1/identity/me", &at2)
         .await
         .expect_error(401, "SIGNATURE_INVALID");
-    refresh(&n, &rt2).await.expect_error(401, "SIGNATURE_INVALID");
+    refresh(&n, &rt2)
+        .await
+        .expect_error(401, "SIGNATURE_INVALID");
     // ... and the other login is untouched.
     n.get("/v1/identity/me", &other_at).await.expect(200);
     refresh(&n, &other_rt).await.expect(200);

@@ -212,8 +212,12 @@ impl fmt::Display for TokenRefusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TokenRefusal::Unknown(k) => write!(f, "unknown {} token", k.as_str()),
-            TokenRefusal::WrongKind(TokenKind::Access) => f.write_str("this is not an access token"),
-            TokenRefusal::WrongKind(TokenKind::Refresh) => f.write_str("this is not a refresh token"),
+            TokenRefusal::WrongKind(TokenKind::Access) => {
+                f.write_str("this is not an access token")
+            }
+            TokenRefusal::WrongKind(TokenKind::Refresh) => {
+                f.write_str("this is not a refresh token")
+            }
             TokenRefusal::Revoked(k) => write!(f, "the {} token was revoked", k.as_str()),
             TokenRefusal::Expired(k) => write!(f, "the {} token has expired", k.as_str()),
         }
@@ -350,7 +354,10 @@ mod tests {
             expires_at: Some(at("2026-01-02T00:00:00Z")),
             revoked: false,
         };
-        assert_eq!(decide_refresh(Some(&rt), now, &none), RefreshDecision::Rotate);
+        assert_eq!(
+            decide_refresh(Some(&rt), now, &none),
+            RefreshDecision::Rotate
+        );
         let used = TokenRecord {
             revoked: true,
             ..rt.clone()

@@ -209,7 +209,8 @@ impl Service {
                     // A token from before families: start one with it.
                     None => tokens::token_hash(&req.refresh_token),
                 };
-                let pair = self.mint_tokens(&tx, &record.identity, &record.key_id, Some(&family))?;
+                let pair =
+                    self.mint_tokens(&tx, &record.identity, &record.key_id, Some(&family))?;
                 tx.commit()?;
                 Ok(pair)
             }

@@ -120,7 +120,8 @@ impl Service {
             &self.node_key,
         )?;
         let previous = Checkpoint::read(dir).ok().flatten();
-        if previous.is_some_and(|p| (p.seq, &p.head_hash, p.rows) == (cp.seq, &cp.head_hash, cp.rows))
+        if previous
+            .is_some_and(|p| (p.seq, &p.head_hash, p.rows) == (cp.seq, &cp.head_hash, cp.rows))
         {
             return Ok(None);
         }

@@ -14,9 +14,9 @@ use loom_protocol::jcs::to_canonical_bytes;
 use loom_protocol::keys::{SigContext, public_key_from_b64url, sign_b64url, signature_from_b64url};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
-use std::path::Path;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use std::path::Path;
 
 /// The `prev_hash` of the first row.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";

@@ -94,7 +94,9 @@ pub fn revoke(tx: &Tx<'_>, token: &str) -> StoreResult<()> {
 /// The family (login) of `token`; `None` for an unknown token or one stored before families.
 pub fn family_of(conn: &Connection, token: &str) -> StoreResult<Option<String>> {
     Ok(conn
-        .row(FAMILY, [token_hash(token)], |r| r.get::<_, Option<String>>(0))
+        .row(FAMILY, [token_hash(token)], |r| {
+            r.get::<_, Option<String>>(0)
+        })
         .optional()?
         .flatten())
 }
