@@ -112,8 +112,7 @@ impl Service {
             return Ok(None);
         };
         let at = self.env.now().to_rfc3339();
-        let cp = Checkpoint::sign(
-            &self.store.conn(),
+        let cp = self.store.sign_audit_head(
             &self.config.domain,
             &at,
             &self.node_key_id,

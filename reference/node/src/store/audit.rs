@@ -292,6 +292,19 @@ impl Checkpoint {
     }
 }
 
+impl super::Store {
+    /// The log's head signed as a [`Checkpoint`] (read through a read connection).
+    pub fn sign_audit_head(
+        &self,
+        node_id: &str,
+        at: &str,
+        key_id: &str,
+        key: &SigningKey,
+    ) -> rusqlite::Result<Checkpoint> {
+        Checkpoint::sign(&self.read(), node_id, at, key_id, key)
+    }
+}
+
 /// [`verify`], then the log against a signed checkpoint: the signature must verify with the
 /// node key it names (from `node_keys`), the row it names must still be there with the same
 /// hash (missing: rows were cut from the end; different: the log was rewritten), and the
