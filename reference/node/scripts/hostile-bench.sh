@@ -3,8 +3,8 @@
 #   1. close times: 200 sockets that never send a byte (idle_timeout_ms = 5000) and 200
 #      request bodies at 1 byte/s (body_grace_ms = 2000, min_body_bytes_per_sec = 1024);
 #   2. RSS at 2,000 idle keep-alive connections (each answered one request first);
-#   3. descriptor exhaustion: `ulimit -n 1024`, 1,100 idle sockets held 20 s, the node's
-#      log lines meanwhile and whether it answers afterwards.
+#   3. descriptor exhaustion: `ulimit -n 1024`, 1,100 idle sockets held 20 s (idle timeout
+#      30 s, the default), the node's log lines meanwhile and whether it answers afterwards.
 #
 # usage: hostile-bench.sh BIN_DIR
 #   BIN_DIR holds loom-node (a copy: other builds overwrite target/). Needs python3.
@@ -114,7 +114,7 @@ PY
 kill "$pid"; wait "$pid" 2>/dev/null || true
 
 echo "== 3. descriptor exhaustion (ulimit -n 1024, 1,100 idle sockets held 20 s)"
-start_node emfile 1024 $'idle_timeout_ms = 5000\nmax_connections = 100000'
+start_node emfile 1024 $'idle_timeout_ms = 30000\nmax_connections = 100000'
 lines_before=$(wc -l < "$work/emfile.log")
 cpu0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
 python3 - "$port" <<'PY'
