@@ -117,6 +117,11 @@ pub struct NodeConfig {
     pub rate_limits: RateLimits,
     /// Size limits.
     pub limits: Limits,
+    /// Connection hygiene: idle and body-rate timeouts, connection cap (`net`).
+    pub connections: crate::net::ConnectionLimits,
+    /// Seconds between signed audit checkpoints (§25.1, `store::audit`); one is also written
+    /// on shutdown; 0 = only on shutdown. Durable stores only.
+    pub audit_checkpoint_secs: u64,
     /// Seconds after sending during which a sender may retract (§20.7); 0 = never.
     pub retract_window_secs: u64,
     /// Federation policy mode advertised in the node document (§15.2).
@@ -135,6 +140,8 @@ impl Default for NodeConfig {
             tls: None,
             rate_limits: RateLimits::default(),
             limits: Limits::default(),
+            connections: crate::net::ConnectionLimits::default(),
+            audit_checkpoint_secs: 60,
             retract_window_secs: 300,
             federation_policy: "open".into(),
             seed: None,

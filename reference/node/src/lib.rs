@@ -83,13 +83,38 @@ impl Node {
         http::router(self.service.clone())
     }
 
-    /// Serves on `listener` until `shutdown` completes.
+    /// Serves on `listener` until `shutdown` completes, signing an audit checkpoint every
+    /// `audit_checkpoint_secs` and once more on the way out.
     pub async fn serve<A: net::Accept>(
         &self,
         listener: A,
         tls: Option<tokio_rustls::TlsAcceptor>,
         shutdown: impl std::future::Future<Output = ()> + Send,
     ) -> std::io::Result<()> {
-        net::serve(listener, self.router(), tls, shutdown).await
+        let hygiene = net::Hygiene {
+            limits: self.service.config.connections.clone(),
+            refusal: http::refusal(self.service.clone()),
+        };
+        let every = self.service.config.audit_checkpoint_secs;
+        let service = self.service.clone();
+        let checkpoints = tokio::spawn(async move {
+            if every == 0 {
+                return;
+            }
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(every));
+            loop {
+                tick.tick().await;
+                if let Err(e) = service.audit_checkpoint() {
+                    tracing::warn!(error = %e, "audit checkpoint failed");
+                }
+            }
+        });
+        let served = net::serve_with(listener, self.router(), tls, hygiene, shutdown).await;
+        checkpoints.abort();
+        // §25.1 anchoring: the head at shutdown is signed too.
+        if let Err(e) = self.service.audit_checkpoint() {
+            tracing::warn!(error = %e, "audit checkpoint at shutdown failed");
+        }
+        served
     }
 }

@@ -265,11 +265,37 @@ fn audit_verify(data: &std::path::Path) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let verdict = audit::verify(&store.conn());
+    let checkpoint = match audit::Checkpoint::read(data) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("loom-node: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let verdict = match &checkpoint {
+        Some(cp) => audit::verify_anchored(&store.conn(), cp),
+        None => audit::verify(&store.conn()),
+    };
     match verdict {
         Ok(audit::AuditVerdict::Intact { rows }) => {
             println!("audit log intact: {rows} rows");
+            match checkpoint {
+                Some(cp) => println!(
+                    "anchored: signed checkpoint of {} at row {} ({} rows, key {})",
+                    cp.at, cp.seq, cp.rows, cp.key_id
+                ),
+                None => println!(
+                    "unanchored: no {} in {} (rows cut from the end are seen only through \
+                     the high-water mark)",
+                    audit::CHECKPOINT_FILE,
+                    data.display()
+                ),
+            }
             ExitCode::SUCCESS
+        }
+        Ok(audit::AuditVerdict::Broken { seq: 0, reason }) => {
+            println!("audit log BROKEN: {reason}");
+            ExitCode::from(1)
         }
         Ok(audit::AuditVerdict::Broken { seq, reason }) => {
             println!("audit log BROKEN at row {seq}: {reason}");

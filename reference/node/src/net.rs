@@ -1,18 +1,36 @@
 //! Sockets behind one seam (DESIGN.md §3): [`Accept`] yields connections from a tokio
 //! listener or, with the `sim` feature, a turmoil listener, and [`serve`] runs the same
 //! router over either — plain (HTTP/1.1 and h2c) or TLS 1.3 with ALPN.
+//!
+//! Connection hygiene (issue 19) lives here too, configured by [`ConnectionLimits`]: an
+//! idle timeout that also covers a socket that never sends a byte, a minimum request-body
+//! rate, a connection cap with a fast 503 beyond it, accept-error back-off with rate-limited
+//! logging, and bounded per-connection buffers. Every timer is tokio's, so inside turmoil
+//! they run on simulated time.
 
+use crate::error::ApiError;
 use axum::Router;
+use axum::body::Body;
 use axum::extract::ConnectInfo;
+use axum::http::{HeaderValue, Request, Response, StatusCode, header};
+use hyper::body::{Body as HttpBody, Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::service::TowerToHyperService;
+use serde::Deserialize;
+use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::watch;
+use tokio::time::{Instant, Sleep};
 use tokio_rustls::TlsAcceptor;
+use tower::ServiceExt;
 
 /// A source of incoming connections.
 pub trait Accept: Send + 'static {
@@ -51,75 +69,633 @@ impl Accept for turmoil::net::TcpListener {
     }
 }
 
-/// How long a client may take to send a complete HTTP/1.1 request head (slow-loris defence).
+/// Default for [`ConnectionLimits::header_read_timeout_ms`] (slow-loris defence).
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// How long a client may take to complete the TLS handshake.
+/// Default for [`ConnectionLimits::tls_handshake_timeout_ms`].
 pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Serves `router` on every connection `listener` yields until `shutdown` completes. Each
-/// connection runs on its own task; a connection error (a client hanging up, a failed TLS
-/// handshake, garbage bytes) ends that connection only, and a client that stalls in its TLS
-/// handshake or request head is dropped after [`TLS_HANDSHAKE_TIMEOUT`] /
-/// [`HEADER_READ_TIMEOUT`]. Timers are tokio's, so inside turmoil they run on simulated time.
+/// Largest HTTP/1.1 read buffer per connection (hyper's default is ~400 KB); a request head
+/// beyond it is answered 431.
+pub const H1_MAX_BUF_BYTES: usize = 64 * 1024;
+/// Largest HTTP/2 header list (hyper's default is 16 MB).
+pub const H2_MAX_HEADER_LIST_BYTES: u32 = 64 * 1024;
+/// HTTP/2 streams open at once per connection.
+pub const H2_MAX_CONCURRENT_STREAMS: u32 = 64;
+/// HTTP/2 flow-control window per stream and per connection (bytes buffered per peer).
+pub const H2_STREAM_WINDOW_BYTES: u32 = 256 * 1024;
+/// See [`H2_STREAM_WINDOW_BYTES`].
+pub const H2_CONNECTION_WINDOW_BYTES: u32 = 1024 * 1024;
+/// Largest HTTP/2 send buffer per stream.
+pub const H2_MAX_SEND_BUF_BYTES: usize = 256 * 1024;
+/// How long a connection beyond the cap may take to send the request its 503 answers.
+pub const REFUSAL_TIMEOUT: Duration = Duration::from_secs(1);
+/// Refused connections being answered at once; beyond this they are closed unanswered.
+pub const MAX_REFUSALS_IN_FLIGHT: usize = 64;
+/// At most one accept-failure log line per this interval (the first is logged at once).
+pub const ACCEPT_LOG_INTERVAL: Duration = Duration::from_secs(10);
+/// First and largest pause after an accept failure that signals exhaustion (`EMFILE`, …).
+pub const ACCEPT_BACKOFF: (Duration, Duration) =
+    (Duration::from_millis(5), Duration::from_millis(500));
+
+/// Connection limits (`[connections]` in the configuration file; node README).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConnectionLimits {
+    /// A connection with no request in progress is closed this long after it opened or after
+    /// its last response ended — a socket that never sends a byte included (0 = never).
+    pub idle_timeout_ms: u64,
+    /// Time to send a complete HTTP/1.1 request head once its first byte arrived (0 = off).
+    pub header_read_timeout_ms: u64,
+    /// Time to complete the TLS handshake.
+    pub tls_handshake_timeout_ms: u64,
+    /// Grace before the minimum body rate applies to a request body.
+    pub body_grace_ms: u64,
+    /// Minimum average request-body rate after the grace, in bytes/s: a body that falls
+    /// behind `grace + received / rate` is cut off with 408 (0 = off).
+    pub min_body_bytes_per_sec: u64,
+    /// Connections served at once; beyond it a connection gets 503 and is closed (0 = off).
+    pub max_connections: usize,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        ConnectionLimits {
+            idle_timeout_ms: 30_000,
+            header_read_timeout_ms: 30_000,
+            tls_handshake_timeout_ms: 30_000,
+            body_grace_ms: 10_000,
+            min_body_bytes_per_sec: 1024,
+            max_connections: 4096,
+        }
+    }
+}
+
+fn ms(v: u64) -> Option<Duration> {
+    (v > 0).then(|| Duration::from_millis(v))
+}
+
+/// Renders an error the node answers outside any route (503 beyond the cap, 408 for a slow
+/// body) as a full response.
+pub type Refusal = Arc<dyn Fn(ApiError) -> Response<Body> + Send + Sync>;
+
+/// What [`serve_with`] needs beyond the router: the limits and how to render refusals.
+#[derive(Clone)]
+pub struct Hygiene {
+    /// The limits.
+    pub limits: ConnectionLimits,
+    /// The renderer of refusals (the node's §24.1 bodies with a request id).
+    pub refusal: Refusal,
+}
+
+impl std::fmt::Debug for Hygiene {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hygiene")
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Hygiene {
+    /// The default limits with a bare §24.1 body (no request id) for refusals.
+    pub fn defaults() -> Hygiene {
+        Hygiene {
+            limits: ConnectionLimits::default(),
+            refusal: Arc::new(bare_refusal),
+        }
+    }
+}
+
+fn bare_refusal(e: ApiError) -> Response<Body> {
+    let body = loom_protocol::ErrorBody {
+        error: loom_protocol::error::ErrorObject {
+            code: e.code,
+            message: e.message(),
+            details: Some(
+                serde_json::json!({"field": e.field, "reason": e.reason, "section": e.section}),
+            ),
+            request_id: None,
+            timestamp: None,
+        },
+    };
+    let mut resp = Response::new(Body::from(serde_json::to_vec(&body).unwrap_or_default()));
+    *resp.status_mut() =
+        StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json; charset=utf-8"),
+    );
+    for (name, value) in &e.headers {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            resp.headers_mut().insert(*name, v);
+        }
+    }
+    resp
+}
+
+/// 503 for a connection beyond `max_connections` (v1.1 §14.3: rate limits are node policy).
+pub fn over_capacity(max: usize) -> ApiError {
+    ApiError::new(
+        loom_protocol::ErrorCode::RateLimitExceeded,
+        "$connection",
+        format!("the node serves at most {max} connections at once (connections.max_connections)"),
+        "v1.1 §14.3",
+    )
+    .with_status(503)
+    .with_header("Retry-After", "1")
+}
+
+/// 408 for a request body slower than the configured minimum rate (v1.1 §14.3).
+pub fn body_too_slow(limits: &ConnectionLimits) -> ApiError {
+    ApiError::new(
+        loom_protocol::ErrorCode::RateLimitExceeded,
+        "$body",
+        format!(
+            "request body arrived slower than {} bytes/s after a grace of {} ms \
+             (connections.min_body_bytes_per_sec)",
+            limits.min_body_bytes_per_sec, limits.body_grace_ms
+        ),
+        "v1.1 §14.3",
+    )
+    .with_status(408)
+}
+
+/// Serves `router` with the default [`ConnectionLimits`]; see [`serve_with`].
 pub async fn serve<A: Accept>(
-    mut listener: A,
+    listener: A,
     router: Router,
     tls: Option<TlsAcceptor>,
     shutdown: impl Future<Output = ()> + Send,
 ) -> io::Result<()> {
+    serve_with(listener, router, tls, Hygiene::defaults(), shutdown).await
+}
+
+/// Serves `router` on every connection `listener` yields until `shutdown` completes. Each
+/// connection runs on its own task; a connection error (a client hanging up, a failed TLS
+/// handshake, garbage bytes) ends that connection only. `hygiene` bounds what one client can
+/// hold: time without a request, time for a request head or TLS handshake, body rate,
+/// connections at once, buffer sizes (module docs).
+pub async fn serve_with<A: Accept>(
+    mut listener: A,
+    router: Router,
+    tls: Option<TlsAcceptor>,
+    hygiene: Hygiene,
+    shutdown: impl Future<Output = ()> + Send,
+) -> io::Result<()> {
     tokio::pin!(shutdown);
+    let open = Arc::new(AtomicUsize::new(0));
+    let refusing = Arc::new(AtomicUsize::new(0));
+    let mut failures = AcceptFailures::default();
+    let hygiene = Arc::new(hygiene);
     loop {
         let (io, peer) = tokio::select! {
             r = listener.accept() => match r {
-                Ok(c) => c,
+                Ok(c) => {
+                    failures.recovered();
+                    c
+                }
                 Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
+                    let pause = failures.failed(&e);
+                    if !pause.is_zero() {
+                        tokio::select! {
+                            () = tokio::time::sleep(pause) => {}
+                            () = &mut shutdown => return Ok(()),
+                        }
+                    }
                     continue;
                 }
             },
             () = &mut shutdown => return Ok(()),
         };
-        let app = router.clone().layer(axum::Extension(ConnectInfo(peer)));
+        let max = hygiene.limits.max_connections;
+        if max > 0 && open.load(Ordering::Acquire) >= max {
+            refuse(io, peer, tls.is_some(), &hygiene, &refusing);
+            continue;
+        }
+        let slot = Slot::take(&open);
+        let app = router.clone();
         let tls = tls.clone();
+        let hygiene = hygiene.clone();
         tokio::spawn(async move {
-            let service = TowerToHyperService::new(app);
-            let mut builder = auto::Builder::new(TokioExecutor::new());
-            builder
-                .http1()
-                .timer(TokioTimer::new())
-                .header_read_timeout(HEADER_READ_TIMEOUT)
-                // `Date` comes from the node's injected clock (`http::error_bodies`), not
-                // hyper's wall clock: the same seed gives the same bytes (DESIGN.md §3).
-                .auto_date_header(false);
-            builder.http2().auto_date_header(false);
-            let result = match tls {
-                Some(acceptor) => {
-                    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(io)).await {
-                        Err(_) => {
-                            tracing::debug!(%peer, "TLS handshake timed out");
-                            return;
-                        }
-                        Ok(Ok(stream)) => {
-                            builder
-                                .serve_connection_with_upgrades(TokioIo::new(stream), service)
-                                .await
-                        }
-                        Ok(Err(e)) => {
-                            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+            let _slot = slot;
+            serve_connection(io, peer, app, tls, &hygiene).await;
+        });
+    }
+}
+
+/// One counted connection; the count drops when the connection task ends.
+struct Slot(Arc<AtomicUsize>);
+
+impl Slot {
+    fn take(open: &Arc<AtomicUsize>) -> Slot {
+        open.fetch_add(1, Ordering::AcqRel);
+        Slot(open.clone())
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A connection beyond the cap: over plain HTTP its first request is answered 503 within
+/// [`REFUSAL_TIMEOUT`]; over TLS (no handshake is spent on it) or when
+/// [`MAX_REFUSALS_IN_FLIGHT`] are already being answered, it is closed at once.
+fn refuse<Io>(
+    io: Io,
+    peer: SocketAddr,
+    tls: bool,
+    hygiene: &Arc<Hygiene>,
+    refusing: &Arc<AtomicUsize>,
+) where
+    Io: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    tracing::debug!(%peer, "connection refused: connection cap reached");
+    if tls || refusing.load(Ordering::Acquire) >= MAX_REFUSALS_IN_FLIGHT {
+        drop(io);
+        return;
+    }
+    let slot = Slot::take(refusing);
+    let hygiene = hygiene.clone();
+    tokio::spawn(async move {
+        let _slot = slot;
+        let max = hygiene.limits.max_connections;
+        let service = hyper::service::service_fn(move |_req: Request<Incoming>| {
+            let mut resp = (hygiene.refusal)(over_capacity(max));
+            resp.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            async move { Ok::<_, Infallible>(resp) }
+        });
+        let mut builder = auto::Builder::new(TokioExecutor::new());
+        builder.http1().auto_date_header(false);
+        builder.http2().auto_date_header(false);
+        let conn = builder.serve_connection(TokioIo::new(io), service);
+        let _ = tokio::time::timeout(REFUSAL_TIMEOUT, conn).await;
+    });
+}
+
+async fn serve_connection<Io>(
+    io: Io,
+    peer: SocketAddr,
+    app: Router,
+    tls: Option<TlsAcceptor>,
+    hygiene: &Arc<Hygiene>,
+) where
+    Io: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let limits = &hygiene.limits;
+    let activity = Activity::new();
+    let service = {
+        let activity = activity.clone();
+        let hygiene = hygiene.clone();
+        hyper::service::service_fn(move |req: Request<Incoming>| {
+            handle(req, peer, app.clone(), activity.begin(), hygiene.clone())
+        })
+    };
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(ms(limits.header_read_timeout_ms))
+        .max_buf_size(H1_MAX_BUF_BYTES)
+        // `Date` comes from the node's injected clock (`http::error_bodies`), not
+        // hyper's wall clock: the same seed gives the same bytes (DESIGN.md §3).
+        .auto_date_header(false);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_header_list_size(H2_MAX_HEADER_LIST_BYTES)
+        .max_concurrent_streams(H2_MAX_CONCURRENT_STREAMS)
+        .initial_stream_window_size(H2_STREAM_WINDOW_BYTES)
+        .initial_connection_window_size(H2_CONNECTION_WINDOW_BYTES)
+        .max_send_buf_size(H2_MAX_SEND_BUF_BYTES)
+        .auto_date_header(false);
+    let idle = activity.expired(ms(limits.idle_timeout_ms));
+    tokio::pin!(idle);
+    let result = match tls {
+        Some(acceptor) => {
+            let handshake = tokio::time::timeout(
+                Duration::from_millis(limits.tls_handshake_timeout_ms),
+                acceptor.accept(io),
+            );
+            let stream = tokio::select! {
+                r = handshake => r,
+                () = &mut idle => {
+                    tracing::debug!(%peer, "closed: idle during the TLS handshake");
+                    return;
+                }
+            };
+            match stream {
+                Err(_) => {
+                    tracing::debug!(%peer, "TLS handshake timed out");
+                    return;
+                }
+                Ok(Err(e)) => {
+                    tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                    return;
+                }
+                Ok(Ok(stream)) => {
+                    let conn =
+                        builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                    tokio::select! {
+                        r = conn => r,
+                        () = &mut idle => {
+                            tracing::debug!(%peer, "closed: idle timeout");
                             return;
                         }
                     }
                 }
-                None => {
-                    builder
-                        .serve_connection_with_upgrades(TokioIo::new(io), service)
-                        .await
+            }
+        }
+        None => {
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
+            tokio::select! {
+                r = conn => r,
+                () = &mut idle => {
+                    tracing::debug!(%peer, "closed: idle timeout");
+                    return;
                 }
-            };
-            if let Err(e) = result {
-                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            }
+        }
+    };
+    if let Err(e) = result {
+        tracing::debug!(%peer, error = %e, "connection ended with an error");
+    }
+}
+
+/// One request: the body is held to the minimum rate, the response body carries the
+/// connection's in-flight mark until it has been sent, and a body cut off for slowness turns
+/// the answer into 408 with `Connection: close`.
+async fn handle(
+    mut req: Request<Incoming>,
+    peer: SocketAddr,
+    app: Router,
+    in_flight: InFlight,
+    hygiene: Arc<Hygiene>,
+) -> Result<Response<Body>, Infallible> {
+    let limits = &hygiene.limits;
+    let slow = Arc::new(AtomicBool::new(false));
+    req.extensions_mut().insert(ConnectInfo(peer));
+    let req = req.map(|b| {
+        Body::new(MinRate {
+            inner: b,
+            grace: Duration::from_millis(limits.body_grace_ms),
+            bytes_per_sec: limits.min_body_bytes_per_sec,
+            received: 0,
+            started: None,
+            timer: None,
+            slow: slow.clone(),
+        })
+    });
+    let resp = match app.oneshot(req).await {
+        Ok(r) => r,
+        Err(never) => match never {},
+    };
+    let resp = if slow.load(Ordering::Acquire) {
+        let mut r = (hygiene.refusal)(body_too_slow(limits));
+        r.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        r
+    } else {
+        resp
+    };
+    Ok(resp.map(|b| {
+        Body::new(Marked {
+            inner: b,
+            _in_flight: in_flight,
+        })
+    }))
+}
+
+/// The request-body error of [`MinRate`].
+#[derive(Debug)]
+struct BodyTooSlow;
+
+impl std::fmt::Display for BodyTooSlow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("request body slower than the minimum rate")
+    }
+}
+
+impl std::error::Error for BodyTooSlow {}
+
+/// A request body that fails once it falls behind `grace + received / bytes_per_sec`,
+/// counted from the first time the handler reads it.
+struct MinRate {
+    inner: Incoming,
+    grace: Duration,
+    bytes_per_sec: u64,
+    received: u64,
+    started: Option<Instant>,
+    timer: Option<Pin<Box<Sleep>>>,
+    slow: Arc<AtomicBool>,
+}
+
+impl MinRate {
+    fn deadline(&self, started: Instant) -> Instant {
+        let rate = Duration::from_secs_f64(self.received as f64 / self.bytes_per_sec as f64);
+        started + self.grace + rate
+    }
+}
+
+impl HttpBody for MinRate {
+    type Data = hyper::body::Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        let this = &mut *self;
+        let started = *this.started.get_or_insert_with(Instant::now);
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    this.received += data.len() as u64;
+                }
+                return Poll::Ready(Some(Ok(frame)));
+            }
+            Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e.into()))),
+            Poll::Ready(None) => return Poll::Ready(None),
+            Poll::Pending => {}
+        }
+        if this.bytes_per_sec == 0 {
+            return Poll::Pending;
+        }
+        let deadline = this.deadline(started);
+        let timer = this
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        if timer.deadline() != deadline {
+            timer.as_mut().reset(deadline);
+        }
+        match timer.as_mut().poll(cx) {
+            Poll::Ready(()) => {
+                this.slow.store(true, Ordering::Release);
+                Poll::Ready(Some(Err(Box::new(BodyTooSlow))))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// A response body that keeps its request counted as in flight until it is sent or dropped.
+struct Marked {
+    inner: Body,
+    _in_flight: InFlight,
+}
+
+impl HttpBody for Marked {
+    type Data = hyper::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// Requests in progress on one connection and since when it has had none.
+#[derive(Debug, Clone, Copy)]
+struct Load {
+    in_flight: usize,
+    idle_since: Instant,
+}
+
+/// The idle clock of one connection.
+#[derive(Debug, Clone)]
+struct Activity(Arc<watch::Sender<Load>>);
+
+impl Activity {
+    fn new() -> Activity {
+        Activity(Arc::new(watch::Sender::new(Load {
+            in_flight: 0,
+            idle_since: Instant::now(),
+        })))
+    }
+
+    /// Marks a request in progress until the returned guard drops.
+    fn begin(&self) -> InFlight {
+        self.0.send_modify(|l| l.in_flight += 1);
+        InFlight(self.0.clone())
+    }
+
+    /// Completes once the connection has had no request in progress for `idle`.
+    async fn expired(&self, idle: Option<Duration>) {
+        let Some(idle) = idle else {
+            return std::future::pending().await;
+        };
+        let mut rx = self.0.subscribe();
+        loop {
+            let load = *rx.borrow_and_update();
+            if load.in_flight == 0 {
+                tokio::select! {
+                    () = tokio::time::sleep_until(load.idle_since + idle) => return,
+                    _ = rx.changed() => {}
+                }
+            } else if rx.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+        }
+    }
+}
+
+/// A request in progress (see [`Activity::begin`]).
+#[derive(Debug)]
+struct InFlight(Arc<watch::Sender<Load>>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.send_modify(|l| {
+            l.in_flight -= 1;
+            if l.in_flight == 0 {
+                l.idle_since = Instant::now();
             }
         });
     }
+}
+
+/// Accept failures: back-off when they signal exhaustion, and at most one log line per
+/// [`ACCEPT_LOG_INTERVAL`] with the count of the ones not logged.
+#[derive(Debug, Default)]
+struct AcceptFailures {
+    backoff: Option<Duration>,
+    next_log: Option<Instant>,
+    unlogged: u64,
+    since_recovery: u64,
+}
+
+impl AcceptFailures {
+    /// Records a failure; returns how long to pause before the next accept.
+    fn failed(&mut self, e: &io::Error) -> Duration {
+        self.since_recovery += 1;
+        let now = Instant::now();
+        if self.next_log.is_none_or(|t| now >= t) {
+            tracing::warn!(
+                error = %e,
+                suppressed = self.unlogged,
+                "accept failed ({} more since the last report; at most one report per {} s)",
+                self.unlogged,
+                ACCEPT_LOG_INTERVAL.as_secs()
+            );
+            self.unlogged = 0;
+            self.next_log = Some(now + ACCEPT_LOG_INTERVAL);
+        } else {
+            self.unlogged += 1;
+        }
+        if is_exhaustion(e) {
+            let (first, most) = ACCEPT_BACKOFF;
+            let pause = self.backoff.map_or(first, |b| (b * 2).min(most));
+            self.backoff = Some(pause);
+            pause
+        } else {
+            Duration::ZERO
+        }
+    }
+
+    /// An accept succeeded: the back-off resets; the end of a run of failures is reported
+    /// under the same rate limit as the failures.
+    fn recovered(&mut self) {
+        self.backoff = None;
+        if self.since_recovery == 0 {
+            return;
+        }
+        let now = Instant::now();
+        if self.next_log.is_none_or(|t| now >= t) {
+            tracing::warn!(
+                failures = self.since_recovery,
+                "accepting again after {} failed accepts",
+                self.since_recovery
+            );
+            self.since_recovery = 0;
+            self.unlogged = 0;
+            self.next_log = Some(now + ACCEPT_LOG_INTERVAL);
+        }
+    }
+}
+
+/// Out of descriptors or memory: retrying at once would spin (issue 19: 4.3 million log
+/// lines in 9 s).
+fn is_exhaustion(e: &io::Error) -> bool {
+    // EMFILE 24, ENFILE 23, ENOBUFS 105, ENOMEM 12 (Linux numbering).
+    matches!(e.raw_os_error(), Some(24 | 23 | 105 | 12)) || e.kind() == io::ErrorKind::OutOfMemory
 }

@@ -311,6 +311,7 @@ fn a_read_that_raced_a_revocation_is_not_cached() {
                 identity: "loom://alice@node.test",
                 key_id,
                 expires_at: Timestamp::parse("2099-01-01T00:00:00Z").unwrap(),
+                family: token,
             },
         )
         .unwrap();

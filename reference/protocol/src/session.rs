@@ -212,7 +212,12 @@ impl fmt::Display for TokenRefusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TokenRefusal::Unknown(k) => write!(f, "unknown {} token", k.as_str()),
-            TokenRefusal::WrongKind(k) => write!(f, "this is not an {} token", k.as_str()),
+            TokenRefusal::WrongKind(TokenKind::Access) => {
+                f.write_str("this is not an access token")
+            }
+            TokenRefusal::WrongKind(TokenKind::Refresh) => {
+                f.write_str("this is not a refresh token")
+            }
             TokenRefusal::Revoked(k) => write!(f, "the {} token was revoked", k.as_str()),
             TokenRefusal::Expired(k) => write!(f, "the {} token has expired", k.as_str()),
         }
@@ -241,6 +246,34 @@ pub fn check_token(
         return Err(TokenRefusal::Expired(expected));
     }
     Ok(())
+}
+
+/// What `POST /v1/auth/refresh` does with a presented refresh token (§14.2 rotation, with
+/// the refresh-token reuse detection of the OAuth 2.0 Security BCP, RFC 9700 §4.14.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefreshDecision {
+    /// A valid refresh token: revoke it and every access token of its login (the token
+    /// family), then issue a new pair in the same family.
+    Rotate,
+    /// A refresh token that was already revoked (rotated away, or its key revoked) is
+    /// presented again: someone holds a copy, so every token of the family is revoked and the
+    /// request refused.
+    Reuse(TokenRefusal),
+    /// Anything else is refused and changes nothing.
+    Refuse(TokenRefusal),
+}
+
+/// Decides a refresh request on `record`, the stored token the presented one hashes to.
+pub fn decide_refresh(
+    record: Option<&TokenRecord>,
+    now: Timestamp,
+    dev: &Deviations,
+) -> RefreshDecision {
+    match check_token(record, TokenKind::Refresh, now, dev) {
+        Ok(()) => RefreshDecision::Rotate,
+        Err(r @ TokenRefusal::Revoked(_)) => RefreshDecision::Reuse(r),
+        Err(r) => RefreshDecision::Refuse(r),
+    }
 }
 
 #[cfg(test)]
@@ -308,6 +341,52 @@ mod tests {
             redeem(None, "2026-01-01T00:01:00Z", &none),
             Redemption::Refused(e) if e.rule == "unknown challenge"
         ));
+    }
+
+    #[test]
+    fn refresh_rotates_valid_tokens_and_flags_reuse_of_revoked_ones() {
+        let none = Deviations::NONE;
+        let now = at("2026-01-01T00:00:00Z");
+        let rt = TokenRecord {
+            kind: Some(TokenKind::Refresh),
+            identity: "loom://a@x.test".into(),
+            key_id: "k_sign_a".into(),
+            expires_at: Some(at("2026-01-02T00:00:00Z")),
+            revoked: false,
+        };
+        assert_eq!(
+            decide_refresh(Some(&rt), now, &none),
+            RefreshDecision::Rotate
+        );
+        let used = TokenRecord {
+            revoked: true,
+            ..rt.clone()
+        };
+        assert_eq!(
+            decide_refresh(Some(&used), now, &none),
+            RefreshDecision::Reuse(TokenRefusal::Revoked(TokenKind::Refresh))
+        );
+        let access = TokenRecord {
+            kind: Some(TokenKind::Access),
+            ..rt.clone()
+        };
+        let refused = decide_refresh(Some(&access), now, &none);
+        assert_eq!(
+            refused,
+            RefreshDecision::Refuse(TokenRefusal::WrongKind(TokenKind::Refresh))
+        );
+        assert_eq!(
+            TokenRefusal::WrongKind(TokenKind::Refresh).to_string(),
+            "this is not a refresh token"
+        );
+        assert_eq!(
+            TokenRefusal::WrongKind(TokenKind::Access).to_string(),
+            "this is not an access token"
+        );
+        assert_eq!(
+            decide_refresh(None, now, &none),
+            RefreshDecision::Refuse(TokenRefusal::Unknown(TokenKind::Refresh))
+        );
     }
 
     #[test]

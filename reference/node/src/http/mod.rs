@@ -136,6 +136,23 @@ async fn error_bodies(State(svc): State<AppState>, mut req: Request, next: Next)
     resp
 }
 
+/// Renders the errors the connection layer answers outside any route (503 beyond the
+/// connection cap, 408 for a slow body) with a request id and the node's `Date`, like
+/// [`error_bodies`] does for routed requests.
+pub fn refusal(svc: Arc<Service>) -> crate::net::Refusal {
+    Arc::new(move |e: ApiError| {
+        let rid = svc.env.request_id();
+        let mut resp = render(&svc, &rid, e);
+        if let Ok(v) = HeaderValue::from_str(&rid) {
+            resp.headers_mut().insert("x-loom-request-id", v);
+        }
+        if let Ok(v) = HeaderValue::from_str(&http_date(svc.env.now())) {
+            resp.headers_mut().insert(header::DATE, v);
+        }
+        resp
+    })
+}
+
 /// `t` as an RFC 9110 §5.6.7 IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
 fn http_date(t: loom_protocol::Timestamp) -> String {
     let ms = u64::try_from(t.unix_ms()).unwrap_or(0);

@@ -10,7 +10,9 @@ use super::{Caller, Service, parse_address};
 use crate::error::{ApiError, ApiResult};
 use crate::quirks::Output;
 use crate::store::{Tx, tokens};
-use loom_protocol::session::{TokenKind, check_login_signature, check_token};
+use loom_protocol::session::{
+    RefreshDecision, TokenKind, check_login_signature, check_token, decide_refresh,
+};
 use loom_protocol::{ErrorCode, Timestamp};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -110,7 +112,7 @@ impl Service {
             tx.commit()?;
             return Err(e.into());
         }
-        let tokens = self.mint_tokens(&tx, &identity.to_string(), &req.key_id)?;
+        let tokens = self.mint_tokens(&tx, &identity.to_string(), &req.key_id, None)?;
         self.audit(
             &tx,
             &identity.to_string(),
@@ -122,10 +124,19 @@ impl Service {
         Ok(tokens)
     }
 
-    fn mint_tokens(&self, tx: &Tx<'_>, identity: &str, key_id: &str) -> ApiResult<Value> {
+    /// Issues an access and a refresh token in `family` (a refresh) or in a new family named
+    /// after the new refresh token (a login).
+    fn mint_tokens(
+        &self,
+        tx: &Tx<'_>,
+        identity: &str,
+        key_id: &str,
+        family: Option<&str>,
+    ) -> ApiResult<Value> {
         let now = self.env.now().unix_ms();
         let access = self.env.secret(TokenKind::Access.prefix());
         let refresh = self.env.secret(TokenKind::Refresh.prefix());
+        let family = family.map_or_else(|| tokens::new_family(&refresh), str::to_owned);
         for (token, kind) in [(&access, TokenKind::Access), (&refresh, TokenKind::Refresh)] {
             tokens::insert(
                 tx,
@@ -135,6 +146,7 @@ impl Service {
                     identity,
                     key_id,
                     expires_at: Timestamp::from_unix_ms(now + kind.ttl_ms()),
+                    family: &family,
                 },
             )?;
         }
@@ -151,26 +163,58 @@ impl Service {
         Ok(pair)
     }
 
-    /// `POST /v1/auth/refresh`: a valid refresh token buys a new pair; the old refresh token
-    /// is revoked (rotation), so a stolen one works at most once.
+    /// `POST /v1/auth/refresh` (§14.2 rotation; [`decide_refresh`]): a valid refresh token
+    /// buys a new pair, and the presented refresh token and every live access token of the
+    /// same login are revoked at once (no grace). A refresh token presented after it was
+    /// revoked is a stolen copy or a replay (OAuth 2.0 Security BCP §4.14): every token of
+    /// the login is revoked and the request refused.
     pub fn auth_refresh(&self, req: &RefreshRequest) -> ApiResult<Value> {
         let tx = self.store.begin()?;
         // Inside the transaction the database is read, not the cache (store::cache).
         let record = tokens::get(&tx, &req.refresh_token)?;
-        check_token(
-            record.as_ref(),
-            TokenKind::Refresh,
-            self.env.now(),
-            &self.settings.session,
-        )
-        .map_err(|r| ApiError::unauthenticated(r.to_string()))?;
-        let Some(record) = record else {
-            return Err(ApiError::internal("a checked token has a record"));
-        };
-        tokens::revoke(&tx, &req.refresh_token)?;
-        let pair = self.mint_tokens(&tx, &record.identity, &record.key_id)?;
-        tx.commit()?;
-        Ok(pair)
+        let family = tokens::family_of(&tx, &req.refresh_token)?;
+        match decide_refresh(record.as_ref(), self.env.now(), &self.settings.session) {
+            RefreshDecision::Refuse(r) => Err(ApiError::unauthenticated(r.to_string())),
+            RefreshDecision::Reuse(r) => {
+                let Some(record) = record else {
+                    return Err(ApiError::internal("a revoked token has a record"));
+                };
+                let revoked = match &family {
+                    Some(f) => tokens::revoke_family(&tx, f, None)?,
+                    None => 0,
+                };
+                self.audit(
+                    &tx,
+                    &record.identity,
+                    "security.refresh_token_reuse",
+                    &record.key_id,
+                    json!({"revoked_tokens": revoked}),
+                )?;
+                tx.commit()?;
+                Err(ApiError::unauthenticated(format!(
+                    "{r}: a revoked refresh token was presented again, so every token of \
+                     its login is revoked (OAuth 2.0 Security BCP §4.14); log in again"
+                )))
+            }
+            RefreshDecision::Rotate => {
+                let Some(record) = record else {
+                    return Err(ApiError::internal("a checked token has a record"));
+                };
+                tokens::revoke(&tx, &req.refresh_token)?;
+                let family = match family {
+                    Some(f) => {
+                        tokens::revoke_family(&tx, &f, Some(TokenKind::Access))?;
+                        f
+                    }
+                    // A token from before families: start one with it.
+                    None => tokens::token_hash(&req.refresh_token),
+                };
+                let pair =
+                    self.mint_tokens(&tx, &record.identity, &record.key_id, Some(&family))?;
+                tx.commit()?;
+                Ok(pair)
+            }
+        }
     }
 
     /// Resolves a bearer access token to its caller (§14.2), through the store's token

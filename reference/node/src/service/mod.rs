@@ -103,6 +103,32 @@ impl Service {
         Ok((key_id, key))
     }
 
+    /// Signs the audit log's head with the node key and writes it beside a durable store
+    /// (§25.1 anchoring, `store::audit::Checkpoint`), unless the stored checkpoint already
+    /// names the same head. `Ok(None)` for an in-memory store (nothing outlives it).
+    pub fn audit_checkpoint(&self) -> ApiResult<Option<crate::store::audit::Checkpoint>> {
+        use crate::store::audit::Checkpoint;
+        let crate::config::Storage::Dir(dir) = &self.config.storage else {
+            return Ok(None);
+        };
+        let at = self.env.now().to_rfc3339();
+        let cp = self.store.sign_audit_head(
+            &self.config.domain,
+            &at,
+            &self.node_key_id,
+            &self.node_key,
+        )?;
+        let previous = Checkpoint::read(dir).ok().flatten();
+        if previous
+            .is_some_and(|p| (p.seq, &p.head_hash, p.rows) == (cp.seq, &cp.head_hash, cp.rows))
+        {
+            return Ok(None);
+        }
+        cp.write(dir)
+            .map_err(|e| ApiError::internal(format!("audit checkpoint: {e}")))?;
+        Ok(Some(cp))
+    }
+
     /// The node's federation signing key (LOOM-HTTP-SIG-1) and its id.
     pub fn node_key(&self) -> (&str, &SigningKey) {
         (&self.node_key_id, &self.node_key)

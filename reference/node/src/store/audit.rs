@@ -1,12 +1,22 @@
 //! The §25.1 audit log: append-only and hash-chained, so editing or deleting any row breaks
 //! the chain at that row. `hash = hex(SHA-256(prev_hash ‖ "\n" ‖ JCS({seq, at, actor, action,
 //! subject, details})))`, with `prev_hash` of the first row 64 zeros.
+//!
+//! A chain alone cannot show rows cut from its end (issue 19), so it is anchored twice:
+//! the high-water mark (`audit_anchor`, raised with every append: sequence numbers are never
+//! reused, and rows missing above the last one show) and a [`Checkpoint`] the node signs with
+//! its node key at intervals and on shutdown, kept in a file beside the database
+//! ([`CHECKPOINT_FILE`]; node README, "Audit log").
 
 use super::Cached;
+use ed25519_dalek::SigningKey;
 use loom_protocol::jcs::to_canonical_bytes;
-use rusqlite::{Connection, params};
+use loom_protocol::keys::{SigContext, public_key_from_b64url, sign_b64url, signature_from_b64url};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use std::path::Path;
 
 /// The `prev_hash` of the first row.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -43,7 +53,11 @@ const INSERT: &str =
     "INSERT INTO audit_log (seq, at, actor, action, subject, details, prev_hash, hash)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
 
-/// Appends an entry inside the caller's transaction.
+const HIGH_WATER: &str = "SELECT high_water FROM audit_anchor WHERE id = 1";
+const RAISE_HIGH_WATER: &str = "UPDATE audit_anchor SET high_water = ?1 WHERE id = 1";
+
+/// Appends an entry inside the caller's transaction. Its sequence number is one above both
+/// the last row and the high-water mark, so numbers of deleted rows are never handed out again.
 pub fn append(conn: &Connection, e: &AuditEntry<'_>) -> rusqlite::Result<()> {
     let last: Option<(i64, String)> = conn
         .row(SELECT_HEAD, [], |r| Ok((r.get(0)?, r.get(1)?)))
@@ -52,9 +66,10 @@ pub fn append(conn: &Connection, e: &AuditEntry<'_>) -> rusqlite::Result<()> {
             rusqlite::Error::QueryReturnedNoRows => Ok(None),
             e => Err(e),
         })?;
+    let high_water: i64 = conn.row(HIGH_WATER, [], |r| r.get(0))?;
     let (seq, prev) = match last {
-        Some((s, h)) => (s + 1, h),
-        None => (1, GENESIS.to_owned()),
+        Some((s, h)) => (s.max(high_water) + 1, h),
+        None => (high_water + 1, GENESIS.to_owned()),
     };
     let hash = row_hash(&prev, seq, e);
     conn.exec(
@@ -70,6 +85,7 @@ pub fn append(conn: &Connection, e: &AuditEntry<'_>) -> rusqlite::Result<()> {
             hash
         ],
     )?;
+    conn.exec(RAISE_HIGH_WATER, [seq])?;
     Ok(())
 }
 
@@ -90,9 +106,56 @@ pub enum AuditVerdict {
     },
 }
 
+/// Verifies the log against the database's own anchors: [`walk`] the chain, then the
+/// high-water mark must equal the last row (higher: rows were cut from the end), and every
+/// stored envelope must have its `envelope.accepted` row.
+pub fn verify(conn: &Connection) -> rusqlite::Result<AuditVerdict> {
+    let verdict = walk(conn)?;
+    let AuditVerdict::Intact { .. } = verdict else {
+        return Ok(verdict);
+    };
+    let last: i64 = conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM audit_log", [], |r| {
+        r.get(0)
+    })?;
+    let high_water: i64 = conn.query_row(HIGH_WATER, [], |r| r.get(0))?;
+    if high_water > last {
+        return Ok(AuditVerdict::Broken {
+            seq: last + 1,
+            reason: format!(
+                "rows {}..={high_water} are missing from the end of the log (tail truncation): \
+                 the high-water mark is {high_water}",
+                last + 1
+            ),
+        });
+    }
+    if high_water < last {
+        return Ok(AuditVerdict::Broken {
+            seq: last,
+            reason: format!(
+                "the high-water mark {high_water} is below the last row {last}: the anchor was edited"
+            ),
+        });
+    }
+    let unaudited: Option<String> = conn
+        .query_row(
+            "SELECT e.id FROM envelopes e WHERE NOT EXISTS (SELECT 1 FROM audit_log a
+                 WHERE a.subject = e.id AND a.action = 'envelope.accepted') ORDER BY e.id LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if let Some(id) = unaudited {
+        return Ok(AuditVerdict::Broken {
+            seq: 0,
+            reason: format!("envelope {id} is stored but has no envelope.accepted audit row"),
+        });
+    }
+    Ok(verdict)
+}
+
 /// Walks the whole chain: sequence numbers must be 1, 2, 3, … (a deleted row leaves a gap),
 /// each `prev_hash` must equal the previous row's hash, and each hash must recompute.
-pub fn verify(conn: &Connection) -> rusqlite::Result<AuditVerdict> {
+pub fn walk(conn: &Connection) -> rusqlite::Result<AuditVerdict> {
     let mut stmt = conn.prepare(
         "SELECT seq, at, actor, action, subject, details, prev_hash, hash FROM audit_log ORDER BY seq",
     )?;
@@ -133,4 +196,195 @@ pub fn verify(conn: &Connection) -> rusqlite::Result<AuditVerdict> {
     Ok(AuditVerdict::Intact {
         rows: u64::try_from(expected_seq - 1).unwrap_or(0),
     })
+}
+
+/// The checkpoint file beside `loom.db`.
+pub const CHECKPOINT_FILE: &str = "audit-checkpoint.json";
+/// The `type` of a checkpoint.
+pub const CHECKPOINT_TYPE: &str = "loom.audit.checkpoint@v1";
+/// Domain separation for checkpoint signatures (as v1.1 §7.3 does for envelopes).
+pub const CHECKPOINT_CONTEXT: SigContext = SigContext("LOOM-AUDIT-CHECKPOINT-v1");
+
+/// A signed statement of the log's head: "row `seq` has hash `head_hash` and the log held
+/// `rows` rows at `at`", signed with the node key `key_id` over the RFC 8785 form of every
+/// other member, under [`CHECKPOINT_CONTEXT`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checkpoint {
+    /// [`CHECKPOINT_TYPE`].
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The node's domain.
+    pub node_id: String,
+    /// The last row's sequence number (0: empty log).
+    pub seq: i64,
+    /// Its hash ([`GENESIS`] for an empty log).
+    pub head_hash: String,
+    /// Rows in the log.
+    pub rows: i64,
+    /// When it was made (RFC 3339, the node's clock).
+    pub at: String,
+    /// The node key that signed.
+    pub key_id: String,
+    /// base64url Ed25519 signature.
+    pub signature: String,
+}
+
+impl Checkpoint {
+    /// The signed bytes: RFC 8785 form without `signature`.
+    fn payload(&self) -> Vec<u8> {
+        let mut v = serde_json::to_value(self).unwrap_or(Value::Null);
+        if let Some(o) = v.as_object_mut() {
+            o.remove("signature");
+        }
+        to_canonical_bytes(&v)
+    }
+
+    /// The head of the log in `conn`, signed.
+    pub fn sign(
+        conn: &Connection,
+        node_id: &str,
+        at: &str,
+        key_id: &str,
+        key: &SigningKey,
+    ) -> rusqlite::Result<Checkpoint> {
+        let head: Option<(i64, String)> = conn
+            .row(SELECT_HEAD, [], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        let rows: i64 = conn.query_row("SELECT COUNT(*) FROM audit_log", [], |r| r.get(0))?;
+        let (seq, head_hash) = head.unwrap_or((0, GENESIS.to_owned()));
+        let mut c = Checkpoint {
+            kind: CHECKPOINT_TYPE.into(),
+            node_id: node_id.into(),
+            seq,
+            head_hash,
+            rows,
+            at: at.into(),
+            key_id: key_id.into(),
+            signature: String::new(),
+        };
+        c.signature = sign_b64url(key, Some(CHECKPOINT_CONTEXT), &c.payload());
+        Ok(c)
+    }
+
+    /// Reads `dir`'s checkpoint; `Ok(None)` when there is none.
+    pub fn read(dir: &Path) -> Result<Option<Checkpoint>, String> {
+        let path = dir.join(CHECKPOINT_FILE);
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| format!("{}: not a checkpoint: {e}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("{}: {e}", path.display())),
+        }
+    }
+
+    /// Replaces `dir`'s checkpoint atomically (temporary file, fsync, rename, fsync of the
+    /// directory): a crash leaves the old checkpoint or the new one.
+    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+        use std::io::Write;
+        let tmp = dir.join(format!("{CHECKPOINT_FILE}.tmp"));
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, dir.join(CHECKPOINT_FILE))?;
+        std::fs::File::open(dir)?.sync_all()
+    }
+}
+
+impl super::Store {
+    /// The log's head signed as a [`Checkpoint`] (read through a read connection).
+    pub fn sign_audit_head(
+        &self,
+        node_id: &str,
+        at: &str,
+        key_id: &str,
+        key: &SigningKey,
+    ) -> rusqlite::Result<Checkpoint> {
+        Checkpoint::sign(&self.read(), node_id, at, key_id, key)
+    }
+}
+
+/// [`verify`], then the log against a signed checkpoint: the signature must verify with the
+/// node key it names (from `node_keys`), the row it names must still be there with the same
+/// hash (missing: rows were cut from the end; different: the log was rewritten), and the
+/// rows up to it must number what it says.
+pub fn verify_anchored(
+    conn: &Connection,
+    checkpoint: &Checkpoint,
+) -> rusqlite::Result<AuditVerdict> {
+    let cp = checkpoint;
+    let broken = |seq: i64, reason: String| Ok(AuditVerdict::Broken { seq, reason });
+    let public: Option<String> = conn
+        .query_row(
+            "SELECT public_key FROM node_keys WHERE key_id = ?1",
+            [&cp.key_id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let signed = public
+        .as_deref()
+        .and_then(|p| public_key_from_b64url(p).ok())
+        .zip(signature_from_b64url(&cp.signature).ok())
+        .is_some_and(|(k, sig)| {
+            k.verify_strict(&CHECKPOINT_CONTEXT.message(&cp.payload()), &sig)
+                .is_ok()
+        });
+    if cp.kind != CHECKPOINT_TYPE || !signed {
+        return broken(
+            cp.seq,
+            format!(
+                "the checkpoint of {} is not signed by node key {} of this store",
+                cp.at, cp.key_id
+            ),
+        );
+    }
+    let verdict = walk(conn)?;
+    let AuditVerdict::Intact { .. } = verdict else {
+        return Ok(verdict);
+    };
+    let last: i64 = conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM audit_log", [], |r| {
+        r.get(0)
+    })?;
+    if last < cp.seq {
+        return broken(
+            last + 1,
+            format!(
+                "the signed checkpoint of {} names row {}, but the log ends at row {last}: \
+                 rows were cut from the end (tail truncation)",
+                cp.at, cp.seq
+            ),
+        );
+    }
+    if cp.seq > 0 {
+        let hash: Option<String> = conn
+            .query_row("SELECT hash FROM audit_log WHERE seq = ?1", [cp.seq], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        if hash.as_deref() != Some(cp.head_hash.as_str()) {
+            return broken(
+                cp.seq,
+                format!(
+                    "row {} differs from the signed checkpoint of {}: the log was rewritten",
+                    cp.seq, cp.at
+                ),
+            );
+        }
+    }
+    let rows: i64 = conn.query_row(
+        "SELECT COUNT(*) FROM audit_log WHERE seq <= ?1",
+        [cp.seq],
+        |r| r.get(0),
+    )?;
+    if rows != cp.rows {
+        return broken(
+            cp.seq,
+            format!(
+                "{rows} rows up to row {}, the signed checkpoint of {} says {}",
+                cp.seq, cp.at, cp.rows
+            ),
+        );
+    }
+    verify(conn)
 }

@@ -85,6 +85,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("schema.sql"),
     include_str!("schema_2.sql"),
     include_str!("schema_3.sql"),
+    // Issue 19 (token families); named 5 because branch `fednode` adds a migration 4.
+    include_str!("schema_5.sql"),
 ];
 
 /// Read-only connections kept open beside the writer (a durable store only).

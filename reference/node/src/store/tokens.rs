@@ -10,7 +10,12 @@ use loom_protocol::session::{TokenKind, TokenRecord};
 use rusqlite::{OptionalExtension, params};
 use sha2::{Digest, Sha256};
 
-const INSERT: &str = "INSERT INTO tokens (token_hash, kind, identity, key_id, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)";
+const INSERT: &str = "INSERT INTO tokens (token_hash, kind, identity, key_id, expires_at, family) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+const FAMILY: &str = "SELECT family FROM tokens WHERE token_hash = ?1";
+const LIVE_IN_FAMILY: &str =
+    "SELECT token_hash FROM tokens WHERE family = ?1 AND revoked = 0 AND (?2 IS NULL OR kind = ?2)";
+const REVOKE_IN_FAMILY: &str =
+    "UPDATE tokens SET revoked = 1 WHERE family = ?1 AND revoked = 0 AND (?2 IS NULL OR kind = ?2)";
 /// A token by its hash.
 pub const SELECT: &str =
     "SELECT kind, identity, key_id, expires_at, revoked FROM tokens WHERE token_hash = ?1";
@@ -35,6 +40,13 @@ pub struct NewToken<'a> {
     pub key_id: &'a str,
     /// Expiry.
     pub expires_at: Timestamp,
+    /// The login it belongs to ([`family_of`]).
+    pub family: &'a str,
+}
+
+/// The family of a login whose refresh token is `refresh`: its hash (no randomness drawn).
+pub fn new_family(refresh: &str) -> String {
+    token_hash(refresh)
 }
 
 /// Stores a token.
@@ -46,7 +58,8 @@ pub fn insert(tx: &Tx<'_>, t: &NewToken<'_>) -> StoreResult<()> {
             t.kind.as_str(),
             t.identity,
             t.key_id,
-            t.expires_at.to_rfc3339()
+            t.expires_at.to_rfc3339(),
+            t.family
         ],
     )?;
     Ok(())
@@ -76,6 +89,33 @@ pub fn revoke(tx: &Tx<'_>, token: &str) -> StoreResult<()> {
     tx.exec(REVOKE, [&hash])?;
     tx.stale(Stale::Token(hash));
     Ok(())
+}
+
+/// The family (login) of `token`; `None` for an unknown token or one stored before families.
+pub fn family_of(conn: &Connection, token: &str) -> StoreResult<Option<String>> {
+    Ok(conn
+        .row(FAMILY, [token_hash(token)], |r| {
+            r.get::<_, Option<String>>(0)
+        })
+        .optional()?
+        .flatten())
+}
+
+/// Revokes the live tokens of `family` — only those of `kind` when given (a refresh revokes
+/// the family's access tokens; a reused refresh token revokes all) — and marks exactly those
+/// cached records stale. Returns how many were revoked.
+pub fn revoke_family(tx: &Tx<'_>, family: &str, kind: Option<TokenKind>) -> StoreResult<usize> {
+    let kind = kind.map(TokenKind::as_str);
+    let hashes = tx
+        .prepare_cached(LIVE_IN_FAMILY)?
+        .query_map(params![family, kind], |r| r.get::<_, String>(0))?
+        .collect::<StoreResult<Vec<String>>>()?;
+    tx.exec(REVOKE_IN_FAMILY, params![family, kind])?;
+    let n = hashes.len();
+    for hash in hashes {
+        tx.stale(Stale::Token(hash));
+    }
+    Ok(n)
 }
 
 /// Revokes every token backed by `(identity, key_id)` (key revocation, §16.3).
