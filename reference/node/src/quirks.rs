@@ -438,6 +438,26 @@ impl Quirks {
 }
 
 impl Quirks {
+    /// The set admission of federated envelopes runs with: the delivery quirks that break
+    /// an envelope check stand for the local quirk breaking the same check.
+    pub fn for_delivery(&self) -> Quirks {
+        #[cfg(feature = "quirks")]
+        {
+            let mut q = self.clone();
+            if self.has(Quirk::SkipDelegationOnDelivery) {
+                q.set.insert(Quirk::SkipDelegationCheck);
+            }
+            if self.has(Quirk::SkipEnvelopeSignatureOnDelivery) {
+                q.set.insert(Quirk::AcceptBadSignature);
+            }
+            q
+        }
+        #[cfg(not(feature = "quirks"))]
+        {
+            self.clone()
+        }
+    }
+
     /// The acceptance deviations these quirks stand for ([`Deviations::NONE`] without
     /// quirks): one field per envelope-path quirk.
     pub fn deviations(&self) -> Deviations {

@@ -28,7 +28,8 @@ use crate::outbound::{HttpClient, TransportError};
 use crate::store::federation::{self as fed_store, RemoteIdentity};
 use crate::store::resolvers::CachedDirectory;
 use ed25519_dalek::VerifyingKey;
-use loom_protocol::accept::{Deviations, Directory, Facts, Origin, Rules, SizeLimit, admit};
+use crate::quirks::QuirkRules;
+use loom_protocol::accept::{Deviations, Directory, Facts, Origin, SizeLimit, SpecRules, admit};
 use loom_protocol::delegation::{DelegationResolver, LinkRef};
 use loom_protocol::envelope::SenderType;
 use loom_protocol::federation::node_document::{
@@ -165,16 +166,6 @@ impl DelegationResolver for FedDirectory<'_> {
     }
 }
 
-/// The specification's admission steps with the federation deviations in force (only a
-/// self-test node has any).
-struct FedRules(Deviations);
-
-impl Rules for FedRules {
-    fn deviations(&self) -> &Deviations {
-        &self.0
-    }
-}
-
 fn transport_error(what: &str, e: &TransportError) -> ApiError {
     ApiError::new(
         ErrorCode::NodeUnreachable,
@@ -202,6 +193,16 @@ impl Service {
         d.skip_delegation_chain |= f.skip_delegation;
         d.skip_capability_check |= f.skip_capability;
         d
+    }
+
+    /// The node's own identity, `loom://loom-node@{domain}` (failure receipts).
+    pub(crate) fn node_address(&self) -> ApiResult<Address> {
+        Address::parse(&format!(
+            "loom://{}@{}",
+            super::outbox::NODE_IDENTITY_LOCAL,
+            self.config.domain
+        ))
+        .map_err(ApiError::internal)
     }
 
     /// The configured base URL of `node`, if it is a static peer.
@@ -445,7 +446,8 @@ impl Service {
                 remote.insert(sender, r);
             }
         }
-        let rules = FedRules(self.federated_deviations());
+        let delivery_quirks = self.quirks.for_delivery();
+        let node_address = self.node_address()?;
         let limit = SizeLimit(self.config.limits.max_envelope_bytes);
         let mut outcomes: Vec<(Option<String>, Result<(), ApiError>)> = Vec::with_capacity(total);
         let mut jobs = Vec::new();
@@ -480,17 +482,21 @@ impl Service {
                 if let Some(o) = unmetered.as_object_mut() {
                     o.remove("meta");
                 }
-                let a = admit(
-                    unmetered,
-                    Origin::Federated {
-                        node: &sender_node,
-                        origin_event_seq,
-                    },
-                    &directory,
-                    &rules,
-                    limit,
-                    now,
-                )?;
+                let origin = Origin::Federated {
+                    node: &sender_node,
+                    origin_event_seq,
+                };
+                let a = if delivery_quirks == crate::quirks::Quirks::none() {
+                    admit(unmetered, origin, &directory, &SpecRules, limit, now)?
+                } else {
+                    let sender = env
+                        .pointer("/from/identity")
+                        .and_then(Value::as_str)
+                        .and_then(|s| Address::parse(s).ok());
+                    let caller = sender.unwrap_or_else(|| node_address.clone());
+                    let rules = QuirkRules::new(&delivery_quirks, &self.env, &caller);
+                    admit(unmetered, origin, &directory, &rules, limit, now)?
+                };
                 Ok((a, sender_node, origin_event_seq))
             })();
             match admitted {

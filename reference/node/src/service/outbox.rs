@@ -497,11 +497,7 @@ impl Service {
         let Ok(sender) = Address::parse(&item.sender) else {
             return Ok(());
         };
-        let node_id = Address::parse(&format!(
-            "loom://{NODE_IDENTITY_LOCAL}@{}",
-            self.config.domain
-        ))
-        .map_err(ApiError::internal)?;
+        let node_id = self.node_address()?;
         let (node_key_id, key) = self.node_key();
         let sign_id = format!(
             "k_sign_{}",

@@ -5,13 +5,38 @@
 
 use super::{Ident, TestNode};
 use loom_node::config::NodeConfig;
-use loom_node::{Quirks, Storage};
+use loom_node::{Quirk, Quirks, Storage};
 use loom_protocol::federation::wrapper::DELIVER_PATH;
 use loom_protocol::http_sig::{RequestParts, sign_request};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
+
+/// The federation quirks; each is proven by its own test in `tests/federation_quirks.rs`.
+pub const FEDERATION_QUIRKS: [Quirk; 21] = [
+    Quirk::AcceptUnsignedDelivery,
+    Quirk::SkipNonceCache,
+    Quirk::AcceptStaleTimestamp,
+    Quirk::IgnoreSenderNodeMismatch,
+    Quirk::AcceptInactiveNodeKey,
+    Quirk::AcceptForeignSender,
+    Quirk::IgnoreFederationPolicy,
+    Quirk::IgnoreWrapperLimit,
+    Quirk::SkipEnvelopeSignatureOnDelivery,
+    Quirk::SkipDelegationOnDelivery,
+    Quirk::SkipCapabilityOnDelivery,
+    Quirk::RejectIdenticalRedelivery,
+    Quirk::UnsignedReceipt,
+    Quirk::UnsignedOutbound,
+    Quirk::NoRetry,
+    Quirk::LinearBackoff,
+    Quirk::DropOutboxOnRestart,
+    Quirk::NoFailureReceipt,
+    Quirk::WrongFailureReason,
+    Quirk::NoRefetchOnUnknownKey,
+    Quirk::DropOriginEventSeq,
+];
 
 /// A served router: drop or [`Served::stop`] to close the listener.
 pub struct Served {
