@@ -11,11 +11,12 @@
 //! 3. `loom_protocol::federation::check_delivery`: headers, policy, key, freshness, signature,
 //!    nonce (probed against the store's cache, not yet recorded), wrapper, sender authority;
 //! 4. the per-node rate class (§14.3), only now that the node is authenticated;
-//! 5. the nonce is recorded in the store (a racing replay loses the insert and is refused),
-//!    so a restart does not reopen a replay window; a refused request records nothing;
-//! 6. each envelope's sender is resolved from its home node when unknown (or when its
+//! 5. each envelope's sender is resolved from its home node when unknown (or when its
 //!    `from.key_id` is unknown), then admitted with `Origin::Federated` and committed by the
 //!    single writer with the wrapper's other envelopes, in wrapper order;
+//! 6. the nonce is recorded in the store once something was accepted (a racing copy loses
+//!    the insert and is refused as a replay), so a restart does not reopen a replay window;
+//!    a request refused as a whole records nothing and changes nothing;
 //! 7. the answer: 202 with the signed receipt (`accepted`/`partial`, the accepted ids, and an
 //!    unsigned `rejected[]` naming each refused envelope's §24.1 error), or — when nothing was
 //!    accepted — the first envelope's error as the §24.1 body.
@@ -403,17 +404,22 @@ impl Service {
             )
             .with_header("Retry-After", d.reset_secs.to_string()));
         }
-        if let Some((n, nonce)) = fresh {
-            if !self.record_nonce(&n, &nonce, now)? {
-                return Err(ApiError::new(
-                    ErrorCode::SignatureInvalid,
-                    "X-LOOM-Nonce",
-                    "nonce already used by this node within 15 minutes (replay)",
-                    "v1.1 §15.3, §23.2",
-                ));
-            }
+        let answer = self.accept_delivery(checked, now).await?;
+        // Recorded once something was accepted: a request refused as a whole changes
+        // nothing, and its replay is refused again for the same reason. Of two copies that
+        // raced, the second loses the insert and is answered as the replay it is (its
+        // envelopes were identical re-deliveries, stored once).
+        if let Some((n, nonce)) = fresh
+            && !self.record_nonce(&n, &nonce, now)?
+        {
+            return Err(ApiError::new(
+                ErrorCode::SignatureInvalid,
+                "X-LOOM-Nonce",
+                "nonce already used by this node within 15 minutes (replay)",
+                "v1.1 §15.3, §23.2",
+            ));
         }
-        self.accept_delivery(checked, now).await
+        Ok(answer)
     }
 
     async fn accept_delivery(
