@@ -19,6 +19,7 @@ pub mod api;
 pub mod client;
 pub mod dial;
 pub mod envelope;
+pub mod fedbench;
 pub mod error;
 pub mod growth;
 pub mod identity;
