@@ -113,12 +113,17 @@ pub async fn run<C: Clock + Clone + Send + 'static>(
     let (mut first_a, mut last_b) = (i64::MAX, i64::MIN);
     for (id, a_at) in &sent {
         let b_at = loop {
-            let t = bob_client.call("GET", &format!("/v1/envelopes/{id}"), None).await?;
+            let t = bob_client
+                .call("GET", &format!("/v1/envelopes/{id}"), None)
+                .await?;
             if t.status == 200 {
                 break t.json().as_ref().and_then(received_at);
             }
             if Instant::now() > deadline {
-                return Err(ClientError::Input(format!("{id} did not reach bob within {:?}", cfg.timeout)));
+                return Err(ClientError::Input(format!(
+                    "{id} did not reach bob within {:?}",
+                    cfg.timeout
+                )));
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         };

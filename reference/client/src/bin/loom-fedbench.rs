@@ -9,7 +9,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 #[derive(Parser, Debug)]
-#[command(name = "loom-fedbench", version, about = "Measure federated delivery between two LOOM nodes")]
+#[command(
+    name = "loom-fedbench",
+    version,
+    about = "Measure federated delivery between two LOOM nodes"
+)]
 struct Cli {
     /// Sending node: base URL.
     #[arg(long, value_name = "URL")]
@@ -47,7 +51,10 @@ fn main() -> ExitCode {
         seed: cli.seed,
         timeout: Duration::from_secs(cli.timeout_secs),
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("loom-fedbench: {e}");
@@ -58,8 +65,16 @@ fn main() -> ExitCode {
         Ok(r) => {
             println!(
                 "loom-fedbench {} → {}: {} envelopes delivered in {:.2} s: {:.0} envelopes/s (posting took {:.2} s)\n  delivery latency ms: p50 {:.0}  p90 {:.0}  p99 {:.0}  max {:.0}",
-                cfg.a.1, cfg.b.1, r.delivered, r.span_secs, r.per_sec, r.post_secs,
-                r.latency.p50, r.latency.p90, r.latency.p99, r.latency.max
+                cfg.a.1,
+                cfg.b.1,
+                r.delivered,
+                r.span_secs,
+                r.per_sec,
+                r.post_secs,
+                r.latency.p50,
+                r.latency.p90,
+                r.latency.p99,
+                r.latency.max
             );
             ExitCode::SUCCESS
         }
