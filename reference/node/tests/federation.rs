@@ -414,3 +414,42 @@ async fn the_node_document_and_hello_describe_federation() {
     let v = loom_protocol::federation::verify_identity_document(&id, &view.keys).unwrap();
     assert_eq!(v.signing_keys[0].0, alice.key_id);
 }
+
+#[tokio::test]
+async fn quarantine_holds_deliveries_from_unlisted_peers() {
+    let (pa, pb) = (free_port().await, free_port().await);
+    let a = fed_node(
+        "a.test",
+        "b.test",
+        pb,
+        Storage::Memory,
+        Quirks::none(),
+        |_| {},
+    );
+    let b = fed_node(
+        "b.test",
+        "a.test",
+        pa,
+        Storage::Memory,
+        Quirks::none(),
+        |c| {
+            c.federation_policy = "quarantine".into();
+        },
+    );
+    let (_sa, _sb) = (serve(&a, pa).await, serve(&b, pb).await);
+    let alice = a.register("alice", "human", 1).await;
+    let bob = b.register("bob", "human", 2).await;
+    let env = alice.sign(alice.message(&a, &a.thread_id(), None, &[&bob], "held"));
+    let (h, body) = a.signed_delivery(vec![env.clone()]);
+    let r = b.deliver(&h, body).await.expect(202);
+    assert_eq!(r.body["status"], "accepted");
+    // Held, not threaded: bob cannot read it.
+    b.get(
+        &format!("/v1/envelopes/{}", env["id"].as_str().unwrap()),
+        &bob.token,
+    )
+    .await
+    .expect_error(404, "ENVELOPE_NOT_FOUND");
+    let fp = b.node.service().store.fingerprint().unwrap();
+    assert!(fp.contains("federation_quarantine=1;"), "{fp}");
+}
