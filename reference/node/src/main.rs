@@ -29,7 +29,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve the node (the default when no subcommand is given).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Audit-log tools (v1.1 §25.1).
     Audit {
         #[command(subcommand)]
@@ -95,6 +95,21 @@ struct ServeArgs {
     /// Seed for the node's RNG (IDs, tokens, a new node key); random when absent.
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
+    /// A federation peer: `DOMAIN=BASE_URL` (repeatable), e.g. `b.test=http://127.0.0.1:8788`.
+    #[arg(long = "peer", value_name = "DOMAIN=URL")]
+    peers: Vec<String>,
+    /// Allow plain-http peers on loopback or private addresses (development, tests).
+    #[arg(long)]
+    allow_private_http: bool,
+    /// Federation policy mode: open, allowlist or quarantine (v1.1 §15.2).
+    #[arg(long, value_name = "MODE")]
+    federation_policy: Option<String>,
+    /// Store-and-forward time-to-live in seconds (v1.1 §15.6; default 259200 = 72 h).
+    #[arg(long, value_name = "SECS")]
+    federation_ttl: Option<u64>,
+    /// Delay before the first retry of a failed delivery, in milliseconds (doubles per failure).
+    #[arg(long, value_name = "MS")]
+    federation_retry_base_ms: Option<u64>,
     /// Log format; the filter comes from `LOOM_LOG` (default `info`).
     #[arg(long, value_enum, default_value_t)]
     log_format: LogFormat,
@@ -139,6 +154,26 @@ impl ServeArgs {
         if let Some(s) = self.seed {
             c.seed = Some(s);
         }
+        for p in &self.peers {
+            let (domain, url) = p
+                .split_once('=')
+                .ok_or_else(|| format!("--peer {p:?}: expected DOMAIN=URL"))?;
+            c.federation
+                .peers
+                .insert(domain.trim().to_ascii_lowercase(), url.trim().to_owned());
+        }
+        if self.allow_private_http {
+            c.federation.allow_private_http = true;
+        }
+        if let Some(m) = &self.federation_policy {
+            c.federation_policy.clone_from(m);
+        }
+        if let Some(t) = self.federation_ttl {
+            c.federation.ttl_secs = t;
+        }
+        if let Some(ms) = self.federation_retry_base_ms {
+            c.federation.retry_base_ms = ms;
+        }
         c.check()?;
         Ok(c)
     }
@@ -153,7 +188,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         None => serve(cli.serve),
-        Some(Command::Serve(args)) => serve(args),
+        Some(Command::Serve(args)) => serve(*args),
         Some(Command::Audit {
             command: AuditCommand::Verify { data },
         }) => audit_verify(&data),

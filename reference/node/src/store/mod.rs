@@ -31,6 +31,7 @@ pub mod challenges;
 pub mod delegations;
 pub mod envelopes;
 pub mod events;
+pub mod federation;
 pub mod idempotency;
 pub mod identities;
 pub mod listings;
@@ -85,7 +86,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("schema.sql"),
     include_str!("schema_2.sql"),
     include_str!("schema_3.sql"),
-    // Issue 19 (token families); named 5 because branch `fednode` adds a migration 4.
+    include_str!("schema_4.sql"),
+    // Issue 19: token families and the audit anchor.
     include_str!("schema_5.sql"),
 ];
 

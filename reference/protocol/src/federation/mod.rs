@@ -16,10 +16,12 @@
 //! | [`retry`] | §15.6 store-and-forward timing and failure reasons |
 //! | [`limits`] | §14.3 per-node rate class, v1.0 §14.4 queue depth |
 //! | [`replication`] | §11.5 operation audience, §11.6 `origin_event_seq`, fan-out by node |
+//! | [`hello`] | the signed §15.7 handshake document |
 //!
 //! Request signing itself (LOOM-HTTP-SIG-1, the nonce cache) is [`crate::http_sig`].
 
 pub mod authority;
+pub mod hello;
 pub mod identity;
 pub mod inbound;
 pub mod limits;
@@ -36,7 +38,10 @@ pub(crate) mod testing;
 
 pub use authority::check_sender_authority;
 pub use identity::{VerifiedIdentity, sign_identity_document, verify_identity_document};
-pub use inbound::{CheckedDelivery, InboundContext, NodeKeySource, check_delivery};
+pub use inbound::{
+    CheckedDelivery, InboundContext, InboundDeviations, NodeKeySource, check_delivery,
+    check_delivery_with,
+};
 pub use node_document::{
     KeyLookup, KeyStatus, NodeDocumentView, NodeKey, NodeKeys, read_node_document,
 };
