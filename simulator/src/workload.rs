@@ -74,7 +74,7 @@ pub async fn run_client(plan: ClientPlan) -> Result<(), Box<dyn std::error::Erro
     let mut users = Vec::new();
     for address in &plan.users {
         let id = identity(plan.seed, address)?;
-        let mut client = Client::new(&plan.url, SimDial)?.with_timeout(Duration::from_secs(10));
+        let mut client = Client::new(&plan.url, SimDial)?.with_timeout(Duration::from_secs(120));
         // Setup runs before any fault; a refusal here is a defect the trace shows.
         let reg = id.register(&mut client).await;
         let (status, digest) = status_of(&reg);
