@@ -47,7 +47,12 @@ impl Dial for TracingDial {
             let to = self
                 .topology
                 .read()
-                .map(|t| t.domains.get(host).cloned().unwrap_or_else(|| host.to_owned()))
+                .map(|t| {
+                    t.domains
+                        .get(host)
+                        .cloned()
+                        .unwrap_or_else(|| host.to_owned())
+                })
                 .unwrap_or_default();
             match r {
                 Ok(s) => Ok(Box::new(Recorded {

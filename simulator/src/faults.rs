@@ -58,7 +58,9 @@ impl Fault {
 
 /// The workload's expected length in ms (random faults fall inside it).
 pub fn workload_window_ms(s: &Scenario) -> u64 {
-    (s.workload.actions as u64).saturating_mul(s.workload.mean_gap_ms).max(1)
+    (s.workload.actions as u64)
+        .saturating_mul(s.workload.mean_gap_ms)
+        .max(1)
 }
 
 fn pick<'a>(rng: &mut ChaCha20Rng, nodes: &'a [String]) -> &'a str {
@@ -77,7 +79,11 @@ fn pair(rng: &mut ChaCha20Rng, nodes: &[String]) -> Option<(String, String)> {
 }
 
 fn between(rng: &mut ChaCha20Rng, lo: u64, hi: u64) -> u64 {
-    if hi <= lo { lo } else { lo + rng.next_u64() % (hi - lo + 1) }
+    if hi <= lo {
+        lo
+    } else {
+        lo + rng.next_u64() % (hi - lo + 1)
+    }
 }
 
 /// The whole schedule for `seed`, ordered by time (stable for equal times).
@@ -107,8 +113,16 @@ pub fn schedule(s: &Scenario, seed: u64) -> Vec<Scheduled> {
             } else {
                 (Fault::Partition(a.clone(), b.clone()), Fault::Repair(a, b))
             };
-            out.push(Scheduled { at_ms: start, fault: on, permanent: false });
-            out.push(Scheduled { at_ms: start + dur, fault: off, permanent: false });
+            out.push(Scheduled {
+                at_ms: start,
+                fault: on,
+                permanent: false,
+            });
+            out.push(Scheduled {
+                at_ms: start + dur,
+                fault: off,
+                permanent: false,
+            });
         }
     };
     for _ in 0..s.faults.partitions {
@@ -121,12 +135,24 @@ pub fn schedule(s: &Scenario, seed: u64) -> Vec<Scheduled> {
         let n = pick(&mut rng, &s.nodes).to_owned();
         let start = between(&mut rng, 0, window);
         let dur = between(&mut rng, dmin * 1000, dmax * 1000);
-        out.push(Scheduled { at_ms: start, fault: Fault::Crash(n.clone()), permanent: false });
-        out.push(Scheduled { at_ms: start + dur, fault: Fault::Restart(n), permanent: false });
+        out.push(Scheduled {
+            at_ms: start,
+            fault: Fault::Crash(n.clone()),
+            permanent: false,
+        });
+        out.push(Scheduled {
+            at_ms: start + dur,
+            fault: Fault::Restart(n),
+            permanent: false,
+        });
     }
     for _ in 0..s.faults.replays {
         let at = between(&mut rng, window / 4, window);
-        out.push(Scheduled { at_ms: at, fault: Fault::Replay, permanent: false });
+        out.push(Scheduled {
+            at_ms: at,
+            fault: Fault::Replay,
+            permanent: false,
+        });
     }
     for f in &s.faults.script {
         let b = f.b.clone().unwrap_or_default();
@@ -139,7 +165,11 @@ pub fn schedule(s: &Scenario, seed: u64) -> Vec<Scheduled> {
             "restart" => Fault::Restart(f.a.clone()),
             _ => Fault::Skew(f.a.clone(), f.secs.saturating_mul(1000)),
         };
-        out.push(Scheduled { at_ms: f.at_secs * 1000, fault, permanent: f.permanent });
+        out.push(Scheduled {
+            at_ms: f.at_secs * 1000,
+            fault,
+            permanent: f.permanent,
+        });
     }
     out.sort_by_key(|f| f.at_ms);
     out

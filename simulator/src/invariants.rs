@@ -50,7 +50,11 @@ pub fn probe(dirs: &[PathBuf]) -> Probe {
             continue;
         };
         let q: i64 = c
-            .query_row("SELECT COUNT(*) FROM federation_outbox WHERE state = 'queued'", [], |r| r.get(0))
+            .query_row(
+                "SELECT COUNT(*) FROM federation_outbox WHERE state = 'queued'",
+                [],
+                |r| r.get(0),
+            )
             .unwrap_or(-1);
         let n: i64 = c
             .query_row("SELECT COUNT(*) FROM envelopes", [], |r| r.get(0))
@@ -111,10 +115,9 @@ fn load(c: &Connection) -> rusqlite::Result<NodeView> {
         .map(|(i, (id, _))| (id.clone(), i))
         .collect();
     let mut outbox = BTreeMap::new();
-    let mut stmt = c.prepare("SELECT destination, envelope_id, state, reason FROM federation_outbox")?;
-    let rows = stmt.query_map([], |r| {
-        Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?)))
-    })?;
+    let mut stmt =
+        c.prepare("SELECT destination, envelope_id, state, reason FROM federation_outbox")?;
+    let rows = stmt.query_map([], |r| Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?))))?;
     for row in rows {
         let (k, v) = row?;
         outbox.insert(k, v);
@@ -153,7 +156,10 @@ pub fn check_all(
                 views.insert(d.clone(), v);
             }
             Some(Err(e)) => out.push(("store-readable".into(), format!("{d}: {e}"))),
-            None => out.push(("store-readable".into(), format!("{d}: no store in {}", dir.display()))),
+            None => out.push((
+                "store-readable".into(),
+                format!("{d}: no store in {}", dir.display()),
+            )),
         }
     }
     let (acks, keys) = {
@@ -168,8 +174,18 @@ pub fn check_all(
 
     // acked-durable
     for a in &acks {
-        if !views.get(&a.node).is_some_and(|v| v.by_id.contains_key(&a.id)) {
-            push("acked-durable", format!("{} acknowledged {} (201) but does not have it", a.node, a.id), &mut out);
+        if !views
+            .get(&a.node)
+            .is_some_and(|v| v.by_id.contains_key(&a.id))
+        {
+            push(
+                "acked-durable",
+                format!(
+                    "{} acknowledged {} (201) but does not have it",
+                    a.node, a.id
+                ),
+                &mut out,
+            );
         }
     }
 
@@ -180,12 +196,22 @@ pub fn check_all(
         let set = failure_receipts.entry(d.clone()).or_default();
         for (_, e) in &v.envelopes {
             let Some(b) = &e.body else { continue };
-            if e.kind != "receipt" || b.pointer("/from/identity").and_then(Value::as_str) != Some(node_id.as_str()) {
+            if e.kind != "receipt"
+                || b.pointer("/from/identity").and_then(Value::as_str) != Some(node_id.as_str())
+            {
                 continue;
             }
             let p = b.pointer("/content/structured/parameters");
-            let get = |k: &str| p.and_then(|p| p.get(k)).and_then(Value::as_str).unwrap_or("").to_owned();
-            if b.pointer("/content/structured/intent").and_then(Value::as_str) == Some("receipt.failed@v1") {
+            let get = |k: &str| {
+                p.and_then(|p| p.get(k))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned()
+            };
+            if b.pointer("/content/structured/intent")
+                .and_then(Value::as_str)
+                == Some("receipt.failed@v1")
+            {
                 set.insert((get("envelope_id"), get("recipient")));
             }
         }
@@ -202,7 +228,9 @@ pub fn check_all(
             if permanently_down.contains(dest) {
                 continue;
             }
-            let row = views.get(&a.node).and_then(|v| v.outbox.get(&(dest.to_owned(), a.id.clone())));
+            let row = views
+                .get(&a.node)
+                .and_then(|v| v.outbox.get(&(dest.to_owned(), a.id.clone())));
             let there = views.get(dest).is_some_and(|v| v.by_id.contains_key(&a.id));
             let receipted = recipients.iter().all(|r| {
                 failure_receipts
@@ -236,11 +264,29 @@ pub fn check_all(
         let mut last: BTreeMap<&str, i64> = BTreeMap::new();
         for (id, e) in &v.envelopes {
             let prev = last.get(e.thread.as_str()).copied().unwrap_or(0);
-            let meta = e.body.as_ref().and_then(|b| b.pointer("/meta/event_seq")).and_then(Value::as_i64);
+            let meta = e
+                .body
+                .as_ref()
+                .and_then(|b| b.pointer("/meta/event_seq"))
+                .and_then(Value::as_i64);
             if e.event_seq != prev + 1 {
-                push("event-seq", format!("{d}: thread {} envelope {id} has event_seq {} after {prev} (v1.1 §11.6: last + 1)", e.thread, e.event_seq), &mut out);
+                push(
+                    "event-seq",
+                    format!(
+                        "{d}: thread {} envelope {id} has event_seq {} after {prev} (v1.1 §11.6: last + 1)",
+                        e.thread, e.event_seq
+                    ),
+                    &mut out,
+                );
             } else if e.body.is_some() && meta != Some(e.event_seq) {
-                push("event-seq", format!("{d}: envelope {id} stored with event_seq {} but its meta.event_seq is {meta:?} (v1.1 §11.6)", e.event_seq), &mut out);
+                push(
+                    "event-seq",
+                    format!(
+                        "{d}: envelope {id} stored with event_seq {} but its meta.event_seq is {meta:?} (v1.1 §11.6)",
+                        e.event_seq
+                    ),
+                    &mut out,
+                );
             }
             last.insert(e.thread.as_str(), e.event_seq);
         }
@@ -250,11 +296,17 @@ pub fn check_all(
     for (d, v) in &views {
         for (id, e) in &v.envelopes {
             let Some(b) = &e.body else { continue };
-            let from = b.pointer("/from/identity").and_then(Value::as_str).unwrap_or("");
+            let from = b
+                .pointer("/from/identity")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             let candidates: Vec<VerifyingKey> = if let Some(k) = keys.get(from) {
                 vec![*k]
             } else if let Some(node) = from.strip_prefix("loom://loom-node@") {
-                views.get(node).map(|n| n.node_keys.clone()).unwrap_or_default()
+                views
+                    .get(node)
+                    .map(|n| n.node_keys.clone())
+                    .unwrap_or_default()
             } else {
                 Vec::new()
             };
@@ -262,7 +314,13 @@ pub fn check_all(
                 .iter()
                 .any(|k| loom_protocol::envelope::verify_envelope_signature(b, k).is_ok());
             if !ok {
-                push("signatures", format!("{d}: envelope {id} from {from} does not verify with the sender's key (v1.1 §7.3)"), &mut out);
+                push(
+                    "signatures",
+                    format!(
+                        "{d}: envelope {id} from {from} does not verify with the sender's key (v1.1 §7.3)"
+                    ),
+                    &mut out,
+                );
             }
         }
     }
@@ -272,9 +330,17 @@ pub fn check_all(
         match &v.audit {
             Ok(AuditVerdict::Intact { .. }) => {}
             Ok(AuditVerdict::Broken { seq, reason }) => {
-                push("audit-chain", format!("{d}: audit chain broken at row {seq}: {reason} (v1.1 §25.1)"), &mut out);
+                push(
+                    "audit-chain",
+                    format!("{d}: audit chain broken at row {seq}: {reason} (v1.1 §25.1)"),
+                    &mut out,
+                );
             }
-            Err(e) => push("audit-chain", format!("{d}: cannot read the audit log: {e}"), &mut out),
+            Err(e) => push(
+                "audit-chain",
+                format!("{d}: cannot read the audit log: {e}"),
+                &mut out,
+            ),
         }
     }
 
@@ -288,7 +354,13 @@ pub fn check_all(
                 }
                 Some((d0, e0)) => {
                     if e0.sha != e.sha || e0.thread != e.thread || e0.parent != e.parent {
-                        push("convergence", format!("envelope {id} differs between {d0} and {d} (body hash, thread or parent)"), &mut out);
+                        push(
+                            "convergence",
+                            format!(
+                                "envelope {id} differs between {d0} and {d} (body hash, thread or parent)"
+                            ),
+                            &mut out,
+                        );
                     }
                 }
             }

@@ -9,7 +9,10 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 #[derive(Parser, Debug)]
-#[command(name = "loom-sim", about = "Deterministic multi-node simulator of LOOM reference nodes")]
+#[command(
+    name = "loom-sim",
+    about = "Deterministic multi-node simulator of LOOM reference nodes"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -98,14 +101,24 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Run { scenario, seed, trace, check_determinism, quirk } => {
+        Cmd::Run {
+            scenario,
+            seed,
+            trace,
+            check_determinism,
+            quirk,
+        } => {
             let s = Scenario::load(&scenario)?;
-            let opts = RunOptions { quirks: quirks(&quirk)?, keep_trace: trace.is_some() };
+            let opts = RunOptions {
+                quirks: quirks(&quirk)?,
+                keep_trace: trace.is_some(),
+            };
             let started = Instant::now();
             let r = run(&s, seed, &opts)?;
             let wall = started.elapsed().as_secs_f64();
             if let (Some(path), Some(t)) = (&trace, &r.trace) {
-                std::fs::write(path, t).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                std::fs::write(path, t)
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
             }
             println!(
                 "scenario {} seed {}: {} envelopes acknowledged, {:.1} simulated s in {:.2} wall s ({:.0}x), {} steps, trace {} lines sha256 {}",
@@ -147,33 +160,55 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             }
             Ok(code)
         }
-        Cmd::Sweep { scenario, seeds: range, shard, jobs, summary, quirk } => {
+        Cmd::Sweep {
+            scenario,
+            seeds: range,
+            shard,
+            jobs,
+            summary,
+            quirk,
+        } => {
             let s = Scenario::load(&scenario)?;
             let shard = shard.as_deref().map(Shard::parse).transpose()?;
             let list = seeds(parse_range(&range)?, shard);
-            let opts = RunOptions { quirks: quirks(&quirk)?, keep_trace: false };
-            let started = Instant::now();
-            let progress = |done: usize, total: usize, failed: usize, bad: Option<&loom_sim::RunReport>| {
-                let mut err = std::io::stderr().lock();
-                if let Some(r) = bad {
-                    if let Some(v) = r.violations.first() {
-                        let _ = writeln!(err, "\nFAIL seed {}: {} at step {}: {}\n  replay: {}", r.seed, v.invariant, v.step, v.detail, r.replay_command());
-                    }
-                }
-                let width = 30usize;
-                let filled = done * width / total.max(1);
-                let _ = write!(
-                    err,
-                    "\r[{}{}] {done}/{total} seeds, {failed} failed, {:.1} seeds/s ",
-                    "#".repeat(filled),
-                    "-".repeat(width - filled),
-                    done as f64 / started.elapsed().as_secs_f64().max(1e-9)
-                );
-                let _ = err.flush();
+            let opts = RunOptions {
+                quirks: quirks(&quirk)?,
+                keep_trace: false,
             };
+            let started = Instant::now();
+            let progress =
+                |done: usize, total: usize, failed: usize, bad: Option<&loom_sim::RunReport>| {
+                    let mut err = std::io::stderr().lock();
+                    if let Some(r) = bad {
+                        if let Some(v) = r.violations.first() {
+                            let _ = writeln!(
+                                err,
+                                "\nFAIL seed {}: {} at step {}: {}\n  replay: {}",
+                                r.seed,
+                                v.invariant,
+                                v.step,
+                                v.detail,
+                                r.replay_command()
+                            );
+                        }
+                    }
+                    let width = 30usize;
+                    let filled = done * width / total.max(1);
+                    let _ = write!(
+                        err,
+                        "\r[{}{}] {done}/{total} seeds, {failed} failed, {:.1} seeds/s ",
+                        "#".repeat(filled),
+                        "-".repeat(width - filled),
+                        done as f64 / started.elapsed().as_secs_f64().max(1e-9)
+                    );
+                    let _ = err.flush();
+                };
             let reports = sweep(&s, &list, jobs, &opts, &progress);
             eprintln!();
-            let result = loom_sim::sweep::SweepResult { reports, wall_secs: started.elapsed().as_secs_f64() };
+            let result = loom_sim::sweep::SweepResult {
+                reports,
+                wall_secs: started.elapsed().as_secs_f64(),
+            };
             for (seed, r) in &result.reports {
                 if let Err(e) = r {
                     eprintln!("ERROR seed {seed}: {e}");
@@ -183,9 +218,14 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             let text = serde_json::to_string_pretty(&summary_json).map_err(|e| e.to_string())?;
             println!("{text}");
             if let Some(p) = summary {
-                std::fs::write(&p, &text).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+                std::fs::write(&p, &text)
+                    .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
             }
-            Ok(if result.failures().is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            Ok(if result.failures().is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
     }
 }

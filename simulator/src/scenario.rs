@@ -12,9 +12,18 @@ pub const SHIPPED: [(&str, &str); 5] = [
         "three-node-federation",
         include_str!("../scenarios/three-node-federation.toml"),
     ),
-    ("partition-heal", include_str!("../scenarios/partition-heal.toml")),
-    ("crash-restart", include_str!("../scenarios/crash-restart.toml")),
-    ("ttl-expiry-72h", include_str!("../scenarios/ttl-expiry-72h.toml")),
+    (
+        "partition-heal",
+        include_str!("../scenarios/partition-heal.toml"),
+    ),
+    (
+        "crash-restart",
+        include_str!("../scenarios/crash-restart.toml"),
+    ),
+    (
+        "ttl-expiry-72h",
+        include_str!("../scenarios/ttl-expiry-72h.toml"),
+    ),
     ("clock-skew", include_str!("../scenarios/clock-skew.toml")),
 ];
 
@@ -206,7 +215,9 @@ impl Scenario {
                 if self.nodes.iter().any(|d| d == n) {
                     Ok(())
                 } else {
-                    Err(format!("scenario: faults.script[{i}] names unknown node {n:?}"))
+                    Err(format!(
+                        "scenario: faults.script[{i}] names unknown node {n:?}"
+                    ))
                 }
             };
             node(&f.a)?;

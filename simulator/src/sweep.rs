@@ -26,8 +26,12 @@ impl Shard {
         let (i, n) = s
             .split_once('/')
             .ok_or_else(|| format!("--shard {s:?}: expected i/n, e.g. 0/4"))?;
-        let index: u64 = i.parse().map_err(|_| format!("--shard {s:?}: {i:?} is not a number"))?;
-        let count: u64 = n.parse().map_err(|_| format!("--shard {s:?}: {n:?} is not a number"))?;
+        let index: u64 = i
+            .parse()
+            .map_err(|_| format!("--shard {s:?}: {i:?} is not a number"))?;
+        let count: u64 = n
+            .parse()
+            .map_err(|_| format!("--shard {s:?}: {n:?} is not a number"))?;
         if count == 0 || index >= count {
             return Err(format!("--shard {s:?}: need 0 <= i < n"));
         }
@@ -40,8 +44,12 @@ pub fn parse_range(s: &str) -> Result<std::ops::Range<u64>, String> {
     let (a, b) = s
         .split_once("..")
         .ok_or_else(|| format!("--seeds {s:?}: expected a..b, e.g. 0..1000"))?;
-    let a: u64 = a.parse().map_err(|_| format!("--seeds {s:?}: {a:?} is not a number"))?;
-    let b: u64 = b.parse().map_err(|_| format!("--seeds {s:?}: {b:?} is not a number"))?;
+    let a: u64 = a
+        .parse()
+        .map_err(|_| format!("--seeds {s:?}: {a:?} is not a number"))?;
+    let b: u64 = b
+        .parse()
+        .map_err(|_| format!("--seeds {s:?}: {b:?} is not a number"))?;
     if b < a {
         return Err(format!("--seeds {s:?}: the end is before the start"));
     }
@@ -84,8 +92,10 @@ impl SweepResult {
                 Ok(r) if r.ok() => None,
                 Ok(r) => {
                     let v = &r.violations[0];
-                    Some(json!({"seed": seed, "invariant": v.invariant, "step": v.step,
-                        "at_ms": v.at_ms, "detail": v.detail, "replay": r.replay_command()}))
+                    Some(
+                        json!({"seed": seed, "invariant": v.invariant, "step": v.step,
+                        "at_ms": v.at_ms, "detail": v.detail, "replay": r.replay_command()}),
+                    )
                 }
                 Err(e) => Some(json!({"seed": seed, "error": e})),
             })
@@ -132,7 +142,12 @@ pub fn sweep(
                         failed.fetch_add(1, Ordering::Relaxed);
                     }
                     let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-                    progress(n, seeds.len(), failed.load(Ordering::Relaxed), r.as_ref().ok().filter(|_| bad));
+                    progress(
+                        n,
+                        seeds.len(),
+                        failed.load(Ordering::Relaxed),
+                        r.as_ref().ok().filter(|_| bad),
+                    );
                     results
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())

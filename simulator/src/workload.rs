@@ -62,8 +62,14 @@ struct User {
 
 fn status_of(r: &Result<loom_client::Reply, loom_client::ClientError>) -> (u16, String) {
     match r {
-        Ok(rep) => (rep.transcript.status, short_hash(&rep.transcript.response_body)),
-        Err(e) => (e.status().unwrap_or(0), e.code().unwrap_or("transport").to_owned()),
+        Ok(rep) => (
+            rep.transcript.status,
+            short_hash(&rep.transcript.response_body),
+        ),
+        Err(e) => (
+            e.status().unwrap_or(0),
+            e.code().unwrap_or("transport").to_owned(),
+        ),
     }
 }
 
@@ -116,7 +122,8 @@ pub async fn run_client(plan: ClientPlan) -> Result<(), Box<dyn std::error::Erro
                 .cloned()
                 .collect();
             if !candidates.is_empty() {
-                let parent = &candidates[usize::try_from(draw_pick % candidates.len() as u64).unwrap_or(0)];
+                let parent =
+                    &candidates[usize::try_from(draw_pick % candidates.len() as u64).unwrap_or(0)];
                 let got = users[ui].client.get_envelope(&parent.id).await;
                 let (status, digest) = status_of(&got);
                 plan.shared.lock().line(
@@ -148,7 +155,11 @@ pub async fn run_client(plan: ClientPlan) -> Result<(), Box<dyn std::error::Erro
                     plan.remote_users.iter().collect()
                 } else {
                     let others: Vec<&String> = plan.users.iter().filter(|a| **a != me).collect();
-                    if others.is_empty() { vec![&plan.users[ui]] } else { others }
+                    if others.is_empty() {
+                        vec![&plan.users[ui]]
+                    } else {
+                        others
+                    }
                 };
                 let to = pool[usize::try_from(draw_pick % pool.len() as u64).unwrap_or(0)].clone();
                 MessageDraft {
@@ -193,12 +204,15 @@ pub async fn run_replayer(
 ) -> Result<(), Box<dyn std::error::Error>> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     for at in times_ms {
-        let now = u64::try_from(turmoil::sim_elapsed().unwrap_or_default().as_millis()).unwrap_or(0);
+        let now =
+            u64::try_from(turmoil::sim_elapsed().unwrap_or_default().as_millis()).unwrap_or(0);
         if at > now {
             tokio::time::sleep(Duration::from_millis(at - now)).await;
         }
         let Some(c) = shared.lock().captured.last().cloned() else {
-            shared.lock().line("replay", json!({"skipped": "nothing recorded yet"}));
+            shared
+                .lock()
+                .line("replay", json!({"skipped": "nothing recorded yet"}));
             continue;
         };
         let mut status = 0u16;
@@ -238,4 +252,3 @@ pub async fn run_replayer(
     }
     Ok(())
 }
-

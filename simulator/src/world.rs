@@ -10,13 +10,13 @@
 //! thing `loom-node --data DIR` does after a kill.
 
 use crate::clock::SkewClock;
+use crate::derive_seed;
 use crate::dial::{Topology, TracingDial};
 use crate::faults::{Fault, Scheduled, schedule};
 use crate::invariants;
 use crate::scenario::Scenario;
 use crate::trace::{Shared, Violation, trace_hash};
 use crate::workload::{ClientPlan, PORT, run_client, run_replayer};
-use crate::derive_seed;
 use loom_node::config::{FederationConfig, RateLimits};
 use loom_node::{Env, Node, NodeConfig, Quirks, Storage};
 use serde_json::json;
@@ -107,7 +107,12 @@ struct NodeSlot {
     skew: Arc<AtomicI64>,
 }
 
-fn node_config(s: &Scenario, domain: &str, dir: PathBuf, peers: BTreeMap<String, String>) -> NodeConfig {
+fn node_config(
+    s: &Scenario,
+    domain: &str,
+    dir: PathBuf,
+    peers: BTreeMap<String, String>,
+) -> NodeConfig {
     NodeConfig {
         domain: domain.into(),
         storage: Storage::Dir(dir),
@@ -173,7 +178,12 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
                 let boot = boots.fetch_add(1, Ordering::Relaxed);
                 let peers: BTreeMap<String, String> = peers
                     .read()
-                    .map(|p| p.iter().filter(|(k, _)| **k != d).map(|(k, v)| (k.clone(), v.clone())).collect())
+                    .map(|p| {
+                        p.iter()
+                            .filter(|(k, _)| **k != d)
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect()
+                    })
                     .unwrap_or_default();
                 let config = node_config(&sc, &d, dir, peers);
                 // Each boot draws fresh randomness, as a real start-up would (OS entropy).
@@ -261,17 +271,21 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
     let mut permanent_down: BTreeSet<String> = BTreeSet::new();
     let mut permanent_links: BTreeSet<(String, String)> = BTreeSet::new();
     let mut healed_at: Option<u64> = None;
-    let check_every = (1000 / scenario.tick_ms).max(1) * if scenario.tick_ms >= 1000 { 60 } else { 1 };
+    let check_every =
+        (1000 / scenario.tick_ms).max(1) * if scenario.tick_ms >= 1000 { 60 } else { 1 };
     let mut quiet_checks = 0u32;
     let mut last_probe = String::new();
     let mut steps = 0u64;
     let mut settled = false;
-    let elapsed_ms = |sim: &turmoil::Sim<'_>| u64::try_from(sim.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let elapsed_ms =
+        |sim: &turmoil::Sim<'_>| u64::try_from(sim.elapsed().as_millis()).unwrap_or(u64::MAX);
     loop {
         let now = elapsed_ms(&sim);
         while pending.front().is_some_and(|f| start_ms + f.at_ms <= now) {
             let Some(f) = pending.pop_front() else { break };
-            apply(&mut sim, &shared, &slots, &f, now, &mut down, &mut cut, &mut held);
+            apply(
+                &mut sim, &shared, &slots, &f, now, &mut down, &mut cut, &mut held,
+            );
             if f.permanent {
                 match &f.fault {
                     Fault::Crash(n) => {
@@ -292,21 +306,60 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
             // Heal: every non-permanent fault is undone, crashed nodes start again.
             for (a, b) in std::mem::take(&mut cut) {
                 if !permanent_links.contains(&ordered(&a, &b)) {
-                    apply(&mut sim, &shared, &slots, &Scheduled { at_ms: 0, fault: Fault::Repair(a, b), permanent: false }, now, &mut down, &mut BTreeSet::new(), &mut held);
+                    apply(
+                        &mut sim,
+                        &shared,
+                        &slots,
+                        &Scheduled {
+                            at_ms: 0,
+                            fault: Fault::Repair(a, b),
+                            permanent: false,
+                        },
+                        now,
+                        &mut down,
+                        &mut BTreeSet::new(),
+                        &mut held,
+                    );
                 } else {
                     cut.insert((a, b));
                 }
             }
             for (a, b) in std::mem::take(&mut held) {
                 if !permanent_links.contains(&ordered(&a, &b)) {
-                    apply(&mut sim, &shared, &slots, &Scheduled { at_ms: 0, fault: Fault::Release(a, b), permanent: false }, now, &mut down, &mut cut, &mut BTreeSet::new());
+                    apply(
+                        &mut sim,
+                        &shared,
+                        &slots,
+                        &Scheduled {
+                            at_ms: 0,
+                            fault: Fault::Release(a, b),
+                            permanent: false,
+                        },
+                        now,
+                        &mut down,
+                        &mut cut,
+                        &mut BTreeSet::new(),
+                    );
                 } else {
                     held.insert((a, b));
                 }
             }
             for n in down.clone() {
                 if !permanent_down.contains(&n) {
-                    apply(&mut sim, &shared, &slots, &Scheduled { at_ms: 0, fault: Fault::Restart(n), permanent: false }, now, &mut down, &mut cut, &mut held);
+                    apply(
+                        &mut sim,
+                        &shared,
+                        &slots,
+                        &Scheduled {
+                            at_ms: 0,
+                            fault: Fault::Restart(n),
+                            permanent: false,
+                        },
+                        now,
+                        &mut down,
+                        &mut cut,
+                        &mut held,
+                    );
                 }
             }
             shared.lock().line_at(now, "healed", &mut json!({}));
@@ -314,7 +367,8 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
         }
         if let Some(h) = healed_at {
             if steps % check_every == 0 {
-                let probe = invariants::probe(&slots.values().map(|s| s.dir.clone()).collect::<Vec<_>>());
+                let probe =
+                    invariants::probe(&slots.values().map(|s| s.dir.clone()).collect::<Vec<_>>());
                 if probe.queued == 0 && probe.digest == last_probe {
                     quiet_checks += 1;
                 } else {
@@ -333,7 +387,10 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
     }
     let simulated_ms = elapsed_ms(&sim);
     drop(sim);
-    let dirs: BTreeMap<String, PathBuf> = slots.iter().map(|(d, s)| (d.clone(), s.dir.clone())).collect();
+    let dirs: BTreeMap<String, PathBuf> = slots
+        .iter()
+        .map(|(d, s)| (d.clone(), s.dir.clone()))
+        .collect();
     let end_checks = invariants::check_all(&shared, &dirs, &down);
     let mut rec = shared.lock();
     rec.step = steps;
@@ -369,7 +426,11 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
 }
 
 fn ordered(a: &str, b: &str) -> (String, String) {
-    if a <= b { (a.into(), b.into()) } else { (b.into(), a.into()) }
+    if a <= b {
+        (a.into(), b.into())
+    } else {
+        (b.into(), a.into())
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -14,7 +14,11 @@ fn clean_sweep(s: &Scenario, seeds: std::ops::Range<u64>) {
     assert_eq!(reports.len(), list.len());
     for (seed, r) in reports {
         let r = r.unwrap_or_else(|e| panic!("{} seed {seed}: {e}", s.name));
-        assert!(r.acknowledged > 0, "{} seed {seed}: the workload did something", s.name);
+        assert!(
+            r.acknowledged > 0,
+            "{} seed {seed}: the workload did something",
+            s.name
+        );
         assert!(
             r.ok(),
             "{} seed {seed}: {:?}\nreplay: {}",
@@ -50,16 +54,30 @@ fn ttl_expiry_ends_in_failure_receipts() {
     // The shipped 72 h scenario, one seed (its sweep is `loom-sim sweep`, README): every
     // message to the unreachable peer expires with a receipt.failed@v1 for its sender.
     let s = Scenario::load("ttl-expiry-72h").unwrap();
-    let r = run(&s, 0, &RunOptions { keep_trace: true, ..RunOptions::default() }).unwrap();
+    let r = run(
+        &s,
+        0,
+        &RunOptions {
+            keep_trace: true,
+            ..RunOptions::default()
+        },
+    )
+    .unwrap();
     assert!(r.ok(), "{:?}", r.violations);
-    assert!(r.simulated_ms >= 72 * 3600 * 1000, "the run crossed the TTL");
+    assert!(
+        r.simulated_ms >= 72 * 3600 * 1000,
+        "the run crossed the TTL"
+    );
     assert!(r.acknowledged > 0);
 }
 
 #[test]
 fn same_seed_same_trace_and_another_seed_differs() {
     let s = Scenario::load("partition-heal").unwrap();
-    let opts = RunOptions { keep_trace: true, ..RunOptions::default() };
+    let opts = RunOptions {
+        keep_trace: true,
+        ..RunOptions::default()
+    };
     let a = run(&s, 11, &opts).unwrap();
     let b = run(&s, 11, &opts).unwrap();
     assert_eq!(a.trace, b.trace, "same seed, byte-identical trace");
@@ -67,14 +85,26 @@ fn same_seed_same_trace_and_another_seed_differs() {
     let c = run(&s, 12, &opts).unwrap();
     assert_ne!(a.trace_hash, c.trace_hash, "the seed reaches the run");
     let t = a.trace.unwrap();
-    for kind in ["\"boot\"", "\"fault\"", "\"http\"", "\"outbound\"", "\"end\""] {
-        assert!(t.contains(&format!("\"kind\":{kind}")), "the trace records {kind}");
+    for kind in [
+        "\"boot\"",
+        "\"fault\"",
+        "\"http\"",
+        "\"outbound\"",
+        "\"end\"",
+    ] {
+        assert!(
+            t.contains(&format!("\"kind\":{kind}")),
+            "the trace records {kind}"
+        );
     }
 }
 
 /// Sweeps seeds `0..within` against a node with `quirk` and returns the first failing run.
 fn first_violation(s: &Scenario, quirk: Quirk, within: u64) -> Option<RunReport> {
-    let opts = RunOptions { quirks: Quirks::none().with(quirk), keep_trace: false };
+    let opts = RunOptions {
+        quirks: Quirks::none().with(quirk),
+        keep_trace: false,
+    };
     let list: Vec<u64> = (0..within).collect();
     let reports = sweep(s, &list, 2, &opts, &|_, _, _, _| {});
     reports
@@ -85,7 +115,11 @@ fn first_violation(s: &Scenario, quirk: Quirk, within: u64) -> Option<RunReport>
 
 fn caught(s: &Scenario, quirk: Quirk, within: u64, invariant: &str) {
     let r = first_violation(s, quirk, within).unwrap_or_else(|| {
-        panic!("{}: no violation within {within} seeds with quirk {}", s.name, quirk.name())
+        panic!(
+            "{}: no violation within {within} seeds with quirk {}",
+            s.name,
+            quirk.name()
+        )
     });
     assert!(
         r.violations.iter().any(|v| v.invariant == invariant),
@@ -98,22 +132,42 @@ fn caught(s: &Scenario, quirk: Quirk, within: u64, invariant: &str) {
 
 #[test]
 fn dropping_the_outbox_on_restart_is_caught() {
-    caught(&Scenario::load("crash-restart").unwrap(), Quirk::DropOutboxOnRestart, 10, "delivered-once-or-failed");
+    caught(
+        &Scenario::load("crash-restart").unwrap(),
+        Quirk::DropOutboxOnRestart,
+        10,
+        "delivered-once-or-failed",
+    );
 }
 
 #[test]
 fn accepting_stale_timestamps_is_caught() {
-    caught(&Scenario::load("clock-skew").unwrap(), Quirk::AcceptStaleTimestamp, 5, "skew-window");
+    caught(
+        &Scenario::load("clock-skew").unwrap(),
+        Quirk::AcceptStaleTimestamp,
+        5,
+        "skew-window",
+    );
 }
 
 #[test]
 fn skipping_the_nonce_cache_is_caught() {
-    caught(&Scenario::load("clock-skew").unwrap(), Quirk::SkipNonceCache, 5, "replay-refused");
+    caught(
+        &Scenario::load("clock-skew").unwrap(),
+        Quirk::SkipNonceCache,
+        5,
+        "replay-refused",
+    );
 }
 
 #[test]
 fn omitting_event_seq_is_caught() {
-    caught(&Scenario::load("three-node-federation").unwrap(), Quirk::OmitEventSeq, 3, "event-seq");
+    caught(
+        &Scenario::load("three-node-federation").unwrap(),
+        Quirk::OmitEventSeq,
+        3,
+        "event-seq",
+    );
 }
 
 #[test]

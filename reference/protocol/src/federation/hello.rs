@@ -44,9 +44,12 @@ pub fn verify_hello(doc: &Value, keys: &NodeKeys) -> Result<(), ProtocolError> {
             SECTION,
         ));
     }
-    let sig = doc
-        .get("signature")
-        .ok_or_else(|| bad("signature", "signature {algorithm, key_id, value} is required"))?;
+    let sig = doc.get("signature").ok_or_else(|| {
+        bad(
+            "signature",
+            "signature {algorithm, key_id, value} is required",
+        )
+    })?;
     let key_id = sig
         .get("key_id")
         .and_then(Value::as_str)
@@ -88,10 +91,16 @@ mod tests {
         verify_hello(&doc, &keys).unwrap();
         let mut changed = doc.clone();
         changed["policy"] = "allowlist".into();
-        assert_eq!(verify_hello(&changed, &keys).unwrap_err().field, "signature.value");
+        assert_eq!(
+            verify_hello(&changed, &keys).unwrap_err().field,
+            "signature.value"
+        );
         let mut other_key = doc.clone();
         other_key["signature"]["key_id"] = "k_other".into();
-        assert_eq!(verify_hello(&other_key, &keys).unwrap_err().field, "signature.key_id");
+        assert_eq!(
+            verify_hello(&other_key, &keys).unwrap_err().field,
+            "signature.key_id"
+        );
         let mut untyped = doc;
         untyped["type"] = "x".into();
         assert_eq!(verify_hello(&untyped, &keys).unwrap_err().field, "type");

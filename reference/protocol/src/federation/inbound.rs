@@ -26,8 +26,7 @@ use crate::federation::policy::{FederationPolicy, PolicyDecision};
 use crate::federation::wrapper::{DeliveryWrapper, WrapperLimits};
 use crate::http_sig::{
     HEADER_KEY_ID, HEADER_NODE, NonceCache, NonceOutcome, RequestParts, SignedHeaders,
-    VerifiedRequest,
-    check_required_headers, verify_request_detailed,
+    VerifiedRequest, check_required_headers, verify_request_detailed,
 };
 use crate::time::Timestamp;
 
@@ -190,12 +189,19 @@ pub fn check_delivery_with(
         None => keys.active_key(&headers.key_id, HEADER_KEY_ID)?,
     };
     // A stale request is judged as of its own timestamp under the deviation.
-    let now = match (dev.accept_stale_timestamp, Timestamp::parse(&headers.timestamp)) {
+    let now = match (
+        dev.accept_stale_timestamp,
+        Timestamp::parse(&headers.timestamp),
+    ) {
         (true, Ok(t)) => t,
         _ => ctx.now,
     };
     let mut none = NoNonces;
-    let nonces: &mut dyn NonceCache = if dev.skip_nonce_cache { &mut none } else { nonces };
+    let nonces: &mut dyn NonceCache = if dev.skip_nonce_cache {
+        &mut none
+    } else {
+        nonces
+    };
     let request = verify_request_detailed(req, headers, key, nonces, now)?;
     let wrapper = DeliveryWrapper::parse(req.body, &limits)?;
     let check_node = if dev.ignore_sender_node_mismatch {
