@@ -25,10 +25,10 @@ use super::rate_limit::LimitClass;
 use super::write_group::Submitter;
 use crate::error::{ApiError, ApiResult};
 use crate::outbound::{HttpClient, TransportError};
-use crate::quirks::QuirkRules;
 use crate::store::federation::{self as fed_store, RemoteIdentity};
 use crate::store::resolvers::{LocalDirectory, local_directory};
 use ed25519_dalek::VerifyingKey;
+use crate::quirks::QuirkRules;
 use loom_protocol::accept::{Deviations, Directory, Facts, Origin, SizeLimit, SpecRules, admit};
 use loom_protocol::delegation::{DelegationResolver, LinkRef};
 use loom_protocol::envelope::SenderType;
@@ -139,12 +139,14 @@ impl Directory for FedDirectory<'_> {
     }
 
     fn active_signing_key(&self, identity: &Address, key_id: &str) -> Option<VerifyingKey> {
-        self.local.active_signing_key(identity, key_id).or_else(|| {
-            self.remote_keys(identity)?
-                .into_iter()
-                .find(|(k, _)| k == key_id)
-                .map(|(_, v)| v)
-        })
+        self.local
+            .active_signing_key(identity, key_id)
+            .or_else(|| {
+                self.remote_keys(identity)?
+                    .into_iter()
+                    .find(|(k, _)| k == key_id)
+                    .map(|(_, v)| v)
+            })
     }
 }
 
@@ -311,8 +313,7 @@ impl Service {
         let id = who.to_string();
         let stored = fed_store::remote_identity(&self.store.read(), &id)?;
         if let Some(r) = &stored {
-            let fresh_enough =
-                !should_refetch(Timestamp::parse(&r.fetched_at).ok(), self.env.now());
+            let fresh_enough = !should_refetch(Timestamp::parse(&r.fetched_at).ok(), self.env.now());
             if r.keys.iter().any(|(k, _)| k == key_id) || fresh_enough {
                 return Ok(stored);
             }
@@ -354,8 +355,7 @@ impl Service {
         path: &str,
         body: &[u8],
     ) -> ApiResult<DeliveryAnswer> {
-        let headers =
-            SignedHeaders::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let headers = SignedHeaders::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         let dev = self.settings.federation;
         let now = self.env.now();
         let mut keys: BTreeMap<String, NodeKeys> = BTreeMap::new();
@@ -437,10 +437,7 @@ impl Service {
             if self.is_local(&sender) || sender.is_bridge() || remote.contains_key(&sender) {
                 continue;
             }
-            let key_id = env
-                .pointer("/from/key_id")
-                .and_then(Value::as_str)
-                .unwrap_or("");
+            let key_id = env.pointer("/from/key_id").and_then(Value::as_str).unwrap_or("");
             let home = sender.domain().to_ascii_lowercase();
             let Ok(peer) = self.peer(&home).await else {
                 continue;
@@ -522,11 +519,7 @@ impl Service {
             }
         }
         let committed = self
-            .commit_many(
-                jobs.iter()
-                    .map(|(_, a, s)| (a.clone(), s.clone()))
-                    .collect(),
-            )
+            .commit_many(jobs.iter().map(|(_, a, s)| (a.clone(), s.clone())).collect())
             .await;
         for ((i, _, _), r) in jobs.iter().zip(committed) {
             if let Err(e) = r {

@@ -39,9 +39,7 @@ use loom_protocol::federation::retry::{
     AttemptResult, FailureKind, NextStep, after_failure, classify_response, deadline, expired,
     failed_receipt_content,
 };
-use loom_protocol::federation::wrapper::{
-    DeliveryWrapper, MAX_ENVELOPES_PER_WRAPPER, new_delivery_id,
-};
+use loom_protocol::federation::wrapper::{DeliveryWrapper, MAX_ENVELOPES_PER_WRAPPER, new_delivery_id};
 use loom_protocol::http_sig::{NONCE_TTL_MS, RequestParts, sign_request};
 use loom_protocol::id::{EnvelopeId, KeyId, KeyKind};
 use loom_protocol::{Address, ErrorCode, Timestamp};
@@ -184,10 +182,7 @@ impl Service {
         let due = fed_store::due(&self.store.read(), now.unix_ms(), MAX_DUE_PER_TICK)?;
         let mut by_dest: BTreeMap<String, Vec<OutboxItem>> = BTreeMap::new();
         for item in due {
-            by_dest
-                .entry(item.destination.clone())
-                .or_default()
-                .push(item);
+            by_dest.entry(item.destination.clone()).or_default().push(item);
         }
         let mut report = TickReport::default();
         for (dest, items) in by_dest {
@@ -217,10 +212,7 @@ impl Service {
                 self.give_up(&item, item.attempts, "policy", e.code, report)
                     .await?;
             } else if let Some(reason) = expired(queued, last, now, &self.fed.retry) {
-                let failure = item
-                    .last_failure
-                    .clone()
-                    .unwrap_or_else(|| "expired".into());
+                let failure = item.last_failure.clone().unwrap_or_else(|| "expired".into());
                 self.give_up(&item, item.attempts, &failure, reason, report)
                     .await?;
             } else {
@@ -274,8 +266,7 @@ impl Service {
     ) -> ApiResult<()> {
         let delivery_id = new_delivery_id(&mut self.env.ids());
         let (items, envs): (Vec<OutboxItem>, Vec<Value>) = batch.into_iter().unzip();
-        let wrapper =
-            DeliveryWrapper::new(&self.config.domain, Some(delivery_id.clone()), now, envs);
+        let wrapper = DeliveryWrapper::new(&self.config.domain, Some(delivery_id.clone()), now, envs);
         let body = wrapper.to_body();
         let path = HttpUrl::parse(&peer.deliver_url)
             .map(|u| u.path)
@@ -322,15 +313,11 @@ impl Service {
             }
             Ok(r) => r,
         };
-        let answer: Value =
-            loom_protocol::jcs::parse_strict_bytes(&reply.body).unwrap_or(Value::Null);
+        let answer: Value = loom_protocol::jcs::parse_strict_bytes(&reply.body).unwrap_or(Value::Null);
         let code = answer.pointer("/error/code").and_then(Value::as_str);
         match classify_response(reply.status, code) {
             AttemptResult::Delivered if (200..300).contains(&reply.status) => {
-                let receipt = answer
-                    .get("receipt")
-                    .filter(|r| r.is_object())
-                    .unwrap_or(&answer);
+                let receipt = answer.get("receipt").filter(|r| r.is_object()).unwrap_or(&answer);
                 let ids: Vec<String> = items.iter().map(|i| i.envelope_id.clone()).collect();
                 let verified = verify_receipt(
                     receipt,
@@ -373,14 +360,8 @@ impl Service {
             }
             AttemptResult::Rejected(code) => {
                 for item in &items {
-                    self.give_up(
-                        item,
-                        item.attempts + 1,
-                        &format!("http:{}", reply.status),
-                        code,
-                        report,
-                    )
-                    .await?;
+                    self.give_up(item, item.attempts + 1, &format!("http:{}", reply.status), code, report)
+                        .await?;
                 }
             }
         }
@@ -427,12 +408,7 @@ impl Service {
         Ok(())
     }
 
-    fn delivered(
-        &self,
-        item: &OutboxItem,
-        now: Timestamp,
-        report: &mut TickReport,
-    ) -> ApiResult<()> {
+    fn delivered(&self, item: &OutboxItem, now: Timestamp, report: &mut TickReport) -> ApiResult<()> {
         let tx = self.store.begin()?;
         fed_store::mark_delivered(&tx, item.id, &now.to_rfc3339())?;
         tx.commit()?;
@@ -465,14 +441,7 @@ impl Service {
             let draw = self.env.ids().bytes32();
             let mut eight = [0u8; 8];
             eight.copy_from_slice(&draw[..8]);
-            after_failure(
-                queued,
-                attempts,
-                kind,
-                now,
-                policy,
-                u64::from_le_bytes(eight),
-            )
+            after_failure(queued, attempts, kind, now, policy, u64::from_le_bytes(eight))
         };
         match step {
             NextStep::RetryAt(t) => {
@@ -498,10 +467,8 @@ impl Service {
     ) -> ApiResult<()> {
         let dev = self.settings.federation;
         let reason = if dev.wrong_failure_reason
-            && matches!(
-                reason,
-                ErrorCode::NodeUnreachable | ErrorCode::DeliveryTimeout
-            ) {
+            && matches!(reason, ErrorCode::NodeUnreachable | ErrorCode::DeliveryTimeout)
+        {
             ErrorCode::InternalError
         } else {
             reason
@@ -532,7 +499,10 @@ impl Service {
         };
         let node_id = self.node_address()?;
         let (node_key_id, key) = self.node_key();
-        let sign_id = format!("k_sign_{}", node_key_id.trim_start_matches("k_node_sign_"));
+        let sign_id = format!(
+            "k_sign_{}",
+            node_key_id.trim_start_matches("k_node_sign_")
+        );
         let key_id = KeyId::parse(&sign_id, KeyKind::Signing).map_err(ApiError::internal)?;
         let now = self.env.now();
         let original_thread = EnvelopeId::parse(&item.envelope_id)
