@@ -20,6 +20,7 @@ pub mod client;
 pub mod dial;
 pub mod envelope;
 pub mod error;
+pub mod fedbench;
 pub mod growth;
 pub mod identity;
 pub mod load;

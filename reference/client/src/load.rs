@@ -594,7 +594,7 @@ pub(crate) fn payload(n: usize) -> String {
 }
 
 /// Nearest-rank percentiles of sorted `ms`.
-pub(crate) fn percentiles(ms: &[f64]) -> Latency {
+pub fn percentiles(ms: &[f64]) -> Latency {
     let Some(&max) = ms.last() else {
         return Latency::default();
     };

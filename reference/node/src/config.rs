@@ -208,7 +208,10 @@ pub fn check_peer_url(url: &str, allow_private_http: bool) -> Result<(), String>
         ));
     }
     if !allow_private_http {
-        return Err("plain http to a private address needs allow_private_http (--allow-private-http)".into());
+        return Err(
+            "plain http to a private address needs allow_private_http (--allow-private-http)"
+                .into(),
+        );
     }
     Ok(())
 }
@@ -286,8 +289,18 @@ impl NodeConfig {
     pub fn federation_policy(&self) -> Result<loom_protocol::federation::FederationPolicy, String> {
         let mode = loom_protocol::federation::PolicyMode::parse(&self.federation_policy)
             .ok_or_else(|| format!("unknown federation_policy {:?}", self.federation_policy))?;
-        let allow: Vec<&str> = self.federation.allowlist.iter().map(String::as_str).collect();
-        let block: Vec<&str> = self.federation.blocklist.iter().map(String::as_str).collect();
+        let allow: Vec<&str> = self
+            .federation
+            .allowlist
+            .iter()
+            .map(String::as_str)
+            .collect();
+        let block: Vec<&str> = self
+            .federation
+            .blocklist
+            .iter()
+            .map(String::as_str)
+            .collect();
         loom_protocol::federation::FederationPolicy::new(mode, &allow, &block)
             .map_err(|e| format!("federation policy: {e}"))
     }

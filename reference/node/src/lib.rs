@@ -57,9 +57,8 @@ impl NodeBuilder {
     pub fn build(self) -> Result<Node, String> {
         self.config.check()?;
         let store = store::Store::open(&self.config.storage).map_err(|e| e.to_string())?;
-        let service =
-            Service::with_dial(self.config, self.env, store, self.quirks, self.dial)
-                .map_err(|e| e.to_string())?;
+        let service = Service::with_dial(self.config, self.env, store, self.quirks, self.dial)
+            .map_err(|e| e.to_string())?;
         Ok(Node {
             service: Arc::new(service),
         })

@@ -29,7 +29,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve the node (the default when no subcommand is given).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Audit-log tools (v1.1 §25.1).
     Audit {
         #[command(subcommand)]
@@ -183,7 +183,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         None => serve(cli.serve),
-        Some(Command::Serve(args)) => serve(args),
+        Some(Command::Serve(args)) => serve(*args),
         Some(Command::Audit {
             command: AuditCommand::Verify { data },
         }) => audit_verify(&data),

@@ -165,11 +165,9 @@ impl HttpClient {
         body: Vec<u8>,
     ) -> Result<Reply, TransportError> {
         let u = HttpUrl::parse(url).map_err(TransportError::Unreachable)?;
-        let io = self
-            .dial
-            .dial(&u.host, u.port)
-            .await
-            .map_err(|e| TransportError::Unreachable(format!("connect {}:{}: {e}", u.host, u.port)))?;
+        let io = self.dial.dial(&u.host, u.port).await.map_err(|e| {
+            TransportError::Unreachable(format!("connect {}:{}: {e}", u.host, u.port))
+        })?;
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
             .await
             .map_err(|e| TransportError::Unreachable(format!("HTTP handshake: {e}")))?;
@@ -215,7 +213,10 @@ mod tests {
     #[test]
     fn urls_split_into_host_port_and_path() {
         let u = HttpUrl::parse("http://127.0.0.1:8788/v1/federation/deliver").unwrap();
-        assert_eq!((u.host.as_str(), u.port, u.path.as_str()), ("127.0.0.1", 8788, "/v1/federation/deliver"));
+        assert_eq!(
+            (u.host.as_str(), u.port, u.path.as_str()),
+            ("127.0.0.1", 8788, "/v1/federation/deliver")
+        );
         let u = HttpUrl::parse("http://[::1]:9/x").unwrap();
         assert_eq!((u.host.as_str(), u.port), ("::1", 9));
         assert_eq!(HttpUrl::parse("http://b.test").unwrap().path, "/");

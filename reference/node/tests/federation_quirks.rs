@@ -49,7 +49,10 @@ async fn pair(
 
 impl Pair {
     fn message(&self, text: &str) -> Value {
-        self.alice.sign(self.alice.message(&self.a, &self.a.thread_id(), None, &[&self.bob], text))
+        self.alice.sign(
+            self.alice
+                .message(&self.a, &self.a.thread_id(), None, &[&self.bob], text),
+        )
     }
 
     async fn deliver(&self, envelopes: Vec<Value>) -> support::Resp {
@@ -59,7 +62,10 @@ impl Pair {
 }
 
 /// The status of one delivery of a fresh message from a to b, where `q` sits on b.
-async fn inbound_status(q: Option<Quirk>, tamper: impl Fn(&Pair, &mut Vec<(String, String)>, &mut Vec<u8>)) -> u16 {
+async fn inbound_status(
+    q: Option<Quirk>,
+    tamper: impl Fn(&Pair, &mut Vec<(String, String)>, &mut Vec<u8>),
+) -> u16 {
     let p = pair(None, q, |_| {}).await;
     let (mut h, mut body) = p.a.signed_delivery(vec![p.message("x")]);
     tamper(&p, &mut h, &mut body);
@@ -70,7 +76,10 @@ async fn inbound_status(q: Option<Quirk>, tamper: impl Fn(&Pair, &mut Vec<(Strin
 async fn accept_unsigned_delivery() {
     let strip = |_: &Pair, h: &mut Vec<(String, String)>, _: &mut Vec<u8>| h.clear();
     assert_eq!(inbound_status(None, strip).await, 401);
-    assert_eq!(inbound_status(Some(Quirk::AcceptUnsignedDelivery), strip).await, 202);
+    assert_eq!(
+        inbound_status(Some(Quirk::AcceptUnsignedDelivery), strip).await,
+        202
+    );
 }
 
 #[tokio::test]
@@ -103,7 +112,10 @@ async fn ignore_sender_node_mismatch() {
         *h = p.a.sign_delivery(body);
     };
     assert_eq!(inbound_status(None, other).await, 401);
-    assert_eq!(inbound_status(Some(Quirk::IgnoreSenderNodeMismatch), other).await, 202);
+    assert_eq!(
+        inbound_status(Some(Quirk::IgnoreSenderNodeMismatch), other).await,
+        202
+    );
 }
 
 #[tokio::test]
@@ -112,11 +124,20 @@ async fn accept_inactive_node_key() {
         let p = pair(None, q, |_| {}).await;
         // b resolves a.test and alice once, then learns that a's key is retired.
         p.deliver(vec![p.message("first")]).await.expect(202);
-        let mut doc = p.a.call("GET", "/.well-known/loom.json", None, None).await.body;
+        let mut doc =
+            p.a.call("GET", "/.well-known/loom.json", None, None)
+                .await
+                .body;
         doc["federation"]["signing_keys"][0]["status"] = "retired".into();
         doc["signing_keys"][0]["status"] = "retired".into();
         let now = p.b.now();
-        loom_node::store::federation::put_node_document(&p.b.node.service().store.conn(), "a.test", &doc, &now).unwrap();
+        loom_node::store::federation::put_node_document(
+            &p.b.node.service().store.conn(),
+            "a.test",
+            &doc,
+            &now,
+        )
+        .unwrap();
         p.deliver(vec![p.message("second")]).await.expect(status);
     }
 }
@@ -150,7 +171,10 @@ async fn ignore_wrapper_limit() {
 
 #[tokio::test]
 async fn skip_envelope_signature_on_delivery() {
-    for (q, status) in [(None, 401), (Some(Quirk::SkipEnvelopeSignatureOnDelivery), 202)] {
+    for (q, status) in [
+        (None, 401),
+        (Some(Quirk::SkipEnvelopeSignatureOnDelivery), 202),
+    ] {
         let p = pair(None, q, |_| {}).await;
         let mut env = p.message("x");
         env["content"]["human"]["text"] = "tampered".into();
@@ -175,7 +199,9 @@ async fn skip_capability_on_delivery() {
         let p = pair(None, q, |_| {}).await;
         let dave = p.a.register("dave", "human", 4).await;
         let t = p.a.thread_id();
-        let root = p.alice.sign(p.alice.message(&p.a, &t, None, &[&p.bob], "root"));
+        let root = p
+            .alice
+            .sign(p.alice.message(&p.a, &t, None, &[&p.bob], "root"));
         p.deliver(vec![root]).await.expect(202);
         // dave is no participant and holds no capability: he may not resolve the thread.
         let op = dave.sign(dave.op(&p.a, &t, "thread.resolve@v1", json!({})));
@@ -210,8 +236,17 @@ async fn drop_origin_event_seq() {
         env["meta"] = json!({"origin_event_seq": 7});
         let id = env["id"].as_str().unwrap().to_owned();
         p.deliver(vec![env]).await.expect(202);
-        let got = p.b.get(&format!("/v1/envelopes/{id}"), &p.bob.token).await.expect(200).body;
-        assert_eq!(got["meta"]["origin_event_seq"] == 7, kept, "{q:?}: {}", got["meta"]);
+        let got =
+            p.b.get(&format!("/v1/envelopes/{id}"), &p.bob.token)
+                .await
+                .expect(200)
+                .body;
+        assert_eq!(
+            got["meta"]["origin_event_seq"] == 7,
+            kept,
+            "{q:?}: {}",
+            got["meta"]
+        );
     }
 }
 
@@ -221,7 +256,10 @@ async fn no_refetch_on_unknown_key() {
         let p = pair(None, q, |_| {}).await;
         p.deliver(vec![p.message("first")]).await.expect(202);
         // b holds an outdated document of a.test (before a key rotation), two minutes old.
-        let mut doc = p.a.call("GET", "/.well-known/loom.json", None, None).await.body;
+        let mut doc =
+            p.a.call("GET", "/.well-known/loom.json", None, None)
+                .await
+                .body;
         let other = loom_protocol::keys::public_key_to_b64url(
             &loom_protocol::keys::signing_key_from_seed(&[42; 32]).verifying_key(),
         );
@@ -229,7 +267,13 @@ async fn no_refetch_on_unknown_key() {
         doc["signing_keys"] = old.clone();
         doc["federation"]["signing_keys"] = old;
         let then = p.b.now();
-        loom_node::store::federation::put_node_document(&p.b.node.service().store.conn(), "a.test", &doc, &then).unwrap();
+        loom_node::store::federation::put_node_document(
+            &p.b.node.service().store.conn(),
+            "a.test",
+            &doc,
+            &then,
+        )
+        .unwrap();
         p.b.clock.advance_ms(120_000);
         p.a.clock.advance_ms(120_000);
         p.deliver(vec![p.message("second")]).await.expect(status);
@@ -242,7 +286,14 @@ async fn no_refetch_on_unknown_key() {
 async fn outbound(q: Option<Quirk>, peer_down: bool) -> (TestNode, TestNode, Ident, Vec<Served>) {
     let (pa, pb) = (free_port().await, free_port().await);
     let a = fed_node("a.test", "b.test", pb, Storage::Memory, quirks(q), |_| {});
-    let b = fed_node("b.test", "a.test", pa, Storage::Memory, Quirks::none(), |_| {});
+    let b = fed_node(
+        "b.test",
+        "a.test",
+        pa,
+        Storage::Memory,
+        Quirks::none(),
+        |_| {},
+    );
     let served = if peer_down {
         Vec::new()
     } else {
@@ -288,7 +339,11 @@ async fn linear_backoff() {
             a.clock.advance_ms(gap);
             a.tick().await;
         }
-        assert_eq!(gaps.windows(2).all(|w| w[1] > w[0]), grows, "{q:?}: {gaps:?}");
+        assert_eq!(
+            gaps.windows(2).all(|w| w[1] > w[0]),
+            grows,
+            "{q:?}: {gaps:?}"
+        );
     }
 }
 
@@ -297,8 +352,22 @@ async fn drop_outbox_on_restart() {
     for (q, left) in [(None, 1), (Some(Quirk::DropOutboxOnRestart), 0)] {
         let dir = temp_dir(&format!("drop-{}", q.is_some()));
         let pb = free_port().await;
-        let a = fed_node("a.test", "b.test", pb, Storage::Dir(dir.clone()), quirks(q), |_| {});
-        let b = fed_node("b.test", "a.test", 9, Storage::Memory, Quirks::none(), |_| {});
+        let a = fed_node(
+            "a.test",
+            "b.test",
+            pb,
+            Storage::Dir(dir.clone()),
+            quirks(q),
+            |_| {},
+        );
+        let b = fed_node(
+            "b.test",
+            "a.test",
+            9,
+            Storage::Memory,
+            Quirks::none(),
+            |_| {},
+        );
         let alice = a.register("alice", "human", 1).await;
         let bob = b.register("bob", "human", 2).await;
         alice
@@ -306,7 +375,14 @@ async fn drop_outbox_on_restart() {
             .await
             .expect(201);
         drop(a);
-        let a = fed_node("a.test", "b.test", pb, Storage::Dir(dir.clone()), quirks(q), |_| {});
+        let a = fed_node(
+            "a.test",
+            "b.test",
+            pb,
+            Storage::Dir(dir.clone()),
+            quirks(q),
+            |_| {},
+        );
         let queued = a.outbox().iter().filter(|r| r.state == "queued").count();
         assert_eq!(queued, left, "{q:?}");
         drop(a);
@@ -325,8 +401,18 @@ async fn expire(q: Option<Quirk>) -> (Option<String>, usize) {
     let list = a.get("/v1/threads?limit=50", &token).await.expect(200).body;
     let mut receipts = 0;
     for t in list["threads"].as_array().unwrap() {
-        let r = a.get(&format!("/v1/threads/{}/envelopes", t["id"].as_str().unwrap()), &token).await;
-        receipts += r.body["envelopes"].as_array().unwrap().iter().filter(|e| e["type"] == "receipt").count();
+        let r = a
+            .get(
+                &format!("/v1/threads/{}/envelopes", t["id"].as_str().unwrap()),
+                &token,
+            )
+            .await;
+        receipts += r.body["envelopes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["type"] == "receipt")
+            .count();
     }
     (a.outbox()[0].reason.clone(), receipts)
 }
@@ -341,7 +427,13 @@ async fn no_failure_receipt() {
 async fn wrong_failure_reason() {
     assert_eq!(expire(None).await.0.as_deref(), Some("NODE_UNREACHABLE"));
     let (reason, _) = expire(Some(Quirk::WrongFailureReason)).await;
-    assert!(!matches!(reason.as_deref(), Some("NODE_UNREACHABLE" | "DELIVERY_TIMEOUT")), "{reason:?}");
+    assert!(
+        !matches!(
+            reason.as_deref(),
+            Some("NODE_UNREACHABLE" | "DELIVERY_TIMEOUT")
+        ),
+        "{reason:?}"
+    );
 }
 
 #[test]
@@ -349,6 +441,9 @@ fn every_federation_quirk_has_a_test_here() {
     let src = include_str!("federation_quirks.rs");
     for q in FEDERATION_QUIRKS {
         let test = q.name().replace('-', "_");
-        assert!(src.contains(&format!("async fn {test}()")), "{q:?} has no test");
+        assert!(
+            src.contains(&format!("async fn {test}()")),
+            "{q:?} has no test"
+        );
     }
 }

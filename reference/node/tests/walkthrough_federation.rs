@@ -93,7 +93,10 @@ fn node(dir: &Path, domain: &str, port: u16, peer: &str, peer_port: u16) -> Proc
 fn eventually(what: &str, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
     while !f() {
-        assert!(start.elapsed() < Duration::from_secs(30), "timed out: {what}");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "timed out: {what}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -126,39 +129,112 @@ fn two_nodes_federate_as_the_readme_shows() {
     std::fs::create_dir_all(&root).unwrap();
     let p = |n: &str| root.join(n).to_str().unwrap().to_owned();
     let (pa, pb) = (free_port(), free_port());
-    let (na, nb) = (format!("http://127.0.0.1:{pa}"), format!("http://127.0.0.1:{pb}"));
+    let (na, nb) = (
+        format!("http://127.0.0.1:{pa}"),
+        format!("http://127.0.0.1:{pb}"),
+    );
     let _a = node(&root.join("a-data"), "a.test", pa, "b.test", pb);
     let b = node(&root.join("b-data"), "b.test", pb, "a.test", pa);
 
     loom(&["keygen", "--out", &p("alice.key")]);
     loom(&["keygen", "--out", &p("bob.key")]);
-    loom(&["register", "--node", &na, "--identity", "loom://alice@a.test", "--key", &p("alice.key")]);
-    loom(&["register", "--node", &nb, "--identity", "loom://bob@b.test", "--key", &p("bob.key")]);
-    loom(&["login", "--node", &na, "--identity", "loom://alice@a.test", "--key", &p("alice.key"), "--session", &p("alice.session")]);
-    loom(&["login", "--node", &nb, "--identity", "loom://bob@b.test", "--key", &p("bob.key"), "--session", &p("bob.session")]);
+    loom(&[
+        "register",
+        "--node",
+        &na,
+        "--identity",
+        "loom://alice@a.test",
+        "--key",
+        &p("alice.key"),
+    ]);
+    loom(&[
+        "register",
+        "--node",
+        &nb,
+        "--identity",
+        "loom://bob@b.test",
+        "--key",
+        &p("bob.key"),
+    ]);
+    loom(&[
+        "login",
+        "--node",
+        &na,
+        "--identity",
+        "loom://alice@a.test",
+        "--key",
+        &p("alice.key"),
+        "--session",
+        &p("alice.session"),
+    ]);
+    loom(&[
+        "login",
+        "--node",
+        &nb,
+        "--identity",
+        "loom://bob@b.test",
+        "--key",
+        &p("bob.key"),
+        "--session",
+        &p("bob.session"),
+    ]);
 
     // alice@a.test → bob@b.test.
-    let (env, thread) = sent(&loom(&["send", "--session", &p("alice.session"), "--to", "loom://bob@b.test", "--text", "hi bob"]));
+    let (env, thread) = sent(&loom(&[
+        "send",
+        "--session",
+        &p("alice.session"),
+        "--to",
+        "loom://bob@b.test",
+        "--text",
+        "hi bob",
+    ]));
     eventually("bob sees alice's message", || {
         loom(&["threads", "--session", &p("bob.session")]).contains(&thread)
     });
     assert_eq!(envelope_texts(&p("bob.session"), &thread), ["hi bob"]);
 
     // bob answers in the same thread.
-    loom(&["send", "--session", &p("bob.session"), "--to", "loom://alice@a.test", "--text", "hi alice", "--thread", &thread, "--parent", &env]);
+    loom(&[
+        "send",
+        "--session",
+        &p("bob.session"),
+        "--to",
+        "loom://alice@a.test",
+        "--text",
+        "hi alice",
+        "--thread",
+        &thread,
+        "--parent",
+        &env,
+    ]);
     eventually("alice sees bob's reply", || {
         envelope_texts(&p("alice.session"), &thread).len() == 2
     });
-    assert_eq!(envelope_texts(&p("alice.session"), &thread), ["hi bob", "hi alice"]);
+    assert_eq!(
+        envelope_texts(&p("alice.session"), &thread),
+        ["hi bob", "hi alice"]
+    );
 
     // b.test goes down; alice writes; b.test comes back and gets it.
     drop(b);
-    let (_, later) = sent(&loom(&["send", "--session", &p("alice.session"), "--to", "loom://bob@b.test", "--text", "while you were away"]));
+    let (_, later) = sent(&loom(&[
+        "send",
+        "--session",
+        &p("alice.session"),
+        "--to",
+        "loom://bob@b.test",
+        "--text",
+        "while you were away",
+    ]));
     std::thread::sleep(Duration::from_millis(1_500));
     let _b = node(&root.join("b-data"), "b.test", pb, "a.test", pa);
     eventually("bob gets the queued message after the restart", || {
         loom(&["threads", "--session", &p("bob.session")]).contains(&later)
     });
-    assert_eq!(envelope_texts(&p("bob.session"), &later), ["while you were away"]);
+    assert_eq!(
+        envelope_texts(&p("bob.session"), &later),
+        ["while you were away"]
+    );
     let _ = std::fs::remove_dir_all(&root);
 }

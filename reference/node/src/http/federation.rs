@@ -52,7 +52,12 @@ async fn deliver(State(s): State<AppState>, req: Request) -> Result<Response, Ap
         .headers
         .iter()
         .filter(|(k, _)| k.as_str().starts_with("x-loom-"))
-        .map(|(k, v)| (k.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+        .map(|(k, v)| {
+            (
+                k.as_str().to_owned(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
         .collect();
     let answer = s
         .federation_deliver(&headers, parts.uri.path(), &bytes)
@@ -64,4 +69,3 @@ async fn deliver(State(s): State<AppState>, req: Request) -> Result<Response, Ap
 async fn hello(State(s): State<AppState>) -> Response {
     json_response(StatusCode::OK, s.federation_hello())
 }
-

@@ -11,11 +11,12 @@
 //! 3. `loom_protocol::federation::check_delivery`: headers, policy, key, freshness, signature,
 //!    nonce (probed against the store's cache, not yet recorded), wrapper, sender authority;
 //! 4. the per-node rate class (§14.3), only now that the node is authenticated;
-//! 5. the nonce is recorded in the store (a racing replay loses the insert and is refused),
-//!    so a restart does not reopen a replay window; a refused request records nothing;
-//! 6. each envelope's sender is resolved from its home node when unknown (or when its
+//! 5. each envelope's sender is resolved from its home node when unknown (or when its
 //!    `from.key_id` is unknown), then admitted with `Origin::Federated` and committed by the
 //!    single writer with the wrapper's other envelopes, in wrapper order;
+//! 6. the nonce is recorded in the store once something was accepted (a racing copy loses
+//!    the insert and is refused as a replay), so a restart does not reopen a replay window;
+//!    a request refused as a whole records nothing and changes nothing;
 //! 7. the answer: 202 with the signed receipt (`accepted`/`partial`, the accepted ids, and an
 //!    unsigned `rejected[]` naming each refused envelope's §24.1 error), or — when nothing was
 //!    accepted — the first envelope's error as the §24.1 body.
@@ -25,10 +26,10 @@ use super::rate_limit::LimitClass;
 use super::write_group::Submitter;
 use crate::error::{ApiError, ApiResult};
 use crate::outbound::{HttpClient, TransportError};
+use crate::quirks::QuirkRules;
 use crate::store::federation::{self as fed_store, RemoteIdentity};
 use crate::store::resolvers::{LocalDirectory, local_directory};
 use ed25519_dalek::VerifyingKey;
-use crate::quirks::QuirkRules;
 use loom_protocol::accept::{Deviations, Directory, Facts, Origin, SizeLimit, SpecRules, admit};
 use loom_protocol::delegation::{DelegationResolver, LinkRef};
 use loom_protocol::envelope::SenderType;
@@ -139,14 +140,12 @@ impl Directory for FedDirectory<'_> {
     }
 
     fn active_signing_key(&self, identity: &Address, key_id: &str) -> Option<VerifyingKey> {
-        self.local
-            .active_signing_key(identity, key_id)
-            .or_else(|| {
-                self.remote_keys(identity)?
-                    .into_iter()
-                    .find(|(k, _)| k == key_id)
-                    .map(|(_, v)| v)
-            })
+        self.local.active_signing_key(identity, key_id).or_else(|| {
+            self.remote_keys(identity)?
+                .into_iter()
+                .find(|(k, _)| k == key_id)
+                .map(|(_, v)| v)
+        })
     }
 }
 
@@ -294,10 +293,11 @@ impl Service {
                     && should_refetch(p.fetched_at, self.env.now())
             }
         };
-        if unknown && may_fetch {
-            if let Ok(p) = self.fetch_peer(node).await {
-                return Some(p);
-            }
+        if unknown
+            && may_fetch
+            && let Ok(p) = self.fetch_peer(node).await
+        {
+            return Some(p);
         }
         stored
     }
@@ -313,7 +313,8 @@ impl Service {
         let id = who.to_string();
         let stored = fed_store::remote_identity(&self.store.read(), &id)?;
         if let Some(r) = &stored {
-            let fresh_enough = !should_refetch(Timestamp::parse(&r.fetched_at).ok(), self.env.now());
+            let fresh_enough =
+                !should_refetch(Timestamp::parse(&r.fetched_at).ok(), self.env.now());
             if r.keys.iter().any(|(k, _)| k == key_id) || fresh_enough {
                 return Ok(stored);
             }
@@ -355,7 +356,8 @@ impl Service {
         path: &str,
         body: &[u8],
     ) -> ApiResult<DeliveryAnswer> {
-        let headers = SignedHeaders::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let headers =
+            SignedHeaders::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         let dev = self.settings.federation;
         let now = self.env.now();
         let mut keys: BTreeMap<String, NodeKeys> = BTreeMap::new();
@@ -403,17 +405,22 @@ impl Service {
             )
             .with_header("Retry-After", d.reset_secs.to_string()));
         }
-        if let Some((n, nonce)) = fresh {
-            if !self.record_nonce(&n, &nonce, now)? {
-                return Err(ApiError::new(
-                    ErrorCode::SignatureInvalid,
-                    "X-LOOM-Nonce",
-                    "nonce already used by this node within 15 minutes (replay)",
-                    "v1.1 §15.3, §23.2",
-                ));
-            }
+        let answer = self.accept_delivery(checked, now).await?;
+        // Recorded once something was accepted: a request refused as a whole changes
+        // nothing, and its replay is refused again for the same reason. Of two copies that
+        // raced, the second loses the insert and is answered as the replay it is (its
+        // envelopes were identical re-deliveries, stored once).
+        if let Some((n, nonce)) = fresh
+            && !self.record_nonce(&n, &nonce, now)?
+        {
+            return Err(ApiError::new(
+                ErrorCode::SignatureInvalid,
+                "X-LOOM-Nonce",
+                "nonce already used by this node within 15 minutes (replay)",
+                "v1.1 §15.3, §23.2",
+            ));
         }
-        self.accept_delivery(checked, now).await
+        Ok(answer)
     }
 
     async fn accept_delivery(
@@ -437,7 +444,10 @@ impl Service {
             if self.is_local(&sender) || sender.is_bridge() || remote.contains_key(&sender) {
                 continue;
             }
-            let key_id = env.pointer("/from/key_id").and_then(Value::as_str).unwrap_or("");
+            let key_id = env
+                .pointer("/from/key_id")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             let home = sender.domain().to_ascii_lowercase();
             let Ok(peer) = self.peer(&home).await else {
                 continue;
@@ -519,7 +529,11 @@ impl Service {
             }
         }
         let committed = self
-            .commit_many(jobs.iter().map(|(_, a, s)| (a.clone(), s.clone())).collect())
+            .commit_many(
+                jobs.iter()
+                    .map(|(_, a, s)| (a.clone(), s.clone()))
+                    .collect(),
+            )
             .await;
         for ((i, _, _), r) in jobs.iter().zip(committed) {
             if let Err(e) = r {

@@ -70,7 +70,13 @@ pub struct Service {
 impl Service {
     /// Builds the service over an opened store, creating the node signing key on first start.
     pub fn new(config: NodeConfig, env: Env, store: Store, quirks: Quirks) -> ApiResult<Service> {
-        Self::with_dial(config, env, store, quirks, Arc::new(crate::outbound::TokioDial))
+        Self::with_dial(
+            config,
+            env,
+            store,
+            quirks,
+            Arc::new(crate::outbound::TokioDial),
+        )
     }
 
     /// [`Service::new`] with the sockets federation dials through (turmoil in the simulator).

@@ -39,7 +39,9 @@ use loom_protocol::federation::retry::{
     AttemptResult, FailureKind, NextStep, after_failure, classify_response, deadline, expired,
     failed_receipt_content,
 };
-use loom_protocol::federation::wrapper::{DeliveryWrapper, MAX_ENVELOPES_PER_WRAPPER, new_delivery_id};
+use loom_protocol::federation::wrapper::{
+    DeliveryWrapper, MAX_ENVELOPES_PER_WRAPPER, new_delivery_id,
+};
 use loom_protocol::http_sig::{NONCE_TTL_MS, RequestParts, sign_request};
 use loom_protocol::id::{EnvelopeId, KeyId, KeyKind};
 use loom_protocol::{Address, ErrorCode, Timestamp};
@@ -182,7 +184,10 @@ impl Service {
         let due = fed_store::due(&self.store.read(), now.unix_ms(), MAX_DUE_PER_TICK)?;
         let mut by_dest: BTreeMap<String, Vec<OutboxItem>> = BTreeMap::new();
         for item in due {
-            by_dest.entry(item.destination.clone()).or_default().push(item);
+            by_dest
+                .entry(item.destination.clone())
+                .or_default()
+                .push(item);
         }
         let mut report = TickReport::default();
         for (dest, items) in by_dest {
@@ -212,7 +217,10 @@ impl Service {
                 self.give_up(&item, item.attempts, "policy", e.code, report)
                     .await?;
             } else if let Some(reason) = expired(queued, last, now, &self.fed.retry) {
-                let failure = item.last_failure.clone().unwrap_or_else(|| "expired".into());
+                let failure = item
+                    .last_failure
+                    .clone()
+                    .unwrap_or_else(|| "expired".into());
                 self.give_up(&item, item.attempts, &failure, reason, report)
                     .await?;
             } else {
@@ -225,10 +233,8 @@ impl Service {
         let peer = match self.peer(dest).await {
             Ok(p) => p,
             Err(_) => {
-                for item in &live {
-                    self.after_failed(item, FailureKind::Unreachable, now, report)
-                        .await?;
-                }
+                self.all_failed(&live, FailureKind::Unreachable, now, report)
+                    .await?;
                 return Ok(());
             }
         };
@@ -266,7 +272,8 @@ impl Service {
     ) -> ApiResult<()> {
         let delivery_id = new_delivery_id(&mut self.env.ids());
         let (items, envs): (Vec<OutboxItem>, Vec<Value>) = batch.into_iter().unzip();
-        let wrapper = DeliveryWrapper::new(&self.config.domain, Some(delivery_id.clone()), now, envs);
+        let wrapper =
+            DeliveryWrapper::new(&self.config.domain, Some(delivery_id.clone()), now, envs);
         let body = wrapper.to_body();
         let path = HttpUrl::parse(&peer.deliver_url)
             .map(|u| u.path)
@@ -298,26 +305,26 @@ impl Service {
         let reply = match result {
             Err(TransportError::Unreachable(why)) => {
                 tracing::debug!(%dest, %why, "federation delivery: unreachable");
-                for item in &items {
-                    self.after_failed(item, FailureKind::Unreachable, now, report)
-                        .await?;
-                }
+                self.all_failed(&items, FailureKind::Unreachable, now, report)
+                    .await?;
                 return Ok(());
             }
             Err(TransportError::Timeout) => {
-                for item in &items {
-                    self.after_failed(item, FailureKind::Timeout, now, report)
-                        .await?;
-                }
+                self.all_failed(&items, FailureKind::Timeout, now, report)
+                    .await?;
                 return Ok(());
             }
             Ok(r) => r,
         };
-        let answer: Value = loom_protocol::jcs::parse_strict_bytes(&reply.body).unwrap_or(Value::Null);
+        let answer: Value =
+            loom_protocol::jcs::parse_strict_bytes(&reply.body).unwrap_or(Value::Null);
         let code = answer.pointer("/error/code").and_then(Value::as_str);
         match classify_response(reply.status, code) {
             AttemptResult::Delivered if (200..300).contains(&reply.status) => {
-                let receipt = answer.get("receipt").filter(|r| r.is_object()).unwrap_or(&answer);
+                let receipt = answer
+                    .get("receipt")
+                    .filter(|r| r.is_object())
+                    .unwrap_or(&answer);
                 let ids: Vec<String> = items.iter().map(|i| i.envelope_id.clone()).collect();
                 let verified = verify_receipt(
                     receipt,
@@ -330,38 +337,39 @@ impl Service {
                     },
                 );
                 let Ok(v) = verified else {
-                    for item in &items {
-                        self.after_failed(item, FailureKind::Transient(reply.status), now, report)
-                            .await?;
-                    }
+                    self.all_failed(&items, FailureKind::Transient(reply.status), now, report)
+                        .await?;
                     return Ok(());
                 };
                 let accepted: BTreeSet<&str> =
                     v.accepted_envelope_ids.iter().map(String::as_str).collect();
-                for item in &items {
-                    if accepted.contains(item.envelope_id.as_str()) {
-                        self.delivered(item, now, report)?;
-                    } else {
-                        let reason = rejected_code(&answer, &item.envelope_id);
-                        self.give_up(item, item.attempts + 1, "rejected", reason, report)
-                            .await?;
-                    }
+                let (done, refused): (Vec<&OutboxItem>, Vec<&OutboxItem>) = items
+                    .iter()
+                    .partition(|i| accepted.contains(i.envelope_id.as_str()));
+                self.delivered(&done, now, report)?;
+                for item in refused {
+                    let reason = rejected_code(&answer, &item.envelope_id);
+                    self.give_up(item, item.attempts + 1, "rejected", reason, report)
+                        .await?;
                 }
             }
             AttemptResult::Delivered => {
-                for item in &items {
-                    self.delivered(item, now, report)?;
-                }
+                let all: Vec<&OutboxItem> = items.iter().collect();
+                self.delivered(&all, now, report)?;
             }
             AttemptResult::Retry(kind) => {
-                for item in &items {
-                    self.after_failed(item, kind, now, report).await?;
-                }
+                self.all_failed(&items, kind, now, report).await?;
             }
             AttemptResult::Rejected(code) => {
                 for item in &items {
-                    self.give_up(item, item.attempts + 1, &format!("http:{}", reply.status), code, report)
-                        .await?;
+                    self.give_up(
+                        item,
+                        item.attempts + 1,
+                        &format!("http:{}", reply.status),
+                        code,
+                        report,
+                    )
+                    .await?;
                 }
             }
         }
@@ -388,19 +396,6 @@ impl Service {
         Ok(())
     }
 
-    fn mark_retry(
-        &self,
-        item: &OutboxItem,
-        attempts: u32,
-        failure: &str,
-        at: Timestamp,
-    ) -> ApiResult<()> {
-        let tx = self.store.begin()?;
-        fed_store::mark_retry(&tx, item.id, attempts, failure, at.unix_ms())?;
-        tx.commit()?;
-        Ok(())
-    }
-
     fn purge_nonces(&self, now: Timestamp) -> ApiResult<()> {
         let tx = self.store.begin()?;
         fed_store::purge_nonces(&tx, now.unix_ms().saturating_sub(NONCE_TTL_MS))?;
@@ -408,27 +403,75 @@ impl Service {
         Ok(())
     }
 
-    fn delivered(&self, item: &OutboxItem, now: Timestamp, report: &mut TickReport) -> ApiResult<()> {
+    /// Marks `items` delivered in one transaction (one fsync per receipt, not per row).
+    fn delivered(
+        &self,
+        items: &[&OutboxItem],
+        now: Timestamp,
+        report: &mut TickReport,
+    ) -> ApiResult<()> {
+        if items.is_empty() {
+            return Ok(());
+        }
+        let at = now.to_rfc3339();
         let tx = self.store.begin()?;
-        fed_store::mark_delivered(&tx, item.id, &now.to_rfc3339())?;
+        for item in items {
+            fed_store::mark_delivered(&tx, item.id, &at)?;
+        }
         tx.commit()?;
-        report.delivered += 1;
+        report.delivered += items.len();
         Ok(())
     }
 
-    /// A failed attempt: retry with backoff, or give up at the TTL (§15.6).
-    async fn after_failed(
+    /// Failed attempts of `items`: each retries with backoff or gives up at the TTL (§15.6);
+    /// the retries are written in one transaction.
+    async fn all_failed(
         &self,
-        item: &OutboxItem,
+        items: &[OutboxItem],
         kind: FailureKind,
         now: Timestamp,
         report: &mut TickReport,
     ) -> ApiResult<()> {
+        let mut retries = Vec::new();
+        for item in items {
+            match self.next_step(item, kind, now) {
+                NextStep::RetryAt(t) => retries.push((item, t)),
+                NextStep::GiveUp(reason) => {
+                    self.give_up(
+                        item,
+                        item.attempts.saturating_add(1),
+                        &label(kind),
+                        reason,
+                        report,
+                    )
+                    .await?;
+                }
+            }
+        }
+        if !retries.is_empty() {
+            let tx = self.store.begin()?;
+            for (item, t) in &retries {
+                fed_store::mark_retry(
+                    &tx,
+                    item.id,
+                    item.attempts.saturating_add(1),
+                    &label(kind),
+                    t.unix_ms(),
+                )?;
+            }
+            tx.commit()?;
+            report.retried += retries.len();
+        }
+        Ok(())
+    }
+
+    /// What follows a failed attempt of `item` (§15.6).
+    fn next_step(&self, item: &OutboxItem, kind: FailureKind, now: Timestamp) -> NextStep {
         let dev = self.settings.federation;
         let attempts = item.attempts.saturating_add(1);
         let queued = Timestamp::from_unix_ms(item.queued_ms);
         let policy = &self.fed.retry;
-        let step = if dev.no_retry {
+        if dev.no_retry {
             NextStep::GiveUp(loom_protocol::federation::retry::expiry_reason(Some(kind)))
         } else if dev.linear_backoff {
             let end = deadline(queued, policy);
@@ -441,18 +484,14 @@ impl Service {
             let draw = self.env.ids().bytes32();
             let mut eight = [0u8; 8];
             eight.copy_from_slice(&draw[..8]);
-            after_failure(queued, attempts, kind, now, policy, u64::from_le_bytes(eight))
-        };
-        match step {
-            NextStep::RetryAt(t) => {
-                self.mark_retry(item, attempts, &label(kind), t)?;
-                report.retried += 1;
-                Ok(())
-            }
-            NextStep::GiveUp(reason) => {
-                self.give_up(item, attempts, &label(kind), reason, report)
-                    .await
-            }
+            after_failure(
+                queued,
+                attempts,
+                kind,
+                now,
+                policy,
+                u64::from_le_bytes(eight),
+            )
         }
     }
 
@@ -467,8 +506,10 @@ impl Service {
     ) -> ApiResult<()> {
         let dev = self.settings.federation;
         let reason = if dev.wrong_failure_reason
-            && matches!(reason, ErrorCode::NodeUnreachable | ErrorCode::DeliveryTimeout)
-        {
+            && matches!(
+                reason,
+                ErrorCode::NodeUnreachable | ErrorCode::DeliveryTimeout
+            ) {
             ErrorCode::InternalError
         } else {
             reason
@@ -499,10 +540,7 @@ impl Service {
         };
         let node_id = self.node_address()?;
         let (node_key_id, key) = self.node_key();
-        let sign_id = format!(
-            "k_sign_{}",
-            node_key_id.trim_start_matches("k_node_sign_")
-        );
+        let sign_id = format!("k_sign_{}", node_key_id.trim_start_matches("k_node_sign_"));
         let key_id = KeyId::parse(&sign_id, KeyKind::Signing).map_err(ApiError::internal)?;
         let now = self.env.now();
         let original_thread = EnvelopeId::parse(&item.envelope_id)

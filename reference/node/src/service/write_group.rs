@@ -23,7 +23,6 @@ use crate::error::{ApiError, ApiResult};
 use crate::store::accept::{WriterView, apply};
 use crate::store::batch::{self, Deferred};
 use crate::store::{envelopes, federation, threads};
-use sha2::Digest;
 use loom_protocol::accept::{
     Acceptance, Admitted, Context, Decision, Origin, ThreadRuntime, decide,
 };
@@ -31,6 +30,7 @@ use loom_protocol::id::ThreadId;
 use loom_protocol::thread::ThreadLimits;
 use rusqlite::Connection;
 use serde_json::Value;
+use sha2::Digest;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

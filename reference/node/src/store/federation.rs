@@ -18,8 +18,7 @@ const DEPTH_FOR: &str =
     "SELECT COUNT(*) FROM federation_outbox WHERE destination = ?1 AND state = 'queued'";
 const DEPTH_ALL: &str = "SELECT COUNT(*) FROM federation_outbox WHERE state = 'queued'";
 const DUE: &str = "SELECT id, destination, envelope_id, sender, recipients, queued_at, queued_ms, attempts, last_failure, next_attempt_ms FROM federation_outbox WHERE state = 'queued' AND next_attempt_ms <= ?1 ORDER BY destination, id LIMIT ?2";
-const NEXT_DUE: &str =
-    "SELECT MIN(next_attempt_ms) FROM federation_outbox WHERE state = 'queued'";
+const NEXT_DUE: &str = "SELECT MIN(next_attempt_ms) FROM federation_outbox WHERE state = 'queued'";
 const MARK_DELIVERED: &str = "UPDATE federation_outbox SET state = 'delivered', attempts = attempts + 1, done_at = ?2, last_failure = NULL WHERE id = ?1";
 const MARK_RETRY: &str = "UPDATE federation_outbox SET attempts = ?2, last_failure = ?3, next_attempt_ms = ?4 WHERE id = ?1";
 const MARK_FAILED: &str = "UPDATE federation_outbox SET state = 'failed', attempts = ?2, last_failure = ?3, reason = ?4, done_at = ?5 WHERE id = ?1";
@@ -91,7 +90,9 @@ pub struct RemoteIdentity {
 /// A remote identity as resolved earlier.
 pub fn remote_identity(conn: &Connection, id: &str) -> rusqlite::Result<Option<RemoteIdentity>> {
     let row: Option<(Option<String>, String, String)> = conn
-        .row(REMOTE_IDENTITY, [id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .row(REMOTE_IDENTITY, [id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
         .optional()?;
     Ok(row.map(|(kind, keys, fetched_at)| RemoteIdentity {
         kind,
@@ -297,7 +298,10 @@ pub fn quarantine(
     envelope: &Value,
     at: &str,
 ) -> rusqlite::Result<bool> {
-    Ok(conn.exec(QUARANTINE, params![envelope_id, node, envelope.to_string(), at])? == 1)
+    Ok(conn.exec(
+        QUARANTINE,
+        params![envelope_id, node, envelope.to_string(), at],
+    )? == 1)
 }
 
 /// The hex SHA-256 of a stored envelope's signed form, if it is stored.

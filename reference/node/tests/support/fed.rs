@@ -157,9 +157,18 @@ impl TestNode {
 
     /// Posts a delivery to this node (in-process).
     pub async fn deliver(&self, headers: &[(String, String)], body: Vec<u8>) -> super::Resp {
-        let h: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        self.raw("POST", DELIVER_PATH, None, &h, Some(("application/json", body)))
-            .await
+        let h: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        self.raw(
+            "POST",
+            DELIVER_PATH,
+            None,
+            &h,
+            Some(("application/json", body)),
+        )
+        .await
     }
 
     /// The envelopes of `thread` as `reader` sees them.

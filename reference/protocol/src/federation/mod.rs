@@ -16,6 +16,7 @@
 //! | [`retry`] | §15.6 store-and-forward timing and failure reasons |
 //! | [`limits`] | §14.3 per-node rate class, v1.0 §14.4 queue depth |
 //! | [`replication`] | §11.5 operation audience, §11.6 `origin_event_seq`, fan-out by node |
+//! | [`hello`] | the signed §15.7 handshake document |
 //!
 //! Request signing itself (LOOM-HTTP-SIG-1, the nonce cache) is [`crate::http_sig`].
 
