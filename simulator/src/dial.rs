@@ -174,10 +174,10 @@ impl AsyncWrite for Recorded {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let r = Pin::new(&mut self.inner).poll_write(cx, buf);
-        if let Poll::Ready(Ok(n)) = r {
-            if self.sent.len() + n <= MAX_RECORDED {
-                self.sent.extend_from_slice(&buf[..n]);
-            }
+        if let Poll::Ready(Ok(n)) = r
+            && self.sent.len() + n <= MAX_RECORDED
+        {
+            self.sent.extend_from_slice(&buf[..n]);
         }
         r
     }

@@ -179,18 +179,18 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             let progress =
                 |done: usize, total: usize, failed: usize, bad: Option<&loom_sim::RunReport>| {
                     let mut err = std::io::stderr().lock();
-                    if let Some(r) = bad {
-                        if let Some(v) = r.violations.first() {
-                            let _ = writeln!(
-                                err,
-                                "\nFAIL seed {}: {} at step {}: {}\n  replay: {}",
-                                r.seed,
-                                v.invariant,
-                                v.step,
-                                v.detail,
-                                r.replay_command()
-                            );
-                        }
+                    if let Some(r) = bad
+                        && let Some(v) = r.violations.first()
+                    {
+                        let _ = writeln!(
+                            err,
+                            "\nFAIL seed {}: {} at step {}: {}\n  replay: {}",
+                            r.seed,
+                            v.invariant,
+                            v.step,
+                            v.detail,
+                            r.replay_command()
+                        );
                     }
                     let width = 30usize;
                     let filled = done * width / total.max(1);

@@ -118,13 +118,16 @@ impl SweepResult {
     }
 }
 
+/// Called after each run: `(done, total, failed so far, the failing report)`.
+pub type Progress<'a> = dyn Fn(usize, usize, usize, Option<&RunReport>) + Sync + 'a;
+
 /// Runs every seed on `jobs` threads; `progress(done, total, failures)` after each run.
 pub fn sweep(
     scenario: &Scenario,
     seeds: &[u64],
     jobs: usize,
     opts: &RunOptions,
-    progress: &(dyn Fn(usize, usize, usize, Option<&RunReport>) + Sync),
+    progress: &Progress<'_>,
 ) -> BTreeMap<u64, Result<RunReport, String>> {
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);

@@ -216,19 +216,18 @@ pub async fn run_replayer(
             continue;
         };
         let mut status = 0u16;
-        if let Ok(mut s) = turmoil::net::TcpStream::connect((c.to.as_str(), PORT)).await {
-            if s.write_all(&c.bytes).await.is_ok() {
-                let mut buf = vec![0u8; 256];
-                if let Ok(Ok(n)) =
-                    tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf)).await
-                {
-                    let line = String::from_utf8_lossy(&buf[..n]).into_owned();
-                    status = line
-                        .split(' ')
-                        .nth(1)
-                        .and_then(|x| x.parse().ok())
-                        .unwrap_or(0);
-                }
+        if let Ok(mut s) = turmoil::net::TcpStream::connect((c.to.as_str(), PORT)).await
+            && s.write_all(&c.bytes).await.is_ok()
+        {
+            let mut buf = vec![0u8; 256];
+            if let Ok(Ok(n)) = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf)).await
+            {
+                let line = String::from_utf8_lossy(&buf[..n]).into_owned();
+                status = line
+                    .split(' ')
+                    .nth(1)
+                    .and_then(|x| x.parse().ok())
+                    .unwrap_or(0);
             }
         }
         let t = u64::try_from(turmoil::sim_elapsed().unwrap_or_default().as_millis()).unwrap_or(0);

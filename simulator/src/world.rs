@@ -366,7 +366,7 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
             healed_at = Some(now);
         }
         if let Some(h) = healed_at {
-            if steps % check_every == 0 {
+            if steps.is_multiple_of(check_every) {
                 let probe =
                     invariants::probe(&slots.values().map(|s| s.dir.clone()).collect::<Vec<_>>());
                 if probe.queued == 0 && probe.digest == last_probe {
