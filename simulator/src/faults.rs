@@ -1,0 +1,203 @@
+//! The fault schedule (issue 16 Build 3): drawn from the seed (`[faults]` counts) plus the
+//! scenario's scripted faults, as one list ordered by time. Faults on TCP links are
+//! partitions and holds, never `fail_rate` (turmoil has no TCP retransmission, DESIGN.md §3).
+
+use crate::derive_seed;
+use crate::scenario::Scenario;
+use rand_chacha::ChaCha20Rng;
+use rand_core::{Rng, SeedableRng};
+use serde_json::{Value, json};
+
+/// One fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// Drop every message between two nodes.
+    Partition(String, String),
+    /// Undo a partition.
+    Repair(String, String),
+    /// Queue messages between two nodes (delivered on release).
+    Hold(String, String),
+    /// Deliver held messages.
+    Release(String, String),
+    /// Stop a node's software (the store directory stays).
+    Crash(String),
+    /// Start a crashed node again (or restart a running one).
+    Restart(String),
+    /// Set a node's clock skew, in milliseconds.
+    Skew(String, i64),
+    /// Replay the latest recorded federation delivery (a network duplicate).
+    Replay,
+}
+
+/// A fault at a simulated time (ms after the workload started).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scheduled {
+    /// When, in ms after the workload started.
+    pub at_ms: u64,
+    /// What.
+    pub fault: Fault,
+    /// Not undone when the network heals at the end of the workload.
+    pub permanent: bool,
+}
+
+impl Fault {
+    /// The trace form.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Fault::Partition(a, b) => json!({"fault": "partition", "a": a, "b": b}),
+            Fault::Repair(a, b) => json!({"fault": "repair", "a": a, "b": b}),
+            Fault::Hold(a, b) => json!({"fault": "hold", "a": a, "b": b}),
+            Fault::Release(a, b) => json!({"fault": "release", "a": a, "b": b}),
+            Fault::Crash(a) => json!({"fault": "crash", "node": a}),
+            Fault::Restart(a) => json!({"fault": "restart", "node": a}),
+            Fault::Skew(a, ms) => json!({"fault": "skew", "node": a, "ms": ms}),
+            Fault::Replay => json!({"fault": "replay"}),
+        }
+    }
+}
+
+/// The workload's expected length in ms (random faults fall inside it).
+pub fn workload_window_ms(s: &Scenario) -> u64 {
+    (s.workload.actions as u64)
+        .saturating_mul(s.workload.mean_gap_ms)
+        .max(1)
+}
+
+fn pick<'a>(rng: &mut ChaCha20Rng, nodes: &'a [String]) -> &'a str {
+    let i = usize::try_from(rng.next_u64() % nodes.len() as u64).unwrap_or(0);
+    &nodes[i]
+}
+
+fn pair(rng: &mut ChaCha20Rng, nodes: &[String]) -> Option<(String, String)> {
+    if nodes.len() < 2 {
+        return None;
+    }
+    let a = pick(rng, nodes).to_owned();
+    let others: Vec<String> = nodes.iter().filter(|n| **n != a).cloned().collect();
+    let b = pick(rng, &others).to_owned();
+    Some((a, b))
+}
+
+fn between(rng: &mut ChaCha20Rng, lo: u64, hi: u64) -> u64 {
+    if hi <= lo {
+        lo
+    } else {
+        lo + rng.next_u64() % (hi - lo + 1)
+    }
+}
+
+/// The whole schedule for `seed`, ordered by time (stable for equal times).
+pub fn schedule(s: &Scenario, seed: u64) -> Vec<Scheduled> {
+    let mut rng = ChaCha20Rng::seed_from_u64(derive_seed(seed, "faults"));
+    let window = workload_window_ms(s);
+    let [dmin, dmax] = s.faults.duration_secs;
+    let mut out = Vec::new();
+    if s.faults.skew_max_secs > 0 {
+        let max = i64::try_from(s.faults.skew_max_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
+        for n in &s.nodes {
+            let span = u64::try_from(max).unwrap_or(0) * 2 + 1;
+            let draw = i64::try_from(rng.next_u64() % span).unwrap_or(0) - max;
+            out.push(Scheduled {
+                at_ms: 0,
+                fault: Fault::Skew(n.clone(), draw),
+                permanent: true,
+            });
+        }
+    }
+    let link = |rng: &mut ChaCha20Rng, out: &mut Vec<Scheduled>, hold: bool| {
+        if let Some((a, b)) = pair(rng, &s.nodes) {
+            let start = between(rng, 0, window);
+            let dur = between(rng, dmin * 1000, dmax * 1000);
+            let (on, off) = if hold {
+                (Fault::Hold(a.clone(), b.clone()), Fault::Release(a, b))
+            } else {
+                (Fault::Partition(a.clone(), b.clone()), Fault::Repair(a, b))
+            };
+            out.push(Scheduled {
+                at_ms: start,
+                fault: on,
+                permanent: false,
+            });
+            out.push(Scheduled {
+                at_ms: start + dur,
+                fault: off,
+                permanent: false,
+            });
+        }
+    };
+    for _ in 0..s.faults.partitions {
+        link(&mut rng, &mut out, false);
+    }
+    for _ in 0..s.faults.holds {
+        link(&mut rng, &mut out, true);
+    }
+    for _ in 0..s.faults.crashes {
+        let n = pick(&mut rng, &s.nodes).to_owned();
+        let start = between(&mut rng, 0, window);
+        let dur = between(&mut rng, dmin * 1000, dmax * 1000);
+        out.push(Scheduled {
+            at_ms: start,
+            fault: Fault::Crash(n.clone()),
+            permanent: false,
+        });
+        out.push(Scheduled {
+            at_ms: start + dur,
+            fault: Fault::Restart(n),
+            permanent: false,
+        });
+    }
+    for _ in 0..s.faults.replays {
+        let at = between(&mut rng, window / 4, window);
+        out.push(Scheduled {
+            at_ms: at,
+            fault: Fault::Replay,
+            permanent: false,
+        });
+    }
+    for f in &s.faults.script {
+        let b = f.b.clone().unwrap_or_default();
+        let fault = match f.kind.as_str() {
+            "partition" => Fault::Partition(f.a.clone(), b),
+            "repair" => Fault::Repair(f.a.clone(), b),
+            "hold" => Fault::Hold(f.a.clone(), b),
+            "release" => Fault::Release(f.a.clone(), b),
+            "crash" => Fault::Crash(f.a.clone()),
+            "restart" => Fault::Restart(f.a.clone()),
+            _ => Fault::Skew(f.a.clone(), f.secs.saturating_mul(1000)),
+        };
+        out.push(Scheduled {
+            at_ms: f.at_secs * 1000,
+            fault,
+            permanent: f.permanent,
+        });
+    }
+    out.sort_by_key(|f| f.at_ms);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schedule_is_a_function_of_the_seed() {
+        let s = Scenario::load("partition-heal").unwrap();
+        assert_eq!(schedule(&s, 3), schedule(&s, 3));
+        assert_ne!(schedule(&s, 3), schedule(&s, 4));
+        let sched = schedule(&s, 3);
+        assert_eq!(sched.len(), 2 * (s.faults.partitions + s.faults.holds));
+        assert!(sched.windows(2).all(|w| w[0].at_ms <= w[1].at_ms));
+    }
+
+    #[test]
+    fn skews_stay_within_the_bound() {
+        let s = Scenario::load("clock-skew").unwrap();
+        for seed in 0..50 {
+            for f in schedule(&s, seed) {
+                if let Fault::Skew(_, ms) = f.fault {
+                    assert!(ms.abs() <= 600_000, "{ms}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! Scenario files (TOML, `simulator/scenarios/*.toml`): the world (nodes, users), the
+//! federation timing the nodes run with, the workload mix and the fault schedule. Unknown
+//! keys are errors that name the key.
+
+use serde::Deserialize;
+use std::path::Path;
+
+/// The scenarios shipped with the simulator, by name (compiled in, so the binary runs
+/// anywhere).
+pub const SHIPPED: [(&str, &str); 5] = [
+    (
+        "three-node-federation",
+        include_str!("../scenarios/three-node-federation.toml"),
+    ),
+    (
+        "partition-heal",
+        include_str!("../scenarios/partition-heal.toml"),
+    ),
+    (
+        "crash-restart",
+        include_str!("../scenarios/crash-restart.toml"),
+    ),
+    (
+        "ttl-expiry-72h",
+        include_str!("../scenarios/ttl-expiry-72h.toml"),
+    ),
+    ("clock-skew", include_str!("../scenarios/clock-skew.toml")),
+];
+
+/// One simulation setup.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Name used in replay commands.
+    pub name: String,
+    /// What the scenario proves (one paragraph).
+    #[serde(default)]
+    pub description: String,
+    /// Node domains (each is a turmoil host named after its domain).
+    pub nodes: Vec<String>,
+    /// Users registered on every node.
+    #[serde(default = "two")]
+    pub users_per_node: usize,
+    /// Simulated time per turmoil step, in milliseconds.
+    #[serde(default = "ten")]
+    pub tick_ms: u64,
+    /// Upper bound of simulated network latency per message, in milliseconds.
+    #[serde(default = "fifty")]
+    pub max_latency_ms: u64,
+    /// Simulated seconds before the workload starts (registration and login happen then).
+    #[serde(default = "five")]
+    pub setup_secs: u64,
+    /// Longest simulated time allowed after the workload and the faults ended for every
+    /// outbox to drain (quiescence); a queued delivery after it is a violation.
+    pub settle_secs: u64,
+    /// Federation timing of every node.
+    #[serde(default)]
+    pub federation: Federation,
+    /// What the clients do.
+    pub workload: Workload,
+    /// Faults.
+    #[serde(default)]
+    pub faults: Faults,
+}
+
+/// `[federation]`: the node's `FederationConfig` timing (v1.1 §15.6).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Federation {
+    /// Store-and-forward TTL in seconds.
+    pub ttl_secs: u64,
+    /// First retry delay in milliseconds.
+    pub retry_base_ms: u64,
+    /// Longest retry delay in milliseconds.
+    pub retry_max_ms: u64,
+    /// Timeout of one outbound request in milliseconds.
+    pub request_timeout_ms: u64,
+}
+
+impl Default for Federation {
+    fn default() -> Self {
+        Federation {
+            ttl_secs: 72 * 3600,
+            retry_base_ms: 500,
+            retry_max_ms: 10_000,
+            request_timeout_ms: 3_000,
+        }
+    }
+}
+
+/// `[workload]`: per client host (one per node), drawn from the seeded RNG.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    /// Actions each node's client performs.
+    pub actions: usize,
+    /// Mean simulated gap between two actions, in milliseconds (uniform in 0..2×mean).
+    pub mean_gap_ms: u64,
+    /// Share of new messages addressed to a user of another node.
+    pub remote_ratio: f64,
+    /// Share of actions that reply to an envelope the user can read (building a DAG).
+    pub reply_ratio: f64,
+}
+
+/// `[faults]`: a seeded random schedule plus scripted faults.
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Faults {
+    /// Random link partitions between two nodes during the workload.
+    pub partitions: usize,
+    /// Random link holds (messages queued, not lost) between two nodes.
+    pub holds: usize,
+    /// Random node crashes, each followed by a restart.
+    pub crashes: usize,
+    /// How long a random fault lasts, `[min, max]` seconds.
+    pub duration_secs: [u64; 2],
+    /// Static clock skew per node, drawn uniformly in `[-max, +max]` seconds.
+    pub skew_max_secs: u64,
+    /// Replays of recorded federation deliveries (a network duplicate; §15.3 nonce cache).
+    pub replays: usize,
+    /// Scripted faults.
+    pub script: Vec<Scripted>,
+}
+
+/// One scripted fault.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scripted {
+    /// Seconds after the workload started.
+    pub at_secs: u64,
+    /// `partition`, `repair`, `hold`, `release`, `crash`, `restart`, `skew`.
+    pub kind: String,
+    /// The node (crash, restart, skew) or one end of the link.
+    pub a: String,
+    /// The other end of the link.
+    #[serde(default)]
+    pub b: Option<String>,
+    /// The skew in seconds (`skew`).
+    #[serde(default)]
+    pub secs: i64,
+    /// Not undone when the network heals (e.g. a peer that never comes back).
+    #[serde(default)]
+    pub permanent: bool,
+}
+
+fn two() -> usize {
+    2
+}
+fn ten() -> u64 {
+    10
+}
+fn fifty() -> u64 {
+    50
+}
+fn five() -> u64 {
+    5
+}
+
+impl Scenario {
+    /// Parses and checks a scenario.
+    pub fn from_toml(text: &str) -> Result<Scenario, String> {
+        let s: Scenario = toml::from_str(text).map_err(|e| format!("scenario: {e}"))?;
+        s.check()?;
+        Ok(s)
+    }
+
+    /// A shipped scenario by name, or a TOML file by path.
+    pub fn load(name_or_path: &str) -> Result<Scenario, String> {
+        if let Some((_, text)) = SHIPPED.iter().find(|(n, _)| *n == name_or_path) {
+            return Scenario::from_toml(text);
+        }
+        let path = Path::new(name_or_path);
+        if path.exists() {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            return Scenario::from_toml(&text);
+        }
+        let names: Vec<&str> = SHIPPED.iter().map(|(n, _)| *n).collect();
+        Err(format!(
+            "no scenario {name_or_path:?}: give a file path or one of {}",
+            names.join(", ")
+        ))
+    }
+
+    /// Checks what serde cannot.
+    pub fn check(&self) -> Result<(), String> {
+        if self.nodes.is_empty() {
+            return Err("scenario: nodes must name at least one domain".into());
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for n in &self.nodes {
+            if !seen.insert(n) {
+                return Err(format!("scenario: node {n:?} is listed twice"));
+            }
+        }
+        if self.users_per_node == 0 {
+            return Err("scenario: users_per_node must be at least 1".into());
+        }
+        if self.tick_ms == 0 {
+            return Err("scenario: tick_ms must be at least 1".into());
+        }
+        for (field, v) in [
+            ("workload.remote_ratio", self.workload.remote_ratio),
+            ("workload.reply_ratio", self.workload.reply_ratio),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(format!("scenario: {field} must be within 0..=1, not {v}"));
+            }
+        }
+        if self.faults.duration_secs[0] > self.faults.duration_secs[1] {
+            return Err("scenario: faults.duration_secs must be [min, max] with min <= max".into());
+        }
+        for (i, f) in self.faults.script.iter().enumerate() {
+            let node = |n: &str| {
+                if self.nodes.iter().any(|d| d == n) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "scenario: faults.script[{i}] names unknown node {n:?}"
+                    ))
+                }
+            };
+            node(&f.a)?;
+            match f.kind.as_str() {
+                "partition" | "repair" | "hold" | "release" => {
+                    let b = f.b.as_deref().ok_or_else(|| {
+                        format!("scenario: faults.script[{i}] ({}) needs b", f.kind)
+                    })?;
+                    node(b)?;
+                }
+                "crash" | "restart" | "skew" => {}
+                other => {
+                    return Err(format!(
+                        "scenario: faults.script[{i}].kind {other:?} is not one of partition, repair, hold, release, crash, restart, skew"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_shipped_scenario_parses() {
+        for (name, text) in SHIPPED {
+            let s = Scenario::from_toml(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(s.name, name);
+            assert!(!s.description.is_empty(), "{name} says what it proves");
+        }
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_faults_are_named() {
+        let base = SHIPPED[0].1;
+        let e = Scenario::from_toml(&format!("{base}\nbogus = 1\n")).unwrap_err();
+        assert!(e.contains("bogus"), "{e}");
+        let e = Scenario::from_toml(&format!(
+            "{base}\n[[faults.script]]\nat_secs = 1\nkind = \"melt\"\na = \"a.test\"\n"
+        ))
+        .unwrap_err();
+        assert!(e.contains("melt"), "{e}");
+        let e = Scenario::from_toml(&format!(
+            "{base}\n[[faults.script]]\nat_secs = 1\nkind = \"crash\"\na = \"z.test\"\n"
+        ))
+        .unwrap_err();
+        assert!(e.contains("z.test"), "{e}");
+    }
+}

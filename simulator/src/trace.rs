@@ -1,0 +1,141 @@
+//! The record of one run, shared by every host of the simulation (turmoil runs them on one
+//! thread, one after the other, so the order of lines is deterministic): the JSONL trace,
+//! the acknowledged envelopes the invariants check, the directory of client keys, recorded
+//! federation requests for replay faults, and violations found while the run goes on.
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// An envelope a node acknowledged with 201.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ack {
+    /// The node that acknowledged it.
+    pub node: String,
+    /// Envelope id.
+    pub id: String,
+    /// Thread id.
+    pub thread: String,
+    /// Parent id.
+    pub parent: Option<String>,
+    /// Sender address.
+    pub sender: String,
+    /// Recipient addresses (`to[]`).
+    pub to: Vec<String>,
+}
+
+/// A violation found while the run goes on (or at quiescence).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// Invariant name (`delivered-once-or-failed`, …).
+    pub invariant: String,
+    /// The turmoil step at which it was seen.
+    pub step: u64,
+    /// Simulated milliseconds at which it was seen.
+    pub at_ms: u64,
+    /// What is wrong.
+    pub detail: String,
+}
+
+/// A federation request as written on the wire, kept for replay faults.
+#[derive(Debug, Clone)]
+pub struct Captured {
+    /// The sending node.
+    pub from: String,
+    /// The host dialled (address literal).
+    pub to: String,
+    /// The request bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// What every host of one run shares.
+#[derive(Debug, Default)]
+pub struct Record {
+    lines: Vec<String>,
+    /// Acknowledged envelopes in acknowledgement order.
+    pub acks: Vec<Ack>,
+    /// Client identities: address → verifying key.
+    pub keys: BTreeMap<String, ed25519_dalek::VerifyingKey>,
+    /// Recorded deliveries (bounded).
+    pub captured: Vec<Captured>,
+    /// Violations seen during the run.
+    pub violations: Vec<Violation>,
+    /// The current turmoil step (the controller updates it).
+    pub step: u64,
+}
+
+/// Most recorded deliveries kept for replays.
+pub const MAX_CAPTURED: usize = 64;
+
+impl Record {
+    /// Appends a trace line `{t, kind, …fields}`.
+    pub fn line(&mut self, kind: &str, mut fields: Value) {
+        let t = turmoil::sim_elapsed()
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            .unwrap_or(0);
+        self.line_at(t, kind, &mut fields);
+    }
+
+    /// Appends a trace line at simulated time `t_ms` (the controller's view).
+    pub fn line_at(&mut self, t_ms: u64, kind: &str, fields: &mut Value) {
+        let mut obj = json!({"t": t_ms, "step": self.step, "kind": kind});
+        if let (Some(o), Some(f)) = (obj.as_object_mut(), fields.as_object_mut()) {
+            o.append(f);
+        }
+        self.lines.push(obj.to_string());
+    }
+
+    /// Records a violation (and a trace line for it).
+    pub fn violation(&mut self, invariant: &str, at_ms: u64, detail: String) {
+        let mut f = json!({"invariant": invariant, "detail": detail});
+        self.line_at(at_ms, "violation", &mut f);
+        self.violations.push(Violation {
+            invariant: invariant.into(),
+            step: self.step,
+            at_ms,
+            detail,
+        });
+    }
+
+    /// The trace as JSONL.
+    pub fn jsonl(&self) -> String {
+        let mut out = String::new();
+        for l in &self.lines {
+            out.push_str(l);
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Lines so far.
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// Whether the trace is empty.
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+}
+
+/// The hex SHA-256 of a trace.
+pub fn trace_hash(jsonl: &str) -> String {
+    hex::encode(Sha256::digest(jsonl.as_bytes()))
+}
+
+/// A short hex digest of bytes (trace lines carry digests, not bodies).
+pub fn short_hash(bytes: &[u8]) -> String {
+    hex::encode(&Sha256::digest(bytes)[..8])
+}
+
+/// The shared record.
+#[derive(Debug, Clone, Default)]
+pub struct Shared(Arc<Mutex<Record>>);
+
+impl Shared {
+    /// Locks the record (a poisoned lock still holds a usable record).
+    pub fn lock(&self) -> MutexGuard<'_, Record> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}

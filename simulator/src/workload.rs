@@ -1,0 +1,253 @@
+//! The seeded workload (issue 16 Build 2): one client host per node registers that node's
+//! users (DESIGN.md §9 registration, §14.2 login), waits for the setup phase to end, then
+//! performs `[workload].actions` actions: a new local or federated message, or a reply to an
+//! envelope the user can read on its node (building thread DAGs across nodes). Every 201 is
+//! an [`Ack`] the invariants check; every exchange is a trace line.
+
+use crate::clock::SkewClock;
+use crate::derive_bytes;
+use crate::scenario::Workload;
+use crate::trace::{Ack, Shared, short_hash};
+use loom_client::{Client, EnvelopeFactory, Identity, MessageDraft, SimDial};
+use rand_chacha::ChaCha20Rng;
+use rand_core::{Rng, SeedableRng};
+use serde_json::json;
+use std::time::Duration;
+
+/// The port every node listens on.
+pub const PORT: u16 = 8787;
+
+/// What one client host needs.
+#[derive(Debug, Clone)]
+pub struct ClientPlan {
+    /// The node's domain.
+    pub domain: String,
+    /// The node's base URL (`http://addr:port`).
+    pub url: String,
+    /// Users of this node (addresses).
+    pub users: Vec<String>,
+    /// Users of every other node.
+    pub remote_users: Vec<String>,
+    /// The run seed.
+    pub seed: u64,
+    /// Sub-seed of this client.
+    pub rng_seed: u64,
+    /// The workload mix.
+    pub workload: Workload,
+    /// Simulated seconds of setup before the first action.
+    pub setup_secs: u64,
+    /// The node's clock (clients share their organisation's clock).
+    pub clock: SkewClock,
+    /// The run's record.
+    pub shared: Shared,
+}
+
+/// A user's identity key, derived from the run seed and the address.
+pub fn identity(seed: u64, address: &str) -> Result<Identity, String> {
+    Identity::from_seed(address, &derive_bytes(seed, address)).map_err(|e| e.to_string())
+}
+
+fn uniform(rng: &mut ChaCha20Rng) -> f64 {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+fn index(rng: &mut ChaCha20Rng, len: usize) -> usize {
+    usize::try_from(rng.next_u64() % (len.max(1) as u64)).unwrap_or(0)
+}
+
+struct User {
+    id: Identity,
+    client: Client<SimDial>,
+}
+
+fn status_of(r: &Result<loom_client::Reply, loom_client::ClientError>) -> (u16, String) {
+    match r {
+        Ok(rep) => (
+            rep.transcript.status,
+            short_hash(&rep.transcript.response_body),
+        ),
+        Err(e) => (
+            e.status().unwrap_or(0),
+            e.code().unwrap_or("transport").to_owned(),
+        ),
+    }
+}
+
+/// Runs one client host to completion.
+pub async fn run_client(plan: ClientPlan) -> Result<(), Box<dyn std::error::Error>> {
+    let mut rng = ChaCha20Rng::seed_from_u64(plan.rng_seed);
+    let mut factory = EnvelopeFactory::new(plan.clock.clone(), plan.rng_seed);
+    let mut users = Vec::new();
+    for address in &plan.users {
+        let id = identity(plan.seed, address)?;
+        let mut client = Client::new(&plan.url, SimDial)?.with_timeout(Duration::from_secs(120));
+        // Setup runs before any fault; a refusal here is a defect the trace shows.
+        let reg = id.register(&mut client).await;
+        let (status, digest) = status_of(&reg);
+        plan.shared.lock().line(
+            "http",
+            json!({"client": plan.domain, "user": address, "op": "register", "status": status, "body": digest}),
+        );
+        reg?;
+        let session = id.login(&mut client).await?;
+        client.set_token(Some(session.access_token));
+        plan.shared
+            .lock()
+            .keys
+            .insert(address.clone(), id.signing_key().verifying_key());
+        users.push(User { id, client });
+    }
+    let setup = Duration::from_secs(plan.setup_secs);
+    let elapsed = turmoil::sim_elapsed().unwrap_or_default();
+    if elapsed < setup {
+        tokio::time::sleep(setup - elapsed).await;
+    }
+    let w = &plan.workload;
+    for _ in 0..w.actions {
+        let gap = rng.next_u64() % (2 * w.mean_gap_ms + 1);
+        tokio::time::sleep(Duration::from_millis(gap)).await;
+        let ui = index(&mut rng, users.len());
+        let reply = uniform(&mut rng) < w.reply_ratio;
+        let draw_remote = uniform(&mut rng) < w.remote_ratio;
+        let draw_pick = rng.next_u64();
+        let me = users[ui].id.address().to_owned();
+        let mut draft = None;
+        if reply {
+            let candidates: Vec<Ack> = plan
+                .shared
+                .lock()
+                .acks
+                .iter()
+                .filter(|a| a.sender == me || a.to.contains(&me))
+                .cloned()
+                .collect();
+            if !candidates.is_empty() {
+                let parent =
+                    &candidates[usize::try_from(draw_pick % candidates.len() as u64).unwrap_or(0)];
+                let got = users[ui].client.get_envelope(&parent.id).await;
+                let (status, digest) = status_of(&got);
+                plan.shared.lock().line(
+                    "http",
+                    json!({"client": plan.domain, "user": me, "op": "get", "envelope": parent.id, "status": status, "body": digest}),
+                );
+                if got.is_ok() {
+                    let mut to: Vec<String> = if parent.sender != me {
+                        vec![parent.sender.clone()]
+                    } else {
+                        parent.to.iter().filter(|a| **a != me).cloned().collect()
+                    };
+                    if to.is_empty() {
+                        to.push(me.clone());
+                    }
+                    draft = Some(MessageDraft {
+                        thread_id: Some(parent.thread.clone()),
+                        parent_id: Some(parent.id.clone()),
+                        to,
+                        text: format!("re: {}", parent.id),
+                    });
+                }
+            }
+        }
+        let draft = match draft {
+            Some(d) => d,
+            None => {
+                let pool: Vec<&String> = if draw_remote && !plan.remote_users.is_empty() {
+                    plan.remote_users.iter().collect()
+                } else {
+                    let others: Vec<&String> = plan.users.iter().filter(|a| **a != me).collect();
+                    if others.is_empty() {
+                        vec![&plan.users[ui]]
+                    } else {
+                        others
+                    }
+                };
+                let to = pool[usize::try_from(draw_pick % pool.len() as u64).unwrap_or(0)].clone();
+                MessageDraft {
+                    thread_id: None,
+                    parent_id: None,
+                    to: vec![to],
+                    text: format!("hello from {me}"),
+                }
+            }
+        };
+        let env = factory.message(&users[ui].id, &draft)?;
+        let sent = users[ui].client.send_envelope(&env).await;
+        let (status, digest) = status_of(&sent);
+        let id = env["id"].as_str().unwrap_or_default().to_owned();
+        let mut rec = plan.shared.lock();
+        rec.line(
+            "http",
+            json!({"client": plan.domain, "user": me, "op": "send", "envelope": id,
+                   "to": draft.to, "parent": draft.parent_id, "status": status, "body": digest}),
+        );
+        if sent.is_ok() {
+            rec.acks.push(Ack {
+                node: plan.domain.clone(),
+                id,
+                thread: env["thread_id"].as_str().unwrap_or_default().to_owned(),
+                parent: draft.parent_id.clone(),
+                sender: me,
+                to: draft.to.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The replay host: at each time in `times_ms` (simulated ms since start) it re-sends the
+/// latest recorded federation delivery byte for byte and records the answer. A replayed,
+/// signed delivery request must be refused (v1.1 §15.3 nonce cache, §23.2): a 2xx is a
+/// `replay-refused` violation.
+pub async fn run_replayer(
+    times_ms: Vec<u64>,
+    shared: Shared,
+) -> Result<(), Box<dyn std::error::Error>> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    for at in times_ms {
+        let now =
+            u64::try_from(turmoil::sim_elapsed().unwrap_or_default().as_millis()).unwrap_or(0);
+        if at > now {
+            tokio::time::sleep(Duration::from_millis(at - now)).await;
+        }
+        let Some(c) = shared.lock().captured.last().cloned() else {
+            shared
+                .lock()
+                .line("replay", json!({"skipped": "nothing recorded yet"}));
+            continue;
+        };
+        let mut status = 0u16;
+        if let Ok(mut s) = turmoil::net::TcpStream::connect((c.to.as_str(), PORT)).await
+            && s.write_all(&c.bytes).await.is_ok()
+        {
+            let mut buf = vec![0u8; 256];
+            if let Ok(Ok(n)) = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf)).await
+            {
+                let line = String::from_utf8_lossy(&buf[..n]).into_owned();
+                status = line
+                    .split(' ')
+                    .nth(1)
+                    .and_then(|x| x.parse().ok())
+                    .unwrap_or(0);
+            }
+        }
+        let t = u64::try_from(turmoil::sim_elapsed().unwrap_or_default().as_millis()).unwrap_or(0);
+        let mut rec = shared.lock();
+        rec.line(
+            "replay",
+            json!({"from": c.from, "to": c.to, "request_sha": short_hash(&c.bytes), "status": status}),
+        );
+        if (200..300).contains(&status) {
+            rec.violation(
+                "replay-refused",
+                t,
+                format!(
+                    "a replayed delivery request from {} to {} (request {}) was accepted with {status}; a used nonce must be refused (v1.1 §15.3, §23.2)",
+                    c.from,
+                    c.to,
+                    short_hash(&c.bytes)
+                ),
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,489 @@
+//! One run (issue 16 Build 1, 3, 5): the world of node hosts, client hosts and the replay
+//! host on one turmoil simulation, driven step by step so the fault schedule lands at exact
+//! simulated times; then the network heals, the world runs until every outbox is drained
+//! (quiescence) and the invariants are checked against the stores the nodes left behind.
+//!
+//! **Durable stores.** Each node's store is a directory the world creates (on `/dev/shm`
+//! when present: SQLite's fsyncs cost nothing there) and removes after the run. A crash
+//! (`Sim::crash`) drops the host's software and with it the node's connections; what was
+//! committed is in the directory, and a restart (`Sim::bounce`) opens it again — the same
+//! thing `loom-node --data DIR` does after a kill.
+
+use crate::clock::SkewClock;
+use crate::derive_seed;
+use crate::dial::{Topology, TracingDial};
+use crate::faults::{Fault, Scheduled, schedule};
+use crate::invariants;
+use crate::scenario::Scenario;
+use crate::trace::{Shared, Violation, trace_hash};
+use crate::workload::{ClientPlan, PORT, run_client, run_replayer};
+use loom_node::config::{FederationConfig, RateLimits};
+use loom_node::{Env, Node, NodeConfig, Quirks, Storage};
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+/// How a run is made.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Deliberate node defects (only with the `quirks` feature).
+    pub quirks: Quirks,
+    /// Keep the full trace in the report (otherwise only its hash and length).
+    pub keep_trace: bool,
+}
+
+/// What a run found.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    /// Scenario name.
+    pub scenario: String,
+    /// Seed.
+    pub seed: u64,
+    /// Violations, first one first.
+    pub violations: Vec<Violation>,
+    /// Hex SHA-256 of the JSONL trace.
+    pub trace_hash: String,
+    /// Number of trace lines.
+    pub trace_lines: usize,
+    /// The trace (when asked for).
+    pub trace: Option<String>,
+    /// Simulated milliseconds the run covered.
+    pub simulated_ms: u64,
+    /// turmoil steps.
+    pub steps: u64,
+    /// Envelopes acknowledged by the nodes.
+    pub acknowledged: usize,
+}
+
+impl RunReport {
+    /// Whether every invariant held.
+    pub fn ok(&self) -> bool {
+        self.violations.is_empty()
+    }
+
+    /// The command that replays this run.
+    pub fn replay_command(&self) -> String {
+        format!(
+            "cargo run --release -p loom-sim -- run --scenario {} --seed {} --trace trace-{}.jsonl",
+            self.scenario, self.seed, self.seed
+        )
+    }
+}
+
+static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A scratch directory for one run's stores, removed on drop.
+#[derive(Debug)]
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(seed: u64) -> Scratch {
+        let base = if std::path::Path::new("/dev/shm").is_dir() {
+            PathBuf::from("/dev/shm")
+        } else {
+            std::env::temp_dir()
+        };
+        let n = RUN_COUNTER.fetch_add(1, Ordering::Relaxed);
+        Scratch(base.join(format!("loom-sim-{}-{n}-{seed}", std::process::id())))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The host name of a node's client.
+fn client_host(domain: &str) -> String {
+    format!("client.{domain}")
+}
+
+struct NodeSlot {
+    dir: PathBuf,
+    skew: Arc<AtomicI64>,
+}
+
+fn node_config(
+    s: &Scenario,
+    domain: &str,
+    dir: PathBuf,
+    peers: BTreeMap<String, String>,
+) -> NodeConfig {
+    NodeConfig {
+        domain: domain.into(),
+        storage: Storage::Dir(dir),
+        rate_limits: RateLimits::unlimited(),
+        federation: FederationConfig {
+            peers,
+            allow_private_http: true,
+            ttl_secs: s.federation.ttl_secs,
+            retry_base_ms: s.federation.retry_base_ms,
+            retry_max_ms: s.federation.retry_max_ms,
+            request_timeout_ms: s.federation.request_timeout_ms,
+            ..FederationConfig::default()
+        },
+        ..NodeConfig::default()
+    }
+}
+
+/// Runs `scenario` with `seed`.
+pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunReport, String> {
+    let scratch = Scratch::new(seed);
+    let shared = Shared::default();
+    let topology: Arc<RwLock<Topology>> = Arc::default();
+    let tick = Duration::from_millis(scenario.tick_ms);
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(seed)
+        .tick_duration(tick)
+        .min_message_latency(Duration::ZERO)
+        .max_message_latency(Duration::from_millis(scenario.max_latency_ms))
+        .simulation_duration(Duration::from_secs(u64::MAX / 4_000))
+        .build();
+
+    let mut slots = BTreeMap::new();
+    let peers_of: Arc<RwLock<BTreeMap<String, String>>> = Arc::default();
+    for domain in &scenario.nodes {
+        let slot = NodeSlot {
+            dir: scratch.0.join(domain),
+            skew: Arc::new(AtomicI64::new(0)),
+        };
+        let boots = Arc::new(AtomicU64::new(0));
+        let (d, dir, skew, sc, sh, topo, peers, q) = (
+            domain.clone(),
+            slot.dir.clone(),
+            slot.skew.clone(),
+            scenario.clone(),
+            shared.clone(),
+            topology.clone(),
+            peers_of.clone(),
+            opts.quirks.clone(),
+        );
+        sim.host(domain.as_str(), move || {
+            let (d, dir, skew, sc, sh, topo, peers, q, boots) = (
+                d.clone(),
+                dir.clone(),
+                skew.clone(),
+                sc.clone(),
+                sh.clone(),
+                topo.clone(),
+                peers.clone(),
+                q.clone(),
+                boots.clone(),
+            );
+            async move {
+                let boot = boots.fetch_add(1, Ordering::Relaxed);
+                let peers: BTreeMap<String, String> = peers
+                    .read()
+                    .map(|p| {
+                        p.iter()
+                            .filter(|(k, _)| **k != d)
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let config = node_config(&sc, &d, dir, peers);
+                // Each boot draws fresh randomness, as a real start-up would (OS entropy).
+                let env = Env::new(
+                    Arc::new(SkewClock::new(skew)),
+                    derive_seed(seed, &format!("node/{d}/{boot}")),
+                );
+                let dial = TracingDial {
+                    node: d.clone(),
+                    shared: sh.clone(),
+                    topology: topo,
+                };
+                let node = Node::builder(config, env)
+                    .quirks(q)
+                    .dial(Arc::new(dial))
+                    .build()?;
+                sh.lock().line("boot", json!({"node": d, "boot": boot}));
+                let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PORT)).await?;
+                node.serve(listener, None, std::future::pending::<()>())
+                    .await?;
+                Ok(())
+            }
+        });
+        slots.insert(domain.clone(), slot);
+    }
+    {
+        let mut peers = peers_of.write().map_err(|_| "peer map poisoned")?;
+        let mut topo = topology.write().map_err(|_| "topology poisoned")?;
+        for (domain, slot) in &slots {
+            let ip = sim.lookup(domain.as_str()).to_string();
+            peers.insert(domain.clone(), format!("http://{ip}:{PORT}"));
+            topo.domains.insert(ip, domain.clone());
+            topo.skews.insert(domain.clone(), slot.skew.clone());
+        }
+    }
+    let users: BTreeMap<String, Vec<String>> = scenario
+        .nodes
+        .iter()
+        .map(|d| {
+            let list = (0..scenario.users_per_node)
+                .map(|i| format!("loom://u{i}@{d}"))
+                .collect();
+            (d.clone(), list)
+        })
+        .collect();
+    let sched = schedule(scenario, seed);
+    let start_ms = scenario.setup_secs * 1000;
+    for domain in &scenario.nodes {
+        let url = peers_of
+            .read()
+            .map(|p| p.get(domain).cloned().unwrap_or_default())
+            .unwrap_or_default();
+        let plan = ClientPlan {
+            domain: domain.clone(),
+            url,
+            users: users.get(domain).cloned().unwrap_or_default(),
+            remote_users: users
+                .iter()
+                .filter(|(d, _)| *d != domain)
+                .flat_map(|(_, u)| u.iter().cloned())
+                .collect(),
+            seed,
+            rng_seed: derive_seed(seed, &format!("client/{domain}")),
+            workload: scenario.workload.clone(),
+            setup_secs: scenario.setup_secs,
+            clock: SkewClock::new(slots[domain].skew.clone()),
+            shared: shared.clone(),
+        };
+        sim.client(client_host(domain).as_str(), run_client(plan));
+    }
+    let replays: Vec<u64> = sched
+        .iter()
+        .filter(|f| f.fault == Fault::Replay)
+        .map(|f| start_ms + f.at_ms)
+        .collect();
+    if !replays.is_empty() {
+        sim.client("replayer", run_replayer(replays, shared.clone()));
+    }
+
+    // The controller: faults at their times, heal when the workload is done, then settle.
+    let mut pending: std::collections::VecDeque<Scheduled> = sched.into_iter().collect();
+    let mut down: BTreeSet<String> = BTreeSet::new();
+    let mut cut: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut held: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut permanent_down: BTreeSet<String> = BTreeSet::new();
+    let mut permanent_links: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut healed_at: Option<u64> = None;
+    let check_every =
+        (1000 / scenario.tick_ms).max(1) * if scenario.tick_ms >= 1000 { 60 } else { 1 };
+    let mut quiet_checks = 0u32;
+    let mut last_probe = String::new();
+    let mut steps = 0u64;
+    let mut settled = false;
+    let elapsed_ms =
+        |sim: &turmoil::Sim<'_>| u64::try_from(sim.elapsed().as_millis()).unwrap_or(u64::MAX);
+    loop {
+        let now = elapsed_ms(&sim);
+        while pending.front().is_some_and(|f| start_ms + f.at_ms <= now) {
+            let Some(f) = pending.pop_front() else { break };
+            apply(
+                &mut sim, &shared, &slots, &f, now, &mut down, &mut cut, &mut held,
+            );
+            if f.permanent {
+                match &f.fault {
+                    Fault::Crash(n) => {
+                        permanent_down.insert(n.clone());
+                    }
+                    Fault::Partition(a, b) | Fault::Hold(a, b) => {
+                        permanent_links.insert(ordered(a, b));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        shared.lock().step = steps;
+        let clients_done = sim.step().map_err(|e| format!("simulation failed: {e}"))?;
+        steps += 1;
+        let now = elapsed_ms(&sim);
+        if healed_at.is_none() && clients_done && pending.is_empty() {
+            // Heal: every non-permanent fault is undone, crashed nodes start again.
+            for (a, b) in std::mem::take(&mut cut) {
+                if !permanent_links.contains(&ordered(&a, &b)) {
+                    apply(
+                        &mut sim,
+                        &shared,
+                        &slots,
+                        &Scheduled {
+                            at_ms: 0,
+                            fault: Fault::Repair(a, b),
+                            permanent: false,
+                        },
+                        now,
+                        &mut down,
+                        &mut BTreeSet::new(),
+                        &mut held,
+                    );
+                } else {
+                    cut.insert((a, b));
+                }
+            }
+            for (a, b) in std::mem::take(&mut held) {
+                if !permanent_links.contains(&ordered(&a, &b)) {
+                    apply(
+                        &mut sim,
+                        &shared,
+                        &slots,
+                        &Scheduled {
+                            at_ms: 0,
+                            fault: Fault::Release(a, b),
+                            permanent: false,
+                        },
+                        now,
+                        &mut down,
+                        &mut cut,
+                        &mut BTreeSet::new(),
+                    );
+                } else {
+                    held.insert((a, b));
+                }
+            }
+            for n in down.clone() {
+                if !permanent_down.contains(&n) {
+                    apply(
+                        &mut sim,
+                        &shared,
+                        &slots,
+                        &Scheduled {
+                            at_ms: 0,
+                            fault: Fault::Restart(n),
+                            permanent: false,
+                        },
+                        now,
+                        &mut down,
+                        &mut cut,
+                        &mut held,
+                    );
+                }
+            }
+            shared.lock().line_at(now, "healed", &mut json!({}));
+            healed_at = Some(now);
+        }
+        if let Some(h) = healed_at {
+            if steps.is_multiple_of(check_every) {
+                let probe =
+                    invariants::probe(&slots.values().map(|s| s.dir.clone()).collect::<Vec<_>>());
+                if probe.queued == 0 && probe.digest == last_probe {
+                    quiet_checks += 1;
+                } else {
+                    quiet_checks = 0;
+                }
+                last_probe = probe.digest;
+                if quiet_checks >= 2 {
+                    settled = true;
+                    break;
+                }
+            }
+            if now > h + scenario.settle_secs * 1000 {
+                break;
+            }
+        }
+    }
+    let simulated_ms = elapsed_ms(&sim);
+    drop(sim);
+    let dirs: BTreeMap<String, PathBuf> = slots
+        .iter()
+        .map(|(d, s)| (d.clone(), s.dir.clone()))
+        .collect();
+    let end_checks = invariants::check_all(&shared, &dirs, &down);
+    let mut rec = shared.lock();
+    rec.step = steps;
+    if !settled {
+        rec.violation(
+            "quiescence",
+            simulated_ms,
+            format!(
+                "outboxes still held queued deliveries {} s after the network healed (settle_secs)",
+                scenario.settle_secs
+            ),
+        );
+    }
+    for (name, detail) in end_checks {
+        rec.violation(&name, simulated_ms, detail);
+    }
+    let mut summary = json!({"acknowledged": rec.acks.len(), "steps": steps});
+    rec.line_at(simulated_ms, "end", &mut summary);
+    let jsonl = rec.jsonl();
+    let mut violations = rec.violations.clone();
+    violations.sort_by_key(|v| v.step);
+    Ok(RunReport {
+        scenario: scenario.name.clone(),
+        seed,
+        violations,
+        trace_hash: trace_hash(&jsonl),
+        trace_lines: rec.len(),
+        trace: opts.keep_trace.then_some(jsonl),
+        simulated_ms,
+        steps,
+        acknowledged: rec.acks.len(),
+    })
+}
+
+fn ordered(a: &str, b: &str) -> (String, String) {
+    if a <= b {
+        (a.into(), b.into())
+    } else {
+        (b.into(), a.into())
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply(
+    sim: &mut turmoil::Sim<'_>,
+    shared: &Shared,
+    slots: &BTreeMap<String, NodeSlot>,
+    f: &Scheduled,
+    now: u64,
+    down: &mut BTreeSet<String>,
+    cut: &mut BTreeSet<(String, String)>,
+    held: &mut BTreeSet<(String, String)>,
+) {
+    let mut applied = true;
+    match &f.fault {
+        Fault::Partition(a, b) => {
+            sim.partition(a.as_str(), b.as_str());
+            cut.insert(ordered(a, b));
+        }
+        Fault::Repair(a, b) => {
+            sim.repair(a.as_str(), b.as_str());
+            cut.remove(&ordered(a, b));
+        }
+        Fault::Hold(a, b) => {
+            sim.hold(a.as_str(), b.as_str());
+            held.insert(ordered(a, b));
+        }
+        Fault::Release(a, b) => {
+            sim.release(a.as_str(), b.as_str());
+            held.remove(&ordered(a, b));
+        }
+        Fault::Crash(n) => {
+            if down.insert(n.clone()) {
+                sim.crash(n.as_str());
+            } else {
+                applied = false;
+            }
+        }
+        Fault::Restart(n) => {
+            if down.remove(n) {
+                sim.bounce(n.as_str());
+            } else {
+                applied = false;
+            }
+        }
+        Fault::Skew(n, ms) => {
+            if let Some(s) = slots.get(n) {
+                s.skew.store(*ms, Ordering::Relaxed);
+            }
+        }
+        Fault::Replay => {}
+    }
+    let mut line = f.fault.to_json();
+    line["applied"] = applied.into();
+    shared.lock().line_at(now, "fault", &mut line);
+}
