@@ -95,18 +95,83 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
     ),
     (
         "reference/node/README.md",
-        "flock /work/.build.lock reference/node/scripts/load-bench.sh /tmp/bins 20000",
+        "reference/node/scripts/load-bench.sh /tmp/bins 20000",
         "a benchmark (20,000 envelopes on a release node); speed is measured, not tested",
     ),
     (
         "reference/node/README.md",
-        "flock /work/.build.lock reference/node/scripts/growth-bench.sh /tmp/bins 200000 20000 7",
+        "reference/node/scripts/growth-bench.sh /tmp/bins 200000 20000 7",
         "a benchmark (200,000 envelopes); speed is measured, not tested",
     ),
     (
         "reference/node/README.md",
         "cargo test -p loom-node",
         "the node's whole test suite, run by cargo test itself",
+    ),
+    (
+        "reference/node/README.md",
+        "cargo build -p loom-node -p loom-client",
+        "builds loom-node and loom (this test builds them itself, tests/support)",
+    ),
+    (
+        "reference/node/README.md",
+        "loom-node --data a-data --domain a.test --listen 127.0.0.1:8787 --peer b.test=http://127.0.0.1:8788 --allow-private-http &",
+        "the two-process federation walkthrough; tests/walkthrough_federation.rs in loom-node runs exactly these steps (two loom-node processes on free ports, the loom CLI, a 500 ms retry base)",
+    ),
+    (
+        "reference/node/README.md",
+        "loom-node --data b-data --domain b.test --listen 127.0.0.1:8788 --peer a.test=http://127.0.0.1:8787 --allow-private-http &",
+        "the two-process federation walkthrough; tests/walkthrough_federation.rs in loom-node runs exactly these steps (two loom-node processes on free ports, the loom CLI, a 500 ms retry base)",
+    ),
+    (
+        "reference/node/README.md",
+        "A=http://127.0.0.1:8787 B=http://127.0.0.1:8788",
+        "the two-process federation walkthrough; tests/walkthrough_federation.rs in loom-node runs exactly these steps (two loom-node processes on free ports, the loom CLI, a 500 ms retry base)",
+    ),
+    (
+        "reference/node/README.md",
+        "loom keygen --out alice.key && loom keygen --out bob.key",
+        "the two-process federation walkthrough; tests/walkthrough_federation.rs in loom-node runs exactly these steps (two loom-node processes on free ports, the loom CLI, a 500 ms retry base)",
+    ),
+    (
+        "reference/node/README.md",
+        "loom register --node $A --identity loom://alice@a.test --key alice.key",
+        "the two-process federation walkthrough; tests/walkthrough_federation.rs in loom-node runs exactly these steps (two loom-node processes on free ports, the loom CLI, a 500 ms retry base)",
+    ),
+    (
+        "reference/node/README.md",
+        "loom register --node $B --identity loom://bob@b.test --key bob.key",
+        "the two-process federation walkthrough; tests/walkthrough_federation.rs in loom-node runs exactly these steps (two loom-node processes on free ports, the loom CLI, a 500 ms retry base)",
+    ),
+    (
+        "reference/node/README.md",
+        "loom login --node $A --identity loom://alice@a.test --key alice.key --session alice.session",
+        "the two-process federation walkthrough; tests/walkthrough_federation.rs in loom-node runs exactly these steps (two loom-node processes on free ports, the loom CLI, a 500 ms retry base)",
+    ),
+    (
+        "reference/node/README.md",
+        "loom login --node $B --identity loom://bob@b.test --key bob.key --session bob.session",
+        "the two-process federation walkthrough; tests/walkthrough_federation.rs in loom-node runs exactly these steps (two loom-node processes on free ports, the loom CLI, a 500 ms retry base)",
+    ),
+    (
+        "reference/node/README.md",
+        "loom send --session alice.session --to loom://bob@b.test --text \"hi bob\"",
+        "the two-process federation walkthrough; tests/walkthrough_federation.rs in loom-node runs exactly these steps (two loom-node processes on free ports, the loom CLI, a 500 ms retry base)",
+    ),
+    (
+        "reference/node/README.md",
+        "loom threads --session bob.session",
+        "the two-process federation walkthrough; tests/walkthrough_federation.rs in loom-node runs exactly these steps (two loom-node processes on free ports, the loom CLI, a 500 ms retry base)",
+    ),
+    (
+        "reference/node/README.md",
+        "loom send --session bob.session --to loom://alice@a.test --text \"hi alice\" --thread thr_01\u2026 --parent env_01\u2026",
+        "the two-process federation walkthrough; tests/walkthrough_federation.rs in loom-node runs exactly these steps (two loom-node processes on free ports, the loom CLI, a 500 ms retry base)",
+    ),
+    (
+        "reference/node/README.md",
+        "loom get --session alice.session thr_01\u2026",
+        "the two-process federation walkthrough; tests/walkthrough_federation.rs in loom-node runs exactly these steps (two loom-node processes on free ports, the loom CLI, a 500 ms retry base)",
     ),
     (
         "vectors/README.md",
