@@ -39,6 +39,9 @@ pub struct TargetInfo {
     pub pool: Option<Vec<PoolIdentity>>,
     /// Whether this is the embedded reference node.
     pub embedded: bool,
+    /// Level 2: the fake federation peers and how the target federates with them (`None`:
+    /// the federation cases are `unsupported`).
+    pub federation: Option<Arc<crate::peer::Federation>>,
 }
 
 /// Why a target could not be used (exit code 3).
@@ -211,6 +214,7 @@ async fn probe_with(
                     trust,
                     pool,
                     embedded,
+                    federation: None,
                 });
             }
             Err(e) => last_error = e,

@@ -28,7 +28,7 @@ pub fn main(a: &Args) -> ExitCode {
         c.spec.join(", ")
     );
     outln!("  requirement: {}", c.requirement);
-    if let Ok(reqs) = requirements::level1()
+    if let Ok(reqs) = requirements::all()
         && let Some(r) = c
             .covers
             .first()
