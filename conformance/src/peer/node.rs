@@ -387,6 +387,17 @@ impl PeerNode {
         )
     }
 
+    /// [`PeerNode::sign`] with given nonce bytes (a replay reuses another request's nonce).
+    pub fn sign_with_nonce(
+        &self,
+        req: &RequestParts<'_>,
+        at: Timestamp,
+        key: &PeerKey,
+        nonce: &[u8],
+    ) -> SignedHeaders {
+        sign_request_with_epoch(req, &self.domain, &key.key_id, &key.key, at, nonce, None)
+    }
+
     /// Queues how the next deliveries are answered (then [`Answer::Accept`]).
     pub fn script(&self, answers: &[Answer]) {
         self.lock().script.extend(answers.iter().copied());

@@ -172,8 +172,7 @@ fn check_request(field: &str, t: &Templated) -> Result<(), String> {
         .url
         .as_deref()
         .ok_or_else(|| format!("{field}.url is required when mode = \"request\""))?;
-    if !(url.starts_with("{target}") || url.starts_with("http://") || url.starts_with("https://"))
-    {
+    if !(url.starts_with("{target}") || url.starts_with("http://") || url.starts_with("https://")) {
         return Err(format!(
             "{field}.url must start with {{target}}, http:// or https://, not {url:?}"
         ));
@@ -247,18 +246,39 @@ mod tests {
     #[test]
     fn errors_name_the_field() {
         let bad = [
-            ("[federation]\nharness_address = \"10.0.0.5\"\n", "federation.harness_address"),
+            (
+                "[federation]\nharness_address = \"10.0.0.5\"\n",
+                "federation.harness_address",
+            ),
             ("[federation]\nlisten = \"nowhere\"\n", "federation.listen"),
-            ("[federation]\npeer_domain = \"peer.test\"\n", "federation.peer_domain"),
-            ("[federation.learn_peer]\nmode = \"dns\"\n", "federation.learn_peer.mode"),
-            ("[federation.learn_peer]\nmode = \"request\"\n", "federation.learn_peer.method"),
+            (
+                "[federation]\npeer_domain = \"peer.test\"\n",
+                "federation.peer_domain",
+            ),
+            (
+                "[federation.learn_peer]\nmode = \"dns\"\n",
+                "federation.learn_peer.mode",
+            ),
+            (
+                "[federation.learn_peer]\nmode = \"request\"\n",
+                "federation.learn_peer.method",
+            ),
             (
                 "[federation.learn_peer]\nmode = \"request\"\nmethod = \"POST\"\n",
                 "federation.learn_peer.url",
             ),
-            ("[federation.send_now]\nmode = \"poke\"\n", "federation.send_now.mode"),
-            ("[federation.send_now]\nwait_secs = -1\n", "federation.send_now.wait_secs"),
-            ("[federation.timers]\nttl_ms = 0\n", "federation.timers.ttl_ms"),
+            (
+                "[federation.send_now]\nmode = \"poke\"\n",
+                "federation.send_now.mode",
+            ),
+            (
+                "[federation.send_now]\nwait_secs = -1\n",
+                "federation.send_now.wait_secs",
+            ),
+            (
+                "[federation.timers]\nttl_ms = 0\n",
+                "federation.timers.ttl_ms",
+            ),
             ("[federation]\nbogus = 1\n", "bogus"),
         ];
         for (text, field) in bad {
@@ -274,10 +294,19 @@ mod tests {
             ("pem".to_owned(), "-----BEGIN\nX\"".to_owned()),
         ]);
         assert_eq!(
-            fill("{\"d\":\"{peer_domain}\",\"k\":\"{pem}\"}", &vars, true, "b").unwrap(),
+            fill(
+                "{\"d\":\"{peer_domain}\",\"k\":\"{pem}\"}",
+                &vars,
+                true,
+                "b"
+            )
+            .unwrap(),
             "{\"d\":\"peer-1.test\",\"k\":\"-----BEGIN\\nX\\\"\"}"
         );
         let e = fill("{nope}", &vars, false, "federation.learn_peer.url").unwrap_err();
-        assert!(e.contains("federation.learn_peer.url") && e.contains("{nope}"), "{e}");
+        assert!(
+            e.contains("federation.learn_peer.url") && e.contains("{nope}"),
+            "{e}"
+        );
     }
 }

@@ -103,6 +103,17 @@ impl PeerServer {
         ))
     }
 
+    /// Serves the same peers on another listener too (a deliver URL that is unreachable
+    /// until the case binds its port: store-and-forward, v1.1 §15.6).
+    pub fn serve_also(self: &Arc<Self>, listener: tokio::net::TcpListener) {
+        let router = Router::new()
+            .fallback(handle)
+            .with_state(Arc::downgrade(self));
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+    }
+
     /// The domain of peer `n`.
     pub fn domain_of(&self, n: u32) -> String {
         self.domain_template.replace("{n}", &n.to_string())
@@ -163,7 +174,11 @@ fn error(status: StatusCode, code: &str, message: &str) -> Response {
 /// Every request: find the peer (path prefix, else `Host`), record, answer.
 async fn handle(State(server): State<std::sync::Weak<PeerServer>>, req: Request) -> Response {
     let Some(server) = server.upgrade() else {
-        return error(StatusCode::SERVICE_UNAVAILABLE, "NODE_UNREACHABLE", "stopping");
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "NODE_UNREACHABLE",
+            "stopping",
+        );
     };
     let raw_path = req.uri().path().to_owned();
     let (peer, path) = match raw_path.strip_prefix("/peer/").and_then(|rest| {
@@ -272,7 +287,11 @@ fn answer(
         }
         _ => (
             StatusCode::NOT_FOUND,
-            error(StatusCode::NOT_FOUND, "NOT_FOUND", "no such route on the fake peer"),
+            error(
+                StatusCode::NOT_FOUND,
+                "NOT_FOUND",
+                "no such route on the fake peer",
+            ),
         ),
     };
     (status, resp, None)
