@@ -28,6 +28,7 @@ pub mod requirements;
 pub mod runner;
 #[cfg(feature = "selftest")]
 pub mod selftest;
+pub mod setup;
 pub mod show;
 pub mod skips;
 pub mod target;

@@ -244,7 +244,8 @@ impl Matrix {
     }
 
     /// The plain-text table `loom-conformance matrix` prints.
-    pub fn to_text(&self) -> String {
+    pub fn to_text(&self, width: usize) -> String {
+        use crate::report::layout::{indented, row};
         use std::fmt::Write;
         let mut out = String::new();
         let levels: BTreeSet<u8> = self.rows.iter().map(|r| r.requirement.level).collect();
@@ -265,11 +266,25 @@ impl Matrix {
             };
             let _ = writeln!(
                 out,
-                "{:<12} {:<6} {:<12} {cases}",
-                q.id, q.strength, q.section
+                "{}",
+                row(
+                    &format!("{:<12} {:<6} {:<12} ", q.id, q.strength, q.section),
+                    &cases,
+                    width,
+                    24
+                )
             );
             if let Some(quote) = &q.quote {
-                let _ = writeln!(out, "{:<12} \"{quote}\" ({})", "", q.quote_source());
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    indented(
+                        &format!("\"{quote}\" ({})", q.quote_source()),
+                        width,
+                        13,
+                        13
+                    )
+                );
             }
         }
         let _ = writeln!(
@@ -282,11 +297,19 @@ impl Matrix {
                 Some(r) => {
                     let _ = writeln!(
                         out,
-                        "  {}\n      {} ({}): \"{}\"",
+                        "  {}\n{}",
                         e.case,
-                        r.id,
-                        r.quote_source(),
-                        r.quote.as_deref().unwrap_or("(no quote)")
+                        indented(
+                            &format!(
+                                "{} ({}): \"{}\"",
+                                r.id,
+                                r.quote_source(),
+                                r.quote.as_deref().unwrap_or("(no quote)")
+                            ),
+                            width,
+                            6,
+                            6
+                        )
                     );
                 }
                 None => {
@@ -301,7 +324,7 @@ impl Matrix {
                 self.interpretations.len()
             );
             for (c, i) in &self.interpretations {
-                let _ = writeln!(out, "  {c}\n      {i}");
+                let _ = writeln!(out, "  {c}\n{}", indented(i, width, 6, 6));
             }
         }
         let uncovered = self.uncovered();
@@ -315,7 +338,16 @@ impl Matrix {
         }
         for r in uncovered {
             let q = &r.requirement;
-            let _ = writeln!(out, "  {} [{} {}] {}", q.id, q.strength, q.section, q.text);
+            let _ = writeln!(
+                out,
+                "{}",
+                indented(
+                    &format!("{} [{} {}] {}", q.id, q.strength, q.section, q.text),
+                    width,
+                    2,
+                    4
+                )
+            );
         }
         let nt = self.not_testable();
         let _ = writeln!(
@@ -327,11 +359,19 @@ impl Matrix {
             let q = &r.requirement;
             let _ = writeln!(
                 out,
-                "  {} [{} {}] {}",
-                q.id,
-                q.strength,
-                q.section,
-                q.reason.as_deref().unwrap_or("")
+                "{}",
+                indented(
+                    &format!(
+                        "{} [{} {}] {}",
+                        q.id,
+                        q.strength,
+                        q.section,
+                        q.reason.as_deref().unwrap_or("")
+                    ),
+                    width,
+                    2,
+                    4
+                )
             );
         }
         if !self.unknown_covers.is_empty() {

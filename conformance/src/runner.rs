@@ -34,6 +34,9 @@ pub struct RunConfig {
     pub seed: u64,
     /// Longest a single case may take before it is an `error`.
     pub case_timeout: Duration,
+    /// Stop the run once more than this many cases errored for one setup cause
+    /// ([`crate::setup::SetupCause`]); `None` never stops (the self-test).
+    pub max_setup_errors: Option<usize>,
 }
 
 impl Default for RunConfig {
@@ -48,6 +51,7 @@ impl Default for RunConfig {
             timeout_scale: 1.0,
             seed: 1,
             case_timeout: Duration::from_secs(60),
+            max_setup_errors: None,
         }
     }
 }
@@ -209,6 +213,7 @@ pub async fn run_case(
         }
         None => {}
     }
+    crate::setup::name_trouble(case, &mut r);
     r
 }
 
@@ -244,7 +249,73 @@ pub async fn run_all(
     clock: Arc<dyn Clock>,
     progress: &(dyn Fn(&CaseResult) + Sync),
 ) -> Vec<CaseResult> {
+    run_until_stopped(cases, target, cfg, clock, progress)
+        .await
+        .results
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// Why a run stopped before running every case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EarlyStop {
+    /// The setup cause that kept recurring.
+    pub cause: crate::setup::SetupCause,
+    /// How many cases errored for it.
+    pub errors: usize,
+    /// How many cases were not run.
+    pub not_run: usize,
+}
+
+impl EarlyStop {
+    /// The one message the run ends with: the cause, the fix and where the README explains.
+    pub fn message(&self) -> String {
+        format!(
+            "stopped early: {} cases could not get past setup ({}), {} cases not run. {} (see {})",
+            self.errors,
+            self.cause.name(),
+            self.not_run,
+            upper_first(self.cause.fix()),
+            crate::setup::README_ANCHOR
+        )
+    }
+}
+
+fn upper_first(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+/// What [`run_until_stopped`] produced: a result per case in catalogue order (`None` for the
+/// cases an early stop left out) and the stop, if any.
+#[derive(Debug)]
+pub struct RunResults {
+    /// Per case, in the order given.
+    pub results: Vec<Option<CaseResult>>,
+    /// Set when `cfg.max_setup_errors` was exceeded.
+    pub stopped: Option<EarlyStop>,
+}
+
+/// [`run_all`], stopping once more than `cfg.max_setup_errors` cases errored for one setup
+/// cause: cases not started by then are not run.
+pub async fn run_until_stopped(
+    cases: &[&'static Case],
+    target: Arc<TargetInfo>,
+    cfg: &RunConfig,
+    clock: Arc<dyn Clock>,
+    progress: &(dyn Fn(&CaseResult) + Sync),
+) -> RunResults {
+    use crate::setup::SetupCause;
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, Ordering};
     let sem = Arc::new(tokio::sync::Semaphore::new(cfg.jobs.max(1)));
+    let stop = Arc::new(AtomicBool::new(false));
+    let tally: Arc<Mutex<BTreeMap<SetupCause, usize>>> = Arc::default();
+    let stopped_by: Arc<Mutex<Option<SetupCause>>> = Arc::default();
     let mut handles = Vec::new();
     for case in cases {
         let case: &'static Case = case;
@@ -252,30 +323,61 @@ pub async fn run_all(
         let cfg = cfg.clone();
         let clock = clock.clone();
         let sem = sem.clone();
+        let (stop, tally, stopped_by) = (stop.clone(), tally.clone(), stopped_by.clone());
         handles.push(tokio::spawn(async move {
             let _permit = sem.acquire_owned().await;
-            run_case(case, target, &cfg, clock).await
+            if stop.load(Ordering::SeqCst) {
+                return None;
+            }
+            let r = run_case(case, target, &cfg, clock).await;
+            if let (Some(max), Some(cause)) =
+                (cfg.max_setup_errors, crate::setup::cause_of(case, &r))
+            {
+                let mut t = tally.lock().unwrap_or_else(|p| p.into_inner());
+                let n = t.entry(cause).or_insert(0);
+                *n += 1;
+                if *n > max && !stop.swap(true, Ordering::SeqCst) {
+                    *stopped_by.lock().unwrap_or_else(|p| p.into_inner()) = Some(cause);
+                }
+            }
+            Some(r)
         }));
     }
     let mut results = Vec::with_capacity(handles.len());
     for (h, case) in handles.into_iter().zip(cases) {
-        let r = h.await.unwrap_or_else(|e| {
-            let why = Finding::Error(format!("the case panicked: {e}"));
-            CaseResult {
-                id: case.id,
-                outcome: Outcome::Error,
-                message: Some(format!("the case panicked: {e}")),
-                expected: None,
-                actual: None,
-                decisive: None,
-                transcripts: vec![no_request(Some(&why))],
-                duration: Duration::ZERO,
+        let r = match h.await {
+            Ok(r) => r,
+            Err(e) => {
+                let why = Finding::Error(format!("the case panicked: {e}"));
+                Some(CaseResult {
+                    id: case.id,
+                    outcome: Outcome::Error,
+                    message: Some(format!("the case panicked: {e}")),
+                    expected: None,
+                    actual: None,
+                    decisive: None,
+                    transcripts: vec![no_request(Some(&why))],
+                    duration: Duration::ZERO,
+                })
             }
-        });
-        progress(&r);
+        };
+        if let Some(r) = &r {
+            progress(r);
+        }
         results.push(r);
     }
-    results
+    let cause = *stopped_by.lock().unwrap_or_else(|p| p.into_inner());
+    let stopped = cause.map(|cause| EarlyStop {
+        cause,
+        errors: tally
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&cause)
+            .copied()
+            .unwrap_or(0),
+        not_run: results.iter().filter(|r| r.is_none()).count(),
+    });
+    RunResults { results, stopped }
 }
 
 #[cfg(test)]

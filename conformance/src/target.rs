@@ -128,12 +128,23 @@ pub async fn probe_embedded_with(
     e: &Embedded,
     profile: &Profile,
 ) -> Result<TargetInfo, SetupError> {
-    probe_with(&e.url, profile, true, e.trust.clone()).await
+    probe_with(&e.url, profile, true, e.trust.clone(), &|_| {}).await
 }
 
 /// Waits for `url`'s node document, then reads its capabilities.
 pub async fn probe(url: &str, profile: &Profile, embedded: bool) -> Result<TargetInfo, SetupError> {
-    probe_with(url, profile, embedded, None).await
+    probe_with(url, profile, embedded, None, &|_| {}).await
+}
+
+/// [`probe`], saying what it waits for: `waiting` gets a line when the first attempt fails
+/// (what, how long at most, why) and one every five seconds after (issue 18, item 3).
+pub async fn probe_reporting(
+    url: &str,
+    profile: &Profile,
+    embedded: bool,
+    waiting: &(dyn Fn(&str) + Sync),
+) -> Result<TargetInfo, SetupError> {
+    probe_with(url, profile, embedded, None, waiting).await
 }
 
 async fn probe_with(
@@ -141,6 +152,7 @@ async fn probe_with(
     profile: &Profile,
     embedded: bool,
     trust_override: Option<Trust>,
+    waiting: &(dyn Fn(&str) + Sync),
 ) -> Result<TargetInfo, SetupError> {
     let trust = if trust_override.is_some() {
         trust_override
@@ -154,9 +166,10 @@ async fn probe_with(
     } else {
         None
     };
-    let deadline = tokio::time::Instant::now()
-        + Duration::from_secs_f64(profile.target.readiness_timeout_secs);
+    let begun = tokio::time::Instant::now();
+    let deadline = begun + Duration::from_secs_f64(profile.target.readiness_timeout_secs);
     let mut last_error;
+    let mut next_note = begun;
     loop {
         let attempt = async {
             let mut c = Client::tcp(url).map_err(|e| e.to_string())?;
@@ -219,7 +232,22 @@ async fn probe_with(
             }
             Err(e) => last_error = e,
         }
-        if tokio::time::Instant::now() >= deadline {
+        let now = tokio::time::Instant::now();
+        if now < deadline && now >= next_note {
+            let left = deadline.saturating_duration_since(now).as_secs_f64();
+            if next_note == begun {
+                waiting(&format!(
+                    "waiting up to {:.0} s for {url}/.well-known/loom.json to answer 200 (v1.1 §15.2; the profile's [target] readiness_timeout_secs): {last_error}",
+                    profile.target.readiness_timeout_secs
+                ));
+            } else {
+                waiting(&format!(
+                    "still waiting for {url}/.well-known/loom.json ({left:.0} s left): {last_error}"
+                ));
+            }
+            next_note = now + Duration::from_secs(5);
+        }
+        if now >= deadline {
             return Err(SetupError(format!(
                 "target {url} is not ready after {} s: {last_error}. Check the URL, that the node serves /.well-known/loom.json (v1.1 §15.2), and the profile's [target] readiness_timeout_secs / [tls] settings",
                 profile.target.readiness_timeout_secs

@@ -16,6 +16,15 @@ fn run(args: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
+/// `run` with the terminal `columns` wide (`COLUMNS`, which the layout module reads first).
+fn run_at(columns: usize, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env("COLUMNS", columns.to_string())
+        .output()
+        .expect("the binary runs")
+}
+
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -62,16 +71,30 @@ fn list_prints_every_case_and_filters() {
         assert_eq!(c["strength"], Value::from("MUST"));
     }
 
+    // An unknown area is a usage error that lists the areas (issue 18), like `run --only`
+    // matching nothing.
     let o = run(&["list", "--area", "no-such-area"]);
-    assert!(stdout(&o).contains("0 cases"));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no-such-area") && stderr(&o).contains(area),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["list", "--only", "nomatch*"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
 
 #[test]
 fn explain_shows_a_case_and_rejects_unknown_ids() {
     let c = catalogue::all()[0];
-    let o = run(&["explain", c.id]);
+    // Wide: the requirement on one line; at 80 columns it wraps under its label.
+    let o = run_at(1000, &["explain", c.id]);
     assert_eq!(o.status.code(), Some(0));
     assert!(stdout(&o).contains(c.requirement));
+    let o = run_at(80, &["explain", c.id]);
+    let text = stdout(&o);
+    let words: Vec<&str> = text.split_whitespace().collect();
+    assert!(words.join(" ").contains(c.requirement), "{text}");
     let o = run(&["explain", "core.no.such.case"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("core.no.such.case") && stderr(&o).contains("list"));
@@ -116,7 +139,8 @@ fn every_must_case_quotes_the_sentence_it_enforces() {
         "MUST cases whose first `covers` is not a quoted MUST requirement: {:?}",
         m.unquoted_must_cases()
     );
-    let text = stdout(&run(&["matrix"]));
+    // Wide enough that no sentence wraps: each case's line is compared whole.
+    let text = stdout(&run_at(1000, &["matrix"]));
     let must: Vec<_> = catalogue::all()
         .into_iter()
         .filter(|c| c.strength == loom_conformance::Strength::Must)

@@ -102,6 +102,7 @@ fn synthetic() -> RunReport {
         duration: Duration::from_millis(42),
         node: "example.test".into(),
         results,
+        partial: Vec::new(),
     }
 }
 

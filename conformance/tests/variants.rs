@@ -403,15 +403,22 @@ async fn witness(v: &'static Variant) {
                 )
                 .await,
             );
-            let req = id.registration_request(
-                ch["challenge_id"].as_str().unwrap_or_default(),
+            // `loom-client` sends trimmed PEMs (issue 18), so the untrimmed request is built
+            // here: the PEM with its newline, hashed and signed as it is sent.
+            let mut req = id.registration_document();
+            let pem = format!("{}\n", id.public_key_pem());
+            req["signing_keys"][0]["public_key_pem"] = pem.into();
+            let text = loom_protocol::registration::registration_text(
+                id.address(),
+                id.key_id(),
+                &loom_protocol::registration::registration_document_hash(&req),
                 ch["nonce"].as_str().unwrap_or_default(),
             );
-            assert!(
-                req["signing_keys"][0]["public_key_pem"]
-                    .as_str()
-                    .is_some_and(|p| p.ends_with('\n'))
-            );
+            req["registration_proof"] = json!({
+                "challenge_id": ch["challenge_id"].as_str().unwrap_or_default(),
+                "key_id": id.key_id(),
+                "signature": sign_b64url(id.signing_key(), None, text.as_bytes()),
+            });
             let t = call(&mut c, "POST", "/v1/identity", None, &req).await;
             assert_eq!(t.status, 401, "{t}");
             session(&mut c, &domain, "trimmed", &none).await;

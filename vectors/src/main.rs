@@ -43,8 +43,11 @@ enum Cmd {
         #[arg(long, default_value_t = 10.0)]
         timeout: f64,
         /// Print every vector, not only failures.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "summary")]
         verbose: bool,
+        /// Print only the counts per area (pass, fail, unsupported), no vector lines.
+        #[arg(long)]
+        summary: bool,
     },
     /// Answer adapter requests from stdin with loom-protocol (the reference adapter).
     Adapter {
@@ -71,7 +74,8 @@ fn main() -> ExitCode {
             area,
             timeout,
             verbose,
-        } => run_verify(&implementation, &dir, &area, timeout, verbose),
+            summary,
+        } => run_verify(&implementation, &dir, &area, timeout, verbose, summary),
         Cmd::Adapter { sabotage } => adapter(&sabotage),
         Cmd::Generate { check } => run_generate(check),
     }
@@ -139,6 +143,7 @@ fn run_verify(
     areas: &[String],
     timeout: f64,
     verbose: bool,
+    summary: bool,
 ) -> ExitCode {
     let files = match load_all(dir) {
         Ok(f) => f,
@@ -171,7 +176,22 @@ fn run_verify(
             .iter()
             .filter(|o| o.judgement == Judgement::Pass)
             .count();
-        println!("{area:<22} {pass:>5}/{:<5} pass", outcomes.len());
+        let failed = outcomes
+            .iter()
+            .filter(|o| matches!(o.judgement, Judgement::Fail(_)))
+            .count();
+        let unsupported = outcomes.len() - pass - failed;
+        let mut line = format!("{area:<22} {pass:>5}/{:<5} pass", outcomes.len());
+        if failed > 0 {
+            line.push_str(&format!(", {failed} fail"));
+        }
+        if unsupported > 0 {
+            line.push_str(&format!(", {unsupported} unsupported"));
+        }
+        println!("{line}");
+        if summary {
+            continue;
+        }
         for o in outcomes {
             match &o.judgement {
                 Judgement::Pass if verbose => println!("  pass        {area}/{}", o.id),
@@ -237,6 +257,7 @@ fn run_generate(check: bool) -> ExitCode {
         outputs.push((schema_dir.join(format!("{area}.schema.json")), text));
     }
     let mut stale = 0;
+    let files = outputs.len();
     for (path, text) in outputs {
         let current = std::fs::read_to_string(&path).unwrap_or_default();
         if current == text {
@@ -253,6 +274,11 @@ fn run_generate(check: bool) -> ExitCode {
         } else {
             println!("wrote {}", path.display());
         }
+    }
+    if check && stale == 0 {
+        println!("{files} generated files and schemas are up to date");
+    } else if check {
+        println!("{stale} of {files} files are stale: run `loom-vectors generate` and commit them");
     }
     if stale == 0 {
         ExitCode::SUCCESS

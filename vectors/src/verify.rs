@@ -86,12 +86,49 @@ pub fn verify_command(
             }
         }
     });
+    // Before judging anything, the adapter must start and answer the first request with one
+    // adapter line (issue 18): a command that does not exist or speaks something else is a
+    // usage error, not thousands of failed vectors.
+    let mut first = match rx.recv_timeout(timeout) {
+        Ok(line) => match serde_json::from_str::<Answer>(&line) {
+            Ok(_) => Some(line),
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(VerifyError(format!(
+                    "adapter {cmd:?} answered the first request with a line that is not an adapter answer ({e}): {}; see vectors/README.md \"Adapter protocol\"",
+                    line.chars().take(200).collect::<String>()
+                )));
+            }
+        },
+        Err(err) => {
+            let timed_out = matches!(err, mpsc::RecvTimeoutError::Timeout);
+            if timed_out {
+                let _ = child.kill();
+            }
+            let status = child.wait().map(|s| s.to_string()).unwrap_or_default();
+            let _ = writer.join();
+            return Err(VerifyError(if timed_out {
+                format!(
+                    "adapter {cmd:?} started but did not answer the first request within {timeout:?}; it must answer each request line with one JSON line (vectors/README.md \"Adapter protocol\")"
+                )
+            } else {
+                format!(
+                    "adapter {cmd:?} ended before answering the first request ({status}); check that the command exists and runs (it is started as sh -c CMD)"
+                )
+            }));
+        }
+    };
     let mut dead: Option<String> = None;
-    let next_answer = |req: &Request, dead: &mut Option<String>| -> Result<Answer, String> {
+    let mut next_answer = |req: &Request, dead: &mut Option<String>| -> Result<Answer, String> {
         if let Some(why) = dead.as_ref() {
             return Err(why.clone());
         }
-        match rx.recv_timeout(timeout) {
+        let received = match first.take() {
+            Some(line) => Ok(line),
+            None => rx.recv_timeout(timeout),
+        };
+        match received {
             Ok(line) => serde_json::from_str::<Answer>(&line)
                 .map_err(|e| format!("answer is not a valid adapter answer ({e}): {line}")),
             Err(mpsc::RecvTimeoutError::Timeout) => {

@@ -76,6 +76,8 @@ fn an_adapter_that_dies_fails_the_remaining_vectors_without_hanging() {
 
 #[test]
 fn garbage_from_an_adapter_is_a_clear_failure() {
+    // Garbage from the start: the preflight refuses the adapter before judging anything
+    // (issue 18), one message and exit 2, not a FAIL line per vector.
     let (code, out) = run(&[
         "verify",
         "--area",
@@ -83,12 +85,68 @@ fn garbage_from_an_adapter_is_a_clear_failure() {
         "--impl",
         "while read l; do echo 'not json'; done",
     ]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("answered the first request with a line that is not an adapter answer"),
+        "{out}"
+    );
+    assert!(!out.contains("FAIL"), "{out}");
+    // Garbage after a good first answer: every later vector fails with the reason.
+    let cmd = format!(
+        "read l; echo \"$l\" | {}; while read l; do echo 'not json'; done",
+        adapter_cmd("")
+    );
+    let (code, out) = run(&["verify", "--area", "ids", "--impl", &cmd]);
     assert_eq!(code, 1, "{out}");
     assert!(
         out.contains("answer is not a valid adapter answer"),
         "{out}"
     );
-    assert!(out.contains("0 passed, 83 failed"), "{out}");
+    assert!(out.contains("1 passed, 82 failed"), "{out}");
+}
+
+#[test]
+fn an_adapter_that_does_not_start_is_one_clear_error() {
+    let (code, out) = run(&["verify", "--impl", "nosuchcmd-loom-vectors-test"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("ended before answering the first request")
+            && out.contains("check that the command exists"),
+        "{out}"
+    );
+    assert!(!out.contains("FAIL"), "{out}");
+    assert!(
+        out.lines().count() <= 3,
+        "one message, not a line per vector:\n{out}"
+    );
+}
+
+#[test]
+fn summary_prints_counts_per_area_without_listing_vectors() {
+    let unsupported = "while read l; do id=$(printf '%s' \"$l\" | sed 's/.*\"id\":\"\\([^\"]*\\)\".*/\\1/'); \
+         printf '{\"id\":\"%s\",\"result\":\"unsupported\",\"detail\":\"no\"}\\n' \"$id\"; done";
+    let (code, full) = run(&["verify", "--area", "ids", "--impl", unsupported]);
+    assert_eq!(code, 1, "{full}");
+    assert!(full.contains("  unsupported ids/"), "{full}");
+    let (code, out) = run(&[
+        "verify",
+        "--area",
+        "ids",
+        "--summary",
+        "--impl",
+        unsupported,
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(!out.contains("  unsupported ids/"), "{out}");
+    assert!(
+        out.contains("ids") && out.contains("83 unsupported"),
+        "{out}"
+    );
+    assert_eq!(
+        out.lines().last(),
+        Some("0 passed, 0 failed, 83 unsupported"),
+        "{out}"
+    );
 }
 
 #[test]

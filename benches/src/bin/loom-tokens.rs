@@ -15,7 +15,7 @@ use loom_benches::tokens::{Run, golden, report, run, run_builtin, svg};
 /// encodings that decode back to the original value. TOON runs in the bridge process built by
 /// `benches/toon-bridge/build.sh` (or the executable named by LOOM_TOON_BRIDGE).
 #[derive(Debug, Parser)]
-#[command(name = "loom-tokens")]
+#[command(name = "loom-tokens", version)]
 struct Args {
     /// Measure this JSON file in every format instead of the built-in datasets.
     file: Option<PathBuf>,

@@ -27,7 +27,12 @@ pub fn main(a: &Args) -> ExitCode {
         c.strength,
         c.spec.join(", ")
     );
-    outln!("  requirement: {}", c.requirement);
+    // Each labelled value wraps under itself at the terminal width (issue 18).
+    let w = crate::report::layout::width();
+    let field = |label: &str, text: &str| {
+        crate::report::layout::row(&format!("  {:<13}", format!("{label} ")), text, w, 20)
+    };
+    outln!("{}", field("requirement:", c.requirement));
     if let Ok(reqs) = requirements::all()
         && let Some(r) = c
             .covers
@@ -35,26 +40,42 @@ pub fn main(a: &Args) -> ExitCode {
             .and_then(|id| reqs.iter().find(|r| &r.id.as_str() == id))
         && let Some(q) = &r.quote
     {
-        outln!("  enforces:    {} ({}): \"{q}\"", r.id, r.quote_source());
-    }
-    outln!("  covers:      {}", c.covers.join(", "));
-    outln!("  how:         {}", c.how);
-    if let Some(i) = c.interpretation {
-        outln!("  interpretation: {i}");
-    }
-    if !c.needs.is_empty() {
         outln!(
-            "  needs:       {}",
-            c.needs
-                .iter()
-                .map(|n| format!("{n:?}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            "{}",
+            field(
+                "enforces:",
+                &format!("{} ({}): \"{q}\"", r.id, r.quote_source())
+            )
         );
     }
+    outln!("{}", field("covers:", &c.covers.join(", ")));
+    outln!("{}", field("how:", c.how));
+    if let Some(i) = c.interpretation {
+        outln!("{}", field("interpretation:", i));
+    }
+    if !c.needs.is_empty() {
+        let needs = c
+            .needs
+            .iter()
+            .map(|n| format!("{n:?}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        outln!("{}", field("needs:", &needs));
+    }
     match c.mutant {
-        Mutant::Quirk(q) => outln!("  proven able to fail by the reference node's `{q}` quirk"),
-        Mutant::NotApplicable(why) => outln!("  no quirk proves it: {why}"),
+        Mutant::Quirk(q) => outln!(
+            "{}",
+            crate::report::layout::indented(
+                &format!("proven able to fail by the reference node's `{q}` quirk"),
+                w,
+                2,
+                4
+            )
+        ),
+        Mutant::NotApplicable(why) => outln!(
+            "{}",
+            crate::report::layout::indented(&format!("no quirk proves it: {why}"), w, 2, 4)
+        ),
     }
     ExitCode::SUCCESS
 }

@@ -34,9 +34,18 @@ fn parse_strength(s: &str) -> Result<Strength, String> {
     }
 }
 
-/// Prints the selected cases.
+/// Prints the selected cases. A filter that names an unknown area, or selects nothing, is a
+/// usage error (exit 2) that lists the areas, as `run` refuses a selection matching nothing.
 pub fn main(a: &Args) -> ExitCode {
-    let cases: Vec<_> = catalogue::all()
+    let all = catalogue::all();
+    let areas: std::collections::BTreeSet<&str> = all.iter().map(|c| c.area()).collect();
+    if let Some(bad) = a.area.iter().find(|x| !areas.contains(x.as_str())) {
+        return super::usage(format!(
+            "--area {bad:?} is not an area of the catalogue; areas: {}",
+            areas.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let cases: Vec<_> = all
         .into_iter()
         .filter(|c| {
             c.level <= a.level
@@ -45,6 +54,11 @@ pub fn main(a: &Args) -> ExitCode {
                 && (a.strength.is_empty() || a.strength.contains(&c.strength))
         })
         .collect();
+    if cases.is_empty() {
+        return super::usage(
+            "no case matches the selection (--only/--level/--area/--strength); `loom-conformance list` shows them all",
+        );
+    }
     if a.json {
         let v: Vec<serde_json::Value> = cases
             .iter()
@@ -72,13 +86,20 @@ pub fn main(a: &Args) -> ExitCode {
             Err(e) => super::usage(e),
         };
     }
+    // The ID column is as wide as the longest ID (never shortened: IDs are what people copy);
+    // the spec references wrap in what is left, or go on the next line.
+    let width = crate::report::layout::width();
+    let id_w = cases.iter().map(|c| c.id.len()).max().unwrap_or(0);
     for c in &cases {
-        outln!(
-            "{:<58} L{} {:<6} {}",
+        let lead = format!(
+            "{:<id_w$} L{} {:<6} ",
             c.id,
             c.level,
-            c.strength.to_string(),
-            c.spec.join(", ")
+            c.strength.to_string()
+        );
+        outln!(
+            "{}",
+            crate::report::layout::row(&lead, &c.spec.join(", "), width, 16)
         );
     }
     let must = cases

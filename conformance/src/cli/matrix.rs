@@ -25,7 +25,7 @@ pub fn main(a: &Args) -> ExitCode {
             Err(e) => return super::usage(e),
         }
     } else {
-        outln!("{}", m.to_text().trim_end());
+        outln!("{}", m.to_text(crate::report::layout::width()).trim_end());
     }
     ExitCode::SUCCESS
 }

@@ -67,10 +67,9 @@ fn merge(reports: &[PathBuf], html: Option<&Path>, json: Option<&Path>) -> ExitC
         }
         eprintln!("wrote {}", out.display());
     }
-    eprintln!(
-        "{} runs, {} cases",
-        runs.len(),
-        report::merge::case_ids(&runs).len()
+    super::outln!(
+        "{}",
+        report::merge::to_text(&runs, report::layout::width()).trim_end()
     );
     ExitCode::SUCCESS
 }

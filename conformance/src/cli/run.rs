@@ -61,10 +61,73 @@ pub struct Args {
     /// Serve the embedded node over plain HTTP instead of TLS 1.3 (transport cases skip).
     #[arg(long)]
     plain_http: bool,
+    /// Stop the run once more than N cases errored for one setup cause (a rate limit, a
+    /// refused registration or login); 0 never stops.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    max_setup_errors: usize,
+}
+
+/// Checks `--target` before anything else (issue 18): an http(s) URL with a host, an optional
+/// port and path, no query, fragment, user information or whitespace. Returns the URL
+/// without a trailing slash.
+pub fn check_target_url(url: &str) -> Result<String, String> {
+    let hint = "expected a base URL such as https://node.example or http://127.0.0.1:8787";
+    if url.is_empty() || url.chars().any(char::is_whitespace) {
+        return Err(format!("--target {url:?}: not a URL; {hint}"));
+    }
+    if !url.starts_with("http://") && !url.starts_with("https://") {
+        let guess = if url.contains("://") {
+            String::new()
+        } else {
+            format!(" (did you mean http://{url} or https://{url}?)")
+        };
+        return Err(format!(
+            "--target {url:?}: the URL needs the scheme http:// or https://{guess}; {hint}"
+        ));
+    }
+    loom_client::NodeUrl::parse(url).map_err(|e| format!("--target: {e}; {hint}"))?;
+    Ok(url.trim_end_matches('/').to_owned())
+}
+
+/// Why the run is not complete for its level (issue 18): filters and MUST cases in the skip
+/// file. An early stop is added by the caller.
+pub fn partial_reasons(
+    args_only: &[String],
+    args_exclude: &[String],
+    skips: &SkipFile,
+) -> Vec<String> {
+    let mut why = Vec::new();
+    if !args_only.is_empty() {
+        why.push(format!(
+            "filtered with --only {}",
+            args_only.join(", --only ")
+        ));
+    }
+    if !args_exclude.is_empty() {
+        why.push(format!(
+            "filtered with --exclude {}",
+            args_exclude.join(", --exclude ")
+        ));
+    }
+    let must_skips = catalogue::all()
+        .into_iter()
+        .filter(|c| c.strength == crate::Strength::Must && skips.get(c.id).is_some())
+        .count();
+    if must_skips > 0 {
+        why.push(format!(
+            "the skip file lists {must_skips} MUST case(s) as expected failures"
+        ));
+    }
+    why
 }
 
 /// Runs the catalogue and writes the reports.
 pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
+    let target_url = match args.target.as_deref().map(check_target_url) {
+        Some(Err(e)) => return usage(e),
+        Some(Ok(u)) => Some(u),
+        None => None,
+    };
     let profile = match &args.profile {
         Some(p) => match Profile::load(p) {
             Ok(p) => p,
@@ -107,7 +170,7 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let started = Instant::now();
     let started_at = clock.now().to_rfc3339();
-    let embedded = match &args.target {
+    let embedded = match &target_url {
         Some(_) => None,
         None => {
             let transport = if args.plain_http {
@@ -132,8 +195,14 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
             }
         }
     };
-    let probed = match (&args.target, &embedded) {
-        (Some(url), _) => target::probe(url, &profile, false).await,
+    let waiting = |m: &str| {
+        eprintln!(
+            "{}",
+            report::layout::indented(m, report::layout::width(), 0, 2)
+        )
+    };
+    let probed = match (&target_url, &embedded) {
+        (Some(url), _) => target::probe_reporting(url, &profile, false, &waiting).await,
         (None, Some(e)) => target::probe_embedded_with(e, &profile).await,
         (None, None) => unreachable!("the embedded node was started above"),
     };
@@ -153,8 +222,10 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
         jobs: args.jobs,
         timeout_scale,
         seed,
+        max_setup_errors: (args.max_setup_errors > 0).then_some(args.max_setup_errors),
         ..RunConfig::default()
     };
+    let mut partial = partial_reasons(&cfg.only, &cfg.exclude, &cfg.skips);
     let selected: Vec<&'static Case> = runner::select(&catalogue::all(), &cfg);
     if selected.is_empty() {
         return usage("no case matches the selection (--level/--only/--exclude)");
@@ -169,10 +240,22 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
     let progress = |r: &CaseResult| {
         let n = done.fetch_add(1, Ordering::Relaxed) + 1;
         if !quiet && let Some(c) = catalogue::find(r.id) {
-            eprintln!("{}", report::terminal::progress_line(c, r, n, total));
+            eprintln!(
+                "{}",
+                report::terminal::progress_line(c, r, n, total, report::layout::width())
+            );
         }
     };
-    let results = runner::run_all(&selected, info.clone(), &cfg, clock.clone(), &progress).await;
+    let ran =
+        runner::run_until_stopped(&selected, info.clone(), &cfg, clock.clone(), &progress).await;
+    if let Some(stop) = &ran.stopped {
+        partial.push(format!(
+            "stopped early after {} setup errors ({}); {} cases not run",
+            stop.errors,
+            stop.cause.name(),
+            stop.not_run
+        ));
+    }
     let report = RunReport {
         target: info.url.clone(),
         embedded: info.embedded,
@@ -182,7 +265,13 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
         started_at,
         duration: started.elapsed(),
         node: info.domain.clone(),
-        results: selected.iter().copied().zip(results).collect(),
+        results: selected
+            .iter()
+            .copied()
+            .zip(ran.results)
+            .filter_map(|(c, r)| r.map(|r| (c, r)))
+            .collect(),
+        partial,
     };
     outln!("{}", report::terminal::summary(&report));
     for (kind, path) in outputs {
@@ -200,9 +289,23 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
             Err(e) => return usage(format!("{kind} report {}: {e}", path.display())),
         }
     }
-    if report.failed() && !args.no_fail {
-        ExitCode::from(1)
-    } else {
+    if let Some(stop) = &ran.stopped {
+        eprintln!(
+            "\n{}",
+            report::layout::indented(
+                &format!("error: {}", stop.message()),
+                report::layout::width(),
+                0,
+                2
+            )
+        );
+        if !args.no_fail {
+            return ExitCode::from(3);
+        }
+    }
+    if args.no_fail {
         ExitCode::SUCCESS
+    } else {
+        ExitCode::from(report.exit_code())
     }
 }

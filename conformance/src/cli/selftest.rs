@@ -74,9 +74,17 @@ mod with_feature {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let started = Instant::now();
         eprintln!(
-            "loom-conformance selftest (seed {seed}): {} cases against the clean embedded node, each case that names a quirk against that quirk, and all of them under {} legal variants",
-            cases.len(),
-            variants.len()
+            "{}",
+            report::layout::indented(
+                &format!(
+                    "loom-conformance selftest (seed {seed}): {} cases against the clean embedded node, each case that names a quirk against that quirk, and all of them under {} legal variants",
+                    cases.len(),
+                    variants.len()
+                ),
+                report::layout::width(),
+                0,
+                2
+            )
         );
         let st = match crate::selftest::selftest(&cases, &cfg, clock, &variants).await {
             Ok(st) => st,
@@ -85,8 +93,14 @@ mod with_feature {
                 return ExitCode::from(3);
             }
         };
-        outln!("{}", report::terminal::mutations(&st, &cases));
-        outln!("{}", report::terminal::variants(&st));
+        outln!(
+            "{}",
+            report::terminal::mutations(&st, &cases, report::layout::width())
+        );
+        outln!(
+            "{}",
+            report::terminal::variants(&st, report::layout::width())
+        );
         outln!("in {:.1} s", started.elapsed().as_secs_f64());
         let problems = st.problems();
         if problems.is_empty() {
@@ -94,7 +108,10 @@ mod with_feature {
         } else {
             outln!("\nproblems ({}):", problems.len());
             for p in &problems {
-                outln!("  {p}");
+                outln!(
+                    "{}",
+                    report::layout::indented(p, report::layout::width(), 2, 4)
+                );
             }
             ExitCode::from(1)
         }

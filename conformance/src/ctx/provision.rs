@@ -312,13 +312,9 @@ pub async fn register_and_login(
     let ex = register(net, target, &id).await?;
     let t = net.transcript(ex);
     if !t.is_success() {
-        let hint = if t.status == 409 {
-            "the address is already registered: a run with the same --seed registered it before; run without --seed (every run draws a fresh seed) or pass another"
-        } else {
-            "the target must allow identity registration (DESIGN.md §9), with any registration members it needs in the profile's [provisioning.registration], or the profile must list identities ([[provisioning.identity]])"
-        };
+        // The cause and the fix are added by `setup::name_trouble`, which sees the exchange.
         return Err(Finding::Error(format!(
-            "setup: could not register {} ({} {} answered HTTP {}{}); {hint}",
+            "setup: could not register {} ({} {} answered HTTP {}{})",
             id.address(),
             t.method,
             t.path,

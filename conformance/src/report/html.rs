@@ -58,6 +58,7 @@ a{color:#1f5fbf;text-decoration:none}a:hover{text-decoration:underline}
 .banner .sub{opacity:.92}
 .banner.ok{background:linear-gradient(90deg,#1d7a46,#2a9d5c)}
 .banner.bad{background:linear-gradient(90deg,#a12828,#c94040)}
+.banner.partial{background:linear-gradient(90deg,#8a6d12,#b08a1c)}
 .chips{display:flex;flex-wrap:wrap;gap:8px;margin:0 0 8px}
 .chip{background:#fff;border:1px solid #dde1e8;border-radius:999px;padding:3px 12px}
 table{border-collapse:collapse;width:100%;background:#fff;border:1px solid #dde1e8;border-radius:8px;overflow:hidden}
@@ -106,20 +107,15 @@ pub fn badge(o: Outcome) -> String {
     format!("<span class=\"o o-{0}\">{0}</span>", o.name())
 }
 
-fn verdict(r: &RunReport) -> (bool, String, String) {
-    let achieved = r.level_achieved();
-    let ok = achieved.is_some_and(|l| l >= r.level) && !r.failed();
-    let big = match achieved {
-        Some(l) if ok => format!("Level {l} achieved"),
-        Some(l) => format!("Level {} not achieved (level {l} reached)", r.level),
-        None => format!("Level {} not achieved", r.level),
-    };
+/// The banner: its class (`ok`, `bad` or `partial`), headline and the line under it.
+fn verdict(r: &RunReport) -> (&'static str, String, String) {
+    let v = r.verdict();
     let failing = r
         .results
         .iter()
         .filter(|(_, x)| x.outcome.fails_run())
         .count();
-    let sub = if failing == 0 {
+    let counts = if failing == 0 {
         format!("{} cases, none failing", r.results.len())
     } else {
         format!(
@@ -127,7 +123,18 @@ fn verdict(r: &RunReport) -> (bool, String, String) {
             r.results.len()
         )
     };
-    (ok, big, sub)
+    let class = match &v {
+        super::LevelVerdict::Achieved(_) if failing == 0 => "ok",
+        super::LevelVerdict::Partial(_) => "partial",
+        _ => "bad",
+    };
+    let detail = v.detail();
+    let sub = if detail.is_empty() {
+        counts
+    } else {
+        format!("{counts} · {detail}")
+    };
+    (class, v.headline(), sub)
 }
 
 /// The one-line guide on the certificate's first screen.
@@ -156,12 +163,16 @@ fn index(r: &RunReport) -> String {
         if r.strict { " · strict" } else { "" },
         r.seed
     );
-    let (ok, big, sub) = verdict(r);
+    let (class, big, sub) = verdict(r);
+    let mark = match class {
+        "ok" => "✔ ",
+        "partial" => "◐ ",
+        _ => "✘ ",
+    };
     let _ = writeln!(
         b,
-        "<div class=\"banner {}\"><div class=\"big\">{}</div><div class=\"sub\">{}</div></div>",
-        if ok { "ok" } else { "bad" },
-        if ok { "✔ " } else { "✘ " }.to_owned() + &escape(&big),
+        "<div class=\"banner {class}\"><div class=\"big\">{mark}{}</div><div class=\"sub\">{}</div></div>",
+        escape(&big),
         escape(&sub)
     );
     let _ = writeln!(
@@ -329,7 +340,7 @@ fn case_page(r: &RunReport, c: &Case, res: &CaseResult) -> String {
     }
     let _ = writeln!(b, "<h2>Exchanges ({})</h2>", res.transcripts.len());
     if res.transcripts.is_empty() {
-        b.push_str("<p class=\"meta\">The case made no requests.</p>");
+        b.push_str("<p class=\"meta\">The case made no requests (the JSON report and the message above say why).</p>");
     }
     for (i, t) in res.transcripts.iter().enumerate() {
         let decisive = res.decisive == Some(i);

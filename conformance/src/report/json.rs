@@ -1,4 +1,6 @@
 //! The JSON report (schema `loom-conformance-report/1`, documented in conformance/README.md).
+//! `summary.level_achieved` is the requested level when the run certified it and `null`
+//! otherwise (always `null` for a partial run, `summary.partial`).
 //! Passing cases carry no transcripts; every other case carries all of its exchanges, with
 //! the deciding one marked.
 
@@ -66,6 +68,7 @@ pub fn render(r: &RunReport) -> Value {
         "target": {"url": r.target, "embedded": r.embedded, "node": r.node},
         "run": {
             "level": r.level,
+            "complete": r.partial.is_empty(),
             "strict": r.strict,
             "seed": r.seed,
             "started_at": r.started_at,
@@ -73,6 +76,10 @@ pub fn render(r: &RunReport) -> Value {
         },
         "summary": {
             "level_achieved": r.level_achieved(),
+            "level_reached": r.level_reached(),
+            "partial": !r.partial.is_empty(),
+            "partial_reasons": r.partial,
+            "verdict": r.verdict().headline(),
             "passed": !r.failed(),
             "total": r.results.len(),
             "counts": counts,

@@ -80,8 +80,21 @@ pub fn render(r: &RunReport) -> Result<String, String> {
             .entry(c.area())
             .or_insert_with(|| {
                 let mut s = TestSuite::new(c.area());
-                // Every suite carries the seed: `run --seed SEED` reproduces the run.
+                // Every suite carries the seed (`run --seed SEED` reproduces the run) and the
+                // verdict: a partial run says so and names no achieved level (issue 18).
                 s.add_property(Property::new("seed", r.seed.to_string()));
+                s.add_property(Property::new("level-requested", r.level.to_string()));
+                s.add_property(Property::new("verdict", r.verdict().headline()));
+                match r.level_achieved() {
+                    Some(l) => s.add_property(Property::new("level-achieved", l.to_string())),
+                    None => s.add_property(Property::new("level-achieved", "none")),
+                };
+                if !r.partial.is_empty() {
+                    s.add_property(Property::new(
+                        "partial-run",
+                        format!("no level certified: {}", r.partial.join("; ")),
+                    ));
+                }
                 s
             })
             .add_test_case(testcase(c, res));

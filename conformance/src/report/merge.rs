@@ -88,6 +88,73 @@ pub fn case_ids(runs: &[Run]) -> Vec<String> {
     ids.into_iter().cloned().collect()
 }
 
+/// The IDs whose outcomes differ between runs (a run lacking the case counts as `not run`).
+pub fn differing(runs: &[Run]) -> Vec<String> {
+    case_ids(runs)
+        .into_iter()
+        .filter(|id| {
+            let seen: BTreeSet<Option<&String>> = runs.iter().map(|r| r.outcomes.get(id)).collect();
+            seen.len() > 1
+        })
+        .collect()
+}
+
+/// The terminal summary of a merge (issue 18: `report merge` says what it merged): one line
+/// per run (file, level verdict, pass/total) and the number of rows that differ, fitted to
+/// `width`.
+pub fn to_text(runs: &[Run], width: usize) -> String {
+    use super::layout::{indented, shorten_middle};
+    use std::fmt::Write;
+    let mut out = String::new();
+    for (i, r) in runs.iter().enumerate() {
+        let pass = r.outcomes.values().filter(|o| *o == "pass").count();
+        let verdict = match r.level_achieved {
+            Some(l) => format!("Level {l} achieved"),
+            None => format!("Level {} not certified", r.level),
+        };
+        let _ = writeln!(
+            out,
+            "{}",
+            indented(
+                &format!(
+                    "run {}: {} — {} ({pass}/{} pass), {}",
+                    i + 1,
+                    shorten_middle(&r.file, 40),
+                    shorten_middle(&r.target, 40),
+                    r.outcomes.len(),
+                    verdict
+                ),
+                width,
+                0,
+                7
+            )
+        );
+    }
+    let differ = differing(runs);
+    let _ = writeln!(
+        out,
+        "merged {} runs: {} cases, {} with differing outcomes",
+        runs.len(),
+        case_ids(runs).len(),
+        differ.len()
+    );
+    for id in differ.iter().take(20) {
+        let cells: Vec<&str> = runs
+            .iter()
+            .map(|r| r.outcomes.get(id).map_or("not run", String::as_str))
+            .collect();
+        let _ = writeln!(
+            out,
+            "{}",
+            indented(&format!("≠ {id}: {}", cells.join(" | ")), width, 2, 6)
+        );
+    }
+    if differ.len() > 20 {
+        let _ = writeln!(out, "  … {} more (see the matrix)", differ.len() - 20);
+    }
+    out
+}
+
 /// The merged matrix as JSON.
 pub fn to_json(runs: &[Run]) -> Value {
     let cases: Vec<Value> = case_ids(runs)

@@ -161,7 +161,11 @@ impl Identity {
 
     /// The public key as SPKI PEM (what registration sends).
     pub fn public_key_pem(&self) -> String {
+        // Sent without a trailing newline (DESIGN.md §9): a node may trim whitespace before
+        // hashing the registration document, and the trimmed form hashes the same either way.
         public_key_to_spki_pem(&self.key.verifying_key())
+            .trim_end()
+            .to_owned()
     }
 
     /// The registration document without its proof: `{id, type, display_name,

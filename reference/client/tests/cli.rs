@@ -214,7 +214,16 @@ fn loom_walkthrough() {
 
     let threads = ok(&loom(&["threads", "--node", url, "--session", s(&asess)]));
     assert!(
-        threads.contains(thread) && threads.contains("2 envelopes"),
+        threads.contains(thread) && threads.contains("   2 env  "),
+        "{threads}"
+    );
+    // Two lines a thread, each within 80 columns (issue 18).
+    assert!(
+        threads.lines().all(|l| l.chars().count() <= 80),
+        "{threads}"
+    );
+    assert!(
+        threads.contains("    loom://alice@node.test, loom://bob@node.test"),
         "{threads}"
     );
     let got: Value =
@@ -223,6 +232,12 @@ fn loom_walkthrough() {
     let whole: Value =
         serde_json::from_str(&ok(&loom(&["get", "--session", s(&asess), thread]))).unwrap();
     assert_eq!(whole["thread"]["envelope_count"], 2, "{whole}");
+    // The envelopes are the list itself, not the list route's `{envelopes: [...]}` wrapper.
+    assert_eq!(
+        whole["envelopes"].as_array().map(Vec::len),
+        Some(2),
+        "{whole}"
+    );
 
     // A malformed thread id is refused by the node with a clear error.
     let bad = loom(&[

@@ -73,5 +73,8 @@ fn client_runs_in_the_simulator_and_is_deterministic() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         assert!(v["status"].as_u64().unwrap() < 300, "{line}");
     }
+    // The node's `Date` header is its injected clock, not the machine's (a wall-clock date
+    // made two runs differ whenever they straddled a second).
+    assert!(a.contains("01 Mar 2026 12:0"), "{a}");
     assert_eq!(a, run(5), "same seed, same transcripts");
 }

@@ -60,6 +60,12 @@ impl ApiError {
         self
     }
 
+    /// The §24.1 `message`: field, rule and section. The code is not repeated (it is the
+    /// body's `code`; clients print both, issue 18).
+    pub fn message(&self) -> String {
+        format!("{}: {} ({})", self.field, self.reason, self.section)
+    }
+
     /// The HTTP status to send.
     pub fn http_status(&self) -> u16 {
         self.status.unwrap_or_else(|| self.code.http_status())

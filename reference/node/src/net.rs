@@ -88,7 +88,11 @@ pub async fn serve<A: Accept>(
             builder
                 .http1()
                 .timer(TokioTimer::new())
-                .header_read_timeout(HEADER_READ_TIMEOUT);
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                // `Date` comes from the node's injected clock (`http::error_bodies`), not
+                // hyper's wall clock: the same seed gives the same bytes (DESIGN.md §3).
+                .auto_date_header(false);
+            builder.http2().auto_date_header(false);
             let result = match tls {
                 Some(acceptor) => {
                     match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(io)).await {

@@ -4,7 +4,9 @@
 //! as the store fills.
 
 use loom_node::Storage;
+use loom_node::store::listings::{self, ThreadPage, ThreadSort};
 use loom_node::store::{Store, accept, audit, envelopes, resolvers, threads};
+use loom_protocol::Address;
 
 /// Tables whose size grows with envelopes, threads or identities.
 const GROWING: [&str; 16] = [
@@ -107,6 +109,53 @@ fn no_write_path_statement_scans_a_growing_table() {
     );
 }
 
+/// A page of threads or events reads the page, not the caller's whole history: no full scan
+/// and no temporary B-tree sorting every row of the caller (the growth benchmark's reads
+/// grew tenfold over 200,000 envelopes while the listings sorted that way).
+#[test]
+fn a_listing_page_reads_one_index_range_in_order() {
+    let store = Store::open(&Storage::Memory).unwrap();
+    let caller = Address::parse("loom://alice@node.test").unwrap();
+    let label_filter = Address::parse("loom://bob@node.test").unwrap();
+    let mut statements = vec![
+        listings::EVENTS_FOR_READER.to_owned(),
+        listings::EVENTS_FOR_EVERYONE.to_owned(),
+    ];
+    for sort in [ThreadSort::UpdatedAt, ThreadSort::CreatedAt] {
+        for desc in [true, false] {
+            for after in [None, Some(("2026-01-01T00:00:00Z", "thr_x"))] {
+                for (status, participant) in [(None, None), (Some("active"), Some(&label_filter))] {
+                    let page = ThreadPage {
+                        caller: &caller,
+                        status,
+                        label: None,
+                        participant,
+                        sort,
+                        desc,
+                        after,
+                        limit: 51,
+                        offset: 0,
+                    };
+                    statements.push(listings::threads_statement(&page).0);
+                }
+            }
+        }
+    }
+    let mut bad = Vec::new();
+    for sql in &statements {
+        for line in plan(&store, sql) {
+            if full_scan(&line).is_some() || line.contains("TEMP B-TREE") {
+                bad.push(format!("{line}\n    in {sql}"));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "listings that grow with the data:\n{}",
+        bad.join("\n")
+    );
+}
+
 #[test]
 fn the_check_sees_a_full_scan() {
     // The statement migration 2 replaced: deleting by an UNINDEXED FTS5 column.
@@ -116,6 +165,12 @@ fn the_check_sees_a_full_scan() {
         lines.iter().any(|l| full_scan(l) == Some("thread_search")),
         "{lines:?}"
     );
+    // The thread listing issue 14's growth benchmark found: sorted after the join.
+    let lines = plan(
+        &store,
+        "SELECT t.id FROM threads t JOIN thread_participants p ON p.thread_id = t.id AND p.identity = ?1 AND p.active = 1 ORDER BY t.updated_at DESC, t.id DESC LIMIT 51",
+    );
+    assert!(lines.iter().any(|l| l.contains("TEMP B-TREE")), "{lines:?}");
     let lines = plan(&store, "SELECT 1 FROM envelopes WHERE sender = ?1");
     assert!(
         lines.iter().any(|l| full_scan(l) == Some("envelopes")),

@@ -1,6 +1,6 @@
 //! # loom-notation
 //!
-//! The Loom notation codec (seed: `specs/loom-notation.md`; precise rules: `SPEC.md` in this
+//! The Loom notation codec (seed: `docs/specs/loom-notation.md`; precise rules: `SPEC.md` in this
 //! crate): indentation-based, token-efficient text ⇄ [`serde_json::Value`].
 //!
 //! - [`decode`] reads text in the **strict** profile: lossless, unambiguous, rejects

@@ -1,4 +1,4 @@
-//! Every example of the seed (`specs/loom-notation.md`), decoded in both modes to the JSON the
+//! Every example of the seed (`docs/specs/loom-notation.md`), decoded in both modes to the JSON the
 //! seed means (written by hand), then re-encoded (snapshot) and read back.
 #![allow(clippy::approx_constant)] // the seed writes `float: 3.14`
 

@@ -1,6 +1,6 @@
 //! # loom-plsp
 //!
-//! PLSP v0.5 (`specs/plsp-v0.5.md`): the `S{...}S` state-block syntax (§4) with a parser,
+//! PLSP v0.5 (`docs/specs/plsp-v0.5.md`): the `S{...}S` state-block syntax (§4) with a parser,
 //! canonical serializer and state-rule validator (§5); a precise instruction micro-format
 //! for `INSTR:` (§3, `IMF.md`); and the middleware loop (§2) over a [`engine::StateEngine`]
 //! (a deterministic reference engine, or a chat-completions model) that executes `!` actions,

@@ -14,6 +14,7 @@ use std::sync::Arc;
 #[derive(Parser, Debug)]
 #[command(
     name = "loom-plsp",
+    version,
     about = "PLSP v0.5 state blocks, instruction micro-format and middleware loop"
 )]
 struct Cli {

@@ -1,5 +1,5 @@
-//! Process packages (`specs/loom-process-packages.md`) and a Loop Engine runtime
-//! (`specs/loop-engine-protocols.md`).
+//! Process packages (`docs/specs/loom-process-packages.md`) and a Loop Engine runtime
+//! (`docs/specs/loop-engine-protocols.md`).
 //!
 //! - [`package`]: loading and validating `process.yaml` packages.
 //! - [`cli`]: the `loom-process` command line (one module per subcommand).

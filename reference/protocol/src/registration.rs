@@ -374,7 +374,9 @@ impl Registration {
         if !hosted && !id.is_bridge() {
             return Err(bad(
                 "id",
-                format!("this node hosts {node_domain}; cannot register {id}"),
+                format!(
+                    "this node hosts {node_domain}; cannot register {id} (§24.2 has no code for another domain; ENVELOPE_INVALID is its code for a request that breaks a rule)"
+                ),
                 "v1.1 §6.1",
             ));
         }

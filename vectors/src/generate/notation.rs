@@ -1,4 +1,4 @@
-//! Loom notation vectors (`reference/notation/SPEC.md`, seed `specs/loom-notation.md`):
+//! Loom notation vectors (`reference/notation/SPEC.md`, seed `docs/specs/loom-notation.md`):
 //! `notation-decode`, `notation-encode`, `notation-errors`. Every expectation below is a
 //! literal written from SPEC.md and the seed, never produced by `loom-notation`.
 

@@ -1,4 +1,4 @@
-//! PLSP v0.5 vectors (`specs/plsp-v0.5.md`; choices in `reference/plsp/GRAMMAR.md` and
+//! PLSP v0.5 vectors (`docs/specs/plsp-v0.5.md`; choices in `reference/plsp/GRAMMAR.md` and
 //! `IMF.md`): `plsp-parse`, `plsp-serialize`, `plsp-state`, `plsp-engine`. Every expectation
 //! below is a literal written from those texts, never produced by `loom-plsp`.
 

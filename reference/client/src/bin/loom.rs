@@ -515,14 +515,18 @@ async fn run(command: Command) -> Result<(), Failure> {
                     .and_then(Value::as_array)
                     .map(|ps| ps.iter().filter_map(|p| p["identity"].as_str()).collect())
                     .unwrap_or_default();
+                // Two lines a thread, each within 80 columns (issue 18): the id, state, size and
+                // last update; then the participants, wrapped.
                 println!(
-                    "{}  {:<8}  {:>3} envelopes  updated {}  {}",
+                    "{}  {:<8}{:>4} env  {}",
                     s("id"),
                     s("state"),
                     n,
-                    s("updated_at"),
-                    who.join(", ")
+                    s("updated_at")
                 );
+                for line in wrap_list(&who, 76) {
+                    println!("    {line}");
+                }
             }
             Ok(())
         }
@@ -535,7 +539,12 @@ async fn run(command: Command) -> Result<(), Failure> {
                 verbose_print(&conn, &t.transcript);
                 let e = c.thread_envelopes(&id).await?;
                 verbose_print(&conn, &e.transcript);
-                print_json(&json!({"thread": t.body, "envelopes": e.body}));
+                // The list route answers `{envelopes: [...], next_cursor}`; show the array itself.
+                let envelopes = match e.body.get("envelopes") {
+                    Some(list) if list.is_array() => list.clone(),
+                    _ => e.body,
+                };
+                print_json(&json!({"thread": t.body, "envelopes": envelopes}));
             } else {
                 let r = c.get_envelope(&id).await?;
                 verbose_print(&conn, &r.transcript);
@@ -544,6 +553,28 @@ async fn run(command: Command) -> Result<(), Failure> {
             Ok(())
         }
     }
+}
+
+/// `items` joined with `, ` into lines of at most `width` columns (an item longer than that
+/// gets a line of its own).
+fn wrap_list(items: &[&str], width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for item in items {
+        let sep = if line.is_empty() { "" } else { ", " };
+        if !line.is_empty() && line.chars().count() + sep.len() + item.chars().count() + 1 > width {
+            line.push(',');
+            lines.push(std::mem::take(&mut line));
+            line.push_str(item);
+            continue;
+        }
+        line.push_str(sep);
+        line.push_str(item);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
 }
 
 /// Keys and tokens are secrets: owner-only on Unix.

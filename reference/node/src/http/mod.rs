@@ -117,6 +117,11 @@ async fn error_bodies(State(svc): State<AppState>, mut req: Request, next: Next)
     if let Ok(v) = HeaderValue::from_str(&rid) {
         resp.headers_mut().insert("x-loom-request-id", v);
     }
+    // RFC 9110 §6.6.1: an origin server with a clock sends `Date`; the node's clock is the
+    // injected one, so simulated runs stay byte-identical.
+    if let Ok(v) = HeaderValue::from_str(&http_date(svc.env.now())) {
+        resp.headers_mut().insert(header::DATE, v);
+    }
     if svc.settings().http.no_json_charset
         && resp
             .headers()
@@ -131,6 +136,12 @@ async fn error_bodies(State(svc): State<AppState>, mut req: Request, next: Next)
     resp
 }
 
+/// `t` as an RFC 9110 §5.6.7 IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
+fn http_date(t: loom_protocol::Timestamp) -> String {
+    let ms = u64::try_from(t.unix_ms()).unwrap_or(0);
+    httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))
+}
+
 fn render(svc: &Service, rid: &str, e: ApiError) -> Response {
     let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut resp = if svc.settings().http.bare_error_bodies {
@@ -142,7 +153,7 @@ fn render(svc: &Service, rid: &str, e: ApiError) -> Response {
         let body = loom_protocol::ErrorBody {
             error: loom_protocol::error::ErrorObject {
                 code: e.code,
-                message: e.to_string(),
+                message: e.message(),
                 details: Some(
                     serde_json::json!({"field": e.field, "reason": e.reason, "section": e.section}),
                 ),

@@ -126,7 +126,9 @@ impl Service {
                 return Err(ApiError::new(
                     ErrorCode::EnvelopeDuplicate,
                     "id",
-                    format!("{id} is already registered"),
+                    format!(
+                        "{id} is already registered (§24.2 has no code for a duplicate identity; ENVELOPE_DUPLICATE is its 409 for a duplicate)"
+                    ),
                     "v1.1 §16.3",
                 ));
             }

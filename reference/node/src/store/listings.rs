@@ -11,10 +11,13 @@ use rusqlite::{OptionalExtension, params};
 const THREAD_ROW: &str = "SELECT created_at, updated_at, envelope_count, last_event_seq, (SELECT id FROM envelopes WHERE thread_id = ?1 AND parent_id IS NULL ORDER BY event_seq LIMIT 1) FROM threads WHERE id = ?1";
 const READABLE_IN_THREAD: &str = "SELECT COUNT(*) FROM envelope_readers r JOIN envelopes e ON e.id = r.envelope_id WHERE e.thread_id = ?1 AND r.identity = ?2";
 const EVENT_SEQ_FOR_READER: &str = "SELECT e.seq FROM events e JOIN event_readers r ON r.event_seq = e.seq AND r.identity = ?2 WHERE e.id = ?1";
-const EVENTS_FOR_READER: &str = "SELECT e.seq, e.id, e.type, e.thread_id, e.envelope_id, e.payload, e.created_at FROM events e \
-     JOIN event_readers r ON r.event_seq = e.seq AND r.identity = ?1 \
-     WHERE e.seq > ?2 ORDER BY e.seq LIMIT ?3";
-const EVENTS_FOR_EVERYONE: &str = "SELECT e.seq, e.id, e.type, e.thread_id, e.envelope_id, e.payload, e.created_at FROM events e \
+/// A page of the caller's events: one range of `event_readers`' primary key (identity,
+/// event_seq), read in order, so the cost is the page, not the caller's history (issue 14).
+pub const EVENTS_FOR_READER: &str = "SELECT e.seq, e.id, e.type, e.thread_id, e.envelope_id, e.payload, e.created_at FROM event_readers r \
+     JOIN events e ON e.seq = r.event_seq \
+     WHERE r.identity = ?1 AND r.event_seq > ?2 ORDER BY r.event_seq LIMIT ?3";
+/// A page of every event (the `ignore_event_audience` deviation).
+pub const EVENTS_FOR_EVERYONE: &str = "SELECT e.seq, e.id, e.type, e.thread_id, e.envelope_id, e.payload, e.created_at FROM events e \
      WHERE ?1 IS NOT NULL AND e.seq > ?2 ORDER BY e.seq LIMIT ?3";
 
 /// The counters and root of a stored thread (§10.1).
@@ -110,13 +113,17 @@ pub struct ListedThread {
     pub key: String,
 }
 
-/// A page of the caller's threads, through the `threads_by_*` and participant indexes.
-pub fn threads(conn: &Connection, p: &ThreadPage<'_>) -> StoreResult<Vec<ListedThread>> {
+/// The statement and arguments of a page of the caller's threads. It walks the caller's
+/// participant rows in the sort order of `thread_participants_by_{updated,created}`
+/// (identity, active, sort key, thread id; the rows carry their thread's sort keys,
+/// migration 3), so a page costs its own rows however many threads the caller has (issue
+/// 14: no sort of the caller's whole list in a temporary B-tree).
+pub fn threads_statement(p: &ThreadPage<'_>) -> (String, Vec<String>) {
     let sort = p.sort.column();
     let (cmp, dir) = if p.desc { ("<", "DESC") } else { (">", "ASC") };
     let mut sql = format!(
-        "SELECT t.id, t.created_at, t.updated_at, t.envelope_count, t.last_event_seq, t.{sort} FROM threads t \
-         JOIN thread_participants p ON p.thread_id = t.id AND p.identity = ?1 AND p.active = 1 WHERE 1=1"
+        "SELECT t.id, t.created_at, t.updated_at, t.envelope_count, t.last_event_seq, p.{sort} FROM thread_participants p \
+         JOIN threads t ON t.id = p.thread_id WHERE p.identity = ?1 AND p.active = 1"
     );
     let mut args: Vec<String> = vec![p.caller.to_string()];
     if let Some(s) = p.status {
@@ -141,15 +148,21 @@ pub fn threads(conn: &Connection, p: &ThreadPage<'_>) -> StoreResult<Vec<ListedT
         args.push(k.to_owned());
         args.push(id.to_owned());
         sql += &format!(
-            " AND (t.{sort}, t.id) {cmp} (?{}, ?{})",
+            " AND (p.{sort}, p.thread_id) {cmp} (?{}, ?{})",
             args.len() - 1,
             args.len()
         );
     }
     sql += &format!(
-        " ORDER BY t.{sort} {dir}, t.id {dir} LIMIT {} OFFSET {}",
+        " ORDER BY p.{sort} {dir}, p.thread_id {dir} LIMIT {} OFFSET {}",
         p.limit, p.offset
     );
+    (sql, args)
+}
+
+/// A page of the caller's threads ([`threads_statement`]).
+pub fn threads(conn: &Connection, p: &ThreadPage<'_>) -> StoreResult<Vec<ListedThread>> {
+    let (sql, args) = threads_statement(p);
     // Not cached: the page bounds are part of the text.
     let mut stmt = conn.prepare(&sql)?;
     let rows = stmt.query_map(rusqlite::params_from_iter(args.iter()), |r| {

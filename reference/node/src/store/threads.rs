@@ -165,6 +165,8 @@ pub fn put_other(
             params![id, state_json(state)?, state.state.as_str(), now],
         )?;
     }
+    // The participant rows carry the thread's listing order (migration 3).
+    conn.exec(TOUCH_PARTICIPANTS, params![id, now])?;
     Ok(())
 }
 

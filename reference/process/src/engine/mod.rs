@@ -1,4 +1,4 @@
-//! Loop Engine runtime (`specs/loop-engine-protocols.md`, cited as `loop-engine "Section"`).
+//! Loop Engine runtime (`docs/specs/loop-engine-protocols.md`, cited as `loop-engine "Section"`).
 //!
 //! The contracts are plain data plus small executors, with time and randomness injected:
 //! - [`clock`]: the injected [`clock::Clock`] (manual for tests, system for the CLI);

@@ -1,4 +1,4 @@
-//! `process.yaml` packages (package guide, `specs/loom-process-packages.md`): the typed model,
+//! `process.yaml` packages (package guide, `docs/specs/loom-process-packages.md`): the typed model,
 //! the validator with one stable rule id per guide rule, package directories, the search
 //! order and the install security review.
 

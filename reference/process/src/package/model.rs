@@ -1263,11 +1263,27 @@ fn join_texts(parts: &[&Option<String>]) -> String {
 pub enum RemediationInstructions {
     /// One text for every retry.
     Text(String),
-    /// Strategy name (lower-case) → text; `default` is used for any other strategy.
+    /// Verifier reason code or strategy name (lower-case) → text; `default` is used for
+    /// anything else.
     ByStrategy(std::collections::BTreeMap<String, String>),
 }
 
 impl RemediationInstructions {
+    /// The text for a retry after a verifier reported `reason_code` and the retry uses
+    /// `strategy`: the guide's loader's order (its remediation prompt looks up the normalized
+    /// reason code first, then the strategy, then `default`).
+    pub fn for_retry(&self, reason_code: &str, strategy: &str) -> Option<String> {
+        if let RemediationInstructions::ByStrategy(m) = self
+            && let Some(t) = m
+                .get(&reason_code.trim().to_lowercase())
+                .map(|t| t.trim())
+                .filter(|t| !t.is_empty())
+        {
+            return Some(t.to_owned());
+        }
+        self.for_strategy(strategy)
+    }
+
     /// The text for a retry under `strategy` (the loader's rule: the strategy's own entry,
     /// else `default`, else nothing), trimmed.
     pub fn for_strategy(&self, strategy: &str) -> Option<String> {
@@ -1456,6 +1472,40 @@ mod tests {
         assert_eq!(deliverable_filename("data.csv - rows"), "data.csv");
         assert_eq!(deliverable_filename("plain.txt"), "plain.txt");
         assert_eq!(deliverable_filename("a-b.md — x - y"), "a-b.md");
+    }
+
+    /// The guide's loader's lookup: the verifier's reason code, then the strategy, then
+    /// `default`; a text answers every retry.
+    #[test]
+    fn remediation_instructions_look_up_reason_code_then_strategy_then_default() {
+        let map = RemediationInstructions::ByStrategy(
+            [
+                ("default", "Fix what failed."),
+                ("deliverable_missing", " Write every deliverable. "),
+                ("targeted_remediation", "Patch only the failing parts."),
+                ("full_rerun", "  "),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
+        );
+        let got = |reason: &str, strategy: &str| map.for_retry(reason, strategy);
+        assert_eq!(
+            got("DELIVERABLE_MISSING", "targeted_remediation").as_deref(),
+            Some("Write every deliverable.")
+        );
+        assert_eq!(
+            got("rule_failed:x", "targeted_remediation").as_deref(),
+            Some("Patch only the failing parts.")
+        );
+        // A blank entry falls through to `default`.
+        assert_eq!(got("ok", "full_rerun").as_deref(), Some("Fix what failed."));
+        let text = RemediationInstructions::Text("Retry carefully.".into());
+        assert_eq!(
+            text.for_retry("deliverable_missing", "full_rerun")
+                .as_deref(),
+            Some("Retry carefully.")
+        );
     }
 
     #[test]

@@ -63,7 +63,7 @@ rules! {
     METADATA_NAME_FORMAT = "metadata.name.format", Error, "Metadata", "`name` must match ^[a-z0-9][a-z0-9-]*$";
     METADATA_VERSION_FORMAT = "metadata.version.format", Warning, "Metadata", "`version` should be a semver-like string such as \"1.0\" or \"1.2.3\"";
     SCHEMA_VERSION_UNSUPPORTED = "schema_version.unsupported", Error, "Process contract v2 (recommended)", "`schema_version` must be 1 or 2";
-    SCHEMA_VERSION_LEGACY_V1 = "schema_version.legacy_v1", Warning, "Migrating v1 to v2", "v1 (or absent) schema_version is accepted but legacy; removal is scheduled for June 30, 2026";
+    SCHEMA_VERSION_LEGACY_V1 = "schema_version.legacy_v1", Warning, "Migrating v1 to v2", "v1 (or absent) schema_version is accepted but legacy; the package guide set June 30, 2026 as the end of v1 compatibility";
     RISK_LEVEL_VALUE = "risk_level.value", Error, "Risk level and rigor floors", "`risk_level` must be low, medium, high or critical";
     RISK_LEVEL_ALIAS = "risk_level.alias", Warning, "Risk level and rigor floors", "a risk_level alias (normal, med, mid, std, standard): read as medium, as the guide's loader maps it; write medium";
     RISK_LEVEL_MISSING = "risk_level.missing", Warning, "Risk level and rigor floors", "`risk_level` is optional but strongly recommended";
@@ -102,11 +102,11 @@ rules! {
     VALIDITY_COUNT_RANGE = "validity.count.range", Error, "Validity contract (claim and evidence rigor)", "counts and ages must be >= 0";
     VALIDITY_SYNTHESIS_TIER_RANGE = "validity.synthesis_tier.range", Error, "Validity contract (claim and evidence rigor)", "`final_gate.synthesis_min_verification_tier` must be an integer >= 1";
     VALIDITY_PRUNE_MODE_VALUE = "validity.prune_mode.value", Error, "Validity contract (claim and evidence rigor)", "`prune_mode` must be drop or rewrite_uncertainty";
-    VALIDITY_HIGH_RISK_WEAKENED = "validity.high_risk.weakened", Error, "Validity contract (claim and evidence rigor)", "high/critical processes cannot weaken core safety constraints in explicit overrides: max_contradicted_count > 0 is rejected";
-    VALIDITY_HIGH_RISK_BELOW_BASELINE = "validity.high_risk.below_baseline", Warning, "Building process YAMLs for reliability (detailed)", "a high/critical explicit override is looser than the suggested high/critical or final-synthesis baseline (ratios, temporal gate, final gate, pipeline switches)";
+    VALIDITY_HIGH_RISK_WEAKENED = "validity.high_risk.weakened", Error, "Validity contract (claim and evidence rigor)", "high/critical processes cannot weaken core safety constraints in explicit overrides: max_contradicted_count > 0, synthesis_min_verification_tier < 2, or false for enabled, claim_extraction.enabled, require_fact_checker_for_synthesis, enforce_verified_context_only or a temporal_consistency switch (the guide's loader's set)";
+    VALIDITY_HIGH_RISK_BELOW_BASELINE = "validity.high_risk.below_baseline", Warning, "Building process YAMLs for reliability (detailed)", "a high/critical explicit override sets a ratio looser than the suggested high/critical or final-synthesis baseline (min_supported_ratio 0.8, max_unverified_ratio 0.2, critical_claim_support_ratio 1.0)";
     VALIDITY_SYNTHESIS_CONTEXT_HARDENED = "validity.synthesis.context_hardened", Warning, "Validity contract (claim and evidence rigor)", "a synthesis phase sets enforce_verified_context_only: false; synthesis hardening forces true";
     VALIDITY_SYNTHESIS_TIER_BELOW_MIN = "validity.synthesis.tier_below_min", Warning, "Validity contract (claim and evidence rigor)", "a synthesis phase's verification_tier is below final_gate.synthesis_min_verification_tier";
-    ITERATION_DISABLED = "iteration.disabled", Warning, "Phase iteration loops", "an `iteration` block without `enabled: true` is off";
+    ITERATION_DISABLED = "iteration.disabled", Warning, "Phase iteration loops", "an `iteration` block without `enabled: true` is off (the loop rules apply only to an enabled loop, as in the guide's loader)";
     ITERATION_FIELD_REQUIRED = "iteration.field.required", Error, "Phase iteration loops", "with enabled: true, max_attempts, max_total_runner_invocations, the three budgets and gates are required";
     ITERATION_MAX_ATTEMPTS_RANGE = "iteration.max_attempts.range", Error, "Phase iteration loops", "`max_attempts` must be between 1 and 6";
     ITERATION_INVOCATIONS_RANGE = "iteration.max_total_runner_invocations.range", Error, "Phase iteration loops", "`max_total_runner_invocations` must be >= max_attempts";
@@ -149,11 +149,10 @@ rules! {
     SEMANTIC_CHECK_HELPER_CAPABILITY = "verification.policy.semantic_checks.capability", Error, "Process contract v2 (recommended)", "a semantic check's helper does not support the capability it declares";
     CRITICAL_PATH_BEHAVIOR_VALUE = "verification.remediation.critical_path_behavior.value", Error, "Process contract v2 (recommended)", "`critical_path_behavior` must be block, confirm_or_prune_then_queue or queue_follow_up";
     VERIFICATION_OUTPUT_CONTRACT_PASSED = "verification.policy.output_contract.passed", Error, "Migrating v1 to v2", "output_contract.required_fields must include `passed`";
-    PROMPT_CONTRACTS_REMEDIATION_KEY = "prompt_contracts.remediation_instructions.key", Warning, "Migrating v1 to v2", "a remediation_instructions mapping key is neither `default` nor a strategy this process can select, so it is never used";
     PROMPT_CONTRACTS_UNKNOWN_PHASE = "prompt_contracts.applies_to_phases.unknown", Warning, "Process contract v2 (recommended)", "evidence_contract.applies_to_phases names a phase that does not exist (use \"*\" for all)";
-    MEMORY_TYPE_REQUIRED = "memory.type.required", Error, "Memory types", "each extract_types entry needs `type`";
+    MEMORY_TYPE_REQUIRED = "memory.type.required", Warning, "Memory types", "an extract_types entry without `type` names no kind of memory and is skipped (the guide shows no rule; its loader accepts it)";
     MEMORY_TYPE_DUPLICATE = "memory.type.duplicate", Warning, "Memory types", "two memory types share a name";
-    PLANNER_FIELD_REQUIRED = "planner_examples.field.required", Error, "Planner examples", "each example needs `goal`; each subtask needs `id`";
+    PLANNER_FIELD_REQUIRED = "planner_examples.field.required", Warning, "Planner examples", "an example without `goal` or a subtask without `id` is an incomplete few-shot example (the guide shows no rule; its loader accepts it)";
     PLANNER_SUBTASK_UNKNOWN_PHASE = "planner_examples.subtask.unknown_phase", Warning, "Planner examples", "a subtask id does not mirror a phase id";
     PLANNER_MODEL_TIER_RANGE = "planner_examples.model_tier.range", Error, "Planner examples", "a subtask `model_tier` must be 1, 2 or 3";
     TESTS_ID_REQUIRED = "tests.id.required", Error, "Process test manifest", "a test case needs `id`";

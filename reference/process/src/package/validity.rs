@@ -227,14 +227,15 @@ impl Weakening {
 ///
 /// guide "Validity contract (claim and evidence rigor)": "High-risk and critical processes
 /// cannot weaken core safety constraints in explicit overrides (for example
-/// max_contradicted_count > 0 is rejected)". That example is the only constraint the guide
-/// names as rejected, so it is the only error. Every field of the guide's "Suggested policy
-/// baselines" rows for high/critical work (min_supported_ratio 0.8, max_unverified_ratio 0.2,
-/// the temporal gate with its as-of and cross-claim checks) and for final synthesis
-/// (enforce_verified_context_only true, synthesis_min_verification_tier 2,
-/// critical_claim_support_ratio 1.0), plus switching the pipeline or claim extraction off, is
-/// a warning: the guide calls those "starting thresholds", and its own Migration Step 3 block
-/// (0.75 / 0.25, temporal gate off) must stay loadable for high-stakes domains.
+/// max_contradicted_count > 0 is rejected)". The guide gives one example and does not list
+/// the set; its loader (`ProcessLoader._validate_high_risk_validity_override`) rejects nine
+/// explicit values, and that set is the error here: `enabled`, `claim_extraction.enabled`,
+/// `require_fact_checker_for_synthesis`, `final_gate.enforce_verified_context_only` and the
+/// three `final_gate.temporal_consistency` switches written `false`, a
+/// `max_contradicted_count` above 0 and a `final_gate.synthesis_min_verification_tier` below 2. The remaining fields of the
+/// guide's "Suggested policy baselines" (min_supported_ratio 0.8, max_unverified_ratio 0.2,
+/// critical_claim_support_ratio 1.0) are "starting thresholds" the loader does not reject:
+/// a warning.
 pub fn high_risk_weakenings(c: &ValidityContract) -> Vec<Weakening> {
     let floor = ResolvedValidity::floor(RiskLevel::High);
     let mut out = Vec::new();
@@ -246,10 +247,11 @@ pub fn high_risk_weakenings(c: &ValidityContract) -> Vec<Weakening> {
         })
     };
     let warn = &rules::VALIDITY_HIGH_RISK_BELOW_BASELINE;
+    let weakened = &rules::VALIDITY_HIGH_RISK_WEAKENED;
     if let Some(n) = c.max_contradicted_count.filter(|n| *n > 0) {
         push(
             "max_contradicted_count",
-            &rules::VALIDITY_HIGH_RISK_WEAKENED,
+            weakened,
             format!("max_contradicted_count {n} > 0 is rejected for high/critical risk"),
         );
     }
@@ -277,15 +279,22 @@ pub fn high_risk_weakenings(c: &ValidityContract) -> Vec<Weakening> {
     if off(c.enabled) {
         push(
             "enabled",
-            warn,
+            weakened,
             "the validity pipeline is switched off for a high/critical process".into(),
         );
     }
     if off(c.claim_extraction.as_ref().and_then(|e| e.enabled)) {
         push(
             "claim_extraction.enabled",
-            warn,
+            weakened,
             "claim extraction is switched off for a high/critical process".into(),
+        );
+    }
+    if off(c.require_fact_checker_for_synthesis) {
+        push(
+            "require_fact_checker_for_synthesis",
+            weakened,
+            "require_fact_checker_for_synthesis is false; the high/critical floor requires the fact checker before synthesis".into(),
         );
     }
     let Some(gate) = &c.final_gate else {
@@ -294,7 +303,7 @@ pub fn high_risk_weakenings(c: &ValidityContract) -> Vec<Weakening> {
     if off(gate.enforce_verified_context_only) {
         push(
             "final_gate.enforce_verified_context_only",
-            warn,
+            weakened,
             "final_gate.enforce_verified_context_only is false; the final-synthesis baseline is true".into(),
         );
     }
@@ -304,7 +313,7 @@ pub fn high_risk_weakenings(c: &ValidityContract) -> Vec<Weakening> {
     {
         push(
             "final_gate.synthesis_min_verification_tier",
-            warn,
+            weakened,
             format!(
                 "final_gate.synthesis_min_verification_tier {t} is below the final-synthesis baseline 2"
             ),
@@ -338,7 +347,7 @@ pub fn high_risk_weakenings(c: &ValidityContract) -> Vec<Weakening> {
             if off(value) {
                 push(
                     field,
-                    warn,
+                    weakened,
                     format!(
                         "{field} is false; the high/critical baseline enables the temporal gate with as-of and cross-claim checks"
                     ),
@@ -431,8 +440,8 @@ mod tests {
             [
                 ("max_contradicted_count", true),
                 ("min_supported_ratio", false),
-                ("enabled", false),
-                ("claim_extraction.enabled", false)
+                ("enabled", true),
+                ("claim_extraction.enabled", true)
             ]
         );
         let gate = ValidityContract {
@@ -451,8 +460,8 @@ mod tests {
         assert_eq!(
             fields,
             [
-                ("final_gate.enforce_verified_context_only", false),
-                ("final_gate.synthesis_min_verification_tier", false),
+                ("final_gate.enforce_verified_context_only", true),
+                ("final_gate.synthesis_min_verification_tier", true),
                 ("final_gate.critical_claim_support_ratio", false)
             ]
         );

@@ -22,9 +22,11 @@ pub(crate) fn extract(st: &mut RunState<'_>, ph: &Phase, attempt: u32) {
     if memory.extract_types.is_empty() {
         return;
     }
+    // An entry without a type name (warned `memory.type.required`) names no kind: skipped.
     let types: Vec<MemoryKind> = memory
         .extract_types
         .iter()
+        .filter(|t| !t.memory_type.trim().is_empty())
         .map(|t| MemoryKind {
             name: t.memory_type.clone(),
             description: t.description.clone().unwrap_or_default(),

@@ -625,7 +625,8 @@ fn attempt_loop(st: &mut RunState<'_>, ph: &Phase, context: &str) -> LoopEnd {
                 .collect();
             let failing: Vec<&Check> = failed.iter().collect();
             let strategy = remediation::strategy(st.process, ph, &failing);
-            let text = remediation::instructions(st.process, &strategy);
+            let reason = verifier["reason_code"].as_str().unwrap_or_default();
+            let text = remediation::instructions(st.process, reason, &strategy);
             retry_note = Some((strategy, text));
             if let Some(s) = turns.stop {
                 return LoopEnd {

@@ -7,8 +7,9 @@
 //!   iterating without one); else `verification.remediation.default_strategy`; else
 //!   `default`.
 //! - **What the retry is told**: the failing checks' reasons, preceded by the remediation
-//!   instructions for that strategy — a text, or the mapping's entry for the strategy
-//!   (lower-cased), else its `default` (the guide's loader's lookup).
+//!   instructions — a text, or the mapping's entry for the attempt's verifier `reason_code`
+//!   (`deliverable_missing`, `rule_failed:<rule name>`), else for the strategy (both
+//!   lower-cased), else its `default` (the guide's loader's lookup order).
 //! - **Whether to retry at all**: a phase without an iteration loop gets
 //!   `verification.remediation.retry_budget.max_attempts` attempts (default 1: no retry); when
 //!   every blocking failure comes from rules with `remediation_mode: none`, nothing is retried.
@@ -64,13 +65,14 @@ pub fn strategy(p: &Process, ph: &Phase, failed: &[&Check]) -> String {
         .unwrap_or_else(|| "default".into())
 }
 
-/// The remediation instructions for `strategy`, if the process has any.
-pub fn instructions(p: &Process, strategy: &str) -> Option<String> {
+/// The remediation instructions for a retry after the verifier reported `reason_code`
+/// under `strategy`, if the process has any (see the module docs).
+pub fn instructions(p: &Process, reason_code: &str, strategy: &str) -> Option<String> {
     p.prompt_contracts
         .as_ref()?
         .remediation_instructions
         .as_ref()?
-        .for_strategy(strategy)
+        .for_retry(reason_code, strategy)
 }
 
 /// Attempts of a phase without an iteration loop (`retry_budget.max_attempts`, default 1).

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use super::Ctx;
-use crate::package::model::{PhaseList, Process, RemediationInstructions};
+use crate::package::model::{PhaseList, Process};
 use crate::package::rules;
 
 pub(super) fn check(ctx: &mut Ctx<'_>, p: &Process) {
@@ -16,22 +16,6 @@ fn prompt_contracts(ctx: &mut Ctx<'_>, p: &Process) {
     let Some(pc) = &p.prompt_contracts else {
         return;
     };
-    if let Some(RemediationInstructions::ByStrategy(map)) = &pc.remediation_instructions {
-        let known = selectable_strategies(p);
-        for key in map.keys() {
-            let k = key.trim().to_lowercase();
-            if k != "default" && !known.contains(&k) {
-                ctx.emit(
-                    &rules::PROMPT_CONTRACTS_REMEDIATION_KEY,
-                    format!("prompt_contracts.remediation_instructions.{key}"),
-                    format!(
-                        "key {key:?} is never selected: a retry looks up its strategy ({}) and falls back to `default`",
-                        known.iter().cloned().collect::<Vec<_>>().join(", ")
-                    ),
-                );
-            }
-        }
-    }
     let Some(ec) = &pc.evidence_contract else {
         return;
     };
@@ -55,33 +39,6 @@ fn prompt_contracts(ctx: &mut Ctx<'_>, p: &Process) {
     }
 }
 
-/// Strategy names a retry can look up in a remediation instruction mapping: the iteration
-/// strategies, the rules' remediation modes, and the declared remediation strategies
-/// (`default_strategy`, `strategies[].id`), lower-cased.
-pub(crate) fn selectable_strategies(p: &Process) -> BTreeSet<String> {
-    let mut out: BTreeSet<String> = ["targeted_remediation", "full_rerun"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    if let Some(v) = &p.verification {
-        for r in &v.rules {
-            if let Some(m) = r.remediation_mode {
-                out.insert(m.as_str().to_string());
-            }
-        }
-        if let Some(rem) = &v.remediation {
-            out.extend(rem.default_strategy.iter().map(|s| s.trim().to_lowercase()));
-            out.extend(
-                rem.strategies
-                    .iter()
-                    .filter_map(|s| s.id.as_deref())
-                    .map(|s| s.trim().to_lowercase()),
-            );
-        }
-    }
-    out
-}
-
 fn memory(ctx: &mut Ctx<'_>, p: &Process) {
     let Some(m) = &p.memory else { return };
     let mut seen = BTreeSet::new();
@@ -91,7 +48,7 @@ fn memory(ctx: &mut Ctx<'_>, p: &Process) {
             ctx.emit(
                 &rules::MEMORY_TYPE_REQUIRED,
                 path,
-                "memory type name is empty",
+                "memory type name is empty: the entry is skipped",
             );
         } else if !seen.insert(t.memory_type.as_str()) {
             ctx.emit(

@@ -10,17 +10,24 @@ pub(super) fn check(ctx: &mut Ctx<'_>, p: &Process) {
     for (i, phase) in p.phases.iter().enumerate() {
         let Some(it) = &phase.iteration else { continue };
         let base = format!("phases[{i}].iteration");
+        // The policy table's constraints are "Required when iteration.enabled=true" and
+        // "Loader-enforced MVP constraints"; the guide's loader checks none of them for a loop
+        // that is off (`_validate_iteration_policy` returns early), and neither does this: an
+        // off loop never runs, so its values are only read for their YAML types.
         match it.enabled {
             Some(true) => {
                 required(ctx, &base, it);
                 loop_constraints(ctx, &base, it);
             }
-            Some(false) => {}
-            None => ctx.emit(
-                &rules::ITERATION_DISABLED,
-                base.clone(),
-                "iteration block without `enabled: true` is off",
-            ),
+            Some(false) => continue,
+            None => {
+                ctx.emit(
+                    &rules::ITERATION_DISABLED,
+                    base.clone(),
+                    "iteration block without `enabled: true` is off",
+                );
+                continue;
+            }
         }
         values(ctx, &base, it);
         let mut ids = std::collections::BTreeSet::new();

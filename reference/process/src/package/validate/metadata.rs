@@ -66,12 +66,12 @@ fn schema_version(ctx: &mut Ctx<'_>, p: &Process) {
         Some(1) => ctx.emit(
             &rules::SCHEMA_VERSION_LEGACY_V1,
             "schema_version",
-            "schema_version 1 is legacy (compatibility removal scheduled for June 30, 2026); migrate to schema_version: 2",
+            "schema_version 1 is legacy (the package guide set June 30, 2026 as the end of v1 compatibility); migrate to schema_version: 2",
         ),
         None => ctx.emit(
             &rules::SCHEMA_VERSION_LEGACY_V1,
             "schema_version",
-            "no schema_version: read as a legacy v1 definition (removal scheduled for June 30, 2026); set schema_version: 2",
+            "no schema_version: read as a legacy v1 definition (the package guide set June 30, 2026 as the end of v1 compatibility); set schema_version: 2",
         ),
         Some(other) => ctx.emit(
             &rules::SCHEMA_VERSION_UNSUPPORTED,

@@ -159,6 +159,11 @@ pub(super) fn diagnostic(err: &ShapeError, root: &Node) -> Diagnostic {
     let field = err.path.rsplit('.').next().unwrap_or(&err.path);
     let message = match err.kind {
         _ if err.path.is_empty() => err.message.clone(),
+        // A key the guide does not require but a rule still notes (memory types, planner
+        // examples: warnings) is "missing", not "required".
+        ShapeErrorKind::MissingField if rule.level == rules::Level::Warning => {
+            format!("no `{field}` key: {}", rule.summary)
+        }
         ShapeErrorKind::MissingField => err.message.clone(),
         ShapeErrorKind::Null => format!("`{field}` has no value; a value is required"),
         // serde's untagged-enum message names a Rust type; say what the guide requires.
