@@ -3,7 +3,8 @@
 //! window) is here with the spec's suggested default.
 
 use serde::Deserialize;
-use std::net::SocketAddr;
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 /// Where the store lives.
@@ -99,6 +100,119 @@ impl Default for Limits {
     }
 }
 
+/// Federation (v1.1 §15; `[federation]` in the TOML file).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FederationConfig {
+    /// Static peers: node domain → base URL (`b.test = "http://127.0.0.1:8788"`). Deliveries
+    /// to a domain and fetches of its node document and identities go to this base URL.
+    pub peers: BTreeMap<String, String>,
+    /// Allow plain `http://` peer URLs whose host is a loopback or private address literal
+    /// (or `localhost`); never any other host (v1.1 §14.1 requires TLS between nodes).
+    pub allow_private_http: bool,
+    /// Peers accepted when the policy mode is `allowlist` (`*.example.org` names subdomains).
+    pub allowlist: Vec<String>,
+    /// Peers always refused (v1.1 §23.1).
+    pub blocklist: Vec<String>,
+    /// Store-and-forward time-to-live in seconds (§15.6, default 72 h).
+    pub ttl_secs: u64,
+    /// Delay after the first failed attempt, in milliseconds (doubles per failure).
+    pub retry_base_ms: u64,
+    /// Longest delay between attempts, in milliseconds.
+    pub retry_max_ms: u64,
+    /// Outbox items per destination node (v1.0 §14.4).
+    pub queue_per_node: usize,
+    /// Outbox items in all (v1.0 §14.4).
+    pub queue_total: usize,
+    /// Largest `POST /v1/federation/deliver` body in bytes (100 envelopes × 256 KiB fit).
+    pub max_wrapper_bytes: usize,
+    /// How long one outbound request may take, in milliseconds.
+    pub request_timeout_ms: u64,
+}
+
+impl Default for FederationConfig {
+    fn default() -> Self {
+        FederationConfig {
+            peers: BTreeMap::new(),
+            allow_private_http: false,
+            allowlist: Vec::new(),
+            blocklist: Vec::new(),
+            ttl_secs: 72 * 3600,
+            retry_base_ms: 30_000,
+            retry_max_ms: 3_600_000,
+            queue_per_node: 10_000,
+            queue_total: 100_000,
+            max_wrapper_bytes: loom_protocol::federation::wrapper::DEFAULT_MAX_WRAPPER_BYTES,
+            request_timeout_ms: 10_000,
+        }
+    }
+}
+
+impl FederationConfig {
+    /// The §15.6 retry timing.
+    pub fn retry_policy(&self) -> loom_protocol::federation::RetryPolicy {
+        let ms = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        loom_protocol::federation::RetryPolicy {
+            base_delay_ms: ms(self.retry_base_ms),
+            max_delay_ms: ms(self.retry_max_ms),
+            ttl_ms: ms(self.ttl_secs).saturating_mul(1000),
+        }
+    }
+
+    /// The v1.0 §14.4 queue bounds.
+    pub fn queue_limits(&self) -> loom_protocol::federation::limits::QueueLimits {
+        loom_protocol::federation::limits::QueueLimits {
+            per_node: self.queue_per_node,
+            total: self.queue_total,
+        }
+    }
+
+    /// Checks every peer URL: `https://`, or `http://` to a loopback/private host when
+    /// [`FederationConfig::allow_private_http`] is set.
+    pub fn check(&self) -> Result<(), String> {
+        for (domain, url) in &self.peers {
+            loom_protocol::federation::node_name::parse_node_name(domain)
+                .map_err(|why| format!("federation peer {domain:?}: {why}"))?;
+            check_peer_url(url, self.allow_private_http)
+                .map_err(|why| format!("federation peer {domain}={url}: {why}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// A peer base URL is usable: `http://` only to a loopback or private address literal (or
+/// `localhost`) and only when allowed; `https://` is refused because this node has no TLS
+/// client for federation yet.
+pub fn check_peer_url(url: &str, allow_private_http: bool) -> Result<(), String> {
+    let Some(rest) = url.strip_prefix("http://") else {
+        return Err(if url.starts_with("https://") {
+            "https peers are not supported by this node's federation client yet; use http:// to a loopback or private address with allow_private_http".into()
+        } else {
+            "the peer URL must start with http://".into()
+        });
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = match authority.rsplit_once(':') {
+        Some((h, port)) if port.parse::<u16>().is_ok() => h,
+        _ => authority,
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let private = host.eq_ignore_ascii_case("localhost")
+        || host.parse::<IpAddr>().is_ok_and(|ip| match ip {
+            IpAddr::V4(v4) => v4.is_loopback() || v4.is_private() || v4.is_link_local(),
+            IpAddr::V6(v6) => v6.is_loopback() || v6.is_unique_local(),
+        });
+    if !private {
+        return Err(format!(
+            "plain http is allowed only to loopback or private addresses, not {host:?}"
+        ));
+    }
+    if !allow_private_http {
+        return Err("plain http to a private address needs allow_private_http (--allow-private-http)".into());
+    }
+    Ok(())
+}
+
 /// The whole node configuration.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -123,6 +237,8 @@ pub struct NodeConfig {
     pub federation_policy: String,
     /// Seed for the node's RNG (IDs, tokens, node key when none is stored).
     pub seed: Option<u64>,
+    /// Federation peers, policy lists, store-and-forward timing and limits.
+    pub federation: FederationConfig,
 }
 
 impl Default for NodeConfig {
@@ -138,6 +254,7 @@ impl Default for NodeConfig {
             retract_window_secs: 300,
             federation_policy: "open".into(),
             seed: None,
+            federation: FederationConfig::default(),
         }
     }
 }
@@ -154,8 +271,25 @@ impl NodeConfig {
     pub fn check(&self) -> Result<(), String> {
         let probe = format!("loom://probe@{}", self.domain);
         loom_protocol::Address::parse_wire(&probe)
-            .map(|_| ())
-            .map_err(|e| format!("domain {:?} is not a valid LOOM domain: {e}", self.domain))
+            .map_err(|e| format!("domain {:?} is not a valid LOOM domain: {e}", self.domain))?;
+        if loom_protocol::federation::PolicyMode::parse(&self.federation_policy).is_none() {
+            return Err(format!(
+                "federation_policy {:?} is not one of open, allowlist, quarantine",
+                self.federation_policy
+            ));
+        }
+        self.federation_policy()?;
+        self.federation.check()
+    }
+
+    /// The enforced federation policy (§15.2, §23.1).
+    pub fn federation_policy(&self) -> Result<loom_protocol::federation::FederationPolicy, String> {
+        let mode = loom_protocol::federation::PolicyMode::parse(&self.federation_policy)
+            .ok_or_else(|| format!("unknown federation_policy {:?}", self.federation_policy))?;
+        let allow: Vec<&str> = self.federation.allowlist.iter().map(String::as_str).collect();
+        let block: Vec<&str> = self.federation.blocklist.iter().map(String::as_str).collect();
+        loom_protocol::federation::FederationPolicy::new(mode, &allow, &block)
+            .map_err(|e| format!("federation policy: {e}"))
     }
 
     /// The public base URL clients use.

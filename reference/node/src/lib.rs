@@ -15,6 +15,7 @@ pub mod error;
 pub mod fuzzing;
 pub mod http;
 pub mod net;
+pub mod outbound;
 pub mod quirks;
 pub mod service;
 #[cfg(feature = "sim")]
@@ -36,6 +37,7 @@ pub struct NodeBuilder {
     config: NodeConfig,
     env: Env,
     quirks: Quirks,
+    dial: Arc<dyn outbound::Dial>,
 }
 
 impl NodeBuilder {
@@ -45,12 +47,19 @@ impl NodeBuilder {
         self
     }
 
+    /// Federation dials peers through `dial` (default: tokio TCP; turmoil in the simulator).
+    pub fn dial(mut self, dial: Arc<dyn outbound::Dial>) -> Self {
+        self.dial = dial;
+        self
+    }
+
     /// Opens the store and starts the service.
     pub fn build(self) -> Result<Node, String> {
         self.config.check()?;
         let store = store::Store::open(&self.config.storage).map_err(|e| e.to_string())?;
         let service =
-            Service::new(self.config, self.env, store, self.quirks).map_err(|e| e.to_string())?;
+            Service::with_dial(self.config, self.env, store, self.quirks, self.dial)
+                .map_err(|e| e.to_string())?;
         Ok(Node {
             service: Arc::new(service),
         })
@@ -70,6 +79,7 @@ impl Node {
             config,
             env,
             quirks: Quirks::none(),
+            dial: Arc::new(outbound::TokioDial),
         }
     }
 
@@ -83,13 +93,22 @@ impl Node {
         http::router(self.service.clone())
     }
 
-    /// Serves on `listener` until `shutdown` completes.
+    /// Serves on `listener` until `shutdown` completes, with the federation outbox worker
+    /// ([`service::outbox::run_worker`]) running beside it.
     pub async fn serve<A: net::Accept>(
         &self,
         listener: A,
         tls: Option<tokio_rustls::TlsAcceptor>,
         shutdown: impl std::future::Future<Output = ()> + Send,
     ) -> std::io::Result<()> {
-        net::serve(listener, self.router(), tls, shutdown).await
+        let worker = tokio::spawn(service::outbox::run_worker(self.service.clone()));
+        let r = net::serve(listener, self.router(), tls, shutdown).await;
+        worker.abort();
+        r
+    }
+
+    /// Runs one pass of the federation outbox now (tests drive it on their clock).
+    pub async fn federation_tick(&self) -> Result<service::outbox::TickReport, ApiError> {
+        self.service.federation_tick().await
     }
 }

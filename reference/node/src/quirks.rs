@@ -224,11 +224,53 @@ pub enum Quirk {
     AcceptParentIdArray,
     /// Leave `meta.origin_event_seq` off locally created envelopes (v1.1 §11.6 SHOULD).
     OmitOriginEventSeq,
+    /// Accept federation deliveries without LOOM-HTTP-SIG-1: missing or wrong headers, keys and signatures are not checked (v1.1 §15.3, §15.4 "verify request signature").
+    AcceptUnsignedDelivery,
+    /// Neither check nor record delivery nonces, so a replayed request is accepted (v1.1 §15.3 "nonce replay prevented (cache 15 min)", §23.2).
+    SkipNonceCache,
+    /// Skip the ±5 minute freshness check of the delivery request and wrapper timestamps (v1.1 §15.5).
+    AcceptStaleTimestamp,
+    /// Accept a wrapper whose `sender_node` differs from `X-LOOM-Node` (v1.1 §15.4, DESIGN.md §9).
+    IgnoreSenderNodeMismatch,
+    /// Verify delivery signatures with a node key the peer's document lists as retired or revoked (v1.1 §15.3, v1.0 §7.4).
+    AcceptInactiveNodeKey,
+    /// Accept delivered envelopes whose sender is not an identity of the delivering node (loom-core-1 sender authority, v1.1 §15.4).
+    AcceptForeignSender,
+    /// Accept deliveries from blocked or unlisted peers and deliver to blocked ones (v1.1 §15.2, §23.1).
+    IgnoreFederationPolicy,
+    /// Accept delivery wrappers with more than 100 envelopes (v1.1 §15.4, DESIGN.md §9).
+    IgnoreWrapperLimit,
+    /// Store delivered envelopes without verifying their signatures (v1.1 §15.4 "verify envelope signatures").
+    SkipEnvelopeSignatureOnDelivery,
+    /// Store delivered agent envelopes without checking their delegation chain (v1.1 §15.4 "enforce delegation chains").
+    SkipDelegationOnDelivery,
+    /// Store delivered envelopes and operations without the capability checks (v1.1 §15.4 "enforce … capability rules", §12.4).
+    SkipCapabilityOnDelivery,
+    /// Refuse an identical re-delivery of a stored envelope as `ENVELOPE_DUPLICATE` instead of accepting it again without storing it twice (v1.1 §23.2, §15.6 store-and-forward).
+    RejectIdenticalRedelivery,
+    /// Answer deliveries with a receipt that has no `signature` (v1.1 §15.4 "generate receipts", DESIGN.md §9).
+    UnsignedReceipt,
+    /// Send deliveries without the LOOM-HTTP-SIG-1 headers (v1.1 §15.3).
+    UnsignedOutbound,
+    /// Give up after the first failed delivery attempt instead of queueing with backoff (v1.1 §15.6).
+    NoRetry,
+    /// Retry at a constant delay instead of an exponentially growing one (v1.1 §15.6 "exponential backoff").
+    LinearBackoff,
+    /// Forget queued outbound deliveries when the node restarts (v1.1 §15.6 store-and-forward).
+    DropOutboxOnRestart,
+    /// Drop an expired outbound delivery without the `receipt.failed` envelope to its sender (v1.1 §15.6).
+    NoFailureReceipt,
+    /// Give expired deliveries a failure reason other than `NODE_UNREACHABLE`/`DELIVERY_TIMEOUT` (v1.1 §15.6).
+    WrongFailureReason,
+    /// Do not re-fetch a peer's node document when a delivery names an unknown key id (v1.0 §7.4).
+    NoRefetchOnUnknownKey,
+    /// Drop `meta.origin_event_seq` of delivered envelopes instead of preserving it (v1.1 §11.6 SHOULD).
+    DropOriginEventSeq,
 }
 
 impl Quirk {
     /// Every quirk, in declaration order.
-    pub const ALL: [Quirk; 86] = [
+    pub const ALL: [Quirk; 107] = [
         Quirk::AcceptBadSignature,
         Quirk::AllowDuplicateIds,
         Quirk::SkipEnvelopeValidation,
@@ -315,6 +357,27 @@ impl Quirk {
         Quirk::AcceptAnyCapabilityId,
         Quirk::AcceptParentIdArray,
         Quirk::OmitOriginEventSeq,
+        Quirk::AcceptUnsignedDelivery,
+        Quirk::SkipNonceCache,
+        Quirk::AcceptStaleTimestamp,
+        Quirk::IgnoreSenderNodeMismatch,
+        Quirk::AcceptInactiveNodeKey,
+        Quirk::AcceptForeignSender,
+        Quirk::IgnoreFederationPolicy,
+        Quirk::IgnoreWrapperLimit,
+        Quirk::SkipEnvelopeSignatureOnDelivery,
+        Quirk::SkipDelegationOnDelivery,
+        Quirk::SkipCapabilityOnDelivery,
+        Quirk::RejectIdenticalRedelivery,
+        Quirk::UnsignedReceipt,
+        Quirk::UnsignedOutbound,
+        Quirk::NoRetry,
+        Quirk::LinearBackoff,
+        Quirk::DropOutboxOnRestart,
+        Quirk::NoFailureReceipt,
+        Quirk::WrongFailureReason,
+        Quirk::NoRefetchOnUnknownKey,
+        Quirk::DropOriginEventSeq,
     ];
 
     /// The kebab-case name used on the command line and in reports.
@@ -375,6 +438,26 @@ impl Quirks {
 }
 
 impl Quirks {
+    /// The set admission of federated envelopes runs with: the delivery quirks that break
+    /// an envelope check stand for the local quirk breaking the same check.
+    pub fn for_delivery(&self) -> Quirks {
+        #[cfg(feature = "quirks")]
+        {
+            let mut q = self.clone();
+            if self.has(Quirk::SkipDelegationOnDelivery) {
+                q.set.insert(Quirk::SkipDelegationCheck);
+            }
+            if self.has(Quirk::SkipEnvelopeSignatureOnDelivery) {
+                q.set.insert(Quirk::AcceptBadSignature);
+            }
+            q
+        }
+        #[cfg(not(feature = "quirks"))]
+        {
+            self.clone()
+        }
+    }
+
     /// The acceptance deviations these quirks stand for ([`Deviations::NONE`] without
     /// quirks): one field per envelope-path quirk.
     pub fn deviations(&self) -> Deviations {
@@ -452,8 +535,44 @@ pub struct Settings {
     pub api: ApiDeviations,
     /// The HTTP shell.
     pub http: HttpDeviations,
+    /// Federation (v1.1 §15).
+    pub federation: FederationDeviations,
     /// Responses to trim after they were built ([`Settings::shape`]).
     pub edits: Vec<Edit>,
+}
+
+/// Deviations of federation (v1.1 §15, §23, §11.6): loom-protocol's receiving checks and
+/// the node's delivery, outbox and receipt behaviour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FederationDeviations {
+    /// The receiving checks of `POST /v1/federation/deliver` (loom-protocol).
+    pub inbound: loom_protocol::federation::InboundDeviations,
+    /// Skip envelope signatures of delivered envelopes (§15.4).
+    pub skip_envelope_signature: bool,
+    /// Skip delegation chains of delivered envelopes (§15.4).
+    pub skip_delegation: bool,
+    /// Skip capability checks of delivered envelopes (§15.4, §12.4).
+    pub skip_capability: bool,
+    /// Refuse identical re-deliveries (§23.2).
+    pub reject_identical_redelivery: bool,
+    /// Receipts without `signature` (§15.4).
+    pub unsigned_receipt: bool,
+    /// Outbound deliveries without LOOM-HTTP-SIG-1 (§15.3).
+    pub unsigned_outbound: bool,
+    /// No retry after a failed attempt (§15.6).
+    pub no_retry: bool,
+    /// Constant retry delay (§15.6).
+    pub linear_backoff: bool,
+    /// Queued deliveries dropped at start-up (§15.6).
+    pub drop_outbox_on_restart: bool,
+    /// No `receipt.failed` on expiry (§15.6).
+    pub no_failure_receipt: bool,
+    /// A failure reason outside `NODE_UNREACHABLE`/`DELIVERY_TIMEOUT` (§15.6).
+    pub wrong_failure_reason: bool,
+    /// No node-document re-fetch on an unknown key id (v1.0 §7.4).
+    pub no_refetch_on_unknown_key: bool,
+    /// Received `meta.origin_event_seq` dropped (§11.6).
+    pub drop_origin_event_seq: bool,
 }
 
 /// Deviations of identity storage and key management (v1.1 §6, §16.3).
@@ -655,6 +774,9 @@ const EDITS: [Edit; 6] = [
             if let Some(keys) = v.pointer_mut("/public_keys/signing") {
                 *keys = Value::Array(Vec::new());
             }
+            if let Some(keys) = v.get_mut("signing_keys") {
+                *keys = Value::Array(Vec::new());
+            }
         },
     },
     Edit {
@@ -738,6 +860,31 @@ impl Quirks {
                 bare_error_bodies: q(Q::BareErrorBodies),
                 anonymous_blob_download: q(Q::AnonymousBlobDownload),
                 case_sensitive_address_lookup: q(Q::CaseSensitiveAddressLookup),
+            },
+            federation: FederationDeviations {
+                inbound: loom_protocol::federation::InboundDeviations {
+                    accept_unsigned: q(Q::AcceptUnsignedDelivery),
+                    skip_nonce_cache: q(Q::SkipNonceCache),
+                    accept_stale_timestamp: q(Q::AcceptStaleTimestamp),
+                    ignore_sender_node_mismatch: q(Q::IgnoreSenderNodeMismatch),
+                    accept_inactive_node_key: q(Q::AcceptInactiveNodeKey),
+                    accept_foreign_sender: q(Q::AcceptForeignSender),
+                    ignore_policy: q(Q::IgnoreFederationPolicy),
+                    ignore_wrapper_limit: q(Q::IgnoreWrapperLimit),
+                },
+                skip_envelope_signature: q(Q::SkipEnvelopeSignatureOnDelivery),
+                skip_delegation: q(Q::SkipDelegationOnDelivery),
+                skip_capability: q(Q::SkipCapabilityOnDelivery),
+                reject_identical_redelivery: q(Q::RejectIdenticalRedelivery),
+                unsigned_receipt: q(Q::UnsignedReceipt),
+                unsigned_outbound: q(Q::UnsignedOutbound),
+                no_retry: q(Q::NoRetry),
+                linear_backoff: q(Q::LinearBackoff),
+                drop_outbox_on_restart: q(Q::DropOutboxOnRestart),
+                no_failure_receipt: q(Q::NoFailureReceipt),
+                wrong_failure_reason: q(Q::WrongFailureReason),
+                no_refetch_on_unknown_key: q(Q::NoRefetchOnUnknownKey),
+                drop_origin_event_seq: q(Q::DropOriginEventSeq),
             },
             edits: EDITS.into_iter().filter(|e| q(e.quirk)).collect(),
         }

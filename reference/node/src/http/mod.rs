@@ -9,6 +9,7 @@ mod discovery;
 mod envelopes;
 mod events;
 mod extract;
+mod federation;
 mod identity;
 mod rate_limit;
 mod search;
@@ -43,6 +44,7 @@ pub fn router(service: Arc<Service>) -> Router {
         .merge(search::routes())
         .merge(events::routes())
         .merge(blobs::routes())
+        .merge(federation::routes())
         .fallback(|req: Request| async move { ApiError::no_route(req.uri().path()) });
     api.layer(middleware::from_fn_with_state(
         service.clone(),

@@ -28,7 +28,8 @@ fn classify(method: &Method, path: &str) -> Option<LimitClass> {
         (&Method::GET, p) if p == "/v1/threads" || p.starts_with("/v1/threads/") => {
             Some(LimitClass::ThreadReads)
         }
-        (&Method::POST, "/v1/federation/deliver") => Some(LimitClass::Federation),
+        // The per-node class of deliveries applies only once the node is authenticated
+        // (service::federation), never to an unverified X-LOOM-Node.
         _ => None,
     }
 }

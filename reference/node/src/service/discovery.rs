@@ -6,7 +6,7 @@ use loom_protocol::keys::public_key_to_b64url;
 use serde_json::{Value, json};
 
 /// The conformance level this node implements (v1.1 §28.1).
-pub const CONFORMANCE_LEVEL: u8 = 1;
+pub const CONFORMANCE_LEVEL: u8 = 2;
 
 /// The features advertised in `/v1/protocol/capabilities`, sorted.
 pub const FEATURES: &[&str] = &[
@@ -15,6 +15,7 @@ pub const FEATURES: &[&str] = &[
     "capability-tokens",
     "delegations",
     "events",
+    "federation",
     "idempotency",
     "legal-hold",
     "provisioning",
@@ -42,11 +43,7 @@ impl Service {
             "domain": self.config.domain,
             "api_url": format!("{base}/v1"),
             "websocket_url": format!("{ws}/ws"),
-            "federation": {
-                "deliver_url": format!("{base}/v1/federation/deliver"),
-                "requirements": ["LOOM-HTTP-SIG-1"],
-                "policy": self.config.federation_policy,
-            },
+            "federation": self.federation_member(),
             "signing_keys": [{
                 "key_id": key_id,
                 "public_key": public_key_to_b64url(&key.verifying_key()),

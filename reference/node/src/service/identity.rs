@@ -186,9 +186,26 @@ impl Service {
             }
         }
         drop(conn);
+        // The existing v1.1 node's shape beside §6.2's: `signing_keys` with PEM keys, which
+        // the node signature covers (DESIGN.md §9).
+        let pem: Vec<Value> = signing
+            .iter()
+            .map(|k| {
+                let pem = k["public_key"]
+                    .as_str()
+                    .and_then(|b| loom_protocol::keys::public_key_from_b64url(b).ok())
+                    .map(|v| loom_protocol::keys::public_key_to_spki_pem(&v).trim_end().to_owned());
+                json!({"key_id": k["key_id"], "algorithm": k["algorithm"], "public_key": k["public_key"],
+                       "public_key_pem": pem, "status": k["status"]})
+            })
+            .collect();
         doc["public_keys"] = json!({"signing": signing, "encryption": encryption});
+        doc["signing_keys"] = Value::Array(pem);
         self.settings
             .shape(Output::IdentityDocument, &mut doc, &self.env);
+        // §15.4: remote nodes verify senders' keys through the home node's signature.
+        let (key_id, key) = self.node_key();
+        loom_protocol::federation::sign_identity_document(&mut doc, key_id, key)?;
         Ok(doc)
     }
 

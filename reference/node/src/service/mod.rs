@@ -14,8 +14,10 @@ pub mod delegations;
 pub mod discovery;
 pub mod envelopes;
 pub mod events;
+pub mod federation;
 pub mod idempotency;
 pub mod identity;
+pub mod outbox;
 pub mod rate_limit;
 pub mod search;
 pub mod threads;
@@ -31,6 +33,7 @@ use ed25519_dalek::SigningKey;
 use loom_protocol::Address;
 use loom_protocol::keys::{public_key_to_b64url, signing_key_from_seed};
 use serde_json::Value;
+use std::sync::Arc;
 
 /// The authenticated caller of a request (§14.2).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,13 +64,39 @@ pub struct Service {
     pub(crate) threads: envelopes::ThreadCache,
     pub(crate) write_group: write_group::WriteGroup,
     pub(crate) rate_limiter: rate_limit::RateLimiter,
+    pub(crate) fed: federation::Federation,
 }
 
 impl Service {
     /// Builds the service over an opened store, creating the node signing key on first start.
     pub fn new(config: NodeConfig, env: Env, store: Store, quirks: Quirks) -> ApiResult<Service> {
+        Self::with_dial(config, env, store, quirks, Arc::new(crate::outbound::TokioDial))
+    }
+
+    /// [`Service::new`] with the sockets federation dials through (turmoil in the simulator).
+    pub fn with_dial(
+        config: NodeConfig,
+        env: Env,
+        store: Store,
+        quirks: Quirks,
+        dial: Arc<dyn crate::outbound::Dial>,
+    ) -> ApiResult<Service> {
         let (node_key_id, node_key) = Self::load_or_create_node_key(&store, &env)?;
-        Ok(Service {
+        let policy = config
+            .federation_policy()
+            .map_err(|e| ApiError::bad_request("federation_policy", e, "v1.1 §15.2"))?;
+        let fed = federation::Federation {
+            client: crate::outbound::HttpClient::new(
+                dial,
+                std::time::Duration::from_millis(config.federation.request_timeout_ms),
+            ),
+            policy,
+            retry: config.federation.retry_policy(),
+            wake: tokio::sync::Notify::new(),
+            queued: std::sync::atomic::AtomicBool::new(false),
+            tick: tokio::sync::Mutex::new(()),
+        };
+        let service = Service {
             config,
             env,
             store,
@@ -79,7 +108,10 @@ impl Service {
             threads: envelopes::ThreadCache::default(),
             write_group: write_group::WriteGroup::default(),
             rate_limiter: rate_limit::RateLimiter::default(),
-        })
+            fed,
+        };
+        service.outbox_on_start()?;
+        Ok(service)
     }
 
     fn load_or_create_node_key(store: &Store, env: &Env) -> ApiResult<(String, SigningKey)> {

@@ -22,7 +22,8 @@ use super::{Caller, Service};
 use crate::error::{ApiError, ApiResult};
 use crate::store::accept::{WriterView, apply};
 use crate::store::batch::{self, Deferred};
-use crate::store::{envelopes, threads};
+use crate::store::{envelopes, federation, threads};
+use sha2::Digest;
 use loom_protocol::accept::{
     Acceptance, Admitted, Context, Decision, Origin, ThreadRuntime, decide,
 };
@@ -53,8 +54,23 @@ struct Queue {
 #[derive(Debug)]
 struct Job {
     admitted: Admitted,
-    caller: Caller,
+    submitter: Submitter,
     slot: Arc<Slot>,
+}
+
+/// Who hands an envelope to the writer.
+#[derive(Debug, Clone)]
+pub(crate) enum Submitter {
+    /// A local client (§16.1); remote readers get outbox rows (§15.6).
+    Local(Caller),
+    /// A delivering node (§15.4) and the sender's `meta.origin_event_seq` (§11.6). An
+    /// identical re-delivery of a stored envelope is accepted again without storing it.
+    Federated {
+        /// The delivering node.
+        node: String,
+        /// `meta.origin_event_seq` as received.
+        origin_event_seq: Option<u64>,
+    },
 }
 
 /// Where a request waits for its answer or for leadership.
@@ -64,12 +80,28 @@ struct Slot {
     lead: AtomicBool,
     abandoned: AtomicBool,
     notify: Notify,
+    /// Also woken: the waiter of a request that queued several envelopes.
+    shared: Option<Arc<Notify>>,
 }
 
 impl Slot {
     fn finish(&self, r: ApiResult<Value>) {
         *self.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+        self.wake();
+    }
+
+    fn wake(&self) {
         self.notify.notify_one();
+        if let Some(s) = &self.shared {
+            s.notify_one();
+        }
+    }
+
+    fn has_result(&self) -> bool {
+        self.result
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
     }
 
     fn take(&self) -> Option<ApiResult<Value>> {
@@ -89,6 +121,13 @@ impl WriteGroup {
         !std::mem::replace(&mut q.leading, true)
     }
 
+    /// Queues `jobs` back to back, in order; true when the caller becomes the leader.
+    fn enqueue_all(&self, jobs: Vec<Job>) -> bool {
+        let mut q = self.lock();
+        q.jobs.extend(jobs);
+        !std::mem::replace(&mut q.leading, true)
+    }
+
     /// The leader's batch: everything queued, up to [`MAX_GROUP`].
     fn take(&self) -> Vec<Job> {
         let mut q = self.lock();
@@ -105,7 +144,7 @@ impl WriteGroup {
         {
             Some(next) => {
                 next.slot.lead.store(true, Ordering::SeqCst);
-                next.slot.notify.notify_one();
+                next.slot.wake();
             }
             None => q.leading = false,
         }
@@ -133,6 +172,30 @@ impl Drop for Abandon<'_> {
     }
 }
 
+/// [`Abandon`] for the several slots of one request.
+struct AbandonAll<'a> {
+    group: &'a WriteGroup,
+    slots: &'a [Arc<Slot>],
+    armed: bool,
+}
+
+impl Drop for AbandonAll<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let mut q = self.group.lock();
+        let mut led = false;
+        for slot in self.slots {
+            slot.abandoned.store(true, Ordering::SeqCst);
+            led |= slot.lead.swap(false, Ordering::SeqCst);
+        }
+        if led {
+            WriteGroup::hand_off(&mut q);
+        }
+    }
+}
+
 /// Thread runtimes as the batch changed them.
 #[derive(Debug, Default)]
 struct Overlay(BTreeMap<ThreadId, Held>);
@@ -155,11 +218,21 @@ impl Service {
         admitted: Admitted,
         caller: &Caller,
     ) -> ApiResult<Value> {
+        self.commit_from(admitted, Submitter::Local(caller.clone()))
+            .await
+    }
+
+    /// [`Service::commit_envelope`] for any submitter.
+    pub(crate) async fn commit_from(
+        &self,
+        admitted: Admitted,
+        submitter: Submitter,
+    ) -> ApiResult<Value> {
         let slot = Arc::new(Slot::default());
         let group = &self.write_group;
         let mut lead = group.enqueue(Job {
             admitted,
-            caller: caller.clone(),
+            submitter,
             slot: slot.clone(),
         });
         let mut guard = Abandon {
@@ -180,6 +253,64 @@ impl Service {
             if slot.lead.swap(false, Ordering::SeqCst) {
                 lead = true;
             }
+        }
+    }
+
+    /// Commits several admitted envelopes, queued back to back in the given order (a
+    /// federated delivery's wrapper), and returns each one's answer in the same order.
+    pub(crate) async fn commit_many(
+        &self,
+        items: Vec<(Admitted, Submitter)>,
+    ) -> Vec<ApiResult<Value>> {
+        if items.is_empty() {
+            return Vec::new();
+        }
+        let shared = Arc::new(Notify::new());
+        let slots: Vec<Arc<Slot>> = items
+            .iter()
+            .map(|_| {
+                Arc::new(Slot {
+                    shared: Some(shared.clone()),
+                    ..Slot::default()
+                })
+            })
+            .collect();
+        let jobs = items
+            .into_iter()
+            .zip(&slots)
+            .map(|((admitted, submitter), slot)| Job {
+                admitted,
+                submitter,
+                slot: slot.clone(),
+            })
+            .collect();
+        let group = &self.write_group;
+        let mut lead = group.enqueue_all(jobs);
+        let mut guard = AbandonAll {
+            group,
+            slots: &slots,
+            armed: true,
+        };
+        loop {
+            if lead {
+                self.lead_one_batch();
+                lead = false;
+            }
+            if slots.iter().all(|s| s.has_result()) {
+                guard.armed = false;
+                return slots
+                    .iter()
+                    .map(|s| {
+                        s.take()
+                            .unwrap_or_else(|| Err(ApiError::internal("missing group result")))
+                    })
+                    .collect();
+            }
+            if slots.iter().any(|s| s.lead.swap(false, Ordering::SeqCst)) {
+                lead = true;
+                continue;
+            }
+            shared.notified().await;
         }
     }
 
@@ -218,11 +349,15 @@ impl Service {
         match committed {
             Ok(()) => {
                 self.threads.merge(overlay);
+                if self.fed.queued.swap(false, Ordering::SeqCst) {
+                    self.fed.wake.notify_one();
+                }
                 for (job, r) in jobs.iter().zip(results) {
                     job.slot.finish(r.map(|(v, _)| v));
                 }
             }
             Err(e) => {
+                self.fed.queued.store(false, Ordering::SeqCst);
                 let err = ApiError::internal(format!("group commit: {e}"));
                 for job in &jobs {
                     job.slot.finish(Err(err.clone()));
@@ -247,6 +382,11 @@ impl Service {
         };
         let now = self.env.now();
         let limit = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        let federated = self.federated_deviations();
+        let deviations = match job.submitter {
+            Submitter::Local(_) => &self.deviations,
+            Submitter::Federated { .. } => &federated,
+        };
         let ctx = Context {
             now,
             node_id: &self.config.domain,
@@ -254,12 +394,39 @@ impl Service {
                 max_envelopes_per_thread: limit(self.config.limits.max_envelopes_per_thread),
                 max_pending_parents: limit(self.config.limits.max_pending_parents),
             },
-            deviations: &self.deviations,
+            deviations,
         };
-        let origin = Origin::Local {
-            caller: &job.caller.identity,
+        let origin = match &job.submitter {
+            Submitter::Local(caller) => Origin::Local {
+                caller: &caller.identity,
+            },
+            Submitter::Federated {
+                node,
+                origin_event_seq,
+            } => Origin::Federated {
+                node,
+                origin_event_seq: *origin_event_seq,
+            },
         };
-        match decide(&job.admitted, origin, &view, &ctx)? {
+        let decision = match decide(&job.admitted, origin, &view, &ctx) {
+            Err(e)
+                if e.code == loom_protocol::ErrorCode::EnvelopeDuplicate
+                    && matches!(job.submitter, Submitter::Federated { .. })
+                    && !self.settings.federation.reject_identical_redelivery =>
+            {
+                // §23.2: an identical re-delivery is accepted again, not stored twice; a
+                // different envelope under a stored id stays ENVELOPE_DUPLICATE.
+                let stored = federation::signed_hash(c, &f.id.to_string())?;
+                let mine = hex::encode(sha2::Sha256::digest(&job.admitted.canonical));
+                if stored.as_deref() == Some(mine.as_str()) {
+                    let body = envelopes::body(c, &f.id)?;
+                    return Ok((body.unwrap_or_else(|| job.admitted.envelope.clone()), None));
+                }
+                return Err(e.into());
+            }
+            other => other?,
+        };
+        match decision {
             Decision::AlreadyStored => {
                 let stored = envelopes::body(c, &f.id)?;
                 Ok((
@@ -275,6 +442,9 @@ impl Service {
                     &mut || self.new_event_id(),
                     search,
                 )?;
+                if let Submitter::Local(_) = &job.submitter {
+                    self.queue_remote_readers(c, &a)?;
+                }
                 Ok((a.envelope.clone(), Some(a)))
             }
         }

@@ -31,6 +31,7 @@ pub mod challenges;
 pub mod delegations;
 pub mod envelopes;
 pub mod events;
+pub mod federation;
 pub mod idempotency;
 pub mod identities;
 pub mod listings;
@@ -85,6 +86,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("schema.sql"),
     include_str!("schema_2.sql"),
     include_str!("schema_3.sql"),
+    include_str!("schema_4.sql"),
 ];
 
 /// Read-only connections kept open beside the writer (a durable store only).

@@ -16,6 +16,8 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use tower::ServiceExt;
 
+pub mod fed;
+
 /// The domain every test node serves.
 pub const DOMAIN: &str = "node.test";
 /// The time every test starts at.
@@ -104,6 +106,11 @@ impl TestNode {
         TestNode { node, clock }
     }
 
+    /// The domain this node serves.
+    pub fn domain(&self) -> String {
+        self.node.service().config.domain.clone()
+    }
+
     /// A node with default config.
     pub fn new() -> TestNode {
         Self::with(|_| {})
@@ -187,7 +194,7 @@ impl TestNode {
                 let sponsor_local = format!("sponsor-{}", local.replace('.', "-"));
                 let sponsor =
                     Box::pin(self.register(&sponsor_local, "human", seed.wrapping_add(101))).await;
-                let agent = format!("loom://{local}@{DOMAIN}");
+                let agent = format!("loom://{local}@{}", self.domain());
                 let scope = vec!["*".to_owned()];
                 let expires = "2099-01-01T00:00:00Z";
                 let sig = loom_protocol::identity_profile::sign_agent_delegation(
@@ -213,7 +220,7 @@ impl TestNode {
 
     /// Registers `local@node.test` with extra document members (type-specific fields).
     pub async fn register_with(&self, local: &str, kind: &str, seed: u8, members: Value) -> Ident {
-        let address = format!("loom://{local}@{DOMAIN}");
+        let address = format!("loom://{local}@{}", self.domain());
         let key = signing_key_from_seed(&[seed; 32]);
         let key_id = format!("k_sign_{}_1", local.replace('.', "_"));
         self.post_registration(local, kind, seed, members)
@@ -239,7 +246,7 @@ impl TestNode {
         seed: u8,
         members: Value,
     ) -> Resp {
-        let address = format!("loom://{local}@{DOMAIN}");
+        let address = format!("loom://{local}@{}", self.domain());
         self.post_registration_as(&address, kind, seed, members)
             .await
     }

@@ -20,12 +20,13 @@
 
 use crate::error::{ErrorCode, ProtocolError};
 use crate::federation::authority::check_sender_authority;
-use crate::federation::node_document::NodeKeys;
+use crate::federation::node_document::{KeyLookup, NodeKeys};
 use crate::federation::node_name::parse_node_name;
 use crate::federation::policy::{FederationPolicy, PolicyDecision};
 use crate::federation::wrapper::{DeliveryWrapper, WrapperLimits};
 use crate::http_sig::{
-    HEADER_KEY_ID, HEADER_NODE, NonceCache, RequestParts, SignedHeaders, VerifiedRequest,
+    HEADER_KEY_ID, HEADER_NODE, NonceCache, NonceOutcome, RequestParts, SignedHeaders,
+    VerifiedRequest,
     check_required_headers, verify_request_detailed,
 };
 use crate::time::Timestamp;
@@ -68,6 +69,53 @@ pub struct InboundContext<'a> {
     pub now: Timestamp,
 }
 
+/// Deliberate departures from single MUST-level receiving checks, for a conformance
+/// self-test node (DESIGN.md §4). All `false` in [`InboundDeviations::NONE`], the only value a
+/// real node uses; each field names the rule it breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct InboundDeviations {
+    /// Skip LOOM-HTTP-SIG-1 entirely: headers, key, signature, nonce (§15.3).
+    pub accept_unsigned: bool,
+    /// Neither check nor record the nonce (§15.3 "nonce replay prevented", §23.2).
+    pub skip_nonce_cache: bool,
+    /// Skip the ±5 minute freshness of the request and wrapper timestamps (§15.5).
+    pub accept_stale_timestamp: bool,
+    /// Accept a wrapper `sender_node` other than `X-LOOM-Node` (DESIGN.md §9, §15.4).
+    pub ignore_sender_node_mismatch: bool,
+    /// Verify with a published node key that is not active (§15.3, v1.0 §7.4).
+    pub accept_inactive_node_key: bool,
+    /// Accept envelopes whose sender is not hosted by the delivering node (loom-core-1).
+    pub accept_foreign_sender: bool,
+    /// Do not enforce the federation policy (§15.2, §23.1).
+    pub ignore_policy: bool,
+    /// Accept more than 100 envelopes per wrapper (§15.4 bound, DESIGN.md §9).
+    pub ignore_wrapper_limit: bool,
+}
+
+impl InboundDeviations {
+    /// The specification: no deviation.
+    pub const NONE: InboundDeviations = InboundDeviations {
+        accept_unsigned: false,
+        skip_nonce_cache: false,
+        accept_stale_timestamp: false,
+        ignore_sender_node_mismatch: false,
+        accept_inactive_node_key: false,
+        accept_foreign_sender: false,
+        ignore_policy: false,
+        ignore_wrapper_limit: false,
+    };
+}
+
+/// A nonce cache that remembers nothing ([`InboundDeviations::skip_nonce_cache`]).
+#[derive(Debug, Clone, Copy, Default)]
+struct NoNonces;
+
+impl NonceCache for NoNonces {
+    fn check_and_insert(&mut self, _: &str, _: &str, _: Timestamp) -> NonceOutcome {
+        NonceOutcome::Fresh
+    }
+}
+
 /// Runs steps 1–6 of the module docs.
 pub fn check_delivery(
     req: &RequestParts<'_>,
@@ -75,6 +123,38 @@ pub fn check_delivery(
     nonces: &mut dyn NonceCache,
     ctx: &InboundContext<'_>,
 ) -> Result<CheckedDelivery, ProtocolError> {
+    check_delivery_with(req, headers, nonces, ctx, &InboundDeviations::NONE)
+}
+
+/// [`check_delivery`] with deviations (a real node passes [`InboundDeviations::NONE`]).
+pub fn check_delivery_with(
+    req: &RequestParts<'_>,
+    headers: &SignedHeaders,
+    nonces: &mut dyn NonceCache,
+    ctx: &InboundContext<'_>,
+    dev: &InboundDeviations,
+) -> Result<CheckedDelivery, ProtocolError> {
+    let mut limits = ctx.limits;
+    if dev.ignore_wrapper_limit {
+        limits.max_envelopes = usize::MAX;
+    }
+    if dev.accept_unsigned {
+        let wrapper = DeliveryWrapper::parse(req.body, &limits)?;
+        let node = parse_node_name(&wrapper.sender_node)
+            .map_err(|why| ProtocolError::invalid("sender_node", why, "v1.1 §15.4"))?;
+        let authority = authority_of(&wrapper, &node, dev);
+        return Ok(CheckedDelivery {
+            request: VerifiedRequest {
+                node,
+                form: crate::http_sig::SigningForm::V1,
+                trust_epoch: None,
+                timestamp: ctx.now,
+            },
+            policy: PolicyDecision::Accept,
+            wrapper,
+            authority,
+        });
+    }
     check_required_headers(headers)?;
     let node = parse_node_name(&headers.node).map_err(|why| {
         ProtocolError::new(
@@ -84,7 +164,11 @@ pub fn check_delivery(
             "v1.1 §15.3",
         )
     })?;
-    let policy = ctx.policy.decide(&node)?;
+    let policy = if dev.ignore_policy {
+        PolicyDecision::Accept
+    } else {
+        ctx.policy.decide(&node)?
+    };
     let keys = ctx.keys.node_keys(&node).ok_or_else(|| {
         ProtocolError::new(
             ErrorCode::SignatureInvalid,
@@ -93,20 +177,63 @@ pub fn check_delivery(
             "v1.1 §15.2, §15.3",
         )
     })?;
-    let key = keys.active_key(&headers.key_id, HEADER_KEY_ID)?;
-    let request = verify_request_detailed(req, headers, key, nonces, ctx.now)?;
-    let wrapper = DeliveryWrapper::parse_and_check(req.body, &ctx.limits, &node, ctx.now)?;
-    let authority = wrapper
-        .envelopes
-        .iter()
-        .map(|e| check_sender_authority(e, &node))
-        .collect();
+    let inactive = match keys.lookup(&headers.key_id) {
+        KeyLookup::NotActive(_) if dev.accept_inactive_node_key => keys
+            .keys
+            .iter()
+            .find(|k| k.key_id == headers.key_id)
+            .map(|k| &k.public_key),
+        _ => None,
+    };
+    let key = match inactive {
+        Some(k) => k,
+        None => keys.active_key(&headers.key_id, HEADER_KEY_ID)?,
+    };
+    // A stale request is judged as of its own timestamp under the deviation.
+    let now = match (dev.accept_stale_timestamp, Timestamp::parse(&headers.timestamp)) {
+        (true, Ok(t)) => t,
+        _ => ctx.now,
+    };
+    let mut none = NoNonces;
+    let nonces: &mut dyn NonceCache = if dev.skip_nonce_cache { &mut none } else { nonces };
+    let request = verify_request_detailed(req, headers, key, nonces, now)?;
+    let wrapper = DeliveryWrapper::parse(req.body, &limits)?;
+    let check_node = if dev.ignore_sender_node_mismatch {
+        wrapper.sender_node.clone()
+    } else {
+        node.clone()
+    };
+    let wrapper_now = if dev.accept_stale_timestamp {
+        Timestamp::parse(&wrapper.timestamp_text).unwrap_or(now)
+    } else {
+        now
+    };
+    wrapper.check(&check_node, wrapper_now)?;
+    let authority = authority_of(&wrapper, &node, dev);
     Ok(CheckedDelivery {
         request,
         policy,
         wrapper,
         authority,
     })
+}
+
+fn authority_of(
+    wrapper: &DeliveryWrapper,
+    node: &str,
+    dev: &InboundDeviations,
+) -> Vec<Result<(), ProtocolError>> {
+    wrapper
+        .envelopes
+        .iter()
+        .map(|e| {
+            if dev.accept_foreign_sender {
+                Ok(())
+            } else {
+                check_sender_authority(e, node)
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@
 //! Request signing itself (LOOM-HTTP-SIG-1, the nonce cache) is [`crate::http_sig`].
 
 pub mod authority;
+pub mod hello;
 pub mod identity;
 pub mod inbound;
 pub mod limits;
@@ -36,7 +37,10 @@ pub(crate) mod testing;
 
 pub use authority::check_sender_authority;
 pub use identity::{VerifiedIdentity, sign_identity_document, verify_identity_document};
-pub use inbound::{CheckedDelivery, InboundContext, NodeKeySource, check_delivery};
+pub use inbound::{
+    CheckedDelivery, InboundContext, InboundDeviations, NodeKeySource, check_delivery,
+    check_delivery_with,
+};
 pub use node_document::{
     KeyLookup, KeyStatus, NodeDocumentView, NodeKey, NodeKeys, read_node_document,
 };

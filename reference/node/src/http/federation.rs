@@ -1,0 +1,67 @@
+//! Federation routes (v1.1 §15): `POST /v1/federation/deliver` (§15.4) and
+//! `GET /v1/federation/hello` (§15.7). The delivery body is read raw — the signature covers
+//! its exact bytes — up to `federation.max_wrapper_bytes` (sized for a full wrapper of 100
+//! envelopes), while every other route keeps `limits.max_body_bytes`.
+
+use super::{AppState, json_response};
+use crate::error::ApiError;
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::routing::{get, post};
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/federation/deliver", post(deliver))
+        .route("/v1/federation/hello", get(hello))
+}
+
+async fn deliver(State(s): State<AppState>, req: Request) -> Result<Response, ApiError> {
+    let (parts, body) = req.into_parts();
+    let essence = parts
+        .headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let ok_type = essence
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .eq_ignore_ascii_case("application/json");
+    if !ok_type && !s.settings().http.accept_any_content_type {
+        return Err(ApiError::new(
+            loom_protocol::ErrorCode::EnvelopeInvalid,
+            "Content-Type",
+            format!("expected application/json; charset=utf-8, got {essence:?}"),
+            "v1.1 §14.1",
+        )
+        .with_status(415));
+    }
+    let limit = s.config.federation.max_wrapper_bytes;
+    let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| {
+        ApiError::new(
+            loom_protocol::ErrorCode::PayloadTooLarge,
+            "$body",
+            format!("delivery body exceeds {limit} bytes"),
+            "v1.1 §15.4, §24.2",
+        )
+    })?;
+    let headers: Vec<(String, String)> = parts
+        .headers
+        .iter()
+        .filter(|(k, _)| k.as_str().starts_with("x-loom-"))
+        .map(|(k, v)| (k.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+        .collect();
+    let answer = s
+        .federation_deliver(&headers, parts.uri.path(), &bytes)
+        .await?;
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::ACCEPTED);
+    Ok(json_response(status, answer.body))
+}
+
+async fn hello(State(s): State<AppState>) -> Response {
+    json_response(StatusCode::OK, s.federation_hello())
+}
+

@@ -1,0 +1,666 @@
+//! Federation, receiving side and peers (v1.1 §15): `POST /v1/federation/deliver`, the
+//! handshake document (§15.7), peer node documents and their keys (§15.2, v1.0 §7.4) and
+//! remote identities (node-signed documents, DESIGN.md §9). The sending side — the outbox
+//! worker — is [`super::outbox`].
+//!
+//! A delivery, in order:
+//! 1. the raw body is capped by `federation.max_wrapper_bytes` (the HTTP layer, 413);
+//! 2. the peer's node keys come from the store; a peer not seen yet, or a `X-LOOM-Key-Id`
+//!    its stored document does not list, makes the node fetch the document from the peer's
+//!    configured base URL (at most once a minute per peer, `should_refetch`);
+//! 3. `loom_protocol::federation::check_delivery`: headers, policy, key, freshness, signature,
+//!    nonce (probed against the store's cache, not yet recorded), wrapper, sender authority;
+//! 4. the per-node rate class (§14.3), only now that the node is authenticated;
+//! 5. the nonce is recorded in the store (a racing replay loses the insert and is refused),
+//!    so a restart does not reopen a replay window; a refused request records nothing;
+//! 6. each envelope's sender is resolved from its home node when unknown (or when its
+//!    `from.key_id` is unknown), then admitted with `Origin::Federated` and committed by the
+//!    single writer with the wrapper's other envelopes, in wrapper order;
+//! 7. the answer: 202 with the signed receipt (`accepted`/`partial`, the accepted ids, and an
+//!    unsigned `rejected[]` naming each refused envelope's §24.1 error), or — when nothing was
+//!    accepted — the first envelope's error as the §24.1 body.
+
+use super::Service;
+use super::rate_limit::LimitClass;
+use super::write_group::Submitter;
+use crate::error::{ApiError, ApiResult};
+use crate::outbound::{HttpClient, TransportError};
+use crate::store::federation::{self as fed_store, RemoteIdentity};
+use crate::store::resolvers::CachedDirectory;
+use ed25519_dalek::VerifyingKey;
+use crate::quirks::QuirkRules;
+use loom_protocol::accept::{Deviations, Directory, Facts, Origin, SizeLimit, SpecRules, admit};
+use loom_protocol::delegation::{DelegationResolver, LinkRef};
+use loom_protocol::envelope::SenderType;
+use loom_protocol::federation::node_document::{
+    KeyLookup, identity_url, read_node_document, should_refetch, url_origin,
+};
+use loom_protocol::federation::node_name::parse_node_name;
+use loom_protocol::federation::replication::stamp_federated_meta;
+use loom_protocol::federation::wrapper::{DELIVER_PATH, MAX_ENVELOPES_PER_WRAPPER, WrapperLimits};
+use loom_protocol::federation::{
+    DeliveryReceipt, FederationPolicy, InboundContext, NodeKeys, PolicyDecision, RetryPolicy,
+    check_delivery_with, verify_identity_document,
+};
+use loom_protocol::http_sig::{
+    NONCE_TTL_MS, NonceCache, NonceOutcome, RequestParts, SignedHeaders,
+};
+use loom_protocol::keys::{public_key_from_b64url, public_key_to_b64url, public_key_to_spki_pem};
+use loom_protocol::{Address, ErrorCode, ProtocolError, Timestamp};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+
+/// Federation state of a running node.
+#[derive(Debug)]
+pub struct Federation {
+    /// Outbound HTTP (tokio or turmoil sockets).
+    pub(crate) client: HttpClient,
+    /// The enforced policy.
+    pub(crate) policy: FederationPolicy,
+    /// §15.6 timing.
+    pub(crate) retry: RetryPolicy,
+    /// Wakes the outbox worker when the writer queued something.
+    pub(crate) wake: tokio::sync::Notify,
+    /// Set by the writer when a group queued outbox rows.
+    pub(crate) queued: AtomicBool,
+    /// One outbox pass at a time.
+    pub(crate) tick: tokio::sync::Mutex<()>,
+}
+
+/// A peer as this node knows it: keys and where to reach it.
+#[derive(Debug, Clone)]
+pub struct Peer {
+    /// Its node signing keys.
+    pub keys: NodeKeys,
+    /// Where deliveries go.
+    pub deliver_url: String,
+    /// The identity resolution template (`{identity}` placeholder).
+    pub identity_template: String,
+    /// When its document was fetched.
+    pub fetched_at: Option<Timestamp>,
+}
+
+/// The answer to a delivery: status and body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeliveryAnswer {
+    /// 202.
+    pub status: u16,
+    /// The signed receipt and `rejected[]`.
+    pub body: Value,
+}
+
+/// Probes the store's nonce cache without recording: the nonce is recorded only once the
+/// whole request passed (module docs, step 5).
+struct StoreNonces<'a> {
+    svc: &'a Service,
+    fresh: Option<(String, String)>,
+}
+
+impl NonceCache for StoreNonces<'_> {
+    fn check_and_insert(&mut self, node: &str, nonce: &str, now: Timestamp) -> NonceOutcome {
+        let cutoff = now.unix_ms().saturating_sub(NONCE_TTL_MS);
+        let seen = fed_store::nonce_seen(&self.svc.store.read(), node, nonce, cutoff);
+        match seen {
+            // A store failure refuses the request rather than risk accepting a replay.
+            Ok(true) | Err(_) => NonceOutcome::Replayed,
+            Ok(false) => {
+                self.fresh = Some((node.to_owned(), nonce.to_owned()));
+                NonceOutcome::Fresh
+            }
+        }
+    }
+}
+
+/// Local identities from the authentication cache, remote ones as resolved for this
+/// delivery (`loom_protocol::accept::Directory`).
+struct FedDirectory<'a> {
+    local: CachedDirectory<'a>,
+    remote: &'a BTreeMap<Address, RemoteIdentity>,
+}
+
+impl FedDirectory<'_> {
+    fn remote_keys(&self, identity: &Address) -> Option<Vec<(String, VerifyingKey)>> {
+        let r = self.remote.get(identity)?;
+        Some(
+            r.keys
+                .iter()
+                .filter_map(|(k, pk)| public_key_from_b64url(pk).ok().map(|v| (k.clone(), v)))
+                .collect(),
+        )
+    }
+}
+
+impl Directory for FedDirectory<'_> {
+    fn registered_type(&self, identity: &Address) -> Option<String> {
+        self.local
+            .registered_type(identity)
+            .or_else(|| self.remote.get(identity)?.kind.clone())
+    }
+
+    fn active_signing_key(&self, identity: &Address, key_id: &str) -> Option<VerifyingKey> {
+        self.local
+            .active_signing_key(identity, key_id)
+            .or_else(|| {
+                self.remote_keys(identity)?
+                    .into_iter()
+                    .find(|(k, _)| k == key_id)
+                    .map(|(_, v)| v)
+            })
+    }
+}
+
+impl DelegationResolver for FedDirectory<'_> {
+    fn signing_keys(&self, identity: &Address) -> Option<Vec<(String, VerifyingKey)>> {
+        self.local
+            .signing_keys(identity)
+            .or_else(|| self.remote_keys(identity))
+    }
+
+    fn identity_type(&self, identity: &Address) -> Option<SenderType> {
+        SenderType::parse(&self.registered_type(identity)?)
+    }
+
+    fn is_revoked(&self, link: &LinkRef<'_>) -> bool {
+        self.local.is_revoked(link)
+    }
+}
+
+fn transport_error(what: &str, e: &TransportError) -> ApiError {
+    ApiError::new(
+        ErrorCode::NodeUnreachable,
+        "X-LOOM-Node",
+        format!("{what}: {e}"),
+        "v1.1 §15.2",
+    )
+}
+
+/// `url` with its origin replaced by `base` (a configured peer is reached at its base URL,
+/// whatever public URLs its document names).
+fn rebase(url: &str, base: Option<&str>) -> String {
+    match (base, url_origin(url)) {
+        (Some(b), Some(origin)) => format!("{}{}", b.trim_end_matches('/'), &url[origin.len()..]),
+        _ => url.to_owned(),
+    }
+}
+
+impl Service {
+    /// The acceptance deviations of delivered envelopes.
+    pub(crate) fn federated_deviations(&self) -> Deviations {
+        let f = &self.settings.federation;
+        let mut d = self.deviations;
+        d.skip_signature |= f.skip_envelope_signature;
+        d.skip_delegation_chain |= f.skip_delegation;
+        d.skip_capability_check |= f.skip_capability;
+        d
+    }
+
+    /// The node's own identity, `loom://loom-node@{domain}` (failure receipts).
+    pub(crate) fn node_address(&self) -> ApiResult<Address> {
+        Address::parse(&format!(
+            "loom://{}@{}",
+            super::outbox::NODE_IDENTITY_LOCAL,
+            self.config.domain
+        ))
+        .map_err(ApiError::internal)
+    }
+
+    /// The configured base URL of `node`, if it is a static peer.
+    fn peer_base(&self, node: &str) -> Option<&str> {
+        self.config
+            .federation
+            .peers
+            .iter()
+            .find(|(d, _)| d.eq_ignore_ascii_case(node.trim_end_matches('.')))
+            .map(|(_, u)| u.as_str())
+    }
+
+    /// `node` as stored, if its document was fetched before.
+    pub(crate) fn stored_peer(&self, node: &str) -> ApiResult<Option<Peer>> {
+        let Some((doc, at)) = fed_store::node_document(&self.store.read(), node)? else {
+            return Ok(None);
+        };
+        let view = match read_node_document(&doc, node) {
+            Ok(v) => v,
+            Err(_) => return Ok(None),
+        };
+        let base = self.peer_base(node);
+        Ok(Some(Peer {
+            keys: view.keys,
+            deliver_url: rebase(&view.deliver_url, base),
+            identity_template: rebase(&view.identity_resolve_url, base),
+            fetched_at: Timestamp::parse(&at).ok(),
+        }))
+    }
+
+    /// Fetches and stores the node document of `node` from its configured base URL.
+    pub(crate) async fn fetch_peer(&self, node: &str) -> ApiResult<Peer> {
+        let base = self.peer_base(node).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::NodeUnreachable,
+                "X-LOOM-Node",
+                format!("node {node:?} is not a configured federation peer and this node has no discovery for others"),
+                "v1.1 §15.1, §15.2",
+            )
+        })?;
+        let url = format!("{}/.well-known/loom.json", base.trim_end_matches('/'));
+        let reply = self
+            .fed
+            .client
+            .request("GET", &url, &[], Vec::new())
+            .await
+            .map_err(|e| transport_error(&format!("node document of {node}"), &e))?;
+        if reply.status != 200 {
+            return Err(ApiError::new(
+                ErrorCode::NodeUnreachable,
+                "X-LOOM-Node",
+                format!("{url} answered {}", reply.status),
+                "v1.1 §15.2",
+            ));
+        }
+        let doc = loom_protocol::jcs::parse_strict_bytes(&reply.body).map_err(|e| {
+            ApiError::new(
+                ErrorCode::NodeUnreachable,
+                "X-LOOM-Node",
+                format!("node document of {node} is not JSON: {e}"),
+                "v1.1 §15.2",
+            )
+        })?;
+        read_node_document(&doc, node)?;
+        self.put_node_document(node, &doc)?;
+        self.stored_peer(node)?
+            .ok_or_else(|| ApiError::internal("peer document just stored"))
+    }
+
+    /// The peer `node`: stored, else fetched.
+    pub(crate) async fn peer(&self, node: &str) -> ApiResult<Peer> {
+        match self.stored_peer(node)? {
+            Some(p) => Ok(p),
+            None => self.fetch_peer(node).await,
+        }
+    }
+
+    /// The peer `node` for a request naming `key_id`: re-fetched when the key is unknown
+    /// (v1.0 §7.4), at most once a minute.
+    async fn peer_for_key(&self, node: &str, key_id: &str) -> Option<Peer> {
+        let stored = self.stored_peer(node).ok().flatten();
+        let unknown = stored
+            .as_ref()
+            .is_none_or(|p| matches!(p.keys.lookup(key_id), KeyLookup::UnknownKeyId));
+        let may_fetch = match &stored {
+            None => true,
+            Some(p) => {
+                !self.settings.federation.no_refetch_on_unknown_key
+                    && should_refetch(p.fetched_at, self.env.now())
+            }
+        };
+        if unknown && may_fetch {
+            if let Ok(p) = self.fetch_peer(node).await {
+                return Some(p);
+            }
+        }
+        stored
+    }
+
+    /// Resolves the remote `who` from its home node `peer` (or the store's earlier answer),
+    /// re-fetching when `key_id` is not among its keys.
+    async fn remote_identity(
+        &self,
+        who: &Address,
+        peer: &Peer,
+        key_id: &str,
+    ) -> ApiResult<Option<RemoteIdentity>> {
+        let id = who.to_string();
+        let stored = fed_store::remote_identity(&self.store.read(), &id)?;
+        if let Some(r) = &stored {
+            let fresh_enough = !should_refetch(Timestamp::parse(&r.fetched_at).ok(), self.env.now());
+            if r.keys.iter().any(|(k, _)| k == key_id) || fresh_enough {
+                return Ok(stored);
+            }
+        }
+        let url = identity_url(&peer.identity_template, &id);
+        let Ok(reply) = self.fed.client.request("GET", &url, &[], Vec::new()).await else {
+            return Ok(stored);
+        };
+        if reply.status != 200 {
+            return Ok(stored);
+        }
+        let Ok(doc) = loom_protocol::jcs::parse_strict_bytes(&reply.body) else {
+            return Ok(stored);
+        };
+        let Ok(v) = verify_identity_document(&doc, &peer.keys) else {
+            return Ok(stored);
+        };
+        if v.id != *who {
+            return Ok(stored);
+        }
+        let ident = RemoteIdentity {
+            kind: v.kind,
+            keys: v
+                .signing_keys
+                .iter()
+                .map(|(k, pk)| (k.clone(), public_key_to_b64url(pk)))
+                .collect(),
+            fetched_at: self.env.now().to_rfc3339(),
+        };
+        self.put_remote_identity(&id, &peer.keys.node, &ident, &doc)?;
+        Ok(Some(ident))
+    }
+
+    /// `POST /v1/federation/deliver` (module docs). `pairs` are the request headers, `path`
+    /// the request path as received (it is signed).
+    pub async fn federation_deliver(
+        &self,
+        pairs: &[(String, String)],
+        path: &str,
+        body: &[u8],
+    ) -> ApiResult<DeliveryAnswer> {
+        let headers = SignedHeaders::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let dev = self.settings.federation;
+        let now = self.env.now();
+        let mut keys: BTreeMap<String, NodeKeys> = BTreeMap::new();
+        if let Ok(node) = parse_node_name(&headers.node)
+            && !dev.inbound.accept_unsigned
+            && let Some(p) = self.peer_for_key(&node, &headers.key_id).await
+        {
+            keys.insert(node, p.keys);
+        }
+        let limits = WrapperLimits {
+            max_envelopes: MAX_ENVELOPES_PER_WRAPPER,
+            max_bytes: self.config.federation.max_wrapper_bytes,
+        };
+        let (checked, fresh) = {
+            let ctx = InboundContext {
+                keys: &keys,
+                policy: &self.fed.policy,
+                limits,
+                now,
+            };
+            let req = RequestParts {
+                method: "POST",
+                path,
+                body,
+            };
+            let mut nonces = StoreNonces {
+                svc: self,
+                fresh: None,
+            };
+            let checked = check_delivery_with(&req, &headers, &mut nonces, &ctx, &dev.inbound)?;
+            (checked, nonces.fresh.take())
+        };
+        let node = checked.request.node.clone();
+        if let Some(d) = self.rate_check(LimitClass::Federation, &node)
+            && !d.allowed
+        {
+            return Err(ApiError::new(
+                ErrorCode::RateLimitExceeded,
+                "X-LOOM-Node",
+                format!(
+                    "node {node:?} sent more than {} deliveries this minute",
+                    d.limit
+                ),
+                "v1.1 §14.3",
+            )
+            .with_header("Retry-After", d.reset_secs.to_string()));
+        }
+        if let Some((n, nonce)) = fresh {
+            if !self.record_nonce(&n, &nonce, now)? {
+                return Err(ApiError::new(
+                    ErrorCode::SignatureInvalid,
+                    "X-LOOM-Nonce",
+                    "nonce already used by this node within 15 minutes (replay)",
+                    "v1.1 §15.3, §23.2",
+                ));
+            }
+        }
+        self.accept_delivery(checked, now).await
+    }
+
+    async fn accept_delivery(
+        &self,
+        checked: loom_protocol::federation::CheckedDelivery,
+        now: Timestamp,
+    ) -> ApiResult<DeliveryAnswer> {
+        let node = checked.request.node.clone();
+        let dev = self.settings.federation;
+        let total = checked.wrapper.envelopes.len();
+        // Resolve senders first (IO), then admit (no IO), then commit in wrapper order.
+        let mut remote: BTreeMap<Address, RemoteIdentity> = BTreeMap::new();
+        for env in &checked.wrapper.envelopes {
+            let Some(sender) = env
+                .pointer("/from/identity")
+                .and_then(Value::as_str)
+                .and_then(|s| Address::parse(s).ok())
+            else {
+                continue;
+            };
+            if self.is_local(&sender) || sender.is_bridge() || remote.contains_key(&sender) {
+                continue;
+            }
+            let key_id = env.pointer("/from/key_id").and_then(Value::as_str).unwrap_or("");
+            let home = sender.domain().to_ascii_lowercase();
+            let Ok(peer) = self.peer(&home).await else {
+                continue;
+            };
+            if let Some(r) = self.remote_identity(&sender, &peer, key_id).await? {
+                remote.insert(sender, r);
+            }
+        }
+        let delivery_quirks = self.quirks.for_delivery();
+        let node_address = self.node_address()?;
+        let limit = SizeLimit(self.config.limits.max_envelope_bytes);
+        let mut outcomes: Vec<(Option<String>, Result<(), ApiError>)> = Vec::with_capacity(total);
+        let mut jobs = Vec::new();
+        for (i, (env, authority)) in checked
+            .wrapper
+            .envelopes
+            .iter()
+            .zip(&checked.authority)
+            .enumerate()
+        {
+            let id = env.get("id").and_then(Value::as_str).map(str::to_owned);
+            let admitted = (|| -> Result<_, ProtocolError> {
+                authority.clone()?;
+                let received = stamp_federated_meta(env.get("meta"), 0)?;
+                let origin_event_seq = received
+                    .get("origin_event_seq")
+                    .and_then(Value::as_u64)
+                    .filter(|_| !dev.drop_origin_event_seq);
+                let sender_node = if dev.inbound.accept_foreign_sender {
+                    env.pointer("/from/identity")
+                        .and_then(Value::as_str)
+                        .and_then(|s| Address::parse(s).ok())
+                        .map_or_else(|| node.clone(), |a| a.domain().to_owned())
+                } else {
+                    node.clone()
+                };
+                let directory = FedDirectory {
+                    local: CachedDirectory(&self.store),
+                    remote: &remote,
+                };
+                let mut unmetered = env.clone();
+                if let Some(o) = unmetered.as_object_mut() {
+                    o.remove("meta");
+                }
+                let origin = Origin::Federated {
+                    node: &sender_node,
+                    origin_event_seq,
+                };
+                let a = if delivery_quirks == crate::quirks::Quirks::none() {
+                    admit(unmetered, origin, &directory, &SpecRules, limit, now)?
+                } else {
+                    let sender = env
+                        .pointer("/from/identity")
+                        .and_then(Value::as_str)
+                        .and_then(|s| Address::parse(s).ok());
+                    let caller = sender.unwrap_or_else(|| node_address.clone());
+                    let rules = QuirkRules::new(&delivery_quirks, &self.env, &caller);
+                    admit(unmetered, origin, &directory, &rules, limit, now)?
+                };
+                Ok((a, sender_node, origin_event_seq))
+            })();
+            match admitted {
+                Ok((a, sender_node, origin_event_seq)) => {
+                    if checked.policy == PolicyDecision::Quarantine {
+                        outcomes.push((id, self.quarantine(&a.facts, &a.envelope, &node)));
+                    } else {
+                        jobs.push((
+                            i,
+                            a,
+                            Submitter::Federated {
+                                node: sender_node,
+                                origin_event_seq,
+                            },
+                        ));
+                        outcomes.push((id, Ok(())));
+                    }
+                }
+                Err(e) => outcomes.push((id, Err(e.into()))),
+            }
+        }
+        let committed = self
+            .commit_many(jobs.iter().map(|(_, a, s)| (a.clone(), s.clone())).collect())
+            .await;
+        for ((i, _, _), r) in jobs.iter().zip(committed) {
+            if let Err(e) = r {
+                outcomes[*i].1 = Err(e);
+            }
+        }
+        self.receipt_answer(&checked.wrapper.delivery_id, &node, outcomes, total, now)
+    }
+
+    fn record_nonce(&self, node: &str, nonce: &str, now: Timestamp) -> ApiResult<bool> {
+        let cutoff = now.unix_ms().saturating_sub(NONCE_TTL_MS);
+        let tx = self.store.begin()?;
+        let recorded = fed_store::record_nonce(&tx, node, nonce, now.unix_ms(), cutoff)?;
+        tx.commit()?;
+        Ok(recorded)
+    }
+
+    fn put_node_document(&self, node: &str, doc: &Value) -> ApiResult<()> {
+        let tx = self.store.begin()?;
+        fed_store::put_node_document(&tx, node, doc, &self.env.now().to_rfc3339())?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn put_remote_identity(
+        &self,
+        id: &str,
+        node: &str,
+        ident: &RemoteIdentity,
+        doc: &Value,
+    ) -> ApiResult<()> {
+        let tx = self.store.begin()?;
+        fed_store::put_remote_identity(&tx, id, node, ident, doc)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn quarantine(&self, facts: &Facts, envelope: &Value, node: &str) -> Result<(), ApiError> {
+        let tx = self.store.begin()?;
+        fed_store::quarantine(
+            &tx,
+            &facts.id.to_string(),
+            node,
+            envelope,
+            &self.env.now().to_rfc3339(),
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn receipt_answer(
+        &self,
+        delivery_id: &Option<String>,
+        node: &str,
+        outcomes: Vec<(Option<String>, Result<(), ApiError>)>,
+        total: usize,
+        now: Timestamp,
+    ) -> ApiResult<DeliveryAnswer> {
+        let mut accepted = Vec::new();
+        let mut rejected = Vec::new();
+        let mut first_error = None;
+        for (id, r) in outcomes {
+            match (id, r) {
+                (Some(id), Ok(())) => accepted.push(id),
+                (id, Err(e)) => {
+                    rejected.push(json!({
+                        "envelope_id": id,
+                        "error": {"code": e.code.as_str(), "message": e.to_string(),
+                                  "details": {"field": e.field, "reason": e.reason, "section": e.section}},
+                    }));
+                    first_error.get_or_insert(e);
+                }
+                (None, Ok(())) => {}
+            }
+        }
+        let Some(receipt) = DeliveryReceipt::for_delivery(
+            delivery_id.clone(),
+            &self.config.domain,
+            node,
+            accepted,
+            total,
+            now,
+        ) else {
+            return Err(first_error.unwrap_or_else(|| {
+                ApiError::bad_request("envelopes", "no envelope was accepted", "v1.1 §15.4")
+            }));
+        };
+        let (key_id, key) = self.node_key();
+        let mut body = if self.settings.federation.unsigned_receipt {
+            receipt.unsigned_value()
+        } else {
+            receipt.sign(key_id, key)
+        };
+        body["rejected"] = Value::Array(rejected);
+        Ok(DeliveryAnswer { status: 202, body })
+    }
+
+    /// `GET /v1/federation/hello` (§15.7): capabilities and policy, signed
+    /// (`loom_protocol::federation::hello`).
+    pub fn federation_hello(&self) -> Value {
+        let doc = self.node_document();
+        let (key_id, key) = self.node_key();
+        let mut hello = json!({
+            "loom": "1.1",
+            "node_id": self.config.domain,
+            "domain": self.config.domain,
+            "federation": doc.get("federation").cloned().unwrap_or(Value::Null),
+            "supported_versions": doc.get("supported_versions").cloned().unwrap_or(Value::Null),
+            "supported_profiles": doc.get("supported_profiles").cloned().unwrap_or(Value::Null),
+            "conformance_level": super::discovery::CONFORMANCE_LEVEL,
+            "limits": {
+                "max_envelopes_per_wrapper": MAX_ENVELOPES_PER_WRAPPER,
+                "max_wrapper_bytes": self.config.federation.max_wrapper_bytes,
+                "max_envelope_bytes": self.config.limits.max_envelope_bytes,
+                "federation_per_node_per_min": self.config.rate_limits.federation_per_node,
+            },
+            "timestamp": self.env.now().to_rfc3339(),
+        });
+        loom_protocol::federation::hello::sign_hello(&mut hello, key_id, key);
+        hello
+    }
+
+    /// The `federation` member of the node document (§15.2).
+    pub(crate) fn federation_member(&self) -> Value {
+        let base = self.config.base_url();
+        let (key_id, key) = self.node_key();
+        let vk = key.verifying_key();
+        json!({
+            "deliver_url": format!("{base}{DELIVER_PATH}"),
+            "identity_resolve_url": format!("{base}/v1/identity/{{identity}}"),
+            "hello_url": format!("{base}/v1/federation/hello"),
+            "requirements": ["LOOM-HTTP-SIG-1"],
+            "policy": self.config.federation_policy,
+            "signing_keys": [{
+                "key_id": key_id,
+                "algorithm": "Ed25519",
+                "public_key": public_key_to_b64url(&vk),
+                "public_key_pem": public_key_to_spki_pem(&vk).trim_end(),
+                "status": "active",
+            }],
+            "max_envelopes_per_wrapper": MAX_ENVELOPES_PER_WRAPPER,
+        })
+    }
+}

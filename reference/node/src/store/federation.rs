@@ -1,0 +1,306 @@
+//! Federation state (v1.1 §15): peer node documents, the LOOM-HTTP-SIG-1 nonce cache,
+//! resolved remote identities, the store-and-forward outbox and quarantined deliveries.
+
+use super::Cached;
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::Value;
+
+const NODE_DOC: &str = "SELECT document, fetched_at FROM federation_nodes WHERE node = ?1";
+const PUT_NODE_DOC: &str = "INSERT INTO federation_nodes (node, document, fetched_at) VALUES (?1, ?2, ?3) ON CONFLICT(node) DO UPDATE SET document = excluded.document, fetched_at = excluded.fetched_at";
+const NONCE_SEEN: &str =
+    "SELECT 1 FROM federation_nonces WHERE node = ?1 AND nonce = ?2 AND seen_ms > ?3";
+const RECORD_NONCE: &str = "INSERT INTO federation_nonces (node, nonce, seen_ms) VALUES (?1, ?2, ?3) ON CONFLICT(node, nonce) DO UPDATE SET seen_ms = excluded.seen_ms WHERE federation_nonces.seen_ms <= ?4";
+const PURGE_NONCES: &str = "DELETE FROM federation_nonces WHERE seen_ms <= ?1";
+const REMOTE_IDENTITY: &str = "SELECT type, keys, fetched_at FROM remote_identities WHERE id = ?1";
+const PUT_REMOTE_IDENTITY: &str = "INSERT INTO remote_identities (id, node, type, keys, document, fetched_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(id) DO UPDATE SET node = excluded.node, type = excluded.type, keys = excluded.keys, document = excluded.document, fetched_at = excluded.fetched_at";
+const QUEUE: &str = "INSERT OR IGNORE INTO federation_outbox (destination, envelope_id, sender, recipients, queued_at, queued_ms, next_attempt_ms, state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, 'queued')";
+const DEPTH_FOR: &str =
+    "SELECT COUNT(*) FROM federation_outbox WHERE destination = ?1 AND state = 'queued'";
+const DEPTH_ALL: &str = "SELECT COUNT(*) FROM federation_outbox WHERE state = 'queued'";
+const DUE: &str = "SELECT id, destination, envelope_id, sender, recipients, queued_at, queued_ms, attempts, last_failure, next_attempt_ms FROM federation_outbox WHERE state = 'queued' AND next_attempt_ms <= ?1 ORDER BY destination, id LIMIT ?2";
+const NEXT_DUE: &str =
+    "SELECT MIN(next_attempt_ms) FROM federation_outbox WHERE state = 'queued'";
+const MARK_DELIVERED: &str = "UPDATE federation_outbox SET state = 'delivered', attempts = attempts + 1, done_at = ?2, last_failure = NULL WHERE id = ?1";
+const MARK_RETRY: &str = "UPDATE federation_outbox SET attempts = ?2, last_failure = ?3, next_attempt_ms = ?4 WHERE id = ?1";
+const MARK_FAILED: &str = "UPDATE federation_outbox SET state = 'failed', attempts = ?2, last_failure = ?3, reason = ?4, done_at = ?5 WHERE id = ?1";
+const DROP_QUEUED: &str = "DELETE FROM federation_outbox WHERE state = 'queued'";
+const OUTBOX_ROWS: &str = "SELECT destination, envelope_id, state, attempts, last_failure, reason FROM federation_outbox ORDER BY id";
+const QUARANTINE: &str = "INSERT OR IGNORE INTO federation_quarantine (envelope_id, node, envelope, received_at) VALUES (?1, ?2, ?3, ?4)";
+const SIGNED_HASH: &str = "SELECT body_sha256 FROM envelopes WHERE id = ?1";
+
+/// A peer's stored node document and when it was fetched.
+pub fn node_document(conn: &Connection, node: &str) -> rusqlite::Result<Option<(Value, String)>> {
+    let row: Option<(String, String)> = conn
+        .row(NODE_DOC, [node], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    Ok(row.and_then(|(doc, at)| serde_json::from_str(&doc).ok().map(|d| (d, at))))
+}
+
+/// Stores (or replaces) a peer's node document.
+pub fn put_node_document(
+    conn: &Connection,
+    node: &str,
+    doc: &Value,
+    at: &str,
+) -> rusqlite::Result<()> {
+    conn.exec(PUT_NODE_DOC, params![node, doc.to_string(), at])?;
+    Ok(())
+}
+
+/// Whether `(node, nonce)` was recorded after `cutoff_ms`.
+pub fn nonce_seen(
+    conn: &Connection,
+    node: &str,
+    nonce: &str,
+    cutoff_ms: i64,
+) -> rusqlite::Result<bool> {
+    Ok(conn
+        .row(NONCE_SEEN, params![node, nonce, cutoff_ms], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
+/// Records `(node, nonce)` at `now_ms`; false when it is already recorded after
+/// `cutoff_ms` (a replay that raced this one).
+pub fn record_nonce(
+    conn: &Connection,
+    node: &str,
+    nonce: &str,
+    now_ms: i64,
+    cutoff_ms: i64,
+) -> rusqlite::Result<bool> {
+    Ok(conn.exec(RECORD_NONCE, params![node, nonce, now_ms, cutoff_ms])? == 1)
+}
+
+/// Forgets nonces recorded at or before `cutoff_ms`; the number removed.
+pub fn purge_nonces(conn: &Connection, cutoff_ms: i64) -> rusqlite::Result<usize> {
+    conn.exec(PURGE_NONCES, [cutoff_ms])
+}
+
+/// A resolved remote identity: its type and active keys `(key_id, base64url)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteIdentity {
+    /// `type` as its home node published it.
+    pub kind: Option<String>,
+    /// Active signing keys.
+    pub keys: Vec<(String, String)>,
+    /// When it was fetched.
+    pub fetched_at: String,
+}
+
+/// A remote identity as resolved earlier.
+pub fn remote_identity(conn: &Connection, id: &str) -> rusqlite::Result<Option<RemoteIdentity>> {
+    let row: Option<(Option<String>, String, String)> = conn
+        .row(REMOTE_IDENTITY, [id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .optional()?;
+    Ok(row.map(|(kind, keys, fetched_at)| RemoteIdentity {
+        kind,
+        keys: serde_json::from_str(&keys).unwrap_or_default(),
+        fetched_at,
+    }))
+}
+
+/// Stores a verified remote identity.
+pub fn put_remote_identity(
+    conn: &Connection,
+    id: &str,
+    node: &str,
+    ident: &RemoteIdentity,
+    document: &Value,
+) -> rusqlite::Result<()> {
+    let keys = serde_json::to_string(&ident.keys).unwrap_or_else(|_| "[]".into());
+    conn.exec(
+        PUT_REMOTE_IDENTITY,
+        params![
+            id,
+            node,
+            ident.kind,
+            keys,
+            document.to_string(),
+            ident.fetched_at
+        ],
+    )?;
+    Ok(())
+}
+
+/// A new outbox item.
+#[derive(Debug)]
+pub struct NewOutboxItem<'a> {
+    /// Destination node.
+    pub destination: &'a str,
+    /// The envelope.
+    pub envelope_id: &'a str,
+    /// Its local sender.
+    pub sender: &'a str,
+    /// The recipients hosted by the destination.
+    pub recipients: &'a [String],
+    /// When it was queued (RFC 3339) and the same in ms.
+    pub queued_at: &'a str,
+    /// `queued_at` in Unix ms (also the first attempt's time).
+    pub queued_ms: i64,
+}
+
+/// Queues an item (a second row for the same destination and envelope is ignored).
+pub fn queue(conn: &Connection, item: &NewOutboxItem<'_>) -> rusqlite::Result<()> {
+    let recipients = serde_json::to_string(item.recipients).unwrap_or_else(|_| "[]".into());
+    conn.exec(
+        QUEUE,
+        params![
+            item.destination,
+            item.envelope_id,
+            item.sender,
+            recipients,
+            item.queued_at,
+            item.queued_ms
+        ],
+    )?;
+    Ok(())
+}
+
+/// Queued items for `destination` and in all.
+pub fn depth(conn: &Connection, destination: &str) -> rusqlite::Result<(usize, usize)> {
+    let n = |sql: &str, p: &[&dyn rusqlite::ToSql]| -> rusqlite::Result<usize> {
+        let v: i64 = conn.row(sql, p, |r| r.get(0))?;
+        Ok(usize::try_from(v).unwrap_or(0))
+    };
+    Ok((n(DEPTH_FOR, &[&destination])?, n(DEPTH_ALL, &[])?))
+}
+
+/// A queued outbox item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxItem {
+    /// Row id.
+    pub id: i64,
+    /// Destination node.
+    pub destination: String,
+    /// The envelope.
+    pub envelope_id: String,
+    /// Its local sender.
+    pub sender: String,
+    /// The recipients on the destination.
+    pub recipients: Vec<String>,
+    /// When it was queued.
+    pub queued_at: String,
+    /// The same in Unix ms.
+    pub queued_ms: i64,
+    /// Failed attempts so far.
+    pub attempts: u32,
+    /// The last failure (`unreachable`, `timeout`, `http:<status>`, `receipt`).
+    pub last_failure: Option<String>,
+    /// When the next attempt is due.
+    pub next_attempt_ms: i64,
+}
+
+/// Items due at `now_ms`, by destination then queue order, at most `limit`.
+pub fn due(conn: &Connection, now_ms: i64, limit: usize) -> rusqlite::Result<Vec<OutboxItem>> {
+    let mut stmt = conn.prepare_cached(DUE)?;
+    let rows = stmt.query_map(
+        params![now_ms, i64::try_from(limit).unwrap_or(i64::MAX)],
+        |r| {
+            let recipients: String = r.get(4)?;
+            Ok(OutboxItem {
+                id: r.get(0)?,
+                destination: r.get(1)?,
+                envelope_id: r.get(2)?,
+                sender: r.get(3)?,
+                recipients: serde_json::from_str(&recipients).unwrap_or_default(),
+                queued_at: r.get(5)?,
+                queued_ms: r.get(6)?,
+                attempts: u32::try_from(r.get::<_, i64>(7)?).unwrap_or(u32::MAX),
+                last_failure: r.get(8)?,
+                next_attempt_ms: r.get(9)?,
+            })
+        },
+    )?;
+    rows.collect()
+}
+
+/// The earliest `next_attempt_ms` of a queued item.
+pub fn next_due(conn: &Connection) -> rusqlite::Result<Option<i64>> {
+    conn.row(NEXT_DUE, [], |r| r.get(0))
+}
+
+/// Marks an item delivered.
+pub fn mark_delivered(conn: &Connection, id: i64, at: &str) -> rusqlite::Result<()> {
+    conn.exec(MARK_DELIVERED, params![id, at])?;
+    Ok(())
+}
+
+/// Records a failed attempt and when to try again.
+pub fn mark_retry(
+    conn: &Connection,
+    id: i64,
+    attempts: u32,
+    failure: &str,
+    next_ms: i64,
+) -> rusqlite::Result<()> {
+    conn.exec(MARK_RETRY, params![id, attempts, failure, next_ms])?;
+    Ok(())
+}
+
+/// Marks an item failed for good with a §24.2 `reason`.
+pub fn mark_failed(
+    conn: &Connection,
+    id: i64,
+    attempts: u32,
+    failure: &str,
+    reason: &str,
+    at: &str,
+) -> rusqlite::Result<()> {
+    conn.exec(MARK_FAILED, params![id, attempts, failure, reason, at])?;
+    Ok(())
+}
+
+/// Deletes every queued item (only the `DropOutboxOnRestart` quirk calls this).
+pub fn drop_queued(conn: &Connection) -> rusqlite::Result<usize> {
+    conn.exec(DROP_QUEUED, [])
+}
+
+/// One outbox row as tests and operators see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxRow {
+    /// Destination node.
+    pub destination: String,
+    /// The envelope.
+    pub envelope_id: String,
+    /// `queued`, `delivered` or `failed`.
+    pub state: String,
+    /// Attempts made.
+    pub attempts: u32,
+    /// The last failure.
+    pub last_failure: Option<String>,
+    /// The §24.2 reason of a failed item.
+    pub reason: Option<String>,
+}
+
+/// Every outbox row in queue order.
+pub fn outbox(conn: &Connection) -> rusqlite::Result<Vec<OutboxRow>> {
+    let mut stmt = conn.prepare_cached(OUTBOX_ROWS)?;
+    let rows = stmt.query_map([], |r| {
+        Ok(OutboxRow {
+            destination: r.get(0)?,
+            envelope_id: r.get(1)?,
+            state: r.get(2)?,
+            attempts: u32::try_from(r.get::<_, i64>(3)?).unwrap_or(u32::MAX),
+            last_failure: r.get(4)?,
+            reason: r.get(5)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// Holds a delivered envelope in quarantine (§23.1).
+pub fn quarantine(
+    conn: &Connection,
+    envelope_id: &str,
+    node: &str,
+    envelope: &Value,
+    at: &str,
+) -> rusqlite::Result<bool> {
+    Ok(conn.exec(QUARANTINE, params![envelope_id, node, envelope.to_string(), at])? == 1)
+}
+
+/// The hex SHA-256 of a stored envelope's signed form, if it is stored.
+pub fn signed_hash(conn: &Connection, id: &str) -> rusqlite::Result<Option<String>> {
+    conn.row(SIGNED_HASH, [id], |r| r.get(0)).optional()
+}

@@ -1,0 +1,354 @@
+//! Every federation quirk turns off exactly its check (DESIGN.md §4, issue 15): each scenario
+//! runs against a correct pair of nodes and against a pair whose receiving (or sending) node
+//! has the one quirk, and the observable answer flips, so a Level 2 conformance case for the
+//! rule can be proven able to fail.
+
+mod support;
+
+use loom_node::{Quirk, Quirks, Storage};
+use loom_protocol::clock::Clock;
+use serde_json::{Value, json};
+use support::fed::{FEDERATION_QUIRKS, Served, fed_node, free_port, serve, temp_dir};
+use support::{Ident, TestNode};
+
+const HOUR_MS: i64 = 3_600_000;
+
+struct Pair {
+    a: TestNode,
+    b: TestNode,
+    alice: Ident,
+    bob: Ident,
+    _served: (Served, Served),
+}
+
+fn quirks(q: Option<Quirk>) -> Quirks {
+    q.map_or_else(Quirks::none, |q| Quirks::none().with(q))
+}
+
+/// a.test (quirks `qa`) and b.test (quirks `qb`, config `tweak_b`), both served, alice on a
+/// and bob on b.
+async fn pair(
+    qa: Option<Quirk>,
+    qb: Option<Quirk>,
+    tweak_b: impl FnOnce(&mut loom_node::NodeConfig),
+) -> Pair {
+    let (pa, pb) = (free_port().await, free_port().await);
+    let a = fed_node("a.test", "b.test", pb, Storage::Memory, quirks(qa), |_| {});
+    let b = fed_node("b.test", "a.test", pa, Storage::Memory, quirks(qb), tweak_b);
+    let served = (serve(&a, pa).await, serve(&b, pb).await);
+    let alice = a.register("alice", "human", 1).await;
+    let bob = b.register("bob", "human", 2).await;
+    Pair {
+        a,
+        b,
+        alice,
+        bob,
+        _served: served,
+    }
+}
+
+impl Pair {
+    fn message(&self, text: &str) -> Value {
+        self.alice.sign(self.alice.message(&self.a, &self.a.thread_id(), None, &[&self.bob], text))
+    }
+
+    async fn deliver(&self, envelopes: Vec<Value>) -> support::Resp {
+        let (h, body) = self.a.signed_delivery(envelopes);
+        self.b.deliver(&h, body).await
+    }
+}
+
+/// The status of one delivery of a fresh message from a to b, where `q` sits on b.
+async fn inbound_status(q: Option<Quirk>, tamper: impl Fn(&Pair, &mut Vec<(String, String)>, &mut Vec<u8>)) -> u16 {
+    let p = pair(None, q, |_| {}).await;
+    let (mut h, mut body) = p.a.signed_delivery(vec![p.message("x")]);
+    tamper(&p, &mut h, &mut body);
+    p.b.deliver(&h, body).await.status.as_u16()
+}
+
+#[tokio::test]
+async fn accept_unsigned_delivery() {
+    let strip = |_: &Pair, h: &mut Vec<(String, String)>, _: &mut Vec<u8>| h.clear();
+    assert_eq!(inbound_status(None, strip).await, 401);
+    assert_eq!(inbound_status(Some(Quirk::AcceptUnsignedDelivery), strip).await, 202);
+}
+
+#[tokio::test]
+async fn skip_nonce_cache() {
+    for (q, second) in [(None, 401), (Some(Quirk::SkipNonceCache), 202)] {
+        let p = pair(None, q, |_| {}).await;
+        let (h, body) = p.a.signed_delivery(vec![p.message("x")]);
+        p.b.deliver(&h, body.clone()).await.expect(202);
+        p.b.deliver(&h, body).await.expect(second);
+    }
+}
+
+#[tokio::test]
+async fn accept_stale_timestamp() {
+    for (q, status) in [(None, 401), (Some(Quirk::AcceptStaleTimestamp), 202)] {
+        let p = pair(None, q, |_| {}).await;
+        let env = p.message("x");
+        p.a.clock.advance_ms(-10 * 60_000);
+        let (h, body) = p.a.signed_delivery(vec![env]);
+        p.b.deliver(&h, body).await.expect(status);
+    }
+}
+
+#[tokio::test]
+async fn ignore_sender_node_mismatch() {
+    let other = |p: &Pair, h: &mut Vec<(String, String)>, body: &mut Vec<u8>| {
+        let mut w: Value = serde_json::from_slice(body).unwrap();
+        w["sender_node"] = "c.test".into();
+        *body = serde_json::to_vec(&w).unwrap();
+        *h = p.a.sign_delivery(body);
+    };
+    assert_eq!(inbound_status(None, other).await, 401);
+    assert_eq!(inbound_status(Some(Quirk::IgnoreSenderNodeMismatch), other).await, 202);
+}
+
+#[tokio::test]
+async fn accept_inactive_node_key() {
+    for (q, status) in [(None, 401), (Some(Quirk::AcceptInactiveNodeKey), 202)] {
+        let p = pair(None, q, |_| {}).await;
+        // b resolves a.test and alice once, then learns that a's key is retired.
+        p.deliver(vec![p.message("first")]).await.expect(202);
+        let mut doc = p.a.call("GET", "/.well-known/loom.json", None, None).await.body;
+        doc["federation"]["signing_keys"][0]["status"] = "retired".into();
+        doc["signing_keys"][0]["status"] = "retired".into();
+        let now = p.b.now();
+        loom_node::store::federation::put_node_document(&p.b.node.service().store.conn(), "a.test", &doc, &now).unwrap();
+        p.deliver(vec![p.message("second")]).await.expect(status);
+    }
+}
+
+#[tokio::test]
+async fn accept_foreign_sender() {
+    for (q, status) in [(None, 403), (Some(Quirk::AcceptForeignSender), 202)] {
+        let p = pair(None, q, |_| {}).await;
+        let carol = p.b.register("carol", "human", 3).await;
+        let env = carol.sign(carol.message(&p.b, &p.b.thread_id(), None, &[&p.bob], "forged"));
+        p.deliver(vec![env]).await.expect(status);
+    }
+}
+
+#[tokio::test]
+async fn ignore_federation_policy() {
+    for (q, status) in [(None, 403), (Some(Quirk::IgnoreFederationPolicy), 202)] {
+        let p = pair(None, q, |c| c.federation.blocklist = vec!["a.test".into()]).await;
+        p.deliver(vec![p.message("x")]).await.expect(status);
+    }
+}
+
+#[tokio::test]
+async fn ignore_wrapper_limit() {
+    for (q, status) in [(None, 413), (Some(Quirk::IgnoreWrapperLimit), 202)] {
+        let p = pair(None, q, |_| {}).await;
+        let envs: Vec<Value> = (0..101).map(|i| p.message(&format!("m{i}"))).collect();
+        p.deliver(envs).await.expect(status);
+    }
+}
+
+#[tokio::test]
+async fn skip_envelope_signature_on_delivery() {
+    for (q, status) in [(None, 401), (Some(Quirk::SkipEnvelopeSignatureOnDelivery), 202)] {
+        let p = pair(None, q, |_| {}).await;
+        let mut env = p.message("x");
+        env["content"]["human"]["text"] = "tampered".into();
+        p.deliver(vec![env]).await.expect(status);
+    }
+}
+
+#[tokio::test]
+async fn skip_delegation_on_delivery() {
+    for (q, status) in [(None, 403), (Some(Quirk::SkipDelegationOnDelivery), 202)] {
+        let p = pair(None, q, |_| {}).await;
+        let bot = p.a.register("bot", "agent", 9).await;
+        // An agent envelope without a delegation chain (§13.3).
+        let env = bot.sign(bot.message(&p.a, &p.a.thread_id(), None, &[&p.bob], "x"));
+        p.deliver(vec![env]).await.expect(status);
+    }
+}
+
+#[tokio::test]
+async fn skip_capability_on_delivery() {
+    for (q, status) in [(None, 403), (Some(Quirk::SkipCapabilityOnDelivery), 202)] {
+        let p = pair(None, q, |_| {}).await;
+        let dave = p.a.register("dave", "human", 4).await;
+        let t = p.a.thread_id();
+        let root = p.alice.sign(p.alice.message(&p.a, &t, None, &[&p.bob], "root"));
+        p.deliver(vec![root]).await.expect(202);
+        // dave is no participant and holds no capability: he may not resolve the thread.
+        let op = dave.sign(dave.op(&p.a, &t, "thread.resolve@v1", json!({})));
+        p.deliver(vec![op]).await.expect(status);
+    }
+}
+
+#[tokio::test]
+async fn reject_identical_redelivery() {
+    for (q, second) in [(None, 202), (Some(Quirk::RejectIdenticalRedelivery), 409)] {
+        let p = pair(None, q, |_| {}).await;
+        let env = p.message("x");
+        p.deliver(vec![env.clone()]).await.expect(202);
+        p.deliver(vec![env]).await.expect(second);
+    }
+}
+
+#[tokio::test]
+async fn unsigned_receipt() {
+    for (q, signed) in [(None, true), (Some(Quirk::UnsignedReceipt), false)] {
+        let p = pair(None, q, |_| {}).await;
+        let r = p.deliver(vec![p.message("x")]).await.expect(202);
+        assert_eq!(r.body["signature"]["value"].is_string(), signed, "{q:?}");
+    }
+}
+
+#[tokio::test]
+async fn drop_origin_event_seq() {
+    for (q, kept) in [(None, true), (Some(Quirk::DropOriginEventSeq), false)] {
+        let p = pair(None, q, |_| {}).await;
+        let mut env = p.message("x");
+        env["meta"] = json!({"origin_event_seq": 7});
+        let id = env["id"].as_str().unwrap().to_owned();
+        p.deliver(vec![env]).await.expect(202);
+        let got = p.b.get(&format!("/v1/envelopes/{id}"), &p.bob.token).await.expect(200).body;
+        assert_eq!(got["meta"]["origin_event_seq"] == 7, kept, "{q:?}: {}", got["meta"]);
+    }
+}
+
+#[tokio::test]
+async fn no_refetch_on_unknown_key() {
+    for (q, status) in [(None, 202), (Some(Quirk::NoRefetchOnUnknownKey), 401)] {
+        let p = pair(None, q, |_| {}).await;
+        p.deliver(vec![p.message("first")]).await.expect(202);
+        // b holds an outdated document of a.test (before a key rotation), two minutes old.
+        let mut doc = p.a.call("GET", "/.well-known/loom.json", None, None).await.body;
+        let other = loom_protocol::keys::public_key_to_b64url(
+            &loom_protocol::keys::signing_key_from_seed(&[42; 32]).verifying_key(),
+        );
+        let old = json!([{"key_id": "k_node_sign_old", "algorithm": "Ed25519", "public_key": other, "status": "active"}]);
+        doc["signing_keys"] = old.clone();
+        doc["federation"]["signing_keys"] = old;
+        let then = p.b.now();
+        loom_node::store::federation::put_node_document(&p.b.node.service().store.conn(), "a.test", &doc, &then).unwrap();
+        p.b.clock.advance_ms(120_000);
+        p.a.clock.advance_ms(120_000);
+        p.deliver(vec![p.message("second")]).await.expect(status);
+    }
+}
+
+// --- the sending side ---
+
+/// a (quirk `q`) sends alice → bob; b.test is served unless `peer_down`.
+async fn outbound(q: Option<Quirk>, peer_down: bool) -> (TestNode, TestNode, Ident, Vec<Served>) {
+    let (pa, pb) = (free_port().await, free_port().await);
+    let a = fed_node("a.test", "b.test", pb, Storage::Memory, quirks(q), |_| {});
+    let b = fed_node("b.test", "a.test", pa, Storage::Memory, Quirks::none(), |_| {});
+    let served = if peer_down {
+        Vec::new()
+    } else {
+        vec![serve(&a, pa).await, serve(&b, pb).await]
+    };
+    let alice = a.register("alice", "human", 1).await;
+    let bob = b.register("bob", "human", 2).await;
+    alice
+        .send(&a, alice.message(&a, &a.thread_id(), None, &[&bob], "x"))
+        .await
+        .expect(201);
+    (a, b, alice, served)
+}
+
+#[tokio::test]
+async fn unsigned_outbound() {
+    for (q, delivered, failed) in [(None, 1, 0), (Some(Quirk::UnsignedOutbound), 0, 1)] {
+        let (a, _b, _alice, _s) = outbound(q, false).await;
+        let r = a.tick().await;
+        assert_eq!((r.delivered, r.failed), (delivered, failed), "{q:?}");
+    }
+}
+
+#[tokio::test]
+async fn no_retry() {
+    for (q, retried, failed) in [(None, 1, 0), (Some(Quirk::NoRetry), 0, 1)] {
+        let (a, _b, _alice, _s) = outbound(q, true).await;
+        let r = a.tick().await;
+        assert_eq!((r.retried, r.failed), (retried, failed), "{q:?}");
+    }
+}
+
+#[tokio::test]
+async fn linear_backoff() {
+    for (q, grows) in [(None, true), (Some(Quirk::LinearBackoff), false)] {
+        let (a, _b, _alice, _s) = outbound(q, true).await;
+        a.tick().await;
+        let mut gaps = Vec::new();
+        for _ in 0..4 {
+            let due = a.node.service().next_outbox_due().unwrap().unwrap();
+            let gap = due.unix_ms() - a.clock.now().unix_ms();
+            gaps.push(gap);
+            a.clock.advance_ms(gap);
+            a.tick().await;
+        }
+        assert_eq!(gaps.windows(2).all(|w| w[1] > w[0]), grows, "{q:?}: {gaps:?}");
+    }
+}
+
+#[tokio::test]
+async fn drop_outbox_on_restart() {
+    for (q, left) in [(None, 1), (Some(Quirk::DropOutboxOnRestart), 0)] {
+        let dir = temp_dir(&format!("drop-{}", q.is_some()));
+        let pb = free_port().await;
+        let a = fed_node("a.test", "b.test", pb, Storage::Dir(dir.clone()), quirks(q), |_| {});
+        let b = fed_node("b.test", "a.test", 9, Storage::Memory, Quirks::none(), |_| {});
+        let alice = a.register("alice", "human", 1).await;
+        let bob = b.register("bob", "human", 2).await;
+        alice
+            .send(&a, alice.message(&a, &a.thread_id(), None, &[&bob], "x"))
+            .await
+            .expect(201);
+        drop(a);
+        let a = fed_node("a.test", "b.test", pb, Storage::Dir(dir.clone()), quirks(q), |_| {});
+        let queued = a.outbox().iter().filter(|r| r.state == "queued").count();
+        assert_eq!(queued, left, "{q:?}");
+        drop(a);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Runs alice's undeliverable message past the TTL; the failed row's reason and the number
+/// of receipt envelopes alice can read.
+async fn expire(q: Option<Quirk>) -> (Option<String>, usize) {
+    let (a, _b, alice, _s) = outbound(q, true).await;
+    a.tick().await;
+    a.clock.advance_ms(73 * HOUR_MS);
+    a.tick().await;
+    let (token, _) = a.login(&alice.address, &alice.key, &alice.key_id).await;
+    let list = a.get("/v1/threads?limit=50", &token).await.expect(200).body;
+    let mut receipts = 0;
+    for t in list["threads"].as_array().unwrap() {
+        let r = a.get(&format!("/v1/threads/{}/envelopes", t["id"].as_str().unwrap()), &token).await;
+        receipts += r.body["envelopes"].as_array().unwrap().iter().filter(|e| e["type"] == "receipt").count();
+    }
+    (a.outbox()[0].reason.clone(), receipts)
+}
+
+#[tokio::test]
+async fn no_failure_receipt() {
+    assert_eq!(expire(None).await.1, 1);
+    assert_eq!(expire(Some(Quirk::NoFailureReceipt)).await.1, 0);
+}
+
+#[tokio::test]
+async fn wrong_failure_reason() {
+    assert_eq!(expire(None).await.0.as_deref(), Some("NODE_UNREACHABLE"));
+    let (reason, _) = expire(Some(Quirk::WrongFailureReason)).await;
+    assert!(!matches!(reason.as_deref(), Some("NODE_UNREACHABLE" | "DELIVERY_TIMEOUT")), "{reason:?}");
+}
+
+#[test]
+fn every_federation_quirk_has_a_test_here() {
+    let src = include_str!("federation_quirks.rs");
+    for q in FEDERATION_QUIRKS {
+        let test = q.name().replace('-', "_");
+        assert!(src.contains(&format!("async fn {test}()")), "{q:?} has no test");
+    }
+}

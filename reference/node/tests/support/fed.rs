@@ -1,0 +1,173 @@
+//! Two nodes federating on loopback: each a [`TestNode`] (in-process router for its own
+//! clients, manual clock) whose router is also served on a real `127.0.0.1` socket, so the
+//! nodes reach each other through the federation client. The outbox worker is not running:
+//! tests drive it with [`TestNode::tick`] on the manual clock.
+
+use super::{Ident, TestNode};
+use loom_node::config::NodeConfig;
+use loom_node::{Quirk, Quirks, Storage};
+use loom_protocol::federation::wrapper::DELIVER_PATH;
+use loom_protocol::http_sig::{RequestParts, sign_request};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+/// The federation quirks; each is proven by its own test in `tests/federation_quirks.rs`.
+pub const FEDERATION_QUIRKS: [Quirk; 21] = [
+    Quirk::AcceptUnsignedDelivery,
+    Quirk::SkipNonceCache,
+    Quirk::AcceptStaleTimestamp,
+    Quirk::IgnoreSenderNodeMismatch,
+    Quirk::AcceptInactiveNodeKey,
+    Quirk::AcceptForeignSender,
+    Quirk::IgnoreFederationPolicy,
+    Quirk::IgnoreWrapperLimit,
+    Quirk::SkipEnvelopeSignatureOnDelivery,
+    Quirk::SkipDelegationOnDelivery,
+    Quirk::SkipCapabilityOnDelivery,
+    Quirk::RejectIdenticalRedelivery,
+    Quirk::UnsignedReceipt,
+    Quirk::UnsignedOutbound,
+    Quirk::NoRetry,
+    Quirk::LinearBackoff,
+    Quirk::DropOutboxOnRestart,
+    Quirk::NoFailureReceipt,
+    Quirk::WrongFailureReason,
+    Quirk::NoRefetchOnUnknownKey,
+    Quirk::DropOriginEventSeq,
+];
+
+/// A served router: drop or [`Served::stop`] to close the listener.
+pub struct Served {
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Served {
+    /// Stops serving and waits until the listener is closed.
+    pub async fn stop(mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        let _ = (&mut self.task).await;
+    }
+}
+
+/// A free loopback port (bound and released).
+pub async fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// Serves `node` on `127.0.0.1:port` (no outbox worker).
+pub async fn serve(node: &TestNode, port: u16) -> Served {
+    let listener = TcpListener::bind(("127.0.0.1", port)).await.unwrap();
+    let (tx, rx) = oneshot::channel::<()>();
+    let router = node.node.router();
+    let task = tokio::spawn(async move {
+        let _ = loom_node::net::serve(listener, router, None, async {
+            let _ = rx.await;
+        })
+        .await;
+    });
+    Served {
+        stop: Some(tx),
+        task,
+    }
+}
+
+/// A federation node `domain` whose peer `peer` lives at `127.0.0.1:peer_port`.
+pub fn fed_node(
+    domain: &str,
+    peer: &str,
+    peer_port: u16,
+    storage: Storage,
+    quirks: Quirks,
+    tweak: impl FnOnce(&mut NodeConfig),
+) -> TestNode {
+    TestNode::with_quirks(quirks, |c| {
+        c.domain = domain.into();
+        c.storage = storage;
+        c.federation
+            .peers
+            .insert(peer.into(), format!("http://127.0.0.1:{peer_port}"));
+        c.federation.allow_private_http = true;
+        c.federation.retry_base_ms = 1_000;
+        c.federation.request_timeout_ms = 5_000;
+        tweak(c);
+    })
+}
+
+/// A fresh temporary directory for a durable store.
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("loom-fed-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+impl TestNode {
+    /// One outbox pass.
+    pub async fn tick(&self) -> loom_node::service::outbox::TickReport {
+        self.node.federation_tick().await.unwrap()
+    }
+
+    /// The outbox rows as `(destination, state, attempts, reason)`.
+    pub fn outbox(&self) -> Vec<loom_node::store::federation::OutboxRow> {
+        self.node.service().outbox().unwrap()
+    }
+
+    /// A delivery wrapper from this node to `to_node` carrying `envelopes`, signed with this
+    /// node's key; returns the headers and the body.
+    pub fn signed_delivery(&self, envelopes: Vec<Value>) -> (Vec<(String, String)>, Vec<u8>) {
+        let domain = self.domain();
+        let body = serde_json::to_vec(&json!({
+            "loom": "1.1",
+            "sender_node": domain,
+            "delivery_id": format!("fdel_{}", self.envelope_id().trim_start_matches("env_")),
+            "timestamp": self.now(),
+            "envelopes": envelopes,
+        }))
+        .unwrap();
+        let headers = self.sign_delivery(&body);
+        (headers, body)
+    }
+
+    /// LOOM-HTTP-SIG-1 headers for `body` by this node's key (nonce from the test's ids).
+    pub fn sign_delivery(&self, body: &[u8]) -> Vec<(String, String)> {
+        let (key_id, key) = self.node.service().node_key();
+        let nonce = self.envelope_id();
+        let h = sign_request(
+            &RequestParts {
+                method: "POST",
+                path: DELIVER_PATH,
+                body,
+            },
+            &self.domain(),
+            key_id,
+            key,
+            loom_protocol::Timestamp::parse(&self.now()).unwrap(),
+            nonce.as_bytes(),
+        );
+        h.all_pairs()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()
+    }
+
+    /// Posts a delivery to this node (in-process).
+    pub async fn deliver(&self, headers: &[(String, String)], body: Vec<u8>) -> super::Resp {
+        let h: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        self.raw("POST", DELIVER_PATH, None, &h, Some(("application/json", body)))
+            .await
+    }
+
+    /// The envelopes of `thread` as `reader` sees them.
+    pub async fn thread_envelopes(&self, thread: &str, reader: &Ident) -> Vec<Value> {
+        let r = self
+            .get(&format!("/v1/threads/{thread}/envelopes"), &reader.token)
+            .await
+            .expect(200);
+        r.body["envelopes"].as_array().cloned().unwrap_or_default()
+    }
+}
