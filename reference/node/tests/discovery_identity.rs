@@ -45,7 +45,7 @@ async fn the_node_document_has_every_section_15_2_member() {
         .call("GET", "/v1/protocol/capabilities", None, None)
         .await
         .expect(200);
-    assert_eq!(caps.body["conformance_level"], 1);
+    assert_eq!(caps.body["conformance_level"], 2);
 }
 
 #[tokio::test]

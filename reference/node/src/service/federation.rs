@@ -26,7 +26,7 @@ use super::write_group::Submitter;
 use crate::error::{ApiError, ApiResult};
 use crate::outbound::{HttpClient, TransportError};
 use crate::store::federation::{self as fed_store, RemoteIdentity};
-use crate::store::resolvers::CachedDirectory;
+use crate::store::resolvers::{LocalDirectory, local_directory};
 use ed25519_dalek::VerifyingKey;
 use crate::quirks::QuirkRules;
 use loom_protocol::accept::{Deviations, Directory, Facts, Origin, SizeLimit, SpecRules, admit};
@@ -115,7 +115,7 @@ impl NonceCache for StoreNonces<'_> {
 /// Local identities from the authentication cache, remote ones as resolved for this
 /// delivery (`loom_protocol::accept::Directory`).
 struct FedDirectory<'a> {
-    local: CachedDirectory<'a>,
+    local: LocalDirectory<'a>,
     remote: &'a BTreeMap<Address, RemoteIdentity>,
 }
 
@@ -475,7 +475,7 @@ impl Service {
                     node.clone()
                 };
                 let directory = FedDirectory {
-                    local: CachedDirectory(&self.store),
+                    local: local_directory(&self.store),
                     remote: &remote,
                 };
                 let mut unmetered = env.clone();

@@ -27,7 +27,7 @@ use crate::outbound::{HttpUrl, TransportError};
 use crate::store::Connection;
 use crate::store::envelopes;
 use crate::store::federation::{self as fed_store, NewOutboxItem, OutboxItem, OutboxRow};
-use crate::store::resolvers::CachedDirectory;
+use crate::store::resolvers::{LocalDirectory, local_directory};
 use ed25519_dalek::VerifyingKey;
 use loom_protocol::accept::{Acceptance, Directory, Effect, Origin, SizeLimit, SpecRules, admit};
 use loom_protocol::delegation::{DelegationResolver, LinkRef};
@@ -92,7 +92,7 @@ struct NodeSelf<'a> {
     id: &'a Address,
     key_id: &'a str,
     key: VerifyingKey,
-    local: CachedDirectory<'a>,
+    local: LocalDirectory<'a>,
 }
 
 impl Directory for NodeSelf<'_> {
@@ -537,7 +537,7 @@ impl Service {
             id: &node_id,
             key_id: &sign_id,
             key: key.verifying_key(),
-            local: CachedDirectory(&self.store),
+            local: local_directory(&self.store),
         };
         let admitted = admit(
             env,

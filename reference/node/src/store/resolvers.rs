@@ -240,3 +240,12 @@ impl DelegationResolver for CachedDirectory<'_> {
         )
     }
 }
+
+/// The local identity directory of admission outside the envelope write path (federated
+/// deliveries, the node's own receipts): [`CachedDirectory`].
+pub type LocalDirectory<'a> = CachedDirectory<'a>;
+
+/// The [`LocalDirectory`] of `store`.
+pub fn local_directory(store: &super::Store) -> LocalDirectory<'_> {
+    CachedDirectory(store)
+}

@@ -14,7 +14,7 @@ CREATE TABLE federation_nonces (
     nonce    TEXT NOT NULL,
     seen_ms  INTEGER NOT NULL,
     PRIMARY KEY (node, nonce)
-) WITHOUT ROWID;
+);
 CREATE INDEX federation_nonces_by_time ON federation_nonces(seen_ms);
 
 -- Remote identities resolved from their home node (node-signed documents, §15.4).
