@@ -25,7 +25,10 @@ use std::time::Duration;
 pub const EMBEDDED_PEERS: u32 = 160;
 
 /// The embedded target's store-and-forward TTL: short, so the TTL cases finish in seconds.
-pub const EMBEDDED_TTL_MS: u64 = 2_500;
+pub const EMBEDDED_TTL_MS: u64 = 3_000;
+
+// The node's TTL is configured in whole seconds.
+const _: () = assert!(EMBEDDED_TTL_MS % 1000 == 0);
 
 /// The embedded target's first retry delay (v1.1 §15.6 backoff starts here and doubles).
 pub const EMBEDDED_RETRY_BASE_MS: u64 = 100;
@@ -62,6 +65,29 @@ impl Federation {
             clock,
         );
         Ok(Federation { server, section })
+    }
+
+    /// Starts the fake peers for an embedded target and configures `config` to federate
+    /// with them: peers `peer-{n}.test -> {server}/peer/{n}` (plain http to loopback), the
+    /// short store-and-forward timers ([`EMBEDDED_TTL_MS`], [`EMBEDDED_RETRY_BASE_MS`],
+    /// [`EMBEDDED_RETRY_MAX_MS`]; v1.1 §15.6), so the Level 2 cases run in seconds.
+    pub async fn embedded(
+        config: &mut loom_node::NodeConfig,
+        seed: u64,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Arc<Federation>, String> {
+        let fed = Federation::start(Federation::embedded_section(), seed, clock).await?;
+        let f = &mut config.federation;
+        f.peers = (0..EMBEDDED_PEERS)
+            .map(|n| {
+(fed.server.domain_of(n), fed.server.base_url_of(n))
+            })
+            .collect();
+        f.allow_private_http = true;
+        f.ttl_secs = EMBEDDED_TTL_MS / 1000;
+        f.retry_base_ms = EMBEDDED_RETRY_BASE_MS;
+        f.retry_max_ms = EMBEDDED_RETRY_MAX_MS;
+        Ok(Arc::new(fed))
     }
 
     /// The section the embedded target runs with: `static` peers on loopback, a declared

@@ -172,23 +172,13 @@ async fn failure_receipt(cx: &mut Ctx) -> Result<(Value, String), Finding> {
     let id = id_of(&env);
     let deadline = tokio::time::Instant::now() + ttl + f.fed.wait(cx.timeout_scale);
     loop {
-        let ex = cx
-            .net
-            .get(&format!("/v1/threads/{t}/envelopes"), &bob.token)
-            .await?;
-        let body = cx.net.json(ex);
-        let found = crate::ctx::shapes::list(&body, &["envelopes"])
-            .unwrap_or_default()
-            .into_iter()
-            .map(|e| crate::ctx::shapes::envelope(&e))
-            .find(|e| e["type"] == "receipt" && e["id"].as_str() != Some(id.as_str()));
-        if let Some(r) = found {
+        if let Some(r) = receipt_for(cx, &bob, &t).await? {
             return Ok((r, id));
         }
         if tokio::time::Instant::now() >= deadline {
             return Err(fail(
                 format!(
-                    "a receipt envelope in the thread for {} once the TTL ({ttl:?}) ended (v1.1 §15.6 receipt.failed; v1.0 §14.4 returned to the sender)",
+                    "a receipt envelope visible to {} (in the message's thread or another of the threads it lists) once the TTL ({ttl:?}) ended (v1.1 §15.6 receipt.failed; v1.0 §14.4 returned to the sender)",
                     bob.address()
                 ),
                 "none appeared",
@@ -196,6 +186,38 @@ async fn failure_receipt(cx: &mut Ctx) -> Result<(Value, String), Finding> {
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// A `receipt` envelope `who` (a fresh identity that only sent one message) can read: in
+/// `thread`, else in any thread `GET /v1/threads` lists for them. §15.6 does not say which
+/// thread a `receipt.failed` belongs to, so every thread of the sender is looked at.
+async fn receipt_for(cx: &mut Ctx, who: &Ident, thread: &str) -> Result<Option<Value>, Finding> {
+    let ex = cx.net.get("/v1/threads?limit=100", &who.token).await?;
+    let listed = crate::ctx::shapes::list(&cx.net.json(ex), &["threads"]).unwrap_or_default();
+    let mut threads = vec![thread.to_owned()];
+    threads.extend(
+        listed
+            .iter()
+            .filter_map(|t| t["id"].as_str().or_else(|| t["thread_id"].as_str()))
+            .filter(|t| *t != thread)
+            .map(str::to_owned),
+    );
+    for t in threads {
+        let ex = cx
+            .net
+            .get(&format!("/v1/threads/{t}/envelopes"), &who.token)
+            .await?;
+        let body = cx.net.json(ex);
+        let found = crate::ctx::shapes::list(&body, &["envelopes"])
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| crate::ctx::shapes::envelope(&e))
+            .find(|e| e["type"] == "receipt");
+        if found.is_some() {
+            return Ok(found);
+        }
+    }
+    Ok(None)
 }
 
 async fn fresh_peer_for_ttl(cx: &mut Ctx) -> Result<Fed, Finding> {
