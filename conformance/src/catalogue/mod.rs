@@ -67,7 +67,7 @@ pub const RETIRED: &[&str] = &[
 
 /// Every case, in catalogue order (area by area).
 pub fn all() -> Vec<&'static Case> {
-    let areas: [&'static [Case]; 28] = [
+    let areas: [&'static [Case]; 29] = [
         discovery::CASES,
         envelopes::CASES,
         signatures::CASES,
@@ -94,6 +94,7 @@ pub fn all() -> Vec<&'static Case> {
         limits::CASES,
         structure::CASES,
         identifiers::CASES,
+        federation::HELLO,
         federation::INBOUND,
         federation::OUTBOUND,
     ];
