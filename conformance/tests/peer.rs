@@ -38,7 +38,17 @@ async fn the_fake_peer_serves_verifiable_documents_and_signed_receipts() {
         .expect("GET");
     assert_eq!(t.status, 200);
     let view = read_node_document(&t.json().expect("json"), "peer-0.test").expect("reads");
-    assert_eq!(view.deliver_url, peer.deliver_url());
+    // URLs on the peer's own domain (port of the harness address); the harness address
+    // form is what `peer.deliver_url()` gives templated requests.
+    let port = server.address.rsplit(':').next().expect("port");
+    assert_eq!(
+        view.deliver_url,
+        format!("http://peer-0.test:{port}/v1/federation/deliver")
+    );
+    assert_eq!(
+        peer.deliver_url(),
+        format!("{}/peer/0/v1/federation/deliver", server.address)
+    );
     assert!(view.keys.active_key(&peer.active_key().key_id, "k").is_ok());
 
     // Node-signed identity document.

@@ -180,15 +180,14 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
             };
             // The fake federation peers first: the node is configured with their addresses.
             let mut config = target::embedded_config();
-            let fed = match crate::peer::Federation::embedded(&mut config, seed, clock.clone())
-                .await
-            {
-                Ok(f) => f,
-                Err(e) => {
-                    eprintln!("error: the fake federation peers: {e}");
-                    return ExitCode::from(3);
-                }
-            };
+            let fed =
+                match crate::peer::Federation::embedded(&mut config, seed, clock.clone()).await {
+                    Ok(f) => f,
+                    Err(e) => {
+                        eprintln!("error: the fake federation peers: {e}");
+                        return ExitCode::from(3);
+                    }
+                };
             match target::start_embedded(
                 loom_node::Quirks::none(),
                 clock.clone(),

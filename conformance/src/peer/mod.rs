@@ -79,9 +79,7 @@ impl Federation {
         let fed = Federation::start(Federation::embedded_section(), seed, clock).await?;
         let f = &mut config.federation;
         f.peers = (0..EMBEDDED_PEERS)
-            .map(|n| {
-(fed.server.domain_of(n), fed.server.base_url_of(n))
-            })
+            .map(|n| (fed.server.domain_of(n), fed.server.base_url_of(n)))
             .collect();
         f.allow_private_http = true;
         f.ttl_secs = EMBEDDED_TTL_MS / 1000;

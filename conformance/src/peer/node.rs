@@ -281,9 +281,36 @@ impl PeerNode {
         self.lock().deliver_url = Some(url);
     }
 
+    /// The peer's public origin: its own domain, with the scheme and port of the harness
+    /// address (`http://peer-7.test:9900`). A real node's document names URLs on its own
+    /// domain; a target that resolves the peer domains to the harness reaches them there (the
+    /// server routes by `Host`), and a target configured with a base URL for the peer
+    /// (`peer-7.test -> http://127.0.0.1:9900/peer/7`) reaches the same paths under it.
+    pub fn public_origin(&self) -> String {
+        let (scheme, rest) = self
+            .base_url
+            .split_once("://")
+            .unwrap_or(("http", &self.base_url));
+        let authority = rest.split('/').next().unwrap_or("");
+        let port = authority
+            .rsplit_once(':')
+            .filter(|(_, p)| p.parse::<u16>().is_ok())
+            .map(|(_, p)| format!(":{p}"))
+            .unwrap_or_default();
+        format!("{scheme}://{}{port}", self.domain)
+    }
+
     /// The node document (v1.1 §15.2): keys both as base64url (`signing_keys`) and as SPKI
-    /// PEM under `federation.signing_keys` (DESIGN.md §9: the existing node reads them there).
+    /// PEM under `federation.signing_keys` (DESIGN.md §9: the existing node reads them there);
+    /// URLs on the peer's [`PeerNode::public_origin`] unless a case published another
+    /// deliver URL.
     pub fn node_document(&self) -> Value {
+        let origin = self.public_origin();
+        let deliver = self
+            .lock()
+            .deliver_url
+            .clone()
+            .unwrap_or_else(|| format!("{origin}/v1/federation/deliver"));
         let keys = self.keys();
         let b64: Vec<Value> = keys
             .iter()
@@ -303,11 +330,11 @@ impl PeerNode {
             "loom": "1.1",
             "node_id": self.domain,
             "domain": self.domain,
-            "api_url": format!("{}/v1", self.base_url),
-            "websocket_url": format!("{}/ws", self.base_url.replacen("http", "ws", 1)),
+            "api_url": format!("{origin}/v1"),
+            "websocket_url": format!("{}/ws", origin.replacen("http", "ws", 1)),
             "federation": {
-                "deliver_url": self.deliver_url(),
-                "identity_resolve_url": format!("{}/v1/identity/{{identity}}", self.base_url),
+                "deliver_url": deliver,
+                "identity_resolve_url": format!("{origin}/v1/identity/{{identity}}"),
                 "requirements": ["LOOM-HTTP-SIG-1"],
                 "policy": "open",
                 "signing_keys": pem,

@@ -90,13 +90,9 @@ pub async fn start(
     let fed = crate::peer::Federation::embedded(&mut config, seed, clock.clone())
         .await
         .map_err(|e| SetupError(format!("the fake federation peers: {e}")))?;
-    let node = start_embedded_wrapped(
-        clock,
-        seed,
-        config,
-        Transport::Plain,
-        move |router| router.layer(axum::middleware::from_fn_with_state(shim, shim::dispatch)),
-    )
+    let node = start_embedded_wrapped(clock, seed, config, Transport::Plain, move |router| {
+        router.layer(axum::middleware::from_fn_with_state(shim, shim::dispatch))
+    })
     .await?;
     let mut info = probe_embedded_with(&node, &profile).await?;
     info.federation = Some(fed);

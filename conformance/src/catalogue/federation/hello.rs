@@ -7,7 +7,6 @@
 use crate::case::{Case, Mutant, Need, Strength, Verdict};
 use crate::ctx::Ctx;
 
-
 async fn hello(cx: &mut Ctx) -> Verdict {
     let ex = cx
         .net
@@ -49,4 +48,3 @@ pub const CASES: &[Case] = &[Case {
     mutant: Mutant::NotApplicable("SHOULD (v1.1 §15.7 is Recommended)"),
     run: |cx| Box::pin(hello(cx)),
 }];
-
