@@ -61,6 +61,9 @@ pub enum Need {
     Capabilities,
     /// `GET /v1/identity/me` (§16.3, listed without a requirement keyword).
     IdentityMe,
+    /// Level 2: the harness's fake federation peer, reachable by the target (profile
+    /// `[federation]`; set up automatically for the embedded node).
+    FederationPeer,
 }
 
 impl Need {
@@ -108,7 +111,7 @@ pub struct Case {
     pub spec: &'static [&'static str],
     /// The requirement in one line.
     pub requirement: &'static str,
-    /// Requirement IDs of `requirements/level1.toml` this case covers.
+    /// Requirement IDs of `requirements/level1.toml`/`level2.toml` this case covers.
     pub covers: &'static [&'static str],
     /// Target capabilities needed.
     pub needs: &'static [Need],

@@ -21,6 +21,7 @@ pub mod ctx;
 pub mod finding;
 pub mod fuzzing;
 pub mod outcome;
+pub mod peer;
 pub mod profile;
 pub mod report;
 pub mod requirements;

@@ -44,6 +44,9 @@ pub struct Profile {
     /// Capabilities to assume, merged over what `/v1/protocol/capabilities` serves (same
     /// members: `limits`, `rate_limits`, …).
     pub capabilities: Option<toml::Table>,
+    /// Level 2: how the target reaches the harness's fake federation peers
+    /// ([`crate::peer::profile`]).
+    pub federation: Option<crate::peer::profile::FederationSection>,
 }
 
 /// `[target]`.
@@ -179,6 +182,9 @@ impl Profile {
         }
         if !(p.target.timeout_scale > 0.0 && p.target.timeout_scale <= 1000.0) {
             return Err("target.timeout_scale must be a number above 0 and at most 1000".into());
+        }
+        if let Some(f) = &p.federation {
+            f.check()?;
         }
         Ok(p)
     }

@@ -1,5 +1,5 @@
-//! The Level 1 requirements inventory (`requirements/level1.toml`, embedded at build time)
-//! and the traceability matrix: every requirement with the cases that cover it, uncovered
+//! The requirements inventory (`requirements/level1.toml` and `requirements/level2.toml`,
+//! embedded at build time) and the traceability matrix: every requirement with the cases that cover it, uncovered
 //! testable requirements listed explicitly, and not-testable ones with their reason.
 
 use crate::case::{Case, Strength};
@@ -8,6 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// The embedded Level 1 requirements file.
 pub const LEVEL1_TOML: &str = include_str!("../requirements/level1.toml");
+
+/// The embedded Level 2 (federation, v1.1 §28.1) requirements file.
+pub const LEVEL2_TOML: &str = include_str!("../requirements/level2.toml");
 
 /// One requirement of the inventory.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
@@ -36,6 +39,9 @@ pub struct Requirement {
     /// Why not, when it cannot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The conformance level of the file it comes from (not a member of the file).
+    #[serde(default, skip_deserializing)]
+    pub level: u8,
 }
 
 impl Requirement {
@@ -84,7 +90,36 @@ pub fn parse(text: &str) -> Result<Vec<Requirement>, String> {
 
 /// The embedded Level 1 inventory.
 pub fn level1() -> Result<Vec<Requirement>, String> {
-    parse(LEVEL1_TOML).map_err(|e| format!("requirements/level1.toml: {e}"))
+    parse_level(LEVEL1_TOML, 1).map_err(|e| format!("requirements/level1.toml: {e}"))
+}
+
+/// The embedded Level 2 inventory (federation).
+pub fn level2() -> Result<Vec<Requirement>, String> {
+    parse_level(LEVEL2_TOML, 2).map_err(|e| format!("requirements/level2.toml: {e}"))
+}
+
+/// Every embedded inventory, Level 1 first; an ID listed in two levels is an error.
+pub fn all() -> Result<Vec<Requirement>, String> {
+    let mut reqs = level1()?;
+    let ids: BTreeSet<String> = reqs.iter().map(|r| r.id.clone()).collect();
+    for r in level2()? {
+        if ids.contains(&r.id) {
+            return Err(format!(
+                "requirement {} is listed in level1.toml and level2.toml",
+                r.id
+            ));
+        }
+        reqs.push(r);
+    }
+    Ok(reqs)
+}
+
+fn parse_level(text: &str, level: u8) -> Result<Vec<Requirement>, String> {
+    let mut reqs = parse(text)?;
+    for r in &mut reqs {
+        r.level = level;
+    }
+    Ok(reqs)
 }
 
 /// One row of the traceability matrix.
@@ -213,9 +248,12 @@ impl Matrix {
         use crate::report::layout::{indented, row};
         use std::fmt::Write;
         let mut out = String::new();
+        let levels: BTreeSet<u8> = self.rows.iter().map(|r| r.requirement.level).collect();
+        let levels: Vec<String> = levels.iter().map(u8::to_string).collect();
         let _ = writeln!(
             out,
-            "LOOM v1.1 Level 1 traceability: requirement → covering cases\n"
+            "LOOM v1.1 Level {} traceability: requirement → covering cases\n",
+            levels.join("+")
         );
         for r in &self.rows {
             let q = &r.requirement;
@@ -390,6 +428,17 @@ mod tests {
     fn the_embedded_file_parses() {
         let reqs = level1().expect("level1.toml parses");
         assert!(reqs.len() > 100);
+        assert!(reqs.iter().all(|r| r.level == 1));
+    }
+
+    #[test]
+    fn level2_loads_next_to_level1() {
+        let l2 = level2().expect("level2.toml parses");
+        assert_eq!(l2.len(), 49);
+        assert!(l2.iter().all(|r| r.level == 2));
+        let all = all().expect("both files load without overlapping IDs");
+        assert_eq!(all.len(), level1().expect("level1").len() + l2.len());
+        assert!(all.iter().any(|r| r.id == "R-15.3-08" && r.level == 2));
     }
 
     #[test]

@@ -149,15 +149,14 @@ async fn run_against(
     cfg: &RunConfig,
     clock: Arc<dyn Clock>,
 ) -> Result<Vec<CaseResult>, SetupError> {
-    let node = start_embedded(
-        quirks,
-        clock.clone(),
-        cfg.seed,
-        embedded_config(),
-        Transport::Tls,
-    )
-    .await?;
-    let info = Arc::new(probe_embedded(&node).await?);
+    let mut config = embedded_config();
+    let fed = crate::peer::Federation::embedded(&mut config, cfg.seed, clock.clone())
+        .await
+        .map_err(|e| SetupError(format!("the fake federation peers: {e}")))?;
+    let node = start_embedded(quirks, clock.clone(), cfg.seed, config, Transport::Tls).await?;
+    let mut info = probe_embedded(&node).await?;
+    info.federation = Some(fed);
+    let info = Arc::new(info);
     Ok(run_all(cases, info, cfg, clock, &|_| {}).await)
 }
 

@@ -39,6 +39,9 @@ pub struct TargetInfo {
     pub pool: Option<Vec<PoolIdentity>>,
     /// Whether this is the embedded reference node.
     pub embedded: bool,
+    /// Level 2: the fake federation peers and how the target federates with them (`None`:
+    /// the federation cases are `unsupported`).
+    pub federation: Option<Arc<crate::peer::Federation>>,
 }
 
 /// Why a target could not be used (exit code 3).
@@ -224,6 +227,7 @@ async fn probe_with(
                     trust,
                     pool,
                     embedded,
+                    federation: None,
                 });
             }
             Err(e) => last_error = e,
@@ -443,7 +447,13 @@ pub async fn start_embedded_wrapped(
 ) -> Result<Embedded, SetupError> {
     let prepared = prepare(loom_node::Quirks::none(), clock, seed, config, transport).await?;
     Ok(prepared.spawn(|node, listener, tls, stopped| async move {
+        // `Node::serve` runs the federation outbox worker beside the router; the wrapped
+        // router needs it too (v1.1 §15.6 store-and-forward).
+        let worker = tokio::spawn(loom_node::service::outbox::run_worker(
+            node.service().clone(),
+        ));
         let _ = loom_node::net::serve(listener, wrap(node.router()), tls, stopped).await;
+        worker.abort();
     }))
 }
 

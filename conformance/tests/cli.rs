@@ -108,7 +108,7 @@ fn matrix_lists_requirements_uncovered_and_not_testable() {
     assert!(text.contains("Uncovered testable requirements"));
     assert!(text.contains("Not testable over the wire"));
     // The matrix lists MUST and SHOULD requirements; MAY ones are covered but not listed.
-    let reqs = requirements::level1().expect("the requirements file parses");
+    let reqs = requirements::all().expect("the requirements file parses");
     let listed = |id: &str| reqs.iter().any(|r| r.id == id && r.strength != "MAY");
     for c in catalogue::all() {
         for r in c.covers.iter().filter(|r| listed(r)) {
@@ -132,7 +132,7 @@ fn matrix_lists_requirements_uncovered_and_not_testable() {
 
 #[test]
 fn every_must_case_quotes_the_sentence_it_enforces() {
-    let reqs = requirements::level1().expect("the requirements file parses");
+    let reqs = requirements::all().expect("the requirements file parses");
     let m = requirements::Matrix::build(&reqs, &catalogue::all());
     assert!(
         m.unquoted_must_cases().is_empty(),
@@ -178,7 +178,7 @@ fn every_must_case_quotes_the_sentence_it_enforces() {
 
 #[test]
 fn every_covers_id_names_a_requirement() {
-    let reqs = requirements::level1().expect("the requirements file parses");
+    let reqs = requirements::all().expect("the requirements file parses");
     let known: std::collections::BTreeSet<&str> = reqs.iter().map(|r| r.id.as_str()).collect();
     let mut missing = Vec::new();
     for c in catalogue::all() {

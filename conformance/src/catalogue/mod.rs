@@ -38,6 +38,7 @@ mod discovery;
 mod envelopes;
 mod errors;
 mod events;
+mod federation;
 mod forks;
 mod idempotency;
 mod identifiers;
@@ -66,7 +67,7 @@ pub const RETIRED: &[&str] = &[
 
 /// Every case, in catalogue order (area by area).
 pub fn all() -> Vec<&'static Case> {
-    let areas: [&'static [Case]; 26] = [
+    let areas: [&'static [Case]; 29] = [
         discovery::CASES,
         envelopes::CASES,
         signatures::CASES,
@@ -93,6 +94,9 @@ pub fn all() -> Vec<&'static Case> {
         limits::CASES,
         structure::CASES,
         identifiers::CASES,
+        federation::HELLO,
+        federation::INBOUND,
+        federation::OUTBOUND,
     ];
     areas.iter().flat_map(|a| a.iter()).collect()
 }

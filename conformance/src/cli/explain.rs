@@ -33,7 +33,7 @@ pub fn main(a: &Args) -> ExitCode {
         crate::report::layout::row(&format!("  {:<13}", format!("{label} ")), text, w, 20)
     };
     outln!("{}", field("requirement:", c.requirement));
-    if let Ok(reqs) = requirements::level1()
+    if let Ok(reqs) = requirements::all()
         && let Some(r) = c
             .covers
             .first()

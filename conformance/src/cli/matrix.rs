@@ -14,7 +14,7 @@ pub struct Args {
 
 /// Prints the matrix.
 pub fn main(a: &Args) -> ExitCode {
-    let reqs = match requirements::level1() {
+    let reqs = match requirements::all() {
         Ok(r) => r,
         Err(e) => return super::usage(e),
     };

@@ -178,16 +178,26 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
             } else {
                 target::Transport::Tls
             };
+            // The fake federation peers first: the node is configured with their addresses.
+            let mut config = target::embedded_config();
+            let fed =
+                match crate::peer::Federation::embedded(&mut config, seed, clock.clone()).await {
+                    Ok(f) => f,
+                    Err(e) => {
+                        eprintln!("error: the fake federation peers: {e}");
+                        return ExitCode::from(3);
+                    }
+                };
             match target::start_embedded(
                 loom_node::Quirks::none(),
                 clock.clone(),
                 seed,
-                target::embedded_config(),
+                config,
                 transport,
             )
             .await
             {
-                Ok(e) => Some(e),
+                Ok(e) => Some((e, fed)),
                 Err(e) => {
                     eprintln!("error: {e}");
                     return ExitCode::from(3);
@@ -203,16 +213,29 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
     };
     let probed = match (&target_url, &embedded) {
         (Some(url), _) => target::probe_reporting(url, &profile, false, &waiting).await,
-        (None, Some(e)) => target::probe_embedded_with(e, &profile).await,
+        (None, Some((e, _))) => target::probe_embedded_with(e, &profile).await,
         (None, None) => unreachable!("the embedded node was started above"),
     };
-    let info = match probed {
-        Ok(i) => Arc::new(i),
+    let mut info = match probed {
+        Ok(i) => i,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(3);
         }
     };
+    // Level 2: the fake federation peers (DESIGN.md §5): the embedded node's, or the
+    // profile's `[federation]` section for a target of the user's.
+    info.federation = match (&embedded, &profile.federation) {
+        (Some((_, fed)), _) => Some(fed.clone()),
+        (None, Some(section)) => {
+            match crate::peer::Federation::start(section.clone(), seed, clock.clone()).await {
+                Ok(f) => Some(Arc::new(f)),
+                Err(e) => return usage(e),
+            }
+        }
+        (None, None) => None,
+    };
+    let info = Arc::new(info);
     let cfg = RunConfig {
         level: args.level,
         only: args.only,

@@ -86,14 +86,15 @@ pub async fn start(
     let profile = Profile::parse(variant.profile)
         .map_err(|e| SetupError(format!("variant {}: profile: {e}", variant.name)))?;
     let shim = Shim::new(variant, clock.clone());
-    let node = start_embedded_wrapped(
-        clock,
-        seed,
-        embedded_config(),
-        Transport::Plain,
-        move |router| router.layer(axum::middleware::from_fn_with_state(shim, shim::dispatch)),
-    )
+    let mut config = embedded_config();
+    let fed = crate::peer::Federation::embedded(&mut config, seed, clock.clone())
+        .await
+        .map_err(|e| SetupError(format!("the fake federation peers: {e}")))?;
+    let node = start_embedded_wrapped(clock, seed, config, Transport::Plain, move |router| {
+        router.layer(axum::middleware::from_fn_with_state(shim, shim::dispatch))
+    })
     .await?;
-    let info = probe_embedded_with(&node, &profile).await?;
+    let mut info = probe_embedded_with(&node, &profile).await?;
+    info.federation = Some(fed);
     Ok((node, info))
 }

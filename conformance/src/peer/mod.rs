@@ -1,0 +1,238 @@
+//! The fake federation peer (issue 15, DESIGN.md §5): an in-process axum server
+//! ([`server`]) that serves any number of fake peers ([`node`]), each with its own domain,
+//! node key and hosted identities, reachable by the target at the address the profile gives
+//! (`[federation] harness_address`, [`profile`]); and [`Federation`], what a run knows about
+//! federating with its target: the server, how the target learns a peer, how to make it send,
+//! and the timers it declares.
+
+pub mod node;
+pub mod profile;
+pub mod server;
+
+pub use node::{Answer, PeerKey, PeerNode, Received};
+pub use server::PeerServer;
+
+use crate::ctx::{Ex, Exchanges};
+use crate::finding::Finding;
+use loom_protocol::clock::Clock;
+use loom_protocol::keys::{public_key_to_b64url, public_key_to_spki_pem};
+use profile::{FederationSection, fill};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Peers the embedded target is configured with (each case that federates takes one).
+pub const EMBEDDED_PEERS: u32 = 160;
+
+/// The embedded target's store-and-forward TTL: short, so the TTL cases finish in seconds.
+pub const EMBEDDED_TTL_MS: u64 = 3_000;
+
+// The node's TTL is configured in whole seconds.
+const _: () = assert!(EMBEDDED_TTL_MS % 1000 == 0);
+
+/// The embedded target's first retry delay (v1.1 §15.6 backoff starts here and doubles).
+pub const EMBEDDED_RETRY_BASE_MS: u64 = 100;
+
+/// The embedded target's longest retry delay.
+pub const EMBEDDED_RETRY_MAX_MS: u64 = 800;
+
+/// What a run knows about federating with its target.
+#[derive(Debug)]
+pub struct Federation {
+    /// The fake peers' server.
+    pub server: Arc<PeerServer>,
+    /// The profile's `[federation]` section (defaults for the embedded target).
+    pub section: FederationSection,
+}
+
+impl Federation {
+    /// Starts the peer server for `section`: on `listen` (or loopback port 0).
+    pub async fn start(
+        section: FederationSection,
+        seed: u64,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Federation, String> {
+        let bind = section.listen.as_deref().unwrap_or("127.0.0.1:0");
+        let listener = tokio::net::TcpListener::bind(bind)
+            .await
+            .map_err(|e| format!("federation.listen {bind}: cannot bind: {e}"))?;
+        let server = PeerServer::spawn(
+            listener,
+            section.harness_address.clone(),
+            &section.peer_domain,
+            section.peers,
+            seed,
+            clock,
+        );
+        Ok(Federation { server, section })
+    }
+
+    /// Starts the fake peers for an embedded target and configures `config` to federate
+    /// with them: peers `peer-{n}.test -> {server}/peer/{n}` (plain http to loopback), the
+    /// short store-and-forward timers ([`EMBEDDED_TTL_MS`], [`EMBEDDED_RETRY_BASE_MS`],
+    /// [`EMBEDDED_RETRY_MAX_MS`]; v1.1 §15.6), so the Level 2 cases run in seconds.
+    pub async fn embedded(
+        config: &mut loom_node::NodeConfig,
+        seed: u64,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Arc<Federation>, String> {
+        let fed = Federation::start(Federation::embedded_section(), seed, clock).await?;
+        let f = &mut config.federation;
+        f.peers = (0..EMBEDDED_PEERS)
+            .map(|n| (fed.server.domain_of(n), fed.server.base_url_of(n)))
+            .collect();
+        f.allow_private_http = true;
+        f.ttl_secs = EMBEDDED_TTL_MS / 1000;
+        f.retry_base_ms = EMBEDDED_RETRY_BASE_MS;
+        f.retry_max_ms = EMBEDDED_RETRY_MAX_MS;
+        Ok(Arc::new(fed))
+    }
+
+    /// The section the embedded target runs with: `static` peers on loopback, a declared
+    /// short TTL.
+    pub fn embedded_section() -> FederationSection {
+        FederationSection {
+            harness_address: None,
+            listen: None,
+            peer_domain: "peer-{n}.test".into(),
+            peers: EMBEDDED_PEERS,
+            learn_peer: profile::Templated::default(),
+            send_now: profile::Templated::default(),
+            timers: Some(profile::Timers {
+                ttl_ms: EMBEDDED_TTL_MS,
+            }),
+            vars: BTreeMap::new(),
+        }
+    }
+
+    /// How long to wait for the target to deliver something.
+    pub fn wait(&self, timeout_scale: f64) -> Duration {
+        Duration::from_secs_f64(self.section.send_now.wait_secs.unwrap_or(10.0) * timeout_scale)
+    }
+
+    /// The TTL the target declares, if it declares one.
+    pub fn ttl(&self) -> Option<Duration> {
+        self.section
+            .timers
+            .as_ref()
+            .map(|t| Duration::from_millis(t.ttl_ms))
+    }
+
+    /// The placeholder values for `peer` (module docs of [`profile`]).
+    pub fn vars(&self, target_url: &str, peer: &PeerNode) -> BTreeMap<String, String> {
+        let key = peer.active_key();
+        let vk = key.key.verifying_key();
+        let mut v = self.section.vars.clone();
+        for (k, val) in [
+            ("target", target_url.to_owned()),
+            ("peer_domain", peer.domain.clone()),
+            ("peer_base_url", peer.base_url.clone()),
+            ("peer_deliver_url", peer.deliver_url()),
+            (
+                "peer_identity_url",
+                format!("{}/v1/identity/{{identity}}", peer.base_url),
+            ),
+            (
+                "peer_node_document_url",
+                format!("{}/.well-known/loom.json", peer.base_url),
+            ),
+            ("peer_key_id", key.key_id.clone()),
+            ("peer_public_key_pem", public_key_to_spki_pem(&vk)),
+            ("peer_public_key_b64url", public_key_to_b64url(&vk)),
+        ] {
+            v.insert(k.to_owned(), val);
+        }
+        v
+    }
+
+    /// Makes the target know `peer` (`learn_peer`): nothing for `static` and
+    /// `node-document` (the target is configured with the peers, or resolves their domains to
+    /// the harness itself); the templated request for `request`, recorded as an exchange. A
+    /// refusal is a setup `error` naming the profile field.
+    pub async fn learn(
+        &self,
+        net: &mut Exchanges,
+        target_url: &str,
+        peer: &PeerNode,
+    ) -> Result<Option<Ex>, Finding> {
+        if self.section.learn_mode() != "request" {
+            return Ok(None);
+        }
+        let ex = self
+            .templated(
+                net,
+                target_url,
+                peer,
+                &self.section.learn_peer,
+                "learn_peer",
+            )
+            .await?;
+        if !(200..300).contains(&net.status(ex)) {
+            return Err(Finding::Error(format!(
+                "[federation.learn_peer] request answered {}: {} (check the profile's learn_peer template)",
+                net.status(ex),
+                net.text(ex)
+            )));
+        }
+        Ok(Some(ex))
+    }
+
+    /// Makes the target send its queue now (`send_now = request`); nothing for `wait`.
+    pub async fn send_now(
+        &self,
+        net: &mut Exchanges,
+        target_url: &str,
+        peer: &PeerNode,
+    ) -> Result<(), Finding> {
+        if self.section.send_mode() == "request" {
+            self.templated(net, target_url, peer, &self.section.send_now, "send_now")
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn templated(
+        &self,
+        net: &mut Exchanges,
+        target_url: &str,
+        peer: &PeerNode,
+        t: &profile::Templated,
+        name: &str,
+    ) -> Result<Ex, Finding> {
+        let vars = self.vars(target_url, peer);
+        let field = |m: &str| format!("federation.{name}.{m}");
+        let err = Finding::Error;
+        let method = t.method.as_deref().unwrap_or("POST");
+        let url = fill(t.url.as_deref().unwrap_or(""), &vars, false, &field("url")).map_err(err)?;
+        let Some(path) = url.strip_prefix(target_url) else {
+            return Err(Finding::Error(format!(
+                "{}: {url:?} is not on the target {target_url} (the harness sends templated requests to the target only)",
+                field("url")
+            )));
+        };
+        let mut headers = Vec::new();
+        for (k, v) in &t.headers {
+            headers.push((
+                k.clone(),
+                fill(v, &vars, false, &field(&format!("headers.{k}"))).map_err(err)?,
+            ));
+        }
+        let has_ct = headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("content-type"));
+        let body = match &t.body {
+            Some(b) => Some(fill(b, &vars, true, &field("body")).map_err(err)?),
+            None => None,
+        };
+        if body.is_some() && !has_ct {
+            headers.push(("content-type".into(), "application/json".into()));
+        }
+        let h: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let path = if path.is_empty() { "/" } else { path };
+        net.exchange(method, path, &h, body.map(String::into_bytes), None)
+            .await
+    }
+}

@@ -1,0 +1,312 @@
+//! The target profile's `[federation]` section (issue 15): where the target reaches the
+//! harness's fake peers, how the target learns a peer, how to make it send now, and the
+//! timers it declares. The spec defines no peer-registration API, so the profile says it.
+//!
+//! ```toml
+//! [federation]
+//! harness_address = "http://10.0.0.5:9900"  # the base URL the target uses to reach the harness
+//! listen = "0.0.0.0:9900"                   # where the harness binds (default: 127.0.0.1:0
+//!                                           # when harness_address is absent)
+//! peer_domain = "peer-{n}.test"             # the fake peers' domains, {n} = 0, 1, 2, …
+//! peers = 96                                # how many the target knows ("static" mode)
+//! [federation.learn_peer]
+//! mode = "request"        # "static" | "node-document" | "request"
+//! method = "POST"
+//! url = "{target}/v1/federation/nodes"
+//! headers = { authorization = "Bearer {admin_token}" }
+//! body = '{"node_id":"{peer_domain}","key_id":"{peer_key_id}","public_key_pem":"{peer_public_key_pem}","deliver_url":"{peer_deliver_url}"}'
+//! [federation.send_now]
+//! mode = "wait"           # "wait" | "request"
+//! wait_secs = 10
+//! [federation.timers]     # absent: store-and-forward TTL cases are `unsupported`
+//! ttl_ms = 3000
+//! ```
+//!
+//! Placeholders (JSON-escaped inside `body`): `{target}`, `{peer_domain}`, `{peer_base_url}`,
+//! `{peer_deliver_url}`, `{peer_identity_url}`, `{peer_node_document_url}`, `{peer_key_id}`,
+//! `{peer_public_key_pem}`, `{peer_public_key_b64url}`, plus every `[federation.vars]` entry
+//! (e.g. `admin_token`).
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// `[federation]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FederationSection {
+    /// Base URL the target uses to reach the harness (`http://10.0.0.5:9900`).
+    pub harness_address: Option<String>,
+    /// Socket address the harness binds.
+    pub listen: Option<String>,
+    /// Peer domains, `{n}` replaced by the peer's index.
+    #[serde(default = "default_domain")]
+    pub peer_domain: String,
+    /// How many peers the target knows (0: no bound).
+    #[serde(default)]
+    pub peers: u32,
+    /// How the target learns a fake peer.
+    #[serde(default)]
+    pub learn_peer: Templated,
+    /// How to make the target deliver its queue now.
+    #[serde(default)]
+    pub send_now: Templated,
+    /// Timers the target declares.
+    pub timers: Option<Timers>,
+    /// Extra placeholder values (`admin_token`, …).
+    #[serde(default)]
+    pub vars: BTreeMap<String, String>,
+}
+
+fn default_domain() -> String {
+    "peer-{n}.test".into()
+}
+
+/// A mode, and for `mode = "request"` the templated request.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Templated {
+    /// `static` / `node-document` / `request` (learn_peer); `wait` / `request` (send_now).
+    pub mode: Option<String>,
+    /// HTTP method.
+    pub method: Option<String>,
+    /// URL template.
+    pub url: Option<String>,
+    /// Header templates.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Body template.
+    pub body: Option<String>,
+    /// `send_now = wait`: longest wait for the target to deliver (seconds, default 10).
+    pub wait_secs: Option<f64>,
+}
+
+/// `[federation.timers]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timers {
+    /// The store-and-forward TTL the target runs with (v1.1 §15.6 "configurable").
+    pub ttl_ms: u64,
+}
+
+impl FederationSection {
+    /// The learn mode (default `static`).
+    pub fn learn_mode(&self) -> &str {
+        self.learn_peer.mode.as_deref().unwrap_or("static")
+    }
+
+    /// The send-now mode (default `wait`).
+    pub fn send_mode(&self) -> &str {
+        self.send_now.mode.as_deref().unwrap_or("wait")
+    }
+
+    /// Checks every member; errors name the field.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(a) = &self.harness_address
+            && !(a.starts_with("http://") || a.starts_with("https://"))
+        {
+            return Err(format!(
+                "federation.harness_address must be an http:// or https:// URL, not {a:?}"
+            ));
+        }
+        if let Some(l) = &self.listen
+            && l.parse::<std::net::SocketAddr>().is_err()
+        {
+            return Err(format!(
+                "federation.listen must be a socket address such as \"0.0.0.0:9900\", not {l:?}"
+            ));
+        }
+        if !self.peer_domain.contains("{n}") {
+            return Err(format!(
+                "federation.peer_domain must contain {{n}} (each case uses a fresh peer), not {:?}",
+                self.peer_domain
+            ));
+        }
+        match self.learn_mode() {
+            "static" | "node-document" => {}
+            "request" => check_request("federation.learn_peer", &self.learn_peer)?,
+            m => {
+                return Err(format!(
+                    "federation.learn_peer.mode must be \"static\", \"node-document\" or \"request\", not {m:?}"
+                ));
+            }
+        }
+        match self.send_mode() {
+            "wait" => {}
+            "request" => check_request("federation.send_now", &self.send_now)?,
+            m => {
+                return Err(format!(
+                    "federation.send_now.mode must be \"wait\" or \"request\", not {m:?}"
+                ));
+            }
+        }
+        if let Some(w) = self.send_now.wait_secs
+            && !(w.is_finite() && w > 0.0 && w <= 3600.0)
+        {
+            return Err(format!(
+                "federation.send_now.wait_secs must be above 0 and at most 3600, not {w}"
+            ));
+        }
+        if let Some(t) = &self.timers
+            && !(1..=3_600_000).contains(&t.ttl_ms)
+        {
+            return Err(format!(
+                "federation.timers.ttl_ms must be between 1 and 3600000 (a shortened TTL the cases can wait for), not {}",
+                t.ttl_ms
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn check_request(field: &str, t: &Templated) -> Result<(), String> {
+    let method = t
+        .method
+        .as_deref()
+        .ok_or_else(|| format!("{field}.method is required when mode = \"request\""))?;
+    if !matches!(method, "GET" | "POST" | "PUT" | "PATCH" | "DELETE") {
+        return Err(format!(
+            "{field}.method must be GET, POST, PUT, PATCH or DELETE, not {method:?}"
+        ));
+    }
+    let url = t
+        .url
+        .as_deref()
+        .ok_or_else(|| format!("{field}.url is required when mode = \"request\""))?;
+    if !(url.starts_with("{target}") || url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(format!(
+            "{field}.url must start with {{target}}, http:// or https://, not {url:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// Replaces every `{name}` of `template` with `vars[name]`; with `json`, values are
+/// JSON-string-escaped (the template is a JSON body). Unknown placeholders are errors that
+/// name them.
+pub fn fill(
+    template: &str,
+    vars: &BTreeMap<String, String>,
+    json: bool,
+    field: &str,
+) -> Result<String, String> {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find('{') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        match after.find('}') {
+            Some(end)
+                if after[..end]
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                    && end > 0 =>
+            {
+                let name = &after[..end];
+                let v = vars.get(name).ok_or_else(|| {
+                    format!(
+                        "{field}: unknown placeholder {{{name}}} (known: {})",
+                        vars.keys().cloned().collect::<Vec<_>>().join(", ")
+                    )
+                })?;
+                if json {
+                    let quoted = serde_json::to_string(v).unwrap_or_default();
+                    out.push_str(&quoted[1..quoted.len() - 1]);
+                } else {
+                    out.push_str(v);
+                }
+                rest = &after[end + 1..];
+            }
+            _ => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::Profile;
+
+    #[test]
+    fn a_full_section_parses() {
+        let p = Profile::parse(
+            "[federation]\nharness_address = \"http://10.0.0.5:9900\"\nlisten = \"0.0.0.0:9900\"\npeers = 8\n[federation.learn_peer]\nmode = \"request\"\nmethod = \"POST\"\nurl = \"{target}/v1/federation/nodes\"\nheaders = { authorization = \"Bearer {admin_token}\" }\nbody = '{\"node_id\":\"{peer_domain}\"}'\n[federation.send_now]\nmode = \"wait\"\nwait_secs = 5\n[federation.timers]\nttl_ms = 3000\n[federation.vars]\nadmin_token = \"t\"\n",
+        )
+        .expect("parses");
+        let f = p.federation.expect("section");
+        assert_eq!(f.learn_mode(), "request");
+        assert_eq!(f.timers, Some(Timers { ttl_ms: 3000 }));
+        assert_eq!(f.peers, 8);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let bad = [
+            (
+                "[federation]\nharness_address = \"10.0.0.5\"\n",
+                "federation.harness_address",
+            ),
+            ("[federation]\nlisten = \"nowhere\"\n", "federation.listen"),
+            (
+                "[federation]\npeer_domain = \"peer.test\"\n",
+                "federation.peer_domain",
+            ),
+            (
+                "[federation.learn_peer]\nmode = \"dns\"\n",
+                "federation.learn_peer.mode",
+            ),
+            (
+                "[federation.learn_peer]\nmode = \"request\"\n",
+                "federation.learn_peer.method",
+            ),
+            (
+                "[federation.learn_peer]\nmode = \"request\"\nmethod = \"POST\"\n",
+                "federation.learn_peer.url",
+            ),
+            (
+                "[federation.send_now]\nmode = \"poke\"\n",
+                "federation.send_now.mode",
+            ),
+            (
+                "[federation.send_now]\nwait_secs = -1\n",
+                "federation.send_now.wait_secs",
+            ),
+            (
+                "[federation.timers]\nttl_ms = 0\n",
+                "federation.timers.ttl_ms",
+            ),
+            ("[federation]\nbogus = 1\n", "bogus"),
+        ];
+        for (text, field) in bad {
+            let e = Profile::parse(text).expect_err(text);
+            assert!(e.contains(field), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn fill_escapes_json_and_names_unknown_placeholders() {
+        let vars = BTreeMap::from([
+            ("peer_domain".to_owned(), "peer-1.test".to_owned()),
+            ("pem".to_owned(), "-----BEGIN\nX\"".to_owned()),
+        ]);
+        assert_eq!(
+            fill(
+                "{\"d\":\"{peer_domain}\",\"k\":\"{pem}\"}",
+                &vars,
+                true,
+                "b"
+            )
+            .unwrap(),
+            "{\"d\":\"peer-1.test\",\"k\":\"-----BEGIN\\nX\\\"\"}"
+        );
+        let e = fill("{nope}", &vars, false, "federation.learn_peer.url").unwrap_err();
+        assert!(
+            e.contains("federation.learn_peer.url") && e.contains("{nope}"),
+            "{e}"
+        );
+    }
+}

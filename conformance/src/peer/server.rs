@@ -1,0 +1,320 @@
+//! The fake peers' HTTP server: one axum server in the harness process serving every fake
+//! peer of a run under `/peer/{n}/…` (or by `Host` header, for a target that resolves peer
+//! domains to the harness address itself), lenient as a peer should be: any body framing
+//! (chunked or not), any signing form; every request recorded; deliveries answered as the
+//! case scripted ([`Answer`]).
+
+use super::node::{Answer, PeerNode, Received};
+use axum::Router;
+use axum::body::to_bytes;
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use loom_protocol::clock::Clock;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Largest request body the fake peer reads (the §15.4 wrapper bound of the protocol crate).
+const MAX_BODY: usize = loom_protocol::federation::wrapper::DEFAULT_MAX_WRAPPER_BYTES;
+
+/// The server and the peers it serves.
+#[derive(Debug)]
+pub struct PeerServer {
+    /// The base URL the target reaches the harness at (`http://127.0.0.1:PORT`).
+    pub address: String,
+    /// Peer domains: `{n}` is replaced by the peer's index.
+    pub domain_template: String,
+    /// How many peers may be handed out (the target knows this many; 0: no bound).
+    pub capacity: u32,
+    seed: u64,
+    clock: Arc<dyn Clock>,
+    next: AtomicU32,
+    peers: Mutex<BTreeMap<u32, Arc<PeerNode>>>,
+    stop: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+}
+
+impl Drop for PeerServer {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.lock().ok().and_then(|mut s| s.take()) {
+            let _ = s.send(());
+        }
+    }
+}
+
+impl PeerServer {
+    /// Serves on `listener`; the target reaches it at `address` (the profile's
+    /// `harness_address`, or the listener's own loopback address).
+    pub fn spawn(
+        listener: tokio::net::TcpListener,
+        address: Option<String>,
+        domain_template: &str,
+        capacity: u32,
+        seed: u64,
+        clock: Arc<dyn Clock>,
+    ) -> Arc<PeerServer> {
+        let local = listener
+            .local_addr()
+            .map_or_else(|_| "127.0.0.1:0".to_owned(), |a| a.to_string());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = Arc::new(PeerServer {
+            address: address
+                .unwrap_or_else(|| format!("http://{local}"))
+                .trim_end_matches('/')
+                .to_owned(),
+            domain_template: domain_template.to_owned(),
+            capacity,
+            seed,
+            clock,
+            next: AtomicU32::new(0),
+            peers: Mutex::new(BTreeMap::new()),
+            stop: Mutex::new(Some(stop)),
+        });
+        let router = Router::new()
+            .fallback(handle)
+            .with_state(Arc::downgrade(&server));
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, router)
+                .with_graceful_shutdown(async move {
+                    let _ = stopped.await;
+                })
+                .await;
+        });
+        server
+    }
+
+    /// Binds 127.0.0.1:0 and serves there (the embedded target's peer server).
+    pub async fn loopback(
+        domain_template: &str,
+        capacity: u32,
+        seed: u64,
+        clock: Arc<dyn Clock>,
+    ) -> std::io::Result<Arc<PeerServer>> {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        Ok(PeerServer::spawn(
+            l,
+            None,
+            domain_template,
+            capacity,
+            seed,
+            clock,
+        ))
+    }
+
+    /// Serves the same peers on another listener too (a deliver URL that is unreachable
+    /// until the case binds its port: store-and-forward, v1.1 §15.6).
+    pub fn serve_also(self: &Arc<Self>, listener: tokio::net::TcpListener) {
+        let router = Router::new()
+            .fallback(handle)
+            .with_state(Arc::downgrade(self));
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+    }
+
+    /// The domain of peer `n`.
+    pub fn domain_of(&self, n: u32) -> String {
+        self.domain_template.replace("{n}", &n.to_string())
+    }
+
+    /// The base URL of peer `n` (`{address}/peer/{n}`).
+    pub fn base_url_of(&self, n: u32) -> String {
+        format!("{}/peer/{n}", self.address)
+    }
+
+    /// A fresh peer with its own domain and keys (a case's; negative cases each take one,
+    /// since a target may legally quarantine a peer that misbehaved).
+    pub fn fresh(&self) -> Result<Arc<PeerNode>, String> {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        if self.capacity > 0 && n >= self.capacity {
+            return Err(format!(
+                "all {} fake peers the target knows are in use; raise [federation] peers (and configure the target with that many)",
+                self.capacity
+            ));
+        }
+        let seed: [u8; 32] = Sha256::digest(format!("{}/peer/{n}", self.seed).as_bytes()).into();
+        let peer = Arc::new(PeerNode::new(
+            n,
+            self.domain_of(n),
+            self.base_url_of(n),
+            seed,
+            self.clock.clone(),
+        ));
+        if let Ok(mut p) = self.peers.lock() {
+            p.insert(n, peer.clone());
+        }
+        Ok(peer)
+    }
+
+    fn by_index(&self, n: u32) -> Option<Arc<PeerNode>> {
+        self.peers.lock().ok()?.get(&n).cloned()
+    }
+
+    fn by_host(&self, host: &str) -> Option<Arc<PeerNode>> {
+        let host = host.split(':').next().unwrap_or(host);
+        self.peers
+            .lock()
+            .ok()?
+            .values()
+            .find(|p| p.domain.eq_ignore_ascii_case(host))
+            .cloned()
+    }
+}
+
+fn error(status: StatusCode, code: &str, message: &str) -> Response {
+    (
+        status,
+        axum::Json(json!({"error": {"code": code, "message": message}})),
+    )
+        .into_response()
+}
+
+/// Every request: find the peer (path prefix, else `Host`), record, answer.
+async fn handle(State(server): State<std::sync::Weak<PeerServer>>, req: Request) -> Response {
+    let Some(server) = server.upgrade() else {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "NODE_UNREACHABLE",
+            "stopping",
+        );
+    };
+    let raw_path = req.uri().path().to_owned();
+    let (peer, path) = match raw_path.strip_prefix("/peer/").and_then(|rest| {
+        let (n, tail) = rest.split_once('/').unwrap_or((rest, ""));
+        Some((n.parse::<u32>().ok()?, format!("/{tail}")))
+    }) {
+        Some((n, tail)) => (server.by_index(n), tail),
+        None => {
+            let host = req
+                .headers()
+                .get("host")
+                .and_then(|h| h.to_str().ok())
+                .unwrap_or("");
+            (server.by_host(host), raw_path.clone())
+        }
+    };
+    let method = req.method().as_str().to_owned();
+    let headers: Vec<(String, String)> = req
+        .headers()
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.as_str().to_owned(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let body = to_bytes(req.into_body(), MAX_BODY)
+        .await
+        .map(|b| b.to_vec())
+        .unwrap_or_default();
+    let Some(peer) = peer else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "NOT_FOUND",
+            "no fake peer at this path or host",
+        );
+    };
+    let (status, resp, delay) = answer(&peer, &method, &path, &body);
+    if let Some(d) = delay {
+        tokio::time::sleep(d).await;
+    }
+    peer.record(Received {
+        at: peer.now(),
+        method,
+        path,
+        raw_path,
+        headers,
+        body,
+        status: status.as_u16(),
+    });
+    resp
+}
+
+fn answer(
+    peer: &PeerNode,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> (StatusCode, Response, Option<std::time::Duration>) {
+    let json = |status: StatusCode, v: Value| (status, (status, axum::Json(v)).into_response());
+    let (status, resp) = match (method, path) {
+        ("GET", "/.well-known/loom.json") => json(StatusCode::OK, peer.node_document()),
+        ("GET", "/v1/federation/hello") => json(StatusCode::OK, peer.hello()),
+        ("GET", p) if p.starts_with("/v1/identity/") => {
+            let raw = &p["/v1/identity/".len()..];
+            let id = percent_decode(raw);
+            match peer.identity_document(&id) {
+                Some(doc) => json(StatusCode::OK, doc),
+                None => (
+                    StatusCode::NOT_FOUND,
+                    error(
+                        StatusCode::NOT_FOUND,
+                        "IDENTITY_NOT_FOUND",
+                        "not hosted here",
+                    ),
+                ),
+            }
+        }
+        ("POST", "/v1/federation/deliver") => {
+            let mut delay = None;
+            let a = match peer.next_answer() {
+                Answer::Delay(d) => {
+                    delay = Some(d);
+                    Answer::Accept
+                }
+                a => a,
+            };
+            let (s, r) = match a {
+                Answer::Status(s) => {
+                    let s = StatusCode::from_u16(s).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+                    (
+                        s,
+                        error(s, "NODE_UNREACHABLE", "scripted by the conformance case"),
+                    )
+                }
+                _ => match peer.receipt_for(body) {
+                    Ok(receipt) => json(StatusCode::ACCEPTED, receipt),
+                    Err(why) => (
+                        StatusCode::BAD_REQUEST,
+                        error(StatusCode::BAD_REQUEST, "ENVELOPE_INVALID", &why),
+                    ),
+                },
+            };
+            return (s, r, delay);
+        }
+        _ => (
+            StatusCode::NOT_FOUND,
+            error(
+                StatusCode::NOT_FOUND,
+                "NOT_FOUND",
+                "no such route on the fake peer",
+            ),
+        ),
+    };
+    (status, resp, None)
+}
+
+/// `%XX` decoding of a path segment (identity addresses arrive encoded).
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let Some(v) = std::str::from_utf8(&b[i + 1..i + 3])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(v);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
