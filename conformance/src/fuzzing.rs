@@ -108,31 +108,7 @@ mod tests {
     /// corpus fails (issue 19: every target has a committed seed corpus).
     #[test]
     fn every_conformance_target_replays_its_committed_corpus() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz");
-        let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("fuzz/Cargo.toml");
-        let mut broken = Vec::new();
-        for (target, body) in TARGETS {
-            assert!(
-                manifest.contains(&format!("name = \"{target}\"")),
-                "{target} has no [[bin]] in fuzz/Cargo.toml"
-            );
-            let dir = root.join("corpus").join(target);
-            let mut files: Vec<_> = std::fs::read_dir(&dir)
-                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-                .map(|e| e.expect("entry").path())
-                .collect();
-            files.sort();
-            assert!(!files.is_empty(), "the corpus of {target} is empty");
-            for f in files {
-                let data = std::fs::read(&f).expect("corpus file");
-                if std::panic::catch_unwind(|| body(&data)).is_err() {
-                    broken.push(f.display().to_string());
-                }
-            }
-        }
-        assert!(
-            broken.is_empty(),
-            "inputs that break a property: {broken:#?}"
-        );
+        let fuzz_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz");
+        loom_protocol::fuzzing::replay_committed_corpora(&fuzz_dir, TARGETS);
     }
 }

@@ -47,20 +47,7 @@ fn fuzz_bins() -> Vec<String> {
 
 #[test]
 fn every_protocol_target_replays_its_committed_corpus() {
-    let mut broken = Vec::new();
-    for (target, body) in TARGETS {
-        for file in corpus_files(target) {
-            let data = std::fs::read(&file).expect("corpus file");
-            // The panic message is printed; collect the file so every broken one is listed.
-            if std::panic::catch_unwind(|| body(&data)).is_err() {
-                broken.push(format!("{target}: {}", file.display()));
-            }
-        }
-    }
-    assert!(
-        broken.is_empty(),
-        "inputs that break a property: {broken:#?}"
-    );
+    loom_protocol::fuzzing::replay_committed_corpora(&fuzz_dir(), TARGETS);
 }
 
 /// Crates whose tests replay the targets whose body they hold (see each `fuzzing` module).

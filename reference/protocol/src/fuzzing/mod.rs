@@ -81,3 +81,41 @@ pub(crate) fn assert_explained(e: &ProtocolError) {
         "error without a spec section: {e:?}"
     );
 }
+
+/// Replays `fuzz/corpus/<target>/` (under `fuzz_dir`) through each body of `targets`, for the
+/// corpus-replay test every crate with fuzz bodies runs (issue 19: every input that once
+/// mattered to a fuzzer is checked by `cargo test`). Panics, naming what is wrong, when a
+/// target has no `[[bin]]` in `fuzz/Cargo.toml`, its corpus is missing or empty, or any
+/// input breaks a property (every such input is listed, not only the first).
+pub fn replay_committed_corpora(fuzz_dir: &std::path::Path, targets: &[(&str, Body)]) {
+    let manifest = std::fs::read_to_string(fuzz_dir.join("Cargo.toml")).expect("fuzz/Cargo.toml");
+    let mut broken = Vec::new();
+    for (target, body) in targets {
+        assert!(
+            manifest.contains(&format!("name = \"{target}\"")),
+            "{target} has no [[bin]] in fuzz/Cargo.toml"
+        );
+        let dir = fuzz_dir.join("corpus").join(target);
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("corpus of fuzz target {target}: {}: {e}", dir.display()))
+            .map(|e| e.expect("corpus entry").path())
+            .filter(|p| p.is_file())
+            .collect();
+        files.sort();
+        assert!(
+            !files.is_empty(),
+            "the corpus of fuzz target {target} is empty"
+        );
+        for f in files {
+            let data = std::fs::read(&f).expect("corpus file");
+            // The panic message is printed; the file is collected so every broken one is listed.
+            if std::panic::catch_unwind(|| body(&data)).is_err() {
+                broken.push(format!("{target}: {}", f.display()));
+            }
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "inputs that break a property: {broken:#?}"
+    );
+}
