@@ -165,12 +165,12 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
     ),
     (
         "reference/node/README.md",
-        "loom send --session bob.session --to loom://alice@a.test --text \"hi alice\" --thread thr_01\u2026 --parent env_01\u2026",
+        "loom send --session bob.session --to loom://alice@a.test --text \"hi alice\" --thread thr_01\u{2026} --parent env_01\u{2026}",
         "the two-process federation walkthrough; tests/walkthrough_federation.rs in loom-node runs exactly these steps (two loom-node processes on free ports, the loom CLI, a 500 ms retry base)",
     ),
     (
         "reference/node/README.md",
-        "loom get --session alice.session thr_01\u2026",
+        "loom get --session alice.session thr_01\u{2026}",
         "the two-process federation walkthrough; tests/walkthrough_federation.rs in loom-node runs exactly these steps (two loom-node processes on free ports, the loom CLI, a 500 ms retry base)",
     ),
     (

@@ -28,7 +28,7 @@ pub const EMBEDDED_PEERS: u32 = 160;
 pub const EMBEDDED_TTL_MS: u64 = 3_000;
 
 // The node's TTL is configured in whole seconds.
-const _: () = assert!(EMBEDDED_TTL_MS % 1000 == 0);
+const _: () = assert!(EMBEDDED_TTL_MS.is_multiple_of(1000));
 
 /// The embedded target's first retry delay (v1.1 §15.6 backoff starts here and doubles).
 pub const EMBEDDED_RETRY_BASE_MS: u64 = 100;
