@@ -44,7 +44,7 @@ use loom_protocol::federation::{
     check_delivery_with, verify_identity_document,
 };
 use loom_protocol::http_sig::{
-    NONCE_TTL_MS, NonceCache, NonceOutcome, RequestParts, SignedHeaders,
+    FRESHNESS_MS, NONCE_TTL_MS, NonceCache, NonceOutcome, RequestParts, SignedHeaders,
 };
 use loom_protocol::keys::{public_key_from_b64url, public_key_to_b64url, public_key_to_spki_pem};
 use loom_protocol::{Address, ErrorCode, ProtocolError, Timestamp};
@@ -180,6 +180,24 @@ fn rebase(url: &str, base: Option<&str>) -> String {
     match (base, url_origin(url)) {
         (Some(b), Some(origin)) => format!("{}{}", b.trim_end_matches('/'), &url[origin.len()..]),
         _ => url.to_owned(),
+    }
+}
+
+/// The `reject-old-envelopes` quirk: refuses `env` when its `created_at` is more than the
+/// §15.5 freshness window before `now`. A correct node never calls this: §15.5 bounds the
+/// request and wrapper timestamps only, a queued envelope may be days old.
+fn refuse_old_envelope(env: &Value, now: Timestamp) -> Result<(), ProtocolError> {
+    let created = env
+        .get("created_at")
+        .and_then(Value::as_str)
+        .and_then(|s| Timestamp::parse(s).ok());
+    match created {
+        Some(c) if now.unix_ms() - c.unix_ms() > FRESHNESS_MS => Err(ProtocolError::invalid(
+            "created_at",
+            format!("created_at {c} is more than {FRESHNESS_MS} ms old"),
+            "v1.1 §15.5",
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -471,6 +489,9 @@ impl Service {
             let id = env.get("id").and_then(Value::as_str).map(str::to_owned);
             let admitted = (|| -> Result<_, ProtocolError> {
                 authority.clone()?;
+                if dev.reject_old_envelopes {
+                    refuse_old_envelope(env, now)?;
+                }
                 let received = stamp_federated_meta(env.get("meta"), 0)?;
                 let origin_event_seq = received
                     .get("origin_event_seq")
@@ -528,13 +549,16 @@ impl Service {
                 Err(e) => outcomes.push((id, Err(e.into()))),
             }
         }
-        let committed = self
-            .commit_many(
+        let committed = if dev.drop_delivered_envelopes {
+            Vec::new()
+        } else {
+            self.commit_many(
                 jobs.iter()
                     .map(|(_, a, s)| (a.clone(), s.clone()))
                     .collect(),
             )
-            .await;
+            .await
+        };
         for ((i, _, _), r) in jobs.iter().zip(committed) {
             if let Err(e) = r {
                 outcomes[*i].1 = Err(e);
@@ -628,6 +652,9 @@ impl Service {
             receipt.sign(key_id, key)
         };
         body["rejected"] = Value::Array(rejected);
+        if self.settings.federation.no_receipt {
+            body = json!({});
+        }
         Ok(DeliveryAnswer { status: 202, body })
     }
 
