@@ -175,11 +175,24 @@ fn transport_error(what: &str, e: &TransportError) -> ApiError {
 }
 
 /// `url` with its origin replaced by `base` (a configured peer is reached at its base URL,
-/// whatever public URLs its document names).
+/// whatever public URLs its document names). A URL that already lies under `base` (the
+/// document names it under the same path prefix, e.g. `http://127.0.0.1:P/peer/7/v1/…` for
+/// the base `http://127.0.0.1:P/peer/7`) is used as it is: rebasing it would apply the
+/// prefix twice.
 fn rebase(url: &str, base: Option<&str>) -> String {
-    match (base, url_origin(url)) {
-        (Some(b), Some(origin)) => format!("{}{}", b.trim_end_matches('/'), &url[origin.len()..]),
-        _ => url.to_owned(),
+    let Some(b) = base.map(|b| b.trim_end_matches('/')) else {
+        return url.to_owned();
+    };
+    if url == b
+        || url
+            .strip_prefix(b)
+            .is_some_and(|rest| rest.starts_with('/'))
+    {
+        return url.to_owned();
+    }
+    match url_origin(url) {
+        Some(origin) => format!("{b}{}", &url[origin.len()..]),
+        None => url.to_owned(),
     }
 }
 
@@ -703,5 +716,51 @@ impl Service {
             }],
             "max_envelopes_per_wrapper": MAX_ENVELOPES_PER_WRAPPER,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rebase;
+
+    #[test]
+    fn rebase_replaces_the_origin_by_the_configured_base() {
+        let base = Some("http://127.0.0.1:9/peer/7");
+        assert_eq!(
+            rebase("https://peer-7.test/v1/federation/deliver", base),
+            "http://127.0.0.1:9/peer/7/v1/federation/deliver"
+        );
+        assert_eq!(
+            rebase(
+                "http://peer-7.test:80/v1/identity/{identity}",
+                Some("http://127.0.0.1:9/")
+            ),
+            "http://127.0.0.1:9/v1/identity/{identity}"
+        );
+        assert_eq!(rebase("https://b.test/x", None), "https://b.test/x");
+    }
+
+    #[test]
+    fn rebase_keeps_a_url_already_under_the_base_prefix() {
+        // The fedharness report: the prefix was applied twice (`/peer/22/peer/22/...`).
+        let base = Some("http://127.0.0.1:9/peer/22");
+        for url in [
+            "http://127.0.0.1:9/peer/22/v1/federation/deliver",
+            "http://127.0.0.1:9/peer/22/v1/identity/{identity}",
+        ] {
+            assert_eq!(rebase(url, base), url);
+        }
+        assert_eq!(
+            rebase(
+                "http://127.0.0.1:9/peer/22/v1/x",
+                Some("http://127.0.0.1:9/peer/22/")
+            ),
+            "http://127.0.0.1:9/peer/22/v1/x"
+        );
+        // Same origin, another prefix that merely starts with the same characters: rebased.
+        assert_eq!(
+            rebase("http://127.0.0.1:9/peer/221/v1/x", base),
+            "http://127.0.0.1:9/peer/22/peer/221/v1/x"
+        );
     }
 }
