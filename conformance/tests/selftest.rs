@@ -21,15 +21,7 @@ async fn mutation_and_legal_variant_coverage_are_complete() {
     let st = selftest(&cases, &cfg, Arc::new(SystemClock), &variants::all())
         .await
         .expect("embedded nodes start");
-    // The reference node does not have these quirks yet (issue 15; the node work is on
-    // branch `fednode`): their cases pass the clean node and every variant, but cannot be
-    // proven able to fail until the quirks land. Remove each entry when its quirk lands.
-    let missing = |p: &str| {
-        PENDING_NODE_QUIRKS.iter().any(|(id, q)| {
-            p == format!("{id}: names the quirk \"{q}\", which the reference node does not have")
-        })
-    };
-    let problems: Vec<String> = st.problems().into_iter().filter(|p| !missing(p)).collect();
+    let problems = st.problems();
     assert!(
         problems.is_empty(),
         "{} problems:\n{}",
@@ -37,25 +29,13 @@ async fn mutation_and_legal_variant_coverage_are_complete() {
         problems.join("\n")
     );
     let (proven, must) = st.coverage(&cases);
-    assert_eq!(
-        proven + PENDING_NODE_QUIRKS.len(),
-        must,
-        "mutation coverage {proven}/{must}"
-    );
+    assert_eq!(proven, must, "mutation coverage {proven}/{must}");
     let (clean, total) = st.variant_coverage();
     assert_eq!(clean, total, "legal-variant coverage {clean}/{total}");
     assert!(total >= 25, "{total} legal variants");
     let (ok, runs) = st.variant_case_runs();
     assert_eq!((ok, runs), (cases.len() * total, cases.len() * total));
 }
-
-/// Level 2 MUST cases whose quirk the reference node does not have yet (case, quirk).
-const PENDING_NODE_QUIRKS: &[(&str, &str)] = &[
-    ("fed.inbound.valid-delivery", "drop-delivered-envelopes"),
-    ("fed.inbound.receipt", "no-receipt"),
-    ("fed.inbound.old-envelope", "reject-old-envelopes"),
-    ("fed.inbound.redelivery", "store-redelivered-twice"),
-];
 
 #[test]
 fn ids_are_unique_stable_strings() {

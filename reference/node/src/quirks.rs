@@ -266,11 +266,19 @@ pub enum Quirk {
     NoRefetchOnUnknownKey,
     /// Drop `meta.origin_event_seq` of delivered envelopes instead of preserving it (v1.1 §11.6 SHOULD).
     DropOriginEventSeq,
+    /// Answer a valid delivery 202 with a receipt naming its envelopes as accepted, but store none of them (v1.1 §15.4 "Store envelopes").
+    DropDeliveredEnvelopes,
+    /// Answer a valid delivery 2xx with an empty body: no receipt (v1.1 §15.4 "generate receipts").
+    NoReceipt,
+    /// Refuse a delivered envelope whose `created_at` is older than the ±5 minute freshness window, which applies to the request and wrapper timestamps only (v1.1 §15.5 store-and-forward).
+    RejectOldEnvelopes,
+    /// Store an identical re-delivery of a stored envelope a second time, as a second row of the thread under a key of its own, so the recipient reads it twice (v1.1 §23.2).
+    StoreRedeliveredTwice,
 }
 
 impl Quirk {
     /// Every quirk, in declaration order.
-    pub const ALL: [Quirk; 107] = [
+    pub const ALL: [Quirk; 111] = [
         Quirk::AcceptBadSignature,
         Quirk::AllowDuplicateIds,
         Quirk::SkipEnvelopeValidation,
@@ -378,6 +386,10 @@ impl Quirk {
         Quirk::WrongFailureReason,
         Quirk::NoRefetchOnUnknownKey,
         Quirk::DropOriginEventSeq,
+        Quirk::DropDeliveredEnvelopes,
+        Quirk::NoReceipt,
+        Quirk::RejectOldEnvelopes,
+        Quirk::StoreRedeliveredTwice,
     ];
 
     /// The kebab-case name used on the command line and in reports.
@@ -573,6 +585,15 @@ pub struct FederationDeviations {
     pub no_refetch_on_unknown_key: bool,
     /// Received `meta.origin_event_seq` dropped (§11.6).
     pub drop_origin_event_seq: bool,
+    /// Delivered envelopes receipted as accepted but not stored (§15.4).
+    pub drop_delivered_envelopes: bool,
+    /// 2xx answers to deliveries without a receipt (§15.4).
+    pub no_receipt: bool,
+    /// Delivered envelopes refused when their `created_at` is older than the freshness
+    /// window (§15.5).
+    pub reject_old_envelopes: bool,
+    /// Identical re-deliveries stored a second time (§23.2).
+    pub store_redelivered_twice: bool,
 }
 
 /// Deviations of identity storage and key management (v1.1 §6, §16.3).
@@ -885,6 +906,10 @@ impl Quirks {
                 wrong_failure_reason: q(Q::WrongFailureReason),
                 no_refetch_on_unknown_key: q(Q::NoRefetchOnUnknownKey),
                 drop_origin_event_seq: q(Q::DropOriginEventSeq),
+                drop_delivered_envelopes: q(Q::DropDeliveredEnvelopes),
+                no_receipt: q(Q::NoReceipt),
+                reject_old_envelopes: q(Q::RejectOldEnvelopes),
+                store_redelivered_twice: q(Q::StoreRedeliveredTwice),
             },
             edits: EDITS.into_iter().filter(|e| q(e.quirk)).collect(),
         }

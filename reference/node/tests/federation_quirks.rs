@@ -280,6 +280,86 @@ async fn no_refetch_on_unknown_key() {
     }
 }
 
+#[tokio::test]
+async fn drop_delivered_envelopes() {
+    for (q, stored) in [(None, 200), (Some(Quirk::DropDeliveredEnvelopes), 404)] {
+        let p = pair(None, q, |_| {}).await;
+        let env = p.message("x");
+        let id = env["id"].as_str().unwrap().to_owned();
+        let r = p.deliver(vec![env]).await.expect(202);
+        assert_eq!(r.body["accepted_envelope_ids"], json!([id]), "{q:?}");
+        p.b.get(&format!("/v1/envelopes/{id}"), &p.bob.token)
+            .await
+            .expect(stored);
+    }
+}
+
+#[tokio::test]
+async fn no_receipt() {
+    for (q, receipt) in [(None, true), (Some(Quirk::NoReceipt), false)] {
+        let p = pair(None, q, |_| {}).await;
+        let env = p.message("x");
+        let id = env["id"].as_str().unwrap().to_owned();
+        let r = p.deliver(vec![env]).await.expect(202);
+        assert_eq!(
+            r.body.to_string().contains(&id),
+            receipt,
+            "{q:?}: {}",
+            r.body
+        );
+        // The envelope is stored either way: only the receipt is missing.
+        p.b.get(&format!("/v1/envelopes/{id}"), &p.bob.token)
+            .await
+            .expect(200);
+    }
+}
+
+#[tokio::test]
+async fn reject_old_envelopes() {
+    for (q, status) in [(None, 202), (Some(Quirk::RejectOldEnvelopes), 400)] {
+        let p = pair(None, q, |_| {}).await;
+        // Signed two days ago, delivered now in a fresh wrapper (store-and-forward, §15.5).
+        let two_days_ago = p.a.clock.now().plus_ms(-48 * HOUR_MS).to_rfc3339();
+        let mut env = p.alice.message(
+            &p.a,
+            &p.a.thread_id(),
+            None,
+            &[&p.bob],
+            "queued for two days",
+        );
+        env["created_at"] = two_days_ago.into();
+        p.deliver(vec![p.alice.sign(env)]).await.expect(status);
+        // A fresh envelope is accepted with or without the quirk.
+        p.deliver(vec![p.message("fresh")]).await.expect(202);
+    }
+}
+
+#[tokio::test]
+async fn store_redelivered_twice() {
+    for (q, copies) in [(None, 1), (Some(Quirk::StoreRedeliveredTwice), 2)] {
+        let p = pair(None, q, |_| {}).await;
+        let env = p.message("x");
+        let (id, t) = (
+            env["id"].clone(),
+            env["thread_id"].as_str().unwrap().to_owned(),
+        );
+        p.deliver(vec![env.clone()]).await.expect(202);
+        p.deliver(vec![env]).await.expect(202);
+        let list =
+            p.b.get(&format!("/v1/threads/{t}/envelopes"), &p.bob.token)
+                .await
+                .expect(200)
+                .body;
+        let n = list["envelopes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["id"] == id)
+            .count();
+        assert_eq!(n, copies, "{q:?}: {list}");
+    }
+}
+
 // --- the sending side ---
 
 /// a (quirk `q`) sends alice → bob; b.test is served unless `peer_down`.

@@ -617,6 +617,31 @@ async fn bare_error_bodies_drop_the_section_24_1_body() {
     }
 }
 
+/// The README's quirk table documents every quirk (and nothing else in it is a quirk name
+/// the node does not know).
+#[test]
+fn every_quirk_has_a_readme_row() {
+    let readme = include_str!("../README.md");
+    let section = readme
+        .split("## Quirks (deliberate defects for the conformance self-test)")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("the README has a quirk section");
+    for q in Quirk::ALL {
+        assert!(
+            section.contains(&format!("\n| `{}` |", q.name())),
+            "{q:?} has no row in the README's quirk table"
+        );
+    }
+    for row in section.lines().filter_map(|l| l.strip_prefix("| `")) {
+        let name = row.split('`').next().unwrap_or("");
+        assert!(
+            Quirk::parse(name).is_some(),
+            "README row for unknown quirk {name:?}"
+        );
+    }
+}
+
 #[test]
 fn every_quirk_is_exercised() {
     let special = [

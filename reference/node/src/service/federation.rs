@@ -44,7 +44,7 @@ use loom_protocol::federation::{
     check_delivery_with, verify_identity_document,
 };
 use loom_protocol::http_sig::{
-    NONCE_TTL_MS, NonceCache, NonceOutcome, RequestParts, SignedHeaders,
+    FRESHNESS_MS, NONCE_TTL_MS, NonceCache, NonceOutcome, RequestParts, SignedHeaders,
 };
 use loom_protocol::keys::{public_key_from_b64url, public_key_to_b64url, public_key_to_spki_pem};
 use loom_protocol::{Address, ErrorCode, ProtocolError, Timestamp};
@@ -175,11 +175,42 @@ fn transport_error(what: &str, e: &TransportError) -> ApiError {
 }
 
 /// `url` with its origin replaced by `base` (a configured peer is reached at its base URL,
-/// whatever public URLs its document names).
+/// whatever public URLs its document names). A URL that already lies under `base` (the
+/// document names it under the same path prefix, e.g. `http://127.0.0.1:P/peer/7/v1/…` for
+/// the base `http://127.0.0.1:P/peer/7`) is used as it is: rebasing it would apply the
+/// prefix twice.
 fn rebase(url: &str, base: Option<&str>) -> String {
-    match (base, url_origin(url)) {
-        (Some(b), Some(origin)) => format!("{}{}", b.trim_end_matches('/'), &url[origin.len()..]),
-        _ => url.to_owned(),
+    let Some(b) = base.map(|b| b.trim_end_matches('/')) else {
+        return url.to_owned();
+    };
+    if url == b
+        || url
+            .strip_prefix(b)
+            .is_some_and(|rest| rest.starts_with('/'))
+    {
+        return url.to_owned();
+    }
+    match url_origin(url) {
+        Some(origin) => format!("{b}{}", &url[origin.len()..]),
+        None => url.to_owned(),
+    }
+}
+
+/// The `reject-old-envelopes` quirk: refuses `env` when its `created_at` is more than the
+/// §15.5 freshness window before `now`. A correct node never calls this: §15.5 bounds the
+/// request and wrapper timestamps only, a queued envelope may be days old.
+fn refuse_old_envelope(env: &Value, now: Timestamp) -> Result<(), ProtocolError> {
+    let created = env
+        .get("created_at")
+        .and_then(Value::as_str)
+        .and_then(|s| Timestamp::parse(s).ok());
+    match created {
+        Some(c) if now.unix_ms() - c.unix_ms() > FRESHNESS_MS => Err(ProtocolError::invalid(
+            "created_at",
+            format!("created_at {c} is more than {FRESHNESS_MS} ms old"),
+            "v1.1 §15.5",
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -471,6 +502,9 @@ impl Service {
             let id = env.get("id").and_then(Value::as_str).map(str::to_owned);
             let admitted = (|| -> Result<_, ProtocolError> {
                 authority.clone()?;
+                if dev.reject_old_envelopes {
+                    refuse_old_envelope(env, now)?;
+                }
                 let received = stamp_federated_meta(env.get("meta"), 0)?;
                 let origin_event_seq = received
                     .get("origin_event_seq")
@@ -528,13 +562,16 @@ impl Service {
                 Err(e) => outcomes.push((id, Err(e.into()))),
             }
         }
-        let committed = self
-            .commit_many(
+        let committed = if dev.drop_delivered_envelopes {
+            Vec::new()
+        } else {
+            self.commit_many(
                 jobs.iter()
                     .map(|(_, a, s)| (a.clone(), s.clone()))
                     .collect(),
             )
-            .await;
+            .await
+        };
         for ((i, _, _), r) in jobs.iter().zip(committed) {
             if let Err(e) = r {
                 outcomes[*i].1 = Err(e);
@@ -628,6 +665,9 @@ impl Service {
             receipt.sign(key_id, key)
         };
         body["rejected"] = Value::Array(rejected);
+        if self.settings.federation.no_receipt {
+            body = json!({});
+        }
         Ok(DeliveryAnswer { status: 202, body })
     }
 
@@ -676,5 +716,51 @@ impl Service {
             }],
             "max_envelopes_per_wrapper": MAX_ENVELOPES_PER_WRAPPER,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rebase;
+
+    #[test]
+    fn rebase_replaces_the_origin_by_the_configured_base() {
+        let base = Some("http://127.0.0.1:9/peer/7");
+        assert_eq!(
+            rebase("https://peer-7.test/v1/federation/deliver", base),
+            "http://127.0.0.1:9/peer/7/v1/federation/deliver"
+        );
+        assert_eq!(
+            rebase(
+                "http://peer-7.test:80/v1/identity/{identity}",
+                Some("http://127.0.0.1:9/")
+            ),
+            "http://127.0.0.1:9/v1/identity/{identity}"
+        );
+        assert_eq!(rebase("https://b.test/x", None), "https://b.test/x");
+    }
+
+    #[test]
+    fn rebase_keeps_a_url_already_under_the_base_prefix() {
+        // The fedharness report: the prefix was applied twice (`/peer/22/peer/22/...`).
+        let base = Some("http://127.0.0.1:9/peer/22");
+        for url in [
+            "http://127.0.0.1:9/peer/22/v1/federation/deliver",
+            "http://127.0.0.1:9/peer/22/v1/identity/{identity}",
+        ] {
+            assert_eq!(rebase(url, base), url);
+        }
+        assert_eq!(
+            rebase(
+                "http://127.0.0.1:9/peer/22/v1/x",
+                Some("http://127.0.0.1:9/peer/22/")
+            ),
+            "http://127.0.0.1:9/peer/22/v1/x"
+        );
+        // Same origin, another prefix that merely starts with the same characters: rebased.
+        assert_eq!(
+            rebase("http://127.0.0.1:9/peer/221/v1/x", base),
+            "http://127.0.0.1:9/peer/22/peer/221/v1/x"
+        );
     }
 }

@@ -418,11 +418,18 @@ impl Service {
                 // different envelope under a stored id stays ENVELOPE_DUPLICATE.
                 let stored = federation::signed_hash(c, &f.id.to_string())?;
                 let mine = hex::encode(sha2::Sha256::digest(&job.admitted.canonical));
-                if stored.as_deref() == Some(mine.as_str()) {
+                if stored.as_deref() != Some(mine.as_str()) {
+                    return Err(e.into());
+                }
+                if !self.settings.federation.store_redelivered_twice {
                     let body = envelopes::body(c, &f.id)?;
                     return Ok((body.unwrap_or_else(|| job.admitted.envelope.clone()), None));
                 }
-                return Err(e.into());
+                // The `store-redelivered-twice` quirk: the copy is stored again as a row of
+                // its own (a key the node draws), its body unchanged, so it is listed twice.
+                let mut copy = job.admitted.clone();
+                copy.facts.id = self.env.ids().envelope();
+                decide(&copy, origin, &view, &ctx)?
             }
             other => other?,
         };

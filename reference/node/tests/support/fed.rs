@@ -14,7 +14,7 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 /// The federation quirks; each is proven by its own test in `tests/federation_quirks.rs`.
-pub const FEDERATION_QUIRKS: [Quirk; 21] = [
+pub const FEDERATION_QUIRKS: [Quirk; 25] = [
     Quirk::AcceptUnsignedDelivery,
     Quirk::SkipNonceCache,
     Quirk::AcceptStaleTimestamp,
@@ -36,6 +36,10 @@ pub const FEDERATION_QUIRKS: [Quirk; 21] = [
     Quirk::WrongFailureReason,
     Quirk::NoRefetchOnUnknownKey,
     Quirk::DropOriginEventSeq,
+    Quirk::DropDeliveredEnvelopes,
+    Quirk::NoReceipt,
+    Quirk::RejectOldEnvelopes,
+    Quirk::StoreRedeliveredTwice,
 ];
 
 /// A served router: drop or [`Served::stop`] to close the listener.
