@@ -128,31 +128,7 @@ pub fn verify_identity_document(
             ),
         ));
     }
-    let sig = obj
-        .get("node_signature")
-        .and_then(Value::as_object)
-        .ok_or_else(|| {
-            bad_sig(
-                "node_signature",
-                "node_signature {algorithm, key_id, value} is required",
-            )
-        })?;
-    if let Some(alg) = sig.get("algorithm")
-        && alg.as_str() != Some("Ed25519")
-    {
-        return Err(bad_sig(
-            "node_signature.algorithm",
-            format!("algorithm {alg} is not Ed25519"),
-        ));
-    }
-    let key_id = sig
-        .get("key_id")
-        .and_then(Value::as_str)
-        .ok_or_else(|| bad_sig("node_signature.key_id", "node_signature.key_id is required"))?;
-    let value = sig
-        .get("value")
-        .and_then(Value::as_str)
-        .ok_or_else(|| bad_sig("node_signature.value", "node_signature.value is required"))?;
+    let (key_id, value) = super::signature_object::read(obj, "node_signature", SECTION)?;
     let key = home_node_keys.active_key(key_id, "node_signature.key_id")?;
     let signature =
         signature_from_b64url(value).map_err(|e| bad_sig("node_signature.value", e.reason))?;

@@ -31,6 +31,7 @@ pub mod policy;
 pub mod receipt;
 pub mod replication;
 pub mod retry;
+mod signature_object;
 pub mod wrapper;
 
 #[cfg(test)]

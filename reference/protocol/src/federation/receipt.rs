@@ -298,31 +298,7 @@ pub fn verify_receipt(
     let obj = receipt
         .as_object()
         .ok_or_else(|| invalid("$", "a receipt must be a JSON object"))?;
-    let sig = obj
-        .get("signature")
-        .and_then(Value::as_object)
-        .ok_or_else(|| {
-            bad_sig(
-                "signature",
-                "signature {algorithm, key_id, value} is required",
-            )
-        })?;
-    if let Some(alg) = sig.get("algorithm")
-        && alg.as_str() != Some("Ed25519")
-    {
-        return Err(bad_sig(
-            "signature.algorithm",
-            format!("algorithm {alg} is not Ed25519"),
-        ));
-    }
-    let key_id = sig
-        .get("key_id")
-        .and_then(Value::as_str)
-        .ok_or_else(|| bad_sig("signature.key_id", "signature.key_id is required"))?;
-    let value = sig
-        .get("value")
-        .and_then(Value::as_str)
-        .ok_or_else(|| bad_sig("signature.value", "signature.value is required"))?;
+    let (key_id, value) = super::signature_object::read(obj, "signature", SECTION)?;
     if !same_node(&issuer_keys.node, expect.issuer_node) {
         return Err(bad_sig(
             "signature.key_id",
