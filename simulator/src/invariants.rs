@@ -41,31 +41,50 @@ pub struct Probe {
     pub digest: String,
 }
 
-/// Counts queued deliveries and stored envelopes on every node.
-pub fn probe(dirs: &[PathBuf]) -> Probe {
-    let mut p = Probe::default();
-    for d in dirs {
-        let Some(c) = open(d) else {
-            p.digest.push_str("absent;");
-            continue;
-        };
-        let q: i64 = c
-            .query_row(
-                "SELECT COUNT(*) FROM federation_outbox WHERE state = 'queued'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap_or(-1);
-        let n: i64 = c
-            .query_row("SELECT COUNT(*) FROM envelopes", [], |r| r.get(0))
-            .unwrap_or(-1);
-        p.queued += q.max(0);
-        if q < 0 {
-            p.queued += 1;
-        }
-        p.digest.push_str(&format!("{q}/{n};"));
+/// Read-only connections kept open across probes (opening one parses the whole schema).
+#[derive(Default)]
+pub struct Prober {
+    conns: BTreeMap<PathBuf, Connection>,
+}
+
+impl std::fmt::Debug for Prober {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prober")
+            .field("stores", &self.conns.len())
+            .finish()
     }
-    p
+}
+
+impl Prober {
+    /// Counts queued deliveries and stored envelopes on every node.
+    pub fn probe(&mut self, dirs: &[PathBuf]) -> Probe {
+        let mut p = Probe::default();
+        for d in dirs {
+            if !self.conns.contains_key(d)
+                && let Some(c) = open(d)
+            {
+                self.conns.insert(d.clone(), c);
+            }
+            let Some(c) = self.conns.get(d) else {
+                p.digest.push_str("absent;");
+                continue;
+            };
+            let q: i64 = c
+                .prepare_cached("SELECT COUNT(*) FROM federation_outbox WHERE state = 'queued'")
+                .and_then(|mut s| s.query_row([], |r| r.get(0)))
+                .unwrap_or(-1);
+            let n: i64 = c
+                .prepare_cached("SELECT COUNT(*) FROM envelopes")
+                .and_then(|mut s| s.query_row([], |r| r.get(0)))
+                .unwrap_or(-1);
+            p.queued += q.max(0);
+            if q < 0 {
+                p.queued += 1;
+            }
+            p.digest.push_str(&format!("{q}/{n};"));
+        }
+        p
+    }
 }
 
 struct Stored {

@@ -18,6 +18,7 @@ pub mod faults;
 pub mod invariants;
 pub mod scenario;
 pub mod sweep;
+pub mod template;
 pub mod trace;
 pub mod workload;
 pub mod world;

@@ -75,6 +75,13 @@ pub struct Federation {
     pub retry_max_ms: u64,
     /// Timeout of one outbound request in milliseconds.
     pub request_timeout_ms: u64,
+    /// Longest sleep of a node's outbox worker between passes (`worker_idle_ms` of the
+    /// node's `FederationConfig`; the node wakes earlier when a row is queued or falls due).
+    pub worker_idle_ms: u64,
+    /// Least time between two purges of a node's expired nonces (`nonce_purge_ms`).
+    pub nonce_purge_ms: u64,
+    /// Seconds between a node's signed audit checkpoints (`audit_checkpoint_secs`).
+    pub audit_checkpoint_secs: u64,
 }
 
 impl Default for Federation {
@@ -84,6 +91,9 @@ impl Default for Federation {
             retry_base_ms: 500,
             retry_max_ms: 10_000,
             request_timeout_ms: 3_000,
+            worker_idle_ms: 1_000,
+            nonce_purge_ms: 60_000,
+            audit_checkpoint_secs: 60,
         }
     }
 }

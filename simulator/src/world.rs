@@ -81,11 +81,7 @@ struct Scratch(PathBuf);
 
 impl Scratch {
     fn new(seed: u64) -> Scratch {
-        let base = if std::path::Path::new("/dev/shm").is_dir() {
-            PathBuf::from("/dev/shm")
-        } else {
-            std::env::temp_dir()
-        };
+        let base = crate::template::scratch_base();
         let n = RUN_COUNTER.fetch_add(1, Ordering::Relaxed);
         Scratch(base.join(format!("loom-sim-{}-{n}-{seed}", std::process::id())))
     }
@@ -124,8 +120,11 @@ fn node_config(
             retry_base_ms: s.federation.retry_base_ms,
             retry_max_ms: s.federation.retry_max_ms,
             request_timeout_ms: s.federation.request_timeout_ms,
+            worker_idle_ms: s.federation.worker_idle_ms,
+            nonce_purge_ms: s.federation.nonce_purge_ms,
             ..FederationConfig::default()
         },
+        audit_checkpoint_secs: s.federation.audit_checkpoint_secs,
         ..NodeConfig::default()
     }
 }
@@ -151,6 +150,7 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
             dir: scratch.0.join(domain),
             skew: Arc::new(AtomicI64::new(0)),
         };
+        crate::template::seed_store(&slot.dir, &crate::template::scratch_base())?;
         let boots = Arc::new(AtomicU64::new(0));
         let (d, dir, skew, sc, sh, topo, peers, q) = (
             domain.clone(),
@@ -275,6 +275,7 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
         (1000 / scenario.tick_ms).max(1) * if scenario.tick_ms >= 1000 { 60 } else { 1 };
     let mut quiet_checks = 0u32;
     let mut last_probe = String::new();
+    let mut prober = invariants::Prober::default();
     let mut steps = 0u64;
     let mut settled = false;
     let elapsed_ms =
@@ -368,7 +369,7 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
         if let Some(h) = healed_at {
             if steps.is_multiple_of(check_every) {
                 let probe =
-                    invariants::probe(&slots.values().map(|s| s.dir.clone()).collect::<Vec<_>>());
+                    prober.probe(&slots.values().map(|s| s.dir.clone()).collect::<Vec<_>>());
                 if probe.queued == 0 && probe.digest == last_probe {
                     quiet_checks += 1;
                 } else {
