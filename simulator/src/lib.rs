@@ -15,8 +15,10 @@
 pub mod clock;
 pub mod dial;
 pub mod faults;
+pub mod hosts;
 pub mod invariants;
 pub mod scenario;
+pub mod shrink;
 pub mod sweep;
 pub mod template;
 pub mod trace;

@@ -547,7 +547,10 @@ impl Service {
                 Ok((a, sender_node, origin_event_seq))
             })();
             match admitted {
-                Ok((a, sender_node, origin_event_seq)) => {
+                Ok((mut a, sender_node, origin_event_seq)) => {
+                    if dev.orphan_delivered_replies {
+                        a.facts.parent = None;
+                    }
                     if checked.policy == PolicyDecision::Quarantine {
                         outcomes.push((id, self.quarantine(&a.facts, &a.envelope, &node)));
                     } else {

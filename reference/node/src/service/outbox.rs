@@ -598,11 +598,24 @@ impl Service {
         Ok(())
     }
 
-    /// Start-up: the `DropOutboxOnRestart` quirk forgets queued deliveries.
+    /// Start-up: the `DropOutboxOnRestart` quirk forgets queued deliveries,
+    /// `ForgetLastEnvelopeOnRestart` the newest local envelope and `PruneAuditOnRestart` the
+    /// oldest audit row (self-test defects only; a real node changes nothing here).
     pub(crate) fn outbox_on_start(&self) -> ApiResult<()> {
-        if self.settings.federation.drop_outbox_on_restart {
+        let dev = self.settings.federation;
+        if dev.drop_outbox_on_restart {
             let tx = self.store.begin()?;
             fed_store::drop_queued(&tx)?;
+            tx.commit()?;
+        }
+        if dev.forget_last_envelope_on_restart {
+            let tx = self.store.begin()?;
+            envelopes::forget_newest_local(&tx, &self.config.domain)?;
+            tx.commit()?;
+        }
+        if dev.prune_audit_on_restart {
+            let tx = self.store.begin()?;
+            crate::store::audit::prune_oldest(&tx)?;
             tx.commit()?;
         }
         Ok(())
