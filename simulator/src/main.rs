@@ -170,7 +170,10 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 if r.violations.len() > 1 {
                     println!("({} more violations in this run)", r.violations.len() - 1);
                 }
-                println!("replay: {}", r.replay_command());
+                println!(
+                    "replay: {}",
+                    loom_sim::world::replay_command(&scenario, seed, &quirk)
+                );
                 code = ExitCode::from(1);
             } else {
                 println!("every invariant held");
@@ -212,11 +215,9 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 let one = toml::to_string(f).map_err(|e| e.to_string())?;
                 println!("[[faults.script]]\n{one}");
             }
-            let q: String = quirk.iter().map(|q| format!(" --quirk {q}")).collect();
             println!(
-                "replay: cargo run --release -p loom-sim{} -- run --scenario {} --seed {seed}{q} --trace trace-{seed}.jsonl",
-                if quirk.is_empty() { "" } else { " --features quirks" },
-                path.display()
+                "replay: {}",
+                loom_sim::world::replay_command(&path.display().to_string(), seed, &quirk)
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -250,7 +251,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                             v.invariant,
                             v.step,
                             v.detail,
-                            r.replay_command()
+                            loom_sim::world::replay_command(&scenario, r.seed, &quirk)
                         );
                     }
                     let width = 30usize;

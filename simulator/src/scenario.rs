@@ -150,7 +150,7 @@ pub struct Faults {
 #[serde(deny_unknown_fields)]
 pub struct Scripted {
     /// Seconds after the workload started.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub at_secs: u64,
     /// Milliseconds after the workload started (instead of `at_secs`; `loom-sim shrink`
     /// prints this form).
@@ -174,6 +174,10 @@ pub struct Scripted {
     /// Not undone when the network heals (e.g. a peer that never comes back).
     #[serde(default, skip_serializing_if = "is_false")]
     pub permanent: bool,
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
 }
 
 fn is_zero(v: &i64) -> bool {

@@ -68,13 +68,24 @@ impl RunReport {
         self.violations.is_empty()
     }
 
-    /// The command that replays this run.
+    /// The command that replays this run (a shipped scenario by its name).
     pub fn replay_command(&self) -> String {
-        format!(
-            "cargo run --release -p loom-sim -- run --scenario {} --seed {} --trace trace-{}.jsonl",
-            self.scenario, self.seed, self.seed
-        )
+        replay_command(&self.scenario, self.seed, &[])
     }
+}
+
+/// The command that replays `seed` of `scenario` (a shipped name or a file path) with the
+/// quirks named in `quirks`.
+pub fn replay_command(scenario: &str, seed: u64, quirks: &[String]) -> String {
+    let q: String = quirks.iter().map(|q| format!(" --quirk {q}")).collect();
+    format!(
+        "cargo run --release -p loom-sim{} -- run --scenario {scenario} --seed {seed}{q} --trace trace-{seed}.jsonl",
+        if quirks.is_empty() {
+            ""
+        } else {
+            " --features quirks"
+        }
+    )
 }
 
 static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
