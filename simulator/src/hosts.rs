@@ -48,7 +48,9 @@ pub struct HostSlot {
 
 impl std::fmt::Debug for HostSlot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HostSlot").field("name", &self.name).finish()
+        f.debug_struct("HostSlot")
+            .field("name", &self.name)
+            .finish()
     }
 }
 

@@ -194,8 +194,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             let started = Instant::now();
             let r = loom_sim::shrink::shrink(&s, seed, &opts)?;
             let toml = r.toml()?;
-            let path = out
-                .unwrap_or_else(|| format!("shrunk-{}-{seed}.toml", s.name).into());
+            let path = out.unwrap_or_else(|| format!("shrunk-{}-{seed}.toml", s.name).into());
             std::fs::write(&path, &toml)
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
             println!(
@@ -207,8 +206,16 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 r.runs,
                 started.elapsed().as_secs_f64()
             );
-            if let Some(v) = r.report.violations.iter().find(|v| v.invariant == r.invariant) {
-                println!("VIOLATION: {} at step {}: {}", v.invariant, v.step, v.detail);
+            if let Some(v) = r
+                .report
+                .violations
+                .iter()
+                .find(|v| v.invariant == r.invariant)
+            {
+                println!(
+                    "VIOLATION: {} at step {}: {}",
+                    v.invariant, v.step, v.detail
+                );
             }
             println!("\n# minimal fault schedule ({})", path.display());
             for f in &r.scenario.faults.script {

@@ -262,7 +262,9 @@ impl Scenario {
             }
         }
         if self.workload.op_ratio + self.workload.retract_ratio > 1.0 {
-            return Err("scenario: workload.op_ratio + workload.retract_ratio must be at most 1".into());
+            return Err(
+                "scenario: workload.op_ratio + workload.retract_ratio must be at most 1".into(),
+            );
         }
         if self.faults.slow_ms[0] > self.faults.slow_ms[1] {
             return Err("scenario: faults.slow_ms must be [min, max] with min <= max".into());

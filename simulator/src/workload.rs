@@ -67,6 +67,8 @@ struct User {
 struct Owned {
     added: Vec<String>,
     locked: bool,
+    /// Forks made from the thread, and whether each is merged back.
+    forks: Vec<(String, bool)>,
 }
 
 fn status_of(r: &Result<loom_client::Reply, loom_client::ClientError>) -> (u16, String) {
@@ -235,7 +237,8 @@ pub async fn run_client(plan: ClientPlan) -> Result<(), Box<dyn std::error::Erro
 }
 
 /// A thread operation by the owner of one of the threads `user` started (v1.1 §11.1–§11.2,
-/// §10.4): add a participant, remove one it added, lock, or reopen a thread it locked.
+/// §11.4, §10.4): add a participant, remove one it added, fork the thread from its root,
+/// merge a fork back, lock, or reopen a thread it locked.
 /// `false` when the user owns no thread yet (the action becomes a message).
 async fn thread_op(
     plan: &ClientPlan,
@@ -263,7 +266,8 @@ async fn thread_op(
         .iter()
         .filter(|a| **a != me && !root.to.contains(a) && !st.added.contains(a))
         .collect();
-    let choice = (pick >> 16) % 4;
+    let choice = (pick >> 16) % 6;
+    let open_fork = st.forks.iter().position(|(_, merged)| !merged);
     let (intent, params, who) = if st.locked {
         ("thread.reopen@v1", json!({}), None)
     } else if choice < 2 && !fresh.is_empty() {
@@ -281,6 +285,22 @@ async fn thread_op(
             json!({"identity": who}),
             Some(who),
         )
+    } else if choice == 3 {
+        let fork = factory.thread_id();
+        (
+            "thread.fork@v1",
+            json!({"fork_thread_id": fork, "forked_from": root.id}),
+            Some(fork),
+        )
+    } else if choice == 4
+        && let Some(i) = open_fork
+    {
+        let fork = st.forks[i].0.clone();
+        (
+            "thread.merge@v1",
+            json!({"fork_thread_id": fork}),
+            Some(fork),
+        )
     } else {
         ("thread.lock@v1", json!({}), None)
     };
@@ -292,13 +312,19 @@ async fn thread_op(
     rec.line(
         "http",
         json!({"client": plan.domain, "user": me, "op": intent, "envelope": id,
-               "thread": root.thread, "identity": who, "status": status, "body": digest}),
+               "thread": root.thread, "subject": who, "status": status, "body": digest}),
     );
     if sent.is_ok() {
         match intent {
             "thread.add_participant@v1" => st.added.extend(who),
             "thread.remove_participant@v1" => {
                 st.added.pop();
+            }
+            "thread.fork@v1" => st.forks.extend(who.map(|f| (f, false))),
+            "thread.merge@v1" => {
+                if let Some(i) = open_fork {
+                    st.forks[i].1 = true;
+                }
             }
             "thread.lock@v1" => st.locked = true,
             _ => st.locked = false,

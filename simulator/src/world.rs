@@ -347,9 +347,21 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
                     .collect()
             };
             let mut undo: Vec<Fault> = Vec::new();
-            undo.extend(temporary(&st.cut).into_iter().map(|(a, b)| Fault::Repair(a, b)));
-            undo.extend(temporary(&st.held).into_iter().map(|(a, b)| Fault::Release(a, b)));
-            undo.extend(temporary(&st.slow).into_iter().map(|(a, b)| Fault::Fast(a, b)));
+            undo.extend(
+                temporary(&st.cut)
+                    .into_iter()
+                    .map(|(a, b)| Fault::Repair(a, b)),
+            );
+            undo.extend(
+                temporary(&st.held)
+                    .into_iter()
+                    .map(|(a, b)| Fault::Release(a, b)),
+            );
+            undo.extend(
+                temporary(&st.slow)
+                    .into_iter()
+                    .map(|(a, b)| Fault::Fast(a, b)),
+            );
             undo.extend(
                 st.down
                     .iter()

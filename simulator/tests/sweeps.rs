@@ -257,7 +257,11 @@ fn shrinking_keeps_the_invariant_and_the_script_replays_it() {
         again.violations
     );
     // A correct node holds every invariant under the same schedule.
-    assert!(run(&replay, failing.seed, &RunOptions::default()).unwrap().ok());
+    assert!(
+        run(&replay, failing.seed, &RunOptions::default())
+            .unwrap()
+            .ok()
+    );
 }
 
 #[test]

@@ -475,15 +475,36 @@ async fn drop_outbox_on_restart() {
 async fn restarted(q: Option<Quirk>, name: &str) -> (TestNode, Ident, String, std::path::PathBuf) {
     let dir = temp_dir(&format!("{name}-{}", q.is_some()));
     let pb = free_port().await;
-    let a = fed_node("a.test", "b.test", pb, Storage::Dir(dir.clone()), quirks(q), |_| {});
-    let b = fed_node("b.test", "a.test", 9, Storage::Memory, Quirks::none(), |_| {});
+    let a = fed_node(
+        "a.test",
+        "b.test",
+        pb,
+        Storage::Dir(dir.clone()),
+        quirks(q),
+        |_| {},
+    );
+    let b = fed_node(
+        "b.test",
+        "a.test",
+        9,
+        Storage::Memory,
+        Quirks::none(),
+        |_| {},
+    );
     let alice = a.register("alice", "human", 1).await;
     let bob = b.register("bob", "human", 2).await;
     let env = alice.message(&a, &a.thread_id(), None, &[&bob], "x");
     let id = env["id"].as_str().unwrap().to_owned();
     alice.send(&a, env).await.expect(201);
     drop(a);
-    let a = fed_node("a.test", "b.test", pb, Storage::Dir(dir.clone()), quirks(q), |_| {});
+    let a = fed_node(
+        "a.test",
+        "b.test",
+        pb,
+        Storage::Dir(dir.clone()),
+        quirks(q),
+        |_| {},
+    );
     (a, alice, id, dir)
 }
 
@@ -505,7 +526,10 @@ async fn prune_audit_on_restart() {
         let (a, _alice, _id, dir) = restarted(q, "prune").await;
         let verdict = loom_node::store::audit::verify(&a.node.service().store.conn()).unwrap();
         assert_eq!(
-            matches!(verdict, loom_node::store::audit::AuditVerdict::Intact { .. }),
+            matches!(
+                verdict,
+                loom_node::store::audit::AuditVerdict::Intact { .. }
+            ),
             intact,
             "{q:?}: {verdict:?}"
         );
@@ -523,13 +547,10 @@ async fn orphan_delivered_replies() {
             first["thread_id"].as_str().unwrap().to_owned(),
             first["id"].as_str().unwrap().to_owned(),
         );
-        let reply = p.alice.sign(p.alice.message(
-            &p.a,
-            &thread,
-            Some(&parent),
-            &[&p.bob],
-            "y",
-        ));
+        let reply = p.alice.sign(
+            p.alice
+                .message(&p.a, &thread, Some(&parent), &[&p.bob], "y"),
+        );
         let id = reply["id"].as_str().unwrap().to_owned();
         p.deliver(vec![first, reply]).await.expect(202);
         let stored: Option<String> =
@@ -543,7 +564,11 @@ async fn orphan_delivered_replies() {
                     |r| r.get(0),
                 )
                 .unwrap();
-        assert_eq!(stored.as_deref() == Some(parent.as_str()), linked, "{q:?}: {stored:?}");
+        assert_eq!(
+            stored.as_deref() == Some(parent.as_str()),
+            linked,
+            "{q:?}: {stored:?}"
+        );
     }
 }
 

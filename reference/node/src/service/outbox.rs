@@ -184,7 +184,9 @@ impl Service {
         let last = self.fed.last_purge_ms.load(Ordering::Relaxed);
         if every == 0 || now.unix_ms().saturating_sub(last) >= every {
             self.purge_nonces(now)?;
-            self.fed.last_purge_ms.store(now.unix_ms(), Ordering::Relaxed);
+            self.fed
+                .last_purge_ms
+                .store(now.unix_ms(), Ordering::Relaxed);
         }
         let due = fed_store::due(&self.store.read(), now.unix_ms(), MAX_DUE_PER_TICK)?;
         let mut by_dest: BTreeMap<String, Vec<OutboxItem>> = BTreeMap::new();
