@@ -260,7 +260,13 @@ async fn thread_op(
     if threads.is_empty() {
         return Ok(false);
     }
-    let root = &threads[usize::try_from(pick % threads.len() as u64).unwrap_or(0)];
+    // Half the operations go to the user's newest thread, so threads see several operations
+    // in a row (a removal after an add, a merge after a fork).
+    let root = if (pick >> 40) & 1 == 1 {
+        &threads[threads.len() - 1]
+    } else {
+        &threads[usize::try_from(pick % threads.len() as u64).unwrap_or(0)]
+    };
     let st = owned.entry(root.thread.clone()).or_default();
     let fresh: Vec<&String> = everyone
         .iter()
@@ -268,16 +274,20 @@ async fn thread_op(
         .collect();
     let choice = (pick >> 16) % 6;
     let open_fork = st.forks.iter().position(|(_, merged)| !merged);
+    // A thread with an open fork or an added participant gets the follow-up (merge, removal)
+    // half the time; otherwise add (3/6), fork (2/6) or lock (1/6).
     let (intent, params, who) = if st.locked {
         ("thread.reopen@v1", json!({}), None)
-    } else if choice < 2 && !fresh.is_empty() {
-        let who = fresh[usize::try_from((pick >> 24) % fresh.len() as u64).unwrap_or(0)].clone();
+    } else if choice % 2 == 0
+        && let Some(i) = open_fork
+    {
+        let fork = st.forks[i].0.clone();
         (
-            "thread.add_participant@v1",
-            json!({"identity": who, "role": "participant"}),
-            Some(who),
+            "thread.merge@v1",
+            json!({"fork_thread_id": fork}),
+            Some(fork),
         )
-    } else if choice == 2
+    } else if choice % 2 == 1
         && let Some(who) = st.added.last().cloned()
     {
         (
@@ -285,20 +295,18 @@ async fn thread_op(
             json!({"identity": who}),
             Some(who),
         )
-    } else if choice == 3 {
+    } else if matches!(choice, 0 | 1 | 5) && !fresh.is_empty() {
+        let who = fresh[usize::try_from((pick >> 24) % fresh.len() as u64).unwrap_or(0)].clone();
+        (
+            "thread.add_participant@v1",
+            json!({"identity": who, "role": "participant"}),
+            Some(who),
+        )
+    } else if matches!(choice, 2 | 3) {
         let fork = factory.thread_id();
         (
             "thread.fork@v1",
             json!({"fork_thread_id": fork, "forked_from": root.id}),
-            Some(fork),
-        )
-    } else if choice == 4
-        && let Some(i) = open_fork
-    {
-        let fork = st.forks[i].0.clone();
-        (
-            "thread.merge@v1",
-            json!({"fork_thread_id": fork}),
             Some(fork),
         )
     } else {
