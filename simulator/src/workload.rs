@@ -278,7 +278,7 @@ async fn thread_op(
     // half the time; otherwise add (3/6), fork (2/6) or lock (1/6).
     let (intent, params, who) = if st.locked {
         ("thread.reopen@v1", json!({}), None)
-    } else if choice % 2 == 0
+    } else if choice.is_multiple_of(2)
         && let Some(i) = open_fork
     {
         let fork = st.forks[i].0.clone();
@@ -287,7 +287,7 @@ async fn thread_op(
             json!({"fork_thread_id": fork}),
             Some(fork),
         )
-    } else if choice % 2 == 1
+    } else if !choice.is_multiple_of(2)
         && let Some(who) = st.added.last().cloned()
     {
         (
