@@ -19,6 +19,10 @@ pub enum Fault {
     Hold(String, String),
     /// Deliver held messages.
     Release(String, String),
+    /// Give every message between two nodes this fixed latency in ms (a slow link).
+    Slow(String, String, u64),
+    /// Restore a slow link's latency to the scenario's `[0, max_latency_ms]`.
+    Fast(String, String),
     /// Stop a node's software (the store directory stays).
     Crash(String),
     /// Start a crashed node again (or restart a running one).
@@ -48,6 +52,8 @@ impl Fault {
             Fault::Repair(a, b) => json!({"fault": "repair", "a": a, "b": b}),
             Fault::Hold(a, b) => json!({"fault": "hold", "a": a, "b": b}),
             Fault::Release(a, b) => json!({"fault": "release", "a": a, "b": b}),
+            Fault::Slow(a, b, ms) => json!({"fault": "slow", "a": a, "b": b, "ms": ms}),
+            Fault::Fast(a, b) => json!({"fault": "fast", "a": a, "b": b}),
             Fault::Crash(a) => json!({"fault": "crash", "node": a}),
             Fault::Restart(a) => json!({"fault": "restart", "node": a}),
             Fault::Skew(a, ms) => json!({"fault": "skew", "node": a, "ms": ms}),
@@ -83,6 +89,54 @@ fn between(rng: &mut ChaCha20Rng, lo: u64, hi: u64) -> u64 {
         lo
     } else {
         lo + rng.next_u64() % (hi - lo + 1)
+    }
+}
+
+impl Scheduled {
+    /// The scripted form (`[[faults.script]]`) of this fault: a schedule printed this way
+    /// and read back is the same schedule (`loom-sim shrink`).
+    pub fn to_script(&self) -> crate::scenario::Scripted {
+        let mut s = crate::scenario::Scripted {
+            at_secs: 0,
+            at_ms: Some(self.at_ms),
+            kind: String::new(),
+            a: String::new(),
+            b: None,
+            secs: 0,
+            ms: 0,
+            permanent: self.permanent,
+        };
+        let link = |s: &mut crate::scenario::Scripted, kind: &str, a: &str, b: &str| {
+            s.kind = kind.into();
+            s.a = a.into();
+            s.b = Some(b.into());
+        };
+        match &self.fault {
+            Fault::Partition(a, b) => link(&mut s, "partition", a, b),
+            Fault::Repair(a, b) => link(&mut s, "repair", a, b),
+            Fault::Hold(a, b) => link(&mut s, "hold", a, b),
+            Fault::Release(a, b) => link(&mut s, "release", a, b),
+            Fault::Slow(a, b, ms) => {
+                link(&mut s, "slow", a, b);
+                s.ms = i64::try_from(*ms).unwrap_or(i64::MAX);
+            }
+            Fault::Fast(a, b) => link(&mut s, "fast", a, b),
+            Fault::Crash(n) => {
+                s.kind = "crash".into();
+                s.a = n.clone();
+            }
+            Fault::Restart(n) => {
+                s.kind = "restart".into();
+                s.a = n.clone();
+            }
+            Fault::Skew(n, ms) => {
+                s.kind = "skew".into();
+                s.a = n.clone();
+                s.ms = *ms;
+            }
+            Fault::Replay => s.kind = "replay".into(),
+        }
+        s
     }
 }
 
@@ -131,6 +185,23 @@ pub fn schedule(s: &Scenario, seed: u64) -> Vec<Scheduled> {
     for _ in 0..s.faults.holds {
         link(&mut rng, &mut out, true);
     }
+    for _ in 0..s.faults.slow_links {
+        if let Some((a, b)) = pair(&mut rng, &s.nodes) {
+            let start = between(&mut rng, 0, window);
+            let dur = between(&mut rng, dmin * 1000, dmax * 1000);
+            let ms = between(&mut rng, s.faults.slow_ms[0], s.faults.slow_ms[1]);
+            out.push(Scheduled {
+                at_ms: start,
+                fault: Fault::Slow(a.clone(), b.clone(), ms),
+                permanent: false,
+            });
+            out.push(Scheduled {
+                at_ms: start + dur,
+                fault: Fault::Fast(a, b),
+                permanent: false,
+            });
+        }
+    }
     for _ in 0..s.faults.crashes {
         let n = pick(&mut rng, &s.nodes).to_owned();
         let start = between(&mut rng, 0, window);
@@ -161,12 +232,22 @@ pub fn schedule(s: &Scenario, seed: u64) -> Vec<Scheduled> {
             "repair" => Fault::Repair(f.a.clone(), b),
             "hold" => Fault::Hold(f.a.clone(), b),
             "release" => Fault::Release(f.a.clone(), b),
+            "slow" => Fault::Slow(f.a.clone(), b, u64::try_from(f.ms).unwrap_or(0)),
+            "fast" => Fault::Fast(f.a.clone(), b),
             "crash" => Fault::Crash(f.a.clone()),
             "restart" => Fault::Restart(f.a.clone()),
-            _ => Fault::Skew(f.a.clone(), f.secs.saturating_mul(1000)),
+            "replay" => Fault::Replay,
+            _ => Fault::Skew(
+                f.a.clone(),
+                if f.ms != 0 {
+                    f.ms
+                } else {
+                    f.secs.saturating_mul(1000)
+                },
+            ),
         };
         out.push(Scheduled {
-            at_ms: f.at_secs * 1000,
+            at_ms: f.at(),
             fault,
             permanent: f.permanent,
         });
@@ -185,7 +266,10 @@ mod tests {
         assert_eq!(schedule(&s, 3), schedule(&s, 3));
         assert_ne!(schedule(&s, 3), schedule(&s, 4));
         let sched = schedule(&s, 3);
-        assert_eq!(sched.len(), 2 * (s.faults.partitions + s.faults.holds));
+        assert_eq!(
+            sched.len(),
+            2 * (s.faults.partitions + s.faults.holds + s.faults.slow_links)
+        );
         assert!(sched.windows(2).all(|w| w[0].at_ms <= w[1].at_ms));
     }
 

@@ -10,7 +10,7 @@
 //! | `event-seq` | per node and thread, in commit order: `event_seq` is 1, 2, 3, … and `meta.event_seq` says the same (v1.1 §11.6) |
 //! | `signatures` | every stored envelope's signature verifies with its sender's key (v1.1 §7.3) |
 //! | `audit-chain` | every node's audit log verifies (v1.1 §25.1; `loom-node audit verify`) |
-//! | `convergence` | an envelope stored on several nodes has the same body hash, thread and parent everywhere |
+//! | `convergence` | an envelope stored on several nodes has the same body hash, thread and parent everywhere, and nodes holding the same operations of a thread agree on its status, and nodes holding the same envelopes of a thread agree on its active participants (with roles) |
 //! | `quiescence` | no outbox still holds a queued delivery once the network healed and `settle_secs` passed |
 
 use crate::trace::Shared;
@@ -41,31 +41,50 @@ pub struct Probe {
     pub digest: String,
 }
 
-/// Counts queued deliveries and stored envelopes on every node.
-pub fn probe(dirs: &[PathBuf]) -> Probe {
-    let mut p = Probe::default();
-    for d in dirs {
-        let Some(c) = open(d) else {
-            p.digest.push_str("absent;");
-            continue;
-        };
-        let q: i64 = c
-            .query_row(
-                "SELECT COUNT(*) FROM federation_outbox WHERE state = 'queued'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap_or(-1);
-        let n: i64 = c
-            .query_row("SELECT COUNT(*) FROM envelopes", [], |r| r.get(0))
-            .unwrap_or(-1);
-        p.queued += q.max(0);
-        if q < 0 {
-            p.queued += 1;
-        }
-        p.digest.push_str(&format!("{q}/{n};"));
+/// Read-only connections kept open across probes (opening one parses the whole schema).
+#[derive(Default)]
+pub struct Prober {
+    conns: BTreeMap<PathBuf, Connection>,
+}
+
+impl std::fmt::Debug for Prober {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prober")
+            .field("stores", &self.conns.len())
+            .finish()
     }
-    p
+}
+
+impl Prober {
+    /// Counts queued deliveries and stored envelopes on every node.
+    pub fn probe(&mut self, dirs: &[PathBuf]) -> Probe {
+        let mut p = Probe::default();
+        for d in dirs {
+            if !self.conns.contains_key(d)
+                && let Some(c) = open(d)
+            {
+                self.conns.insert(d.clone(), c);
+            }
+            let Some(c) = self.conns.get(d) else {
+                p.digest.push_str("absent;");
+                continue;
+            };
+            let q: i64 = c
+                .prepare_cached("SELECT COUNT(*) FROM federation_outbox WHERE state = 'queued'")
+                .and_then(|mut s| s.query_row([], |r| r.get(0)))
+                .unwrap_or(-1);
+            let n: i64 = c
+                .prepare_cached("SELECT COUNT(*) FROM envelopes")
+                .and_then(|mut s| s.query_row([], |r| r.get(0)))
+                .unwrap_or(-1);
+            p.queued += q.max(0);
+            if q < 0 {
+                p.queued += 1;
+            }
+            p.digest.push_str(&format!("{q}/{n};"));
+        }
+        p
+    }
 }
 
 struct Stored {
@@ -81,8 +100,10 @@ struct NodeView {
     /// Envelopes in commit order (rowid).
     envelopes: Vec<(String, Stored)>,
     by_id: BTreeMap<String, usize>,
-    /// (destination, envelope id) → (state, reason).
+    /// (destination, envelope id) → (state, last failure).
     outbox: BTreeMap<(String, String), (String, Option<String>)>,
+    /// Thread id → (status, active participants as `identity/role`).
+    threads: BTreeMap<String, (String, BTreeSet<String>)>,
     node_keys: Vec<VerifyingKey>,
     audit: Result<AuditVerdict, String>,
 }
@@ -116,11 +137,31 @@ fn load(c: &Connection) -> rusqlite::Result<NodeView> {
         .collect();
     let mut outbox = BTreeMap::new();
     let mut stmt =
-        c.prepare("SELECT destination, envelope_id, state, reason FROM federation_outbox")?;
+        c.prepare("SELECT destination, envelope_id, state, last_failure FROM federation_outbox")?;
     let rows = stmt.query_map([], |r| Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?))))?;
     for row in rows {
         let (k, v) = row?;
         outbox.insert(k, v);
+    }
+    let mut threads: BTreeMap<String, (String, BTreeSet<String>)> = BTreeMap::new();
+    let mut stmt = c.prepare("SELECT id, status FROM threads")?;
+    for row in stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))? {
+        let (id, status) = row?;
+        threads.insert(id, (status, BTreeSet::new()));
+    }
+    let mut stmt =
+        c.prepare("SELECT thread_id, identity, role FROM thread_participants WHERE active = 1")?;
+    for row in stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+        ))
+    })? {
+        let (t, who, role) = row?;
+        if let Some(e) = threads.get_mut(&t) {
+            e.1.insert(format!("{who}/{role}"));
+        }
     }
     let mut node_keys = Vec::new();
     let mut stmt = c.prepare("SELECT public_key FROM node_keys")?;
@@ -133,6 +174,7 @@ fn load(c: &Connection) -> rusqlite::Result<NodeView> {
         envelopes,
         by_id,
         outbox,
+        threads,
         node_keys,
         audit: verify(c).map_err(|e| e.to_string()),
     })
@@ -162,9 +204,9 @@ pub fn check_all(
             )),
         }
     }
-    let (acks, keys) = {
+    let (acks, keys, retracted) = {
         let rec = shared.lock();
-        (rec.acks.clone(), rec.keys.clone())
+        (rec.acks.clone(), rec.keys.clone(), rec.retracted.clone())
     };
     let push = |name: &str, detail: String, out: &mut Vec<(String, String)>| {
         if out.iter().filter(|(n, _)| n == name).count() < MAX_DETAILS {
@@ -238,9 +280,13 @@ pub fn check_all(
                     .is_some_and(|s| s.contains(&(a.id.clone(), (*r).clone())))
             });
             let state = row.map(|(s, _)| s.as_str());
+            // Retracted before it left: nothing to deliver and nobody to tell (§20.7).
+            let erased = row.is_some_and(|(_, f)| f.as_deref() == Some("erased"))
+                && retracted.contains(&a.id);
             let verdict = match (state, there, receipted) {
                 (Some("delivered"), true, false) => None,
                 (Some("failed"), false, true) => None,
+                (Some("failed"), false, false) if erased => None,
                 (None, _, _) => Some(format!(
                     "{} accepted {} for {dest} but has no outbox row for it: the delivery was lost (v1.1 §15.6 store-and-forward)",
                     a.node, a.id
@@ -344,7 +390,7 @@ pub fn check_all(
         }
     }
 
-    // convergence
+    // convergence: shared envelopes agree; threads on several nodes agree on their state.
     let mut seen: BTreeMap<&str, (&str, &Stored)> = BTreeMap::new();
     for (d, v) in &views {
         for (id, e) in &v.envelopes {
@@ -363,6 +409,63 @@ pub fn check_all(
                         );
                     }
                 }
+            }
+        }
+    }
+    // Thread state is a function of the thread's envelopes (v1.1 §10.4, §11): nodes that hold
+    // the same operations of a thread agree on its status, nodes that hold the same envelopes
+    // agree on its participants too. (A node that joined late or refused an operation holds
+    // fewer, and may legitimately differ: §11.5 delivers operations to the participants of
+    // the moment, and an operation on a thread unknown to a node is `THREAD_NOT_FOUND`.)
+    type Key = (String, BTreeSet<String>);
+    let mut by_ops: BTreeMap<Key, (&str, &str)> = BTreeMap::new();
+    let mut by_all: BTreeMap<Key, (&str, String)> = BTreeMap::new();
+    for (d, v) in &views {
+        let mut all: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+        let mut ops: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+        for (id, e) in &v.envelopes {
+            all.entry(e.thread.as_str()).or_default().insert(id.clone());
+            let o = ops.entry(e.thread.as_str()).or_default();
+            if e.kind == "thread_op" {
+                o.insert(id.clone());
+            }
+        }
+        for (t, (status, participants)) in &v.threads {
+            let Some(all) = all.get(t.as_str()) else {
+                continue;
+            };
+            let ops = ops.get(t.as_str()).cloned().unwrap_or_default();
+            let key = (t.clone(), ops);
+            match by_ops.get(&key) {
+                None => {
+                    by_ops.insert(key, (d.as_str(), status.as_str()));
+                }
+                Some((d0, s0)) if *s0 != status.as_str() => push(
+                    "convergence",
+                    format!(
+                        "thread {t} is {s0} on {d0} but {status} on {d}, though both hold the same {} operations (v1.1 §10.4, §11)",
+                        key.1.len()
+                    ),
+                    &mut out,
+                ),
+                Some(_) => {}
+            }
+            let list: Vec<&String> = participants.iter().collect();
+            let summary = format!("{list:?}");
+            let key = (t.clone(), all.clone());
+            match by_all.get(&key) {
+                None => {
+                    by_all.insert(key, (d.as_str(), summary));
+                }
+                Some((d0, p0)) if *p0 != summary => push(
+                    "convergence",
+                    format!(
+                        "thread {t}: participants {p0} on {d0} but {summary} on {d}, though both hold the same {} envelopes (v1.1 §11.2, §11.5)",
+                        key.1.len()
+                    ),
+                    &mut out,
+                ),
+                Some(_) => {}
             }
         }
     }

@@ -3,21 +3,26 @@
 //! A deterministic multi-node simulator of LOOM reference nodes (DESIGN.md §3, §7): N
 //! `loom-node`s on different domains as turmoil hosts, federating with each other over
 //! simulated TCP; seeded clients that register, send local and federated messages and reply
-//! into thread DAGs; a fault schedule (partitions, holds, crashes and restarts, clock skew,
-//! replayed deliveries); invariants checked continuously and at quiescence; a JSONL trace
-//! whose hash is the same for the same seed; and sweeps over many seeds.
+//! into thread DAGs, run thread operations and retract; a fault schedule (partitions, holds,
+//! slow links, crashes and restarts, clock skew, replayed deliveries); invariants checked
+//! continuously and at quiescence; a JSONL trace whose hash is the same for the same seed;
+//! sweeps over many seeds; and shrinking of a failing seed's fault schedule.
 //!
 //! Modules: [`scenario`] (TOML files), [`clock`] (skewable simulated time), [`trace`]
 //! (the shared record of a run), [`dial`] (the nodes' outbound seam, recorded), [`workload`]
-//! (client hosts), [`faults`] (the schedule), [`world`] (one run), [`invariants`] (the
-//! checks), [`sweep`] (many seeds).
+//! (client hosts), [`faults`] (the schedule), [`hosts`] (slots for extra hosts), [`template`]
+//! (the migrated empty store every node starts from), [`world`] (one run), [`invariants`]
+//! (the checks), [`sweep`] (many seeds), [`shrink`] (minimal failing schedules).
 
 pub mod clock;
 pub mod dial;
 pub mod faults;
+pub mod hosts;
 pub mod invariants;
 pub mod scenario;
+pub mod shrink;
 pub mod sweep;
+pub mod template;
 pub mod trace;
 pub mod workload;
 pub mod world;

@@ -59,6 +59,22 @@ enum Cmd {
         #[arg(long)]
         quirk: Vec<String>,
     },
+    /// Shrink the fault schedule of a failing seed to a minimal one that still violates the
+    /// same invariant; prints it as a scenario with `[[faults.script]]` and the replay command.
+    Shrink {
+        /// A shipped scenario name or a TOML file.
+        #[arg(long)]
+        scenario: String,
+        /// The failing seed.
+        #[arg(long)]
+        seed: u64,
+        /// Write the replay scenario here (default `shrunk-SCENARIO-SEED.toml`).
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+        /// Run the nodes with a deliberate defect (builds with the `quirks` feature only).
+        #[arg(long)]
+        quirk: Vec<String>,
+    },
     /// List the shipped scenarios.
     List,
 }
@@ -112,6 +128,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             let opts = RunOptions {
                 quirks: quirks(&quirk)?,
                 keep_trace: trace.is_some(),
+                ..RunOptions::default()
             };
             let started = Instant::now();
             let r = run(&s, seed, &opts)?;
@@ -153,12 +170,63 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 if r.violations.len() > 1 {
                     println!("({} more violations in this run)", r.violations.len() - 1);
                 }
-                println!("replay: {}", r.replay_command());
+                println!(
+                    "replay: {}",
+                    loom_sim::world::replay_command(&scenario, seed, &quirk)
+                );
                 code = ExitCode::from(1);
             } else {
                 println!("every invariant held");
             }
             Ok(code)
+        }
+        Cmd::Shrink {
+            scenario,
+            seed,
+            out,
+            quirk,
+        } => {
+            let s = Scenario::load(&scenario)?;
+            let opts = RunOptions {
+                quirks: quirks(&quirk)?,
+                ..RunOptions::default()
+            };
+            let started = Instant::now();
+            let r = loom_sim::shrink::shrink(&s, seed, &opts)?;
+            let toml = r.toml()?;
+            let path = out.unwrap_or_else(|| format!("shrunk-{}-{seed}.toml", s.name).into());
+            std::fs::write(&path, &toml)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            println!(
+                "shrunk {} seed {seed}: invariant {} still fails with {} of {} faults ({} runs, {:.1} s)",
+                s.name,
+                r.invariant,
+                r.minimal.len(),
+                r.original.len(),
+                r.runs,
+                started.elapsed().as_secs_f64()
+            );
+            if let Some(v) = r
+                .report
+                .violations
+                .iter()
+                .find(|v| v.invariant == r.invariant)
+            {
+                println!(
+                    "VIOLATION: {} at step {}: {}",
+                    v.invariant, v.step, v.detail
+                );
+            }
+            println!("\n# minimal fault schedule ({})", path.display());
+            for f in &r.scenario.faults.script {
+                let one = toml::to_string(f).map_err(|e| e.to_string())?;
+                println!("[[faults.script]]\n{one}");
+            }
+            println!(
+                "replay: {}",
+                loom_sim::world::replay_command(&path.display().to_string(), seed, &quirk)
+            );
+            Ok(ExitCode::SUCCESS)
         }
         Cmd::Sweep {
             scenario,
@@ -174,6 +242,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             let opts = RunOptions {
                 quirks: quirks(&quirk)?,
                 keep_trace: false,
+                ..RunOptions::default()
             };
             let started = Instant::now();
             let progress =
@@ -189,7 +258,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                             v.invariant,
                             v.step,
                             v.detail,
-                            r.replay_command()
+                            loom_sim::world::replay_command(&scenario, r.seed, &quirk)
                         );
                     }
                     let width = 30usize;

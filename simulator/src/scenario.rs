@@ -2,7 +2,7 @@
 //! federation timing the nodes run with, the workload mix and the fault schedule. Unknown
 //! keys are errors that name the key.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// The scenarios shipped with the simulator, by name (compiled in, so the binary runs
@@ -28,7 +28,7 @@ pub const SHIPPED: [(&str, &str); 5] = [
 ];
 
 /// One simulation setup.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     /// Name used in replay commands.
@@ -64,7 +64,7 @@ pub struct Scenario {
 }
 
 /// `[federation]`: the node's `FederationConfig` timing (v1.1 §15.6).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Federation {
     /// Store-and-forward TTL in seconds.
@@ -75,6 +75,13 @@ pub struct Federation {
     pub retry_max_ms: u64,
     /// Timeout of one outbound request in milliseconds.
     pub request_timeout_ms: u64,
+    /// Longest sleep of a node's outbox worker between passes (`worker_idle_ms` of the
+    /// node's `FederationConfig`; the node wakes earlier when a row is queued or falls due).
+    pub worker_idle_ms: u64,
+    /// Least time between two purges of a node's expired nonces (`nonce_purge_ms`).
+    pub nonce_purge_ms: u64,
+    /// Seconds between a node's signed audit checkpoints (`audit_checkpoint_secs`).
+    pub audit_checkpoint_secs: u64,
 }
 
 impl Default for Federation {
@@ -84,12 +91,15 @@ impl Default for Federation {
             retry_base_ms: 500,
             retry_max_ms: 10_000,
             request_timeout_ms: 3_000,
+            worker_idle_ms: 1_000,
+            nonce_purge_ms: 60_000,
+            audit_checkpoint_secs: 60,
         }
     }
 }
 
 /// `[workload]`: per client host (one per node), drawn from the seeded RNG.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Workload {
     /// Actions each node's client performs.
@@ -100,10 +110,18 @@ pub struct Workload {
     pub remote_ratio: f64,
     /// Share of actions that reply to an envelope the user can read (building a DAG).
     pub reply_ratio: f64,
+    /// Share of actions that are thread operations (v1.1 §11) by the owner of a thread the
+    /// user started: add a participant (local or remote), remove one it added, lock, reopen.
+    #[serde(default)]
+    pub op_ratio: f64,
+    /// Share of actions that retract one of the user's own messages (`DELETE
+    /// /v1/envelopes/{id}`, v1.1 §20.7, within the node's retract window).
+    #[serde(default)]
+    pub retract_ratio: f64,
 }
 
 /// `[faults]`: a seeded random schedule plus scripted faults.
-#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct Faults {
     /// Random link partitions between two nodes during the workload.
@@ -118,29 +136,63 @@ pub struct Faults {
     pub skew_max_secs: u64,
     /// Replays of recorded federation deliveries (a network duplicate; §15.3 nonce cache).
     pub replays: usize,
+    /// Random slow links between two nodes (every message on the link takes a fixed
+    /// latency drawn from `slow_ms`), each restored after `duration_secs`.
+    pub slow_links: usize,
+    /// Latency of a random slow link, `[min, max]` milliseconds.
+    pub slow_ms: [u64; 2],
     /// Scripted faults.
     pub script: Vec<Scripted>,
 }
 
 /// One scripted fault.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scripted {
     /// Seconds after the workload started.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub at_secs: u64,
-    /// `partition`, `repair`, `hold`, `release`, `crash`, `restart`, `skew`.
+    /// Milliseconds after the workload started (instead of `at_secs`; `loom-sim shrink`
+    /// prints this form).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_ms: Option<u64>,
+    /// `partition`, `repair`, `hold`, `release`, `slow`, `fast`, `crash`, `restart`, `skew`,
+    /// `replay`.
     pub kind: String,
-    /// The node (crash, restart, skew) or one end of the link.
+    /// The node (crash, restart, skew) or one end of the link (empty for `replay`).
+    #[serde(default)]
     pub a: String,
     /// The other end of the link.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub b: Option<String>,
     /// The skew in seconds (`skew`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub secs: i64,
+    /// Milliseconds: the skew (`skew`, instead of `secs`) or the link latency (`slow`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ms: i64,
     /// Not undone when the network heals (e.g. a peer that never comes back).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub permanent: bool,
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
+}
+
+fn is_zero(v: &i64) -> bool {
+    *v == 0
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
+}
+
+impl Scripted {
+    /// When, in ms after the workload started.
+    pub fn at(&self) -> u64 {
+        self.at_ms.unwrap_or(self.at_secs.saturating_mul(1000))
+    }
 }
 
 fn two() -> usize {
@@ -202,10 +254,20 @@ impl Scenario {
         for (field, v) in [
             ("workload.remote_ratio", self.workload.remote_ratio),
             ("workload.reply_ratio", self.workload.reply_ratio),
+            ("workload.op_ratio", self.workload.op_ratio),
+            ("workload.retract_ratio", self.workload.retract_ratio),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(format!("scenario: {field} must be within 0..=1, not {v}"));
             }
+        }
+        if self.workload.op_ratio + self.workload.retract_ratio > 1.0 {
+            return Err(
+                "scenario: workload.op_ratio + workload.retract_ratio must be at most 1".into(),
+            );
+        }
+        if self.faults.slow_ms[0] > self.faults.slow_ms[1] {
+            return Err("scenario: faults.slow_ms must be [min, max] with min <= max".into());
         }
         if self.faults.duration_secs[0] > self.faults.duration_secs[1] {
             return Err("scenario: faults.duration_secs must be [min, max] with min <= max".into());
@@ -220,18 +282,25 @@ impl Scenario {
                     ))
                 }
             };
-            node(&f.a)?;
+            if f.kind != "replay" {
+                node(&f.a)?;
+            }
             match f.kind.as_str() {
-                "partition" | "repair" | "hold" | "release" => {
+                "slow" if f.ms <= 0 => {
+                    return Err(format!(
+                        "scenario: faults.script[{i}] (slow) needs ms > 0, the link latency"
+                    ));
+                }
+                "partition" | "repair" | "hold" | "release" | "slow" | "fast" => {
                     let b = f.b.as_deref().ok_or_else(|| {
                         format!("scenario: faults.script[{i}] ({}) needs b", f.kind)
                     })?;
                     node(b)?;
                 }
-                "crash" | "restart" | "skew" => {}
+                "crash" | "restart" | "skew" | "replay" => {}
                 other => {
                     return Err(format!(
-                        "scenario: faults.script[{i}].kind {other:?} is not one of partition, repair, hold, release, crash, restart, skew"
+                        "scenario: faults.script[{i}].kind {other:?} is not one of partition, repair, hold, release, slow, fast, crash, restart, skew, replay"
                     ));
                 }
             }

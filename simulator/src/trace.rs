@@ -23,6 +23,8 @@ pub struct Ack {
     pub sender: String,
     /// Recipient addresses (`to[]`).
     pub to: Vec<String>,
+    /// `message` or `thread_op`.
+    pub kind: String,
 }
 
 /// A violation found while the run goes on (or at quiescence).
@@ -59,6 +61,8 @@ pub struct Record {
     pub keys: BTreeMap<String, ed25519_dalek::VerifyingKey>,
     /// Recorded deliveries (bounded).
     pub captured: Vec<Captured>,
+    /// Envelopes their sender retracted (200 to `DELETE /v1/envelopes/{id}`).
+    pub retracted: std::collections::BTreeSet<String>,
     /// Violations seen during the run.
     pub violations: Vec<Violation>,
     /// The current turmoil step (the controller updates it).

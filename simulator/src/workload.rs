@@ -12,6 +12,7 @@ use loom_client::{Client, EnvelopeFactory, Identity, MessageDraft, SimDial};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{Rng, SeedableRng};
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The port every node listens on.
@@ -60,6 +61,16 @@ struct User {
     client: Client<SimDial>,
 }
 
+/// What the owner of a thread did to it (so the next operation is one the §10.4 state
+/// machine and §11.2 membership rules allow).
+#[derive(Debug, Default)]
+struct Owned {
+    added: Vec<String>,
+    locked: bool,
+    /// Forks made from the thread, and whether each is merged back.
+    forks: Vec<(String, bool)>,
+}
+
 fn status_of(r: &Result<loom_client::Reply, loom_client::ClientError>) -> (u16, String) {
     match r {
         Ok(rep) => (
@@ -103,6 +114,13 @@ pub async fn run_client(plan: ClientPlan) -> Result<(), Box<dyn std::error::Erro
         tokio::time::sleep(setup - elapsed).await;
     }
     let w = &plan.workload;
+    let mut owned: BTreeMap<String, Owned> = BTreeMap::new();
+    let everyone: Vec<String> = plan
+        .users
+        .iter()
+        .chain(plan.remote_users.iter())
+        .cloned()
+        .collect();
     for _ in 0..w.actions {
         let gap = rng.next_u64() % (2 * w.mean_gap_ms + 1);
         tokio::time::sleep(Duration::from_millis(gap)).await;
@@ -111,6 +129,29 @@ pub async fn run_client(plan: ClientPlan) -> Result<(), Box<dyn std::error::Erro
         let draw_remote = uniform(&mut rng) < w.remote_ratio;
         let draw_pick = rng.next_u64();
         let me = users[ui].id.address().to_owned();
+        // Drawn only when the mix has operations or retractions, so older scenarios keep
+        // their streams.
+        let special = (w.op_ratio + w.retract_ratio > 0.0).then(|| uniform(&mut rng));
+        if let Some(x) = special {
+            let done = if x < w.op_ratio {
+                thread_op(
+                    &plan,
+                    &mut users[ui],
+                    &mut factory,
+                    &mut owned,
+                    &everyone,
+                    draw_pick,
+                )
+                .await?
+            } else if x < w.op_ratio + w.retract_ratio {
+                retract(&plan, &mut users[ui], draw_pick).await
+            } else {
+                false
+            };
+            if done {
+                continue;
+            }
+        }
         let mut draft = None;
         if reply {
             let candidates: Vec<Ack> = plan
@@ -118,7 +159,7 @@ pub async fn run_client(plan: ClientPlan) -> Result<(), Box<dyn std::error::Erro
                 .lock()
                 .acks
                 .iter()
-                .filter(|a| a.sender == me || a.to.contains(&me))
+                .filter(|a| a.kind == "message" && (a.sender == me || a.to.contains(&me)))
                 .cloned()
                 .collect();
             if !candidates.is_empty() {
@@ -188,10 +229,166 @@ pub async fn run_client(plan: ClientPlan) -> Result<(), Box<dyn std::error::Erro
                 parent: draft.parent_id.clone(),
                 sender: me,
                 to: draft.to.clone(),
+                kind: "message".into(),
             });
         }
     }
     Ok(())
+}
+
+/// A thread operation by the owner of one of the threads `user` started (v1.1 §11.1–§11.2,
+/// §11.4, §10.4): add a participant, remove one it added, fork the thread from its root,
+/// merge a fork back, lock, or reopen a thread it locked.
+/// `false` when the user owns no thread yet (the action becomes a message).
+async fn thread_op(
+    plan: &ClientPlan,
+    user: &mut User,
+    factory: &mut EnvelopeFactory<SkewClock>,
+    owned: &mut BTreeMap<String, Owned>,
+    everyone: &[String],
+    pick: u64,
+) -> Result<bool, Box<dyn std::error::Error>> {
+    let me = user.id.address().to_owned();
+    let threads: Vec<Ack> = plan
+        .shared
+        .lock()
+        .acks
+        .iter()
+        .filter(|a| a.kind == "message" && a.sender == me && a.parent.is_none())
+        .cloned()
+        .collect();
+    if threads.is_empty() {
+        return Ok(false);
+    }
+    // Half the operations go to the user's newest thread, so threads see several operations
+    // in a row (a removal after an add, a merge after a fork).
+    let root = if (pick >> 40) & 1 == 1 {
+        &threads[threads.len() - 1]
+    } else {
+        &threads[usize::try_from(pick % threads.len() as u64).unwrap_or(0)]
+    };
+    let st = owned.entry(root.thread.clone()).or_default();
+    let fresh: Vec<&String> = everyone
+        .iter()
+        .filter(|a| **a != me && !root.to.contains(a) && !st.added.contains(a))
+        .collect();
+    let choice = (pick >> 16) % 6;
+    let open_fork = st.forks.iter().position(|(_, merged)| !merged);
+    // A thread with an open fork or an added participant gets the follow-up (merge, removal)
+    // half the time; otherwise add (3/6), fork (2/6) or lock (1/6).
+    let (intent, params, who) = if st.locked {
+        ("thread.reopen@v1", json!({}), None)
+    } else if choice.is_multiple_of(2)
+        && let Some(i) = open_fork
+    {
+        let fork = st.forks[i].0.clone();
+        (
+            "thread.merge@v1",
+            json!({"fork_thread_id": fork}),
+            Some(fork),
+        )
+    } else if !choice.is_multiple_of(2)
+        && let Some(who) = st.added.last().cloned()
+    {
+        (
+            "thread.remove_participant@v1",
+            json!({"identity": who}),
+            Some(who),
+        )
+    } else if matches!(choice, 0 | 1 | 5) && !fresh.is_empty() {
+        let who = fresh[usize::try_from((pick >> 24) % fresh.len() as u64).unwrap_or(0)].clone();
+        (
+            "thread.add_participant@v1",
+            json!({"identity": who, "role": "participant"}),
+            Some(who),
+        )
+    } else if matches!(choice, 2 | 3) {
+        let fork = factory.thread_id();
+        (
+            "thread.fork@v1",
+            json!({"fork_thread_id": fork, "forked_from": root.id}),
+            Some(fork),
+        )
+    } else {
+        ("thread.lock@v1", json!({}), None)
+    };
+    let env = factory.thread_op(&user.id, &root.thread, intent, params)?;
+    let sent = user.client.send_envelope(&env).await;
+    let (status, digest) = status_of(&sent);
+    let id = env["id"].as_str().unwrap_or_default().to_owned();
+    let mut rec = plan.shared.lock();
+    rec.line(
+        "http",
+        json!({"client": plan.domain, "user": me, "op": intent, "envelope": id,
+               "thread": root.thread, "subject": who, "status": status, "body": digest}),
+    );
+    if sent.is_ok() {
+        match intent {
+            "thread.add_participant@v1" => st.added.extend(who),
+            "thread.remove_participant@v1" => {
+                st.added.pop();
+            }
+            "thread.fork@v1" => st.forks.extend(who.map(|f| (f, false))),
+            "thread.merge@v1" => {
+                if let Some(i) = open_fork {
+                    st.forks[i].1 = true;
+                }
+            }
+            "thread.lock@v1" => st.locked = true,
+            _ => st.locked = false,
+        }
+        rec.acks.push(Ack {
+            node: plan.domain.clone(),
+            id,
+            thread: root.thread.clone(),
+            parent: None,
+            sender: me.clone(),
+            to: vec![me],
+            kind: "thread_op".into(),
+        });
+    }
+    Ok(true)
+}
+
+/// Retracts one of `user`'s messages on its own node (`DELETE /v1/envelopes/{id}`, v1.1
+/// §20.7); `false` when it has none left to retract.
+async fn retract(plan: &ClientPlan, user: &mut User, pick: u64) -> bool {
+    let me = user.id.address().to_owned();
+    let mine: Vec<String> = {
+        let rec = plan.shared.lock();
+        rec.acks
+            .iter()
+            .filter(|a| {
+                a.kind == "message"
+                    && a.sender == me
+                    && a.node == plan.domain
+                    && !rec.retracted.contains(&a.id)
+            })
+            .map(|a| a.id.clone())
+            .collect()
+    };
+    if mine.is_empty() {
+        return false;
+    }
+    let id = &mine[usize::try_from(pick % mine.len() as u64).unwrap_or(0)];
+    let t = user
+        .client
+        .call("DELETE", &format!("/v1/envelopes/{id}"), None)
+        .await;
+    let (status, digest) = match &t {
+        Ok(t) => (t.status, short_hash(&t.response_body)),
+        Err(e) => (0, e.to_string()),
+    };
+    let mut rec = plan.shared.lock();
+    rec.line(
+        "http",
+        json!({"client": plan.domain, "user": me, "op": "retract", "envelope": id,
+               "status": status, "body": digest}),
+    );
+    if status == 200 {
+        rec.retracted.insert(id.clone());
+    }
+    true
 }
 
 /// The replay host: at each time in `times_ms` (simulated ms since start) it re-sends the

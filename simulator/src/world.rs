@@ -33,6 +33,10 @@ pub struct RunOptions {
     pub quirks: Quirks,
     /// Keep the full trace in the report (otherwise only its hash and length).
     pub keep_trace: bool,
+    /// Run this fault schedule instead of the one the seed draws (`loom-sim shrink`).
+    pub schedule: Option<Vec<Scheduled>>,
+    /// Extra hosts beside the nodes and their clients ([`crate::hosts`]).
+    pub hosts: Vec<crate::hosts::HostSlot>,
 }
 
 /// What a run found.
@@ -64,13 +68,24 @@ impl RunReport {
         self.violations.is_empty()
     }
 
-    /// The command that replays this run.
+    /// The command that replays this run (a shipped scenario by its name).
     pub fn replay_command(&self) -> String {
-        format!(
-            "cargo run --release -p loom-sim -- run --scenario {} --seed {} --trace trace-{}.jsonl",
-            self.scenario, self.seed, self.seed
-        )
+        replay_command(&self.scenario, self.seed, &[])
     }
+}
+
+/// The command that replays `seed` of `scenario` (a shipped name or a file path) with the
+/// quirks named in `quirks`.
+pub fn replay_command(scenario: &str, seed: u64, quirks: &[String]) -> String {
+    let q: String = quirks.iter().map(|q| format!(" --quirk {q}")).collect();
+    format!(
+        "cargo run --release -p loom-sim{} -- run --scenario {scenario} --seed {seed}{q} --trace trace-{seed}.jsonl",
+        if quirks.is_empty() {
+            ""
+        } else {
+            " --features quirks"
+        }
+    )
 }
 
 static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -81,11 +96,7 @@ struct Scratch(PathBuf);
 
 impl Scratch {
     fn new(seed: u64) -> Scratch {
-        let base = if std::path::Path::new("/dev/shm").is_dir() {
-            PathBuf::from("/dev/shm")
-        } else {
-            std::env::temp_dir()
-        };
+        let base = crate::template::scratch_base();
         let n = RUN_COUNTER.fetch_add(1, Ordering::Relaxed);
         Scratch(base.join(format!("loom-sim-{}-{n}-{seed}", std::process::id())))
     }
@@ -124,8 +135,11 @@ fn node_config(
             retry_base_ms: s.federation.retry_base_ms,
             retry_max_ms: s.federation.retry_max_ms,
             request_timeout_ms: s.federation.request_timeout_ms,
+            worker_idle_ms: s.federation.worker_idle_ms,
+            nonce_purge_ms: s.federation.nonce_purge_ms,
             ..FederationConfig::default()
         },
+        audit_checkpoint_secs: s.federation.audit_checkpoint_secs,
         ..NodeConfig::default()
     }
 }
@@ -151,6 +165,7 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
             dir: scratch.0.join(domain),
             skew: Arc::new(AtomicI64::new(0)),
         };
+        crate::template::seed_store(&slot.dir, &crate::template::scratch_base())?;
         let boots = Arc::new(AtomicU64::new(0));
         let (d, dir, skew, sc, sh, topo, peers, q) = (
             domain.clone(),
@@ -229,7 +244,10 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
             (d.clone(), list)
         })
         .collect();
-    let sched = schedule(scenario, seed);
+    let sched = opts
+        .schedule
+        .clone()
+        .unwrap_or_else(|| schedule(scenario, seed));
     let start_ms = scenario.setup_secs * 1000;
     for domain in &scenario.nodes {
         let url = peers_of
@@ -262,12 +280,30 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
     if !replays.is_empty() {
         sim.client("replayer", run_replayer(replays, shared.clone()));
     }
+    let node_urls: BTreeMap<String, String> = peers_of
+        .read()
+        .map(|p| p.clone())
+        .map_err(|_| "peer map poisoned")?;
+    for slot in &opts.hosts {
+        if scenario.nodes.contains(&slot.name) || slot.name.starts_with("client.") {
+            return Err(format!(
+                "host slot {:?} clashes with a node or client host name",
+                slot.name
+            ));
+        }
+        let env = crate::hosts::HostEnv {
+            name: slot.name.clone(),
+            nodes: node_urls.clone(),
+            seed,
+            rng_seed: derive_seed(seed, &format!("host/{}", slot.name)),
+            shared: shared.clone(),
+        };
+        sim.client(slot.name.as_str(), (slot.run)(env));
+    }
 
     // The controller: faults at their times, heal when the workload is done, then settle.
     let mut pending: std::collections::VecDeque<Scheduled> = sched.into_iter().collect();
-    let mut down: BTreeSet<String> = BTreeSet::new();
-    let mut cut: BTreeSet<(String, String)> = BTreeSet::new();
-    let mut held: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut st = Faulted::default();
     let mut permanent_down: BTreeSet<String> = BTreeSet::new();
     let mut permanent_links: BTreeSet<(String, String)> = BTreeSet::new();
     let mut healed_at: Option<u64> = None;
@@ -275,23 +311,23 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
         (1000 / scenario.tick_ms).max(1) * if scenario.tick_ms >= 1000 { 60 } else { 1 };
     let mut quiet_checks = 0u32;
     let mut last_probe = String::new();
+    let mut prober = invariants::Prober::default();
     let mut steps = 0u64;
     let mut settled = false;
+    let max_latency = Duration::from_millis(scenario.max_latency_ms);
     let elapsed_ms =
         |sim: &turmoil::Sim<'_>| u64::try_from(sim.elapsed().as_millis()).unwrap_or(u64::MAX);
     loop {
         let now = elapsed_ms(&sim);
         while pending.front().is_some_and(|f| start_ms + f.at_ms <= now) {
             let Some(f) = pending.pop_front() else { break };
-            apply(
-                &mut sim, &shared, &slots, &f, now, &mut down, &mut cut, &mut held,
-            );
+            apply(&mut sim, &shared, &slots, &f, now, &mut st, max_latency);
             if f.permanent {
                 match &f.fault {
                     Fault::Crash(n) => {
                         permanent_down.insert(n.clone());
                     }
-                    Fault::Partition(a, b) | Fault::Hold(a, b) => {
+                    Fault::Partition(a, b) | Fault::Hold(a, b) | Fault::Slow(a, b, _) => {
                         permanent_links.insert(ordered(a, b));
                     }
                     _ => {}
@@ -304,63 +340,41 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
         let now = elapsed_ms(&sim);
         if healed_at.is_none() && clients_done && pending.is_empty() {
             // Heal: every non-permanent fault is undone, crashed nodes start again.
-            for (a, b) in std::mem::take(&mut cut) {
-                if !permanent_links.contains(&ordered(&a, &b)) {
-                    apply(
-                        &mut sim,
-                        &shared,
-                        &slots,
-                        &Scheduled {
-                            at_ms: 0,
-                            fault: Fault::Repair(a, b),
-                            permanent: false,
-                        },
-                        now,
-                        &mut down,
-                        &mut BTreeSet::new(),
-                        &mut held,
-                    );
-                } else {
-                    cut.insert((a, b));
-                }
-            }
-            for (a, b) in std::mem::take(&mut held) {
-                if !permanent_links.contains(&ordered(&a, &b)) {
-                    apply(
-                        &mut sim,
-                        &shared,
-                        &slots,
-                        &Scheduled {
-                            at_ms: 0,
-                            fault: Fault::Release(a, b),
-                            permanent: false,
-                        },
-                        now,
-                        &mut down,
-                        &mut cut,
-                        &mut BTreeSet::new(),
-                    );
-                } else {
-                    held.insert((a, b));
-                }
-            }
-            for n in down.clone() {
-                if !permanent_down.contains(&n) {
-                    apply(
-                        &mut sim,
-                        &shared,
-                        &slots,
-                        &Scheduled {
-                            at_ms: 0,
-                            fault: Fault::Restart(n),
-                            permanent: false,
-                        },
-                        now,
-                        &mut down,
-                        &mut cut,
-                        &mut held,
-                    );
-                }
+            let temporary = |set: &BTreeSet<(String, String)>| -> Vec<(String, String)> {
+                set.iter()
+                    .filter(|l| !permanent_links.contains(*l))
+                    .cloned()
+                    .collect()
+            };
+            let mut undo: Vec<Fault> = Vec::new();
+            undo.extend(
+                temporary(&st.cut)
+                    .into_iter()
+                    .map(|(a, b)| Fault::Repair(a, b)),
+            );
+            undo.extend(
+                temporary(&st.held)
+                    .into_iter()
+                    .map(|(a, b)| Fault::Release(a, b)),
+            );
+            undo.extend(
+                temporary(&st.slow)
+                    .into_iter()
+                    .map(|(a, b)| Fault::Fast(a, b)),
+            );
+            undo.extend(
+                st.down
+                    .iter()
+                    .filter(|n| !permanent_down.contains(*n))
+                    .map(|n| Fault::Restart(n.clone())),
+            );
+            for fault in undo {
+                let f = Scheduled {
+                    at_ms: 0,
+                    fault,
+                    permanent: false,
+                };
+                apply(&mut sim, &shared, &slots, &f, now, &mut st, max_latency);
             }
             shared.lock().line_at(now, "healed", &mut json!({}));
             healed_at = Some(now);
@@ -368,7 +382,7 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
         if let Some(h) = healed_at {
             if steps.is_multiple_of(check_every) {
                 let probe =
-                    invariants::probe(&slots.values().map(|s| s.dir.clone()).collect::<Vec<_>>());
+                    prober.probe(&slots.values().map(|s| s.dir.clone()).collect::<Vec<_>>());
                 if probe.queued == 0 && probe.digest == last_probe {
                     quiet_checks += 1;
                 } else {
@@ -391,7 +405,7 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
         .iter()
         .map(|(d, s)| (d.clone(), s.dir.clone()))
         .collect();
-    let end_checks = invariants::check_all(&shared, &dirs, &down);
+    let end_checks = invariants::check_all(&shared, &dirs, &st.down);
     let mut rec = shared.lock();
     rec.step = steps;
     if !settled {
@@ -433,44 +447,61 @@ fn ordered(a: &str, b: &str) -> (String, String) {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What the schedule has done to the world so far (undone at the heal).
+#[derive(Debug, Default)]
+struct Faulted {
+    down: BTreeSet<String>,
+    cut: BTreeSet<(String, String)>,
+    held: BTreeSet<(String, String)>,
+    slow: BTreeSet<(String, String)>,
+}
+
 fn apply(
     sim: &mut turmoil::Sim<'_>,
     shared: &Shared,
     slots: &BTreeMap<String, NodeSlot>,
     f: &Scheduled,
     now: u64,
-    down: &mut BTreeSet<String>,
-    cut: &mut BTreeSet<(String, String)>,
-    held: &mut BTreeSet<(String, String)>,
+    st: &mut Faulted,
+    max_latency: Duration,
 ) {
     let mut applied = true;
     match &f.fault {
         Fault::Partition(a, b) => {
             sim.partition(a.as_str(), b.as_str());
-            cut.insert(ordered(a, b));
+            st.cut.insert(ordered(a, b));
         }
         Fault::Repair(a, b) => {
             sim.repair(a.as_str(), b.as_str());
-            cut.remove(&ordered(a, b));
+            st.cut.remove(&ordered(a, b));
         }
         Fault::Hold(a, b) => {
             sim.hold(a.as_str(), b.as_str());
-            held.insert(ordered(a, b));
+            st.held.insert(ordered(a, b));
         }
         Fault::Release(a, b) => {
             sim.release(a.as_str(), b.as_str());
-            held.remove(&ordered(a, b));
+            st.held.remove(&ordered(a, b));
+        }
+        Fault::Slow(a, b, ms) => {
+            // Every message on the link takes exactly `ms` (turmoil per-link latency).
+            sim.set_link_latency(a.as_str(), b.as_str(), Duration::from_millis(*ms));
+            st.slow.insert(ordered(a, b));
+        }
+        Fault::Fast(a, b) => {
+            sim.set_link_latency(a.as_str(), b.as_str(), Duration::ZERO);
+            sim.set_link_max_message_latency(a.as_str(), b.as_str(), max_latency);
+            st.slow.remove(&ordered(a, b));
         }
         Fault::Crash(n) => {
-            if down.insert(n.clone()) {
+            if st.down.insert(n.clone()) {
                 sim.crash(n.as_str());
             } else {
                 applied = false;
             }
         }
         Fault::Restart(n) => {
-            if down.remove(n) {
+            if st.down.remove(n) {
                 sim.bounce(n.as_str());
             } else {
                 applied = false;

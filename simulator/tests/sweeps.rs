@@ -104,6 +104,7 @@ fn first_violation(s: &Scenario, quirk: Quirk, within: u64) -> Option<RunReport>
     let opts = RunOptions {
         quirks: Quirks::none().with(quirk),
         keep_trace: false,
+        ..RunOptions::default()
     };
     let list: Vec<u64> = (0..within).collect();
     let reports = sweep(s, &list, 2, &opts, &|_, _, _, _| {});
@@ -178,4 +179,160 @@ fn expiring_without_a_failure_receipt_is_caught() {
     s.federation.retry_max_ms = 60_000;
     s.settle_secs = 1200;
     caught(&s, Quirk::NoFailureReceipt, 3, "delivered-once-or-failed");
+}
+
+#[test]
+fn losing_an_acknowledged_envelope_in_a_restart_is_caught() {
+    caught(
+        &Scenario::load("crash-restart").unwrap(),
+        Quirk::ForgetLastEnvelopeOnRestart,
+        5,
+        "acked-durable",
+    );
+}
+
+#[test]
+fn a_stored_copy_that_no_longer_verifies_is_caught() {
+    caught(
+        &Scenario::load("three-node-federation").unwrap(),
+        Quirk::RestampCreatedAt,
+        3,
+        "signatures",
+    );
+}
+
+#[test]
+fn a_broken_audit_chain_is_caught() {
+    caught(
+        &Scenario::load("crash-restart").unwrap(),
+        Quirk::PruneAuditOnRestart,
+        3,
+        "audit-chain",
+    );
+}
+
+#[test]
+fn a_reply_stored_under_another_parent_is_caught() {
+    caught(
+        &Scenario::load("three-node-federation").unwrap(),
+        Quirk::OrphanDeliveredReplies,
+        3,
+        "convergence",
+    );
+}
+
+#[test]
+fn shrinking_keeps_the_invariant_and_the_script_replays_it() {
+    let s = Scenario::load("crash-restart").unwrap();
+    let quirk = Quirk::DropOutboxOnRestart;
+    let failing = first_violation(&s, quirk, 10).expect("a failing seed within 10");
+    let opts = RunOptions {
+        quirks: Quirks::none().with(quirk),
+        ..RunOptions::default()
+    };
+    let shrunk = loom_sim::shrink::shrink(&s, failing.seed, &opts).unwrap();
+    assert_eq!(shrunk.invariant, failing.violations[0].invariant);
+    assert!(shrunk.minimal.len() < shrunk.original.len(), "{shrunk:?}");
+    assert!(
+        shrunk
+            .minimal
+            .iter()
+            .any(|f| matches!(f.fault, loom_sim::faults::Fault::Crash(_))),
+        "dropping the outbox on restart needs a crash: {:?}",
+        shrunk.minimal
+    );
+    // The printed scenario replays the minimal run: same seed, scripted schedule.
+    let replay = Scenario::from_toml(&shrunk.toml().unwrap()).unwrap();
+    assert_eq!(
+        loom_sim::faults::schedule(&replay, failing.seed),
+        shrunk.minimal
+    );
+    let again = run(&replay, failing.seed, &opts).unwrap();
+    assert!(
+        again
+            .violations
+            .iter()
+            .any(|v| v.invariant == shrunk.invariant),
+        "{:?}",
+        again.violations
+    );
+    // A correct node holds every invariant under the same schedule.
+    assert!(
+        run(&replay, failing.seed, &RunOptions::default())
+            .unwrap()
+            .ok()
+    );
+}
+
+#[test]
+fn a_host_slot_runs_beside_the_nodes_and_sees_a_slow_link() {
+    use loom_sim::faults::{Fault, Scheduled};
+    use loom_sim::hosts::HostSlot;
+    let s = Scenario::load("three-node-federation").unwrap();
+    // The probe host fetches a.test's node document before and while its link is slow.
+    let probe = HostSlot::new("probe.test", |env| async move {
+        let url = env.nodes["a.test"].clone();
+        let mut client = loom_client::Client::new(&url, loom_client::SimDial)?;
+        for (label, at) in [("before", 5_500u64), ("slow", 7_000)] {
+            let now = turmoil::sim_elapsed().unwrap_or_default();
+            let at = std::time::Duration::from_millis(at);
+            if at > now {
+                tokio::time::sleep(at - now).await;
+            }
+            let start = tokio::time::Instant::now();
+            let t = client.call("GET", "/.well-known/loom.json", None).await?;
+            let rtt = start.elapsed().as_millis();
+            let mut rec = env.shared.lock();
+            rec.line(
+                "probe",
+                serde_json::json!({"label": label, "status": t.status, "rtt_ms": rtt as u64}),
+            );
+            drop(rec);
+            client = loom_client::Client::new(&url, loom_client::SimDial)?;
+        }
+        Ok(())
+    });
+    let mut sched = loom_sim::faults::schedule(&s, 0);
+    sched.push(Scheduled {
+        at_ms: 1_000,
+        fault: Fault::Slow("a.test".into(), "probe.test".into(), 400),
+        permanent: false,
+    });
+    sched.push(Scheduled {
+        at_ms: 4_000,
+        fault: Fault::Fast("a.test".into(), "probe.test".into()),
+        permanent: false,
+    });
+    sched.sort_by_key(|f| f.at_ms);
+    let r = run(
+        &s,
+        0,
+        &RunOptions {
+            keep_trace: true,
+            schedule: Some(sched),
+            hosts: vec![probe],
+            ..RunOptions::default()
+        },
+    )
+    .unwrap();
+    assert!(r.ok(), "{:?}", r.violations);
+    let trace = r.trace.unwrap();
+    let rtt = |label: &str| -> u64 {
+        trace
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|v| v["kind"] == "probe" && v["label"] == label)
+            .unwrap_or_else(|| panic!("no {label} probe in the trace"))["rtt_ms"]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(rtt("before") < 400, "before: {}", rtt("before"));
+    // The request and its response each cross the slow link once, at 400 ms each (the
+    // connection set-up crosses it too).
+    assert!(
+        rtt("slow") >= rtt("before") + 800,
+        "before {}, slow {}",
+        rtt("before"),
+        rtt("slow")
+    );
 }

@@ -128,6 +128,15 @@ pub struct FederationConfig {
     pub max_wrapper_bytes: usize,
     /// How long one outbound request may take, in milliseconds.
     pub request_timeout_ms: u64,
+    /// Longest sleep of the outbox worker between passes, in milliseconds: it wakes when the
+    /// writer queues a row or the earliest queued row falls due, and at least this often
+    /// (a clock that jumps — skew, a test clock — is noticed within this bound).
+    pub worker_idle_ms: u64,
+    /// Least time between two purges of expired LOOM-HTTP-SIG-1 nonces (§15.3), in
+    /// milliseconds; 0 = on every outbox pass. The cache is keyed by time, so a later purge
+    /// only keeps dead rows longer (a nonce older than the window is refused by its
+    /// timestamp anyway).
+    pub nonce_purge_ms: u64,
 }
 
 impl Default for FederationConfig {
@@ -144,6 +153,8 @@ impl Default for FederationConfig {
             queue_total: 100_000,
             max_wrapper_bytes: loom_protocol::federation::wrapper::DEFAULT_MAX_WRAPPER_BYTES,
             request_timeout_ms: 10_000,
+            worker_idle_ms: 1_000,
+            nonce_purge_ms: 0,
         }
     }
 }

@@ -274,11 +274,22 @@ pub enum Quirk {
     RejectOldEnvelopes,
     /// Store an identical re-delivery of a stored envelope a second time, as a second row of the thread under a key of its own, so the recipient reads it twice (v1.1 §23.2).
     StoreRedeliveredTwice,
+    /// Lose the newest envelope a local user submitted when the node restarts, as a node that
+    /// answers 201 before its commit is durable loses it in a crash (v1.1 §16.1, §4 "Store
+    /// and index envelopes durably").
+    ForgetLastEnvelopeOnRestart,
+    /// Delete the oldest audit row when the node restarts (a log rotation that cuts the head
+    /// of the hash chain), so the chain no longer verifies (v1.1 §25.1 tamper-evident log).
+    PruneAuditOnRestart,
+    /// Store a delivered reply without its parent link (the stored row's parent is empty), so
+    /// the receiving node's thread DAG differs from the sender's (v1.1 §10.2, §15.4 "Store
+    /// envelopes").
+    OrphanDeliveredReplies,
 }
 
 impl Quirk {
     /// Every quirk, in declaration order.
-    pub const ALL: [Quirk; 111] = [
+    pub const ALL: [Quirk; 114] = [
         Quirk::AcceptBadSignature,
         Quirk::AllowDuplicateIds,
         Quirk::SkipEnvelopeValidation,
@@ -390,6 +401,9 @@ impl Quirk {
         Quirk::NoReceipt,
         Quirk::RejectOldEnvelopes,
         Quirk::StoreRedeliveredTwice,
+        Quirk::ForgetLastEnvelopeOnRestart,
+        Quirk::PruneAuditOnRestart,
+        Quirk::OrphanDeliveredReplies,
     ];
 
     /// The kebab-case name used on the command line and in reports.
@@ -594,6 +608,12 @@ pub struct FederationDeviations {
     pub reject_old_envelopes: bool,
     /// Identical re-deliveries stored a second time (§23.2).
     pub store_redelivered_twice: bool,
+    /// The newest locally submitted envelope lost at start-up (§16.1 durability).
+    pub forget_last_envelope_on_restart: bool,
+    /// The oldest audit row deleted at start-up (§25.1).
+    pub prune_audit_on_restart: bool,
+    /// Delivered replies stored without their parent (§10.2, §15.4).
+    pub orphan_delivered_replies: bool,
 }
 
 /// Deviations of identity storage and key management (v1.1 §6, §16.3).
@@ -910,6 +930,9 @@ impl Quirks {
                 no_receipt: q(Q::NoReceipt),
                 reject_old_envelopes: q(Q::RejectOldEnvelopes),
                 store_redelivered_twice: q(Q::StoreRedeliveredTwice),
+                forget_last_envelope_on_restart: q(Q::ForgetLastEnvelopeOnRestart),
+                prune_audit_on_restart: q(Q::PruneAuditOnRestart),
+                orphan_delivered_replies: q(Q::OrphanDeliveredReplies),
             },
             edits: EDITS.into_iter().filter(|e| q(e.quirk)).collect(),
         }

@@ -470,6 +470,108 @@ async fn drop_outbox_on_restart() {
     }
 }
 
+/// a.test on a durable store, alice sends one message to bob on b.test (unreachable), a
+/// restarts with quirk `q`; returns the restarted node, alice and the message id.
+async fn restarted(q: Option<Quirk>, name: &str) -> (TestNode, Ident, String, std::path::PathBuf) {
+    let dir = temp_dir(&format!("{name}-{}", q.is_some()));
+    let pb = free_port().await;
+    let a = fed_node(
+        "a.test",
+        "b.test",
+        pb,
+        Storage::Dir(dir.clone()),
+        quirks(q),
+        |_| {},
+    );
+    let b = fed_node(
+        "b.test",
+        "a.test",
+        9,
+        Storage::Memory,
+        Quirks::none(),
+        |_| {},
+    );
+    let alice = a.register("alice", "human", 1).await;
+    let bob = b.register("bob", "human", 2).await;
+    let env = alice.message(&a, &a.thread_id(), None, &[&bob], "x");
+    let id = env["id"].as_str().unwrap().to_owned();
+    alice.send(&a, env).await.expect(201);
+    drop(a);
+    let a = fed_node(
+        "a.test",
+        "b.test",
+        pb,
+        Storage::Dir(dir.clone()),
+        quirks(q),
+        |_| {},
+    );
+    (a, alice, id, dir)
+}
+
+#[tokio::test]
+async fn forget_last_envelope_on_restart() {
+    for (q, kept) in [(None, 200), (Some(Quirk::ForgetLastEnvelopeOnRestart), 404)] {
+        let (a, alice, id, dir) = restarted(q, "forget").await;
+        a.get(&format!("/v1/envelopes/{id}"), &alice.token)
+            .await
+            .expect(kept);
+        drop(a);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[tokio::test]
+async fn prune_audit_on_restart() {
+    for (q, intact) in [(None, true), (Some(Quirk::PruneAuditOnRestart), false)] {
+        let (a, _alice, _id, dir) = restarted(q, "prune").await;
+        let verdict = loom_node::store::audit::verify(&a.node.service().store.conn()).unwrap();
+        assert_eq!(
+            matches!(
+                verdict,
+                loom_node::store::audit::AuditVerdict::Intact { .. }
+            ),
+            intact,
+            "{q:?}: {verdict:?}"
+        );
+        drop(a);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[tokio::test]
+async fn orphan_delivered_replies() {
+    for (q, linked) in [(None, true), (Some(Quirk::OrphanDeliveredReplies), false)] {
+        let p = pair(None, q, |_| {}).await;
+        let first = p.message("x");
+        let (thread, parent) = (
+            first["thread_id"].as_str().unwrap().to_owned(),
+            first["id"].as_str().unwrap().to_owned(),
+        );
+        let reply = p.alice.sign(
+            p.alice
+                .message(&p.a, &thread, Some(&parent), &[&p.bob], "y"),
+        );
+        let id = reply["id"].as_str().unwrap().to_owned();
+        p.deliver(vec![first, reply]).await.expect(202);
+        let stored: Option<String> =
+            p.b.node
+                .service()
+                .store
+                .conn()
+                .query_row(
+                    "SELECT parent_id FROM envelopes WHERE id = ?1",
+                    [&id],
+                    |r| r.get(0),
+                )
+                .unwrap();
+        assert_eq!(
+            stored.as_deref() == Some(parent.as_str()),
+            linked,
+            "{q:?}: {stored:?}"
+        );
+    }
+}
+
 /// Runs alice's undeliverable message past the TTL; the failed row's reason and the number
 /// of receipt envelopes alice can read.
 async fn expire(q: Option<Quirk>) -> (Option<String>, usize) {

@@ -67,6 +67,9 @@ pub struct Federation {
     pub(crate) queued: AtomicBool,
     /// One outbox pass at a time.
     pub(crate) tick: tokio::sync::Mutex<()>,
+    /// When (injected clock, unix ms) the nonce cache was last purged
+    /// (`FederationConfig::nonce_purge_ms`); `i64::MIN` before the first pass.
+    pub(crate) last_purge_ms: std::sync::atomic::AtomicI64,
 }
 
 /// A peer as this node knows it: keys and where to reach it.
@@ -544,7 +547,10 @@ impl Service {
                 Ok((a, sender_node, origin_event_seq))
             })();
             match admitted {
-                Ok((a, sender_node, origin_event_seq)) => {
+                Ok((mut a, sender_node, origin_event_seq)) => {
+                    if dev.orphan_delivered_replies {
+                        a.facts.parent = None;
+                    }
                     if checked.policy == PolicyDecision::Quarantine {
                         outcomes.push((id, self.quarantine(&a.facts, &a.envelope, &node)));
                     } else {

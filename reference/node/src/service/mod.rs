@@ -101,6 +101,7 @@ impl Service {
             wake: tokio::sync::Notify::new(),
             queued: std::sync::atomic::AtomicBool::new(false),
             tick: tokio::sync::Mutex::new(()),
+            last_purge_ms: std::sync::atomic::AtomicI64::new(i64::MIN),
         };
         let service = Service {
             config,

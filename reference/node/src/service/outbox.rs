@@ -180,7 +180,14 @@ impl Service {
     pub async fn federation_tick(&self) -> ApiResult<TickReport> {
         let _one = self.fed.tick.lock().await;
         let now = self.env.now();
-        self.purge_nonces(now)?;
+        let every = i64::try_from(self.config.federation.nonce_purge_ms).unwrap_or(i64::MAX);
+        let last = self.fed.last_purge_ms.load(Ordering::Relaxed);
+        if every == 0 || now.unix_ms().saturating_sub(last) >= every {
+            self.purge_nonces(now)?;
+            self.fed
+                .last_purge_ms
+                .store(now.unix_ms(), Ordering::Relaxed);
+        }
         let due = fed_store::due(&self.store.read(), now.unix_ms(), MAX_DUE_PER_TICK)?;
         let mut by_dest: BTreeMap<String, Vec<OutboxItem>> = BTreeMap::new();
         for item in due {
@@ -593,11 +600,24 @@ impl Service {
         Ok(())
     }
 
-    /// Start-up: the `DropOutboxOnRestart` quirk forgets queued deliveries.
+    /// Start-up: the `DropOutboxOnRestart` quirk forgets queued deliveries,
+    /// `ForgetLastEnvelopeOnRestart` the newest local envelope and `PruneAuditOnRestart` the
+    /// oldest audit row (self-test defects only; a real node changes nothing here).
     pub(crate) fn outbox_on_start(&self) -> ApiResult<()> {
-        if self.settings.federation.drop_outbox_on_restart {
+        let dev = self.settings.federation;
+        if dev.drop_outbox_on_restart {
             let tx = self.store.begin()?;
             fed_store::drop_queued(&tx)?;
+            tx.commit()?;
+        }
+        if dev.forget_last_envelope_on_restart {
+            let tx = self.store.begin()?;
+            envelopes::forget_newest_local(&tx, &self.config.domain)?;
+            tx.commit()?;
+        }
+        if dev.prune_audit_on_restart {
+            let tx = self.store.begin()?;
+            crate::store::audit::prune_oldest(&tx)?;
             tx.commit()?;
         }
         Ok(())
@@ -631,16 +651,19 @@ fn rejected_code(answer: &Value, envelope_id: &str) -> ErrorCode {
 }
 
 /// The outbox driver of a running node: a pass whenever the writer queued something, and
-/// otherwise when the next row is due (at most a second apart, so clock changes are seen).
+/// otherwise when the next row is due — at most `FederationConfig::worker_idle_ms` apart (1 s
+/// by default), so clock changes are seen; the simulator raises it so an idle node costs no
+/// wake-ups over 72 simulated hours.
 pub async fn run_worker(svc: Arc<Service>) {
+    let idle = i64::try_from(svc.config.federation.worker_idle_ms.max(1)).unwrap_or(i64::MAX);
     loop {
         if let Err(e) = svc.federation_tick().await {
             tracing::warn!(error = %e, "federation outbox pass failed");
         }
         let now = svc.env.now().unix_ms();
         let wait = match svc.next_outbox_due() {
-            Ok(Some(t)) => (t.unix_ms() - now).clamp(0, 1000),
-            _ => 1000,
+            Ok(Some(t)) => (t.unix_ms() - now).clamp(0, idle),
+            _ => idle,
         };
         if wait == 0 {
             tokio::task::yield_now().await;
@@ -648,7 +671,7 @@ pub async fn run_worker(svc: Arc<Service>) {
         }
         tokio::select! {
             () = svc.fed.wake.notified() => {}
-            () = tokio::time::sleep(Duration::from_millis(u64::try_from(wait).unwrap_or(1000))) => {}
+            () = tokio::time::sleep(Duration::from_millis(u64::try_from(wait).unwrap_or(1_000))) => {}
         }
     }
 }

@@ -69,6 +69,25 @@ pub fn exists(conn: &Connection, id: &EnvelopeId) -> rusqlite::Result<bool> {
         .is_some())
 }
 
+/// Deletes the newest envelope a user of `domain` submitted (not the node's own receipts),
+/// with its reader rows; returns its id. Only the `ForgetLastEnvelopeOnRestart` quirk calls
+/// this: a real node never loses what it acknowledged.
+pub fn forget_newest_local(conn: &Connection, domain: &str) -> rusqlite::Result<Option<String>> {
+    let id: Option<String> = conn
+        .query_row(
+            "SELECT id FROM envelopes WHERE sender LIKE ?1 AND sender NOT LIKE 'loom://loom-node@%'
+                 ORDER BY rowid DESC LIMIT 1",
+            [format!("%@{domain}")],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if let Some(id) = &id {
+        conn.execute("DELETE FROM envelope_readers WHERE envelope_id = ?1", [id])?;
+        conn.execute("DELETE FROM envelopes WHERE id = ?1", [id])?;
+    }
+    Ok(id)
+}
+
 /// The stored document (`None` when missing or erased).
 pub fn body(conn: &Connection, id: &EnvelopeId) -> rusqlite::Result<Option<Value>> {
     let body: Option<Option<String>> = conn

@@ -14,7 +14,7 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 /// The federation quirks; each is proven by its own test in `tests/federation_quirks.rs`.
-pub const FEDERATION_QUIRKS: [Quirk; 25] = [
+pub const FEDERATION_QUIRKS: [Quirk; 28] = [
     Quirk::AcceptUnsignedDelivery,
     Quirk::SkipNonceCache,
     Quirk::AcceptStaleTimestamp,
@@ -40,6 +40,9 @@ pub const FEDERATION_QUIRKS: [Quirk; 25] = [
     Quirk::NoReceipt,
     Quirk::RejectOldEnvelopes,
     Quirk::StoreRedeliveredTwice,
+    Quirk::ForgetLastEnvelopeOnRestart,
+    Quirk::PruneAuditOnRestart,
+    Quirk::OrphanDeliveredReplies,
 ];
 
 /// A served router: drop or [`Served::stop`] to close the listener.
