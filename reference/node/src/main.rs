@@ -113,6 +113,61 @@ struct ServeArgs {
     /// Log format; the filter comes from `LOOM_LOG` (default `info`).
     #[arg(long, value_enum, default_value_t)]
     log_format: LogFormat,
+    #[command(flatten)]
+    envelope_limits: EnvelopeLimitArgs,
+}
+
+/// Per-envelope limits (`[limits]` in the configuration file; node README). Each refusal is
+/// `PAYLOAD_TOO_LARGE` naming the limit (v1.1 §24.2); 0 turns a limit off.
+#[derive(Debug, Clone, Args)]
+struct EnvelopeLimitArgs {
+    /// Largest envelope, in bytes of its RFC 8785 form (default 262144).
+    #[arg(long, value_name = "BYTES")]
+    max_envelope_bytes: Option<usize>,
+    /// Most `to` entries per envelope, every role (default 1000).
+    #[arg(long, value_name = "N")]
+    max_recipients: Option<usize>,
+    /// Most distinct recipient domains per envelope: federation fan-out (default 100).
+    #[arg(long, value_name = "N")]
+    max_recipient_domains: Option<usize>,
+    /// Most `audience.identities` entries (default 1000).
+    #[arg(long, value_name = "N")]
+    max_audience_identities: Option<usize>,
+    /// Most `attachments` entries (default 100).
+    #[arg(long, value_name = "N")]
+    max_attachments: Option<usize>,
+    /// Most `references` entries, all lists together (default 1000).
+    #[arg(long, value_name = "N")]
+    max_references: Option<usize>,
+    /// Deepest JSON nesting in an envelope; the envelope object is 1 (default 32).
+    #[arg(long, value_name = "N")]
+    max_json_depth: Option<usize>,
+    /// Longest array anywhere in an envelope, extension data included (default 1000).
+    #[arg(long, value_name = "N")]
+    max_array_len: Option<usize>,
+    /// Most JSON values in one envelope (default 20000).
+    #[arg(long, value_name = "N")]
+    max_json_nodes: Option<usize>,
+}
+
+impl EnvelopeLimitArgs {
+    /// Applies every given flag to `l`.
+    fn apply(&self, l: &mut loom_node::config::Limits) {
+        let set = |target: &mut usize, flag: Option<usize>| {
+            if let Some(v) = flag {
+                *target = v;
+            }
+        };
+        set(&mut l.max_envelope_bytes, self.max_envelope_bytes);
+        set(&mut l.max_recipients, self.max_recipients);
+        set(&mut l.max_recipient_domains, self.max_recipient_domains);
+        set(&mut l.max_audience_identities, self.max_audience_identities);
+        set(&mut l.max_attachments, self.max_attachments);
+        set(&mut l.max_references, self.max_references);
+        set(&mut l.max_json_depth, self.max_json_depth);
+        set(&mut l.max_array_len, self.max_array_len);
+        set(&mut l.max_json_nodes, self.max_json_nodes);
+    }
 }
 
 impl ServeArgs {
@@ -174,6 +229,7 @@ impl ServeArgs {
         if let Some(ms) = self.federation_retry_base_ms {
             c.federation.retry_base_ms = ms;
         }
+        self.envelope_limits.apply(&mut c.limits);
         c.check()?;
         Ok(c)
     }
