@@ -171,10 +171,7 @@ pub fn check(envelope: &Value, limits: &EnvelopeLimits) -> Result<(), ProtocolEr
             refs,
         ));
     }
-    let mut walk = Walk {
-        limits,
-        nodes: 0,
-    };
+    let mut walk = Walk { limits, nodes: 0 };
     walk.value(envelope, 1).map_err(|e| e.into_error(limits))
 }
 
@@ -420,7 +417,8 @@ mod tests {
 
     #[test]
     fn malformed_lists_are_left_to_structure_validation() {
-        let env = json!({"to": "loom://a@x.test", "attachments": {}, "references": 3, "audience": []});
+        let env =
+            json!({"to": "loom://a@x.test", "attachments": {}, "references": 3, "audience": []});
         assert_eq!(check(&env, &EnvelopeLimits::default()), Ok(()));
     }
 

@@ -7,7 +7,7 @@ mod common;
 use common::{ALICE, BOB, CAROL, key, key_id};
 use ed25519_dalek::VerifyingKey;
 use loom_protocol::accept::{
-    AcceptView, Admitted, Context, Decision, Deviations, Directory, Effect, Origin, EnvelopeLimits,
+    AcceptView, Admitted, Context, Decision, Deviations, Directory, Effect, EnvelopeLimits, Origin,
     SpecRules, TaskRecord, ThreadRuntime, admit, decide,
 };
 use loom_protocol::capability::CapabilityResolver;
@@ -380,8 +380,14 @@ fn per_envelope_bounds_refuse_first_and_name_the_limit() {
     let mut env = msg(1, 1, BOB, ALICE, None);
     env["to"] = many(at_limit + 1);
     let e = w.submit(env, &NONE).unwrap_err();
-    assert_eq!((e.code, e.field.as_str()), (ErrorCode::PayloadTooLarge, "to"));
-    assert!(e.rule.contains(&format!("max_recipients = {at_limit}")), "{e}");
+    assert_eq!(
+        (e.code, e.field.as_str()),
+        (ErrorCode::PayloadTooLarge, "to")
+    );
+    assert!(
+        e.rule.contains(&format!("max_recipients = {at_limit}")),
+        "{e}"
+    );
     assert!(e.rule.contains(&format!("has {}", at_limit + 1)), "{e}");
     // Extension data: a 100,000-element array anywhere is refused by its path.
     let mut ext = msg(2, 2, ALICE, CAROL, None);

@@ -7,7 +7,9 @@
 
 use super::world::{PEOPLE, Person, World};
 use super::{assert_explained, now};
-use crate::accept::{Context, Decision, Deviations, EnvelopeLimits, Origin, SpecRules, admit, decide};
+use crate::accept::{
+    Context, Decision, Deviations, EnvelopeLimits, Origin, SpecRules, admit, decide,
+};
 use crate::address::Address;
 use crate::delegation::sign_delegation_link;
 use crate::envelope::sign_envelope;
