@@ -71,8 +71,7 @@ where
         Ok(())
     });
     sim.run().unwrap();
-    let r = out.lock().unwrap().clone();
-    r
+    out.lock().unwrap().clone()
 }
 
 /// Milliseconds since `t`, in simulated time.
