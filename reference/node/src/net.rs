@@ -117,9 +117,10 @@ pub struct ConnectionLimits {
     pub min_body_bytes_per_sec: u64,
     /// Connections served at once; beyond it a connection gets 503 and is closed (0 = off).
     pub max_connections: usize,
-    /// A response the client does not read: once a response is ready, the connection is
-    /// closed when none of its bytes could be written for this long — a full socket buffer
-    /// or an exhausted HTTP/2 flow-control window — so it cannot hold its memory (0 = off).
+    /// A client that does not read: while a response is ready or the socket's send buffer
+    /// is full, the connection is closed when no byte could be written for this long — a
+    /// full socket buffer or an exhausted HTTP/2 flow-control window — so it cannot hold its
+    /// memory (0 = off).
     pub write_timeout_ms: u64,
 }
 
@@ -594,6 +595,8 @@ impl HttpBody for Marked {
 struct Load {
     in_flight: usize,
     responding: usize,
+    /// The socket refused the last write (its send buffer is full).
+    write_blocked: bool,
     idle_since: Instant,
 }
 
@@ -611,6 +614,8 @@ struct ActivityInner {
     /// ready). An atomic, not the watch channel: it changes on every write and nobody needs
     /// waking for it.
     written_ms: AtomicU64,
+    /// Mirror of [`Load::write_blocked`], read on every write without touching the channel.
+    write_blocked: AtomicBool,
 }
 
 impl Activity {
@@ -620,10 +625,12 @@ impl Activity {
             load: watch::Sender::new(Load {
                 in_flight: 0,
                 responding: 0,
+                write_blocked: false,
                 idle_since: now,
             }),
             origin: now,
             written_ms: AtomicU64::new(0),
+            write_blocked: AtomicBool::new(false),
         }))
     }
 
@@ -637,6 +644,17 @@ impl Activity {
     fn wrote(&self) {
         let ms = u64::try_from(self.0.origin.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.0.written_ms.store(ms, Ordering::Relaxed);
+        if self.0.write_blocked.load(Ordering::Relaxed) {
+            self.set_blocked(false);
+        }
+    }
+
+    /// The socket's send buffer filled (or drained again): the write clock applies while it
+    /// is full even between responses (HTTP/1.1 pipelining, an HTTP/2 connection's frames).
+    fn set_blocked(&self, blocked: bool) {
+        if self.0.write_blocked.swap(blocked, Ordering::Relaxed) != blocked {
+            self.0.load.send_modify(|l| l.write_blocked = blocked);
+        }
     }
 
     fn last_write(&self) -> Instant {
@@ -644,23 +662,29 @@ impl Activity {
     }
 
     /// Completes, naming the timer, once the connection has had no request in progress for
-    /// `idle`, or a response has been ready with no byte written for `write`.
+    /// `idle`, or has had a response ready or a full send buffer with no byte written for
+    /// `write`.
     async fn closed(&self, idle: Option<Duration>, write: Option<Duration>) -> &'static str {
+        const IDLE: &str = "idle timeout";
+        const WRITE: &str = "write timeout";
         let mut rx = self.0.load.subscribe();
         loop {
             let load = *rx.borrow_and_update();
-            let deadline = if load.in_flight == 0 {
-                idle.map(|d| (load.idle_since + d, "idle timeout"))
-            } else if load.responding > 0 {
-                write.map(|d| (self.last_write() + d, "write timeout"))
-            } else {
-                None
+            let idle_at = idle
+                .filter(|_| load.in_flight == 0)
+                .map(|d| (load.idle_since + d, IDLE));
+            let write_at = write
+                .filter(|_| load.responding > 0 || load.write_blocked)
+                .map(|d| (self.last_write() + d, WRITE));
+            let deadline = match (idle_at, write_at) {
+                (Some(i), Some(w)) => Some(if i.0 <= w.0 { i } else { w }),
+                (i, w) => i.or(w),
             };
             match deadline {
                 Some((at, why)) => tokio::select! {
                     () = tokio::time::sleep_until(at) => {
                         // A write may have moved the write clock while this slept.
-                        let moved = load.in_flight > 0
+                        let moved = why == WRITE
                             && self.last_write() + write.unwrap_or_default() > at;
                         if !moved {
                             return why;
@@ -732,10 +756,10 @@ impl<Io: AsyncRead + Unpin> AsyncRead for Progress<Io> {
 
 impl<Io: AsyncWrite + Unpin> Progress<Io> {
     fn record(&self, r: Poll<io::Result<usize>>) -> Poll<io::Result<usize>> {
-        if let Poll::Ready(Ok(n)) = &r
-            && *n > 0
-        {
-            self.activity.wrote();
+        match &r {
+            Poll::Ready(Ok(n)) if *n > 0 => self.activity.wrote(),
+            Poll::Pending => self.activity.set_blocked(true),
+            _ => {}
         }
         r
     }
