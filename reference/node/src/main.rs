@@ -480,3 +480,62 @@ mod json_log {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config_of(args: &[&str]) -> NodeConfig {
+        let cli = Cli::try_parse_from(std::iter::once("loom-node").chain(args.iter().copied()))
+            .expect("flags parse");
+        cli.serve.config().expect("valid config")
+    }
+
+    #[test]
+    fn per_envelope_limit_flags_override_the_file_and_the_defaults() {
+        let defaults = config_of(&["--memory"]).limits;
+        assert_eq!(defaults, loom_node::config::Limits::default());
+        let dir = std::env::temp_dir().join(format!("loom-node-limits-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("node.toml");
+        std::fs::write(&file, "[limits]\nmax_recipients = 50\nmax_array_len = 70\n").unwrap();
+        let c = config_of(&[
+            "--config",
+            file.to_str().unwrap(),
+            "--max-recipients",
+            "5",
+            "--max-recipient-domains",
+            "6",
+            "--max-audience-identities",
+            "7",
+            "--max-attachments",
+            "8",
+            "--max-references",
+            "9",
+            "--max-json-depth",
+            "10",
+            "--max-json-nodes",
+            "11",
+            "--max-envelope-bytes",
+            "12",
+        ])
+        .limits;
+        let _ = std::fs::remove_dir_all(&dir);
+        let e = c.envelope();
+        assert_eq!(
+            (
+                e.max_recipients,
+                e.max_recipient_domains,
+                e.max_audience_identities,
+                e.max_attachments,
+                e.max_references,
+                e.max_json_depth,
+                e.max_json_nodes,
+                e.max_envelope_bytes,
+            ),
+            (5, 6, 7, 8, 9, 10, 11, 12),
+            "flags win"
+        );
+        assert_eq!(e.max_array_len, 70, "the file's value where no flag is given");
+    }
+}
