@@ -536,6 +536,9 @@ mod tests {
             (5, 6, 7, 8, 9, 10, 11, 12),
             "flags win"
         );
-        assert_eq!(e.max_array_len, 70, "the file's value where no flag is given");
+        assert_eq!(
+            e.max_array_len, 70,
+            "the file's value where no flag is given"
+        );
     }
 }

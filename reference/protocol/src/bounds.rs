@@ -426,7 +426,67 @@ mod tests {
         use super::*;
         use proptest::prelude::*;
 
+        fn arb_json() -> impl Strategy<Value = Value> {
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::from),
+                any::<i64>().prop_map(Value::from),
+                "[a-z]{0,4}".prop_map(Value::from),
+            ];
+            leaf.prop_recursive(7, 96, 9, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..9).prop_map(Value::Array),
+                    prop::collection::btree_map("[a-z]{1,3}", inner, 0..6)
+                        .prop_map(|m| Value::Object(m.into_iter().collect())),
+                ]
+            })
+        }
+
+        /// (deepest container, longest array, values) of `v` at `depth`, the naive way.
+        fn measure(v: &Value, depth: usize) -> (usize, usize, usize) {
+            let children: Vec<&Value> = match v {
+                Value::Array(a) => a.iter().collect(),
+                Value::Object(o) => o.values().collect(),
+                _ => return (0, 0, 1),
+            };
+            let own_len = v.as_array().map_or(0, Vec::len);
+            children.iter().fold((depth, own_len, 1), |(d, l, n), c| {
+                let (cd, cl, cn) = measure(c, depth + 1);
+                (d.max(cd), l.max(cl), n + cn)
+            })
+        }
+
         proptest! {
+            /// The generic walk agrees with a naive measurement on arbitrary JSON: refused
+            /// exactly when one of the three measures exceeds its limit, naming that limit.
+            #[test]
+            fn the_walk_agrees_with_a_naive_measure(
+                v in arb_json(),
+                d in 1usize..9,
+                a in 1usize..10,
+                n in 1usize..120,
+            ) {
+                let limits = EnvelopeLimits {
+                    max_json_depth: d,
+                    max_array_len: a,
+                    max_json_nodes: n,
+                    ..EnvelopeLimits::unlimited()
+                };
+                let (depth, len, nodes) = measure(&v, 1);
+                let expect_ok = depth <= d && len <= a && nodes <= n;
+                match check(&v, &limits) {
+                    Ok(()) => prop_assert!(expect_ok, "accepted {v}: {depth} {len} {nodes}"),
+                    Err(e) => {
+                        prop_assert!(!expect_ok, "refused {v}: {e}");
+                        prop_assert_eq!(e.code, ErrorCode::PayloadTooLarge);
+                        let named = (e.rule.contains("max_json_depth") && depth > d)
+                            || (e.rule.contains("max_array_len") && len > a)
+                            || (e.rule.contains("max_json_nodes") && nodes > n);
+                        prop_assert!(named, "{}", e);
+                    }
+                }
+            }
+
             /// For every limit value `m`, `m` entries pass and `m + 1` are refused, naming
             /// the limit with both numbers.
             #[test]
