@@ -77,6 +77,23 @@ pub struct Limits {
     pub max_body_bytes: usize,
     /// Largest envelope (RFC 8785 form) in bytes → `PAYLOAD_TOO_LARGE`.
     pub max_envelope_bytes: usize,
+    /// Per-envelope bounds (issue 19; `loom_protocol::bounds`, each → `PAYLOAD_TOO_LARGE`
+    /// naming the limit, v1.1 §24.2; 0 = off): `to` entries.
+    pub max_recipients: usize,
+    /// Distinct recipient domains (`to` and `audience.identities`): federation fan-out.
+    pub max_recipient_domains: usize,
+    /// `audience.identities` entries.
+    pub max_audience_identities: usize,
+    /// `attachments` entries.
+    pub max_attachments: usize,
+    /// `references` entries (linked envelopes, linked threads, external, together).
+    pub max_references: usize,
+    /// Nesting depth of an envelope's JSON (the envelope object is 1).
+    pub max_json_depth: usize,
+    /// Elements of any one array in an envelope (extension data included).
+    pub max_array_len: usize,
+    /// JSON values in one envelope.
+    pub max_json_nodes: usize,
     /// §10.7 envelopes per thread (0 = off).
     pub max_envelopes_per_thread: u64,
     /// §10.7 pending parent references per thread (0 = off).
@@ -89,13 +106,39 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
+        let b = loom_protocol::bounds::EnvelopeLimits::default();
         Limits {
             max_body_bytes: 1024 * 1024,
-            max_envelope_bytes: 256 * 1024,
+            max_envelope_bytes: b.max_envelope_bytes,
+            max_recipients: b.max_recipients,
+            max_recipient_domains: b.max_recipient_domains,
+            max_audience_identities: b.max_audience_identities,
+            max_attachments: b.max_attachments,
+            max_references: b.max_references,
+            max_json_depth: b.max_json_depth,
+            max_array_len: b.max_array_len,
+            max_json_nodes: b.max_json_nodes,
             max_envelopes_per_thread: 10_000,
             max_pending_parents: 500,
             max_blob_bytes: 25 * 1024 * 1024,
             max_page_size: 200,
+        }
+    }
+}
+
+impl Limits {
+    /// The per-envelope limits the acceptance core checks first (`loom_protocol::bounds`).
+    pub fn envelope(&self) -> loom_protocol::bounds::EnvelopeLimits {
+        loom_protocol::bounds::EnvelopeLimits {
+            max_envelope_bytes: self.max_envelope_bytes,
+            max_recipients: self.max_recipients,
+            max_recipient_domains: self.max_recipient_domains,
+            max_audience_identities: self.max_audience_identities,
+            max_attachments: self.max_attachments,
+            max_references: self.max_references,
+            max_json_depth: self.max_json_depth,
+            max_array_len: self.max_array_len,
+            max_json_nodes: self.max_json_nodes,
         }
     }
 }

@@ -113,6 +113,61 @@ struct ServeArgs {
     /// Log format; the filter comes from `LOOM_LOG` (default `info`).
     #[arg(long, value_enum, default_value_t)]
     log_format: LogFormat,
+    #[command(flatten)]
+    envelope_limits: EnvelopeLimitArgs,
+}
+
+/// Per-envelope limits (`[limits]` in the configuration file; node README). Each refusal is
+/// `PAYLOAD_TOO_LARGE` naming the limit (v1.1 §24.2); 0 turns a limit off.
+#[derive(Debug, Clone, Args)]
+struct EnvelopeLimitArgs {
+    /// Largest envelope, in bytes of its RFC 8785 form (default 262144).
+    #[arg(long, value_name = "BYTES")]
+    max_envelope_bytes: Option<usize>,
+    /// Most `to` entries per envelope, every role (default 1000).
+    #[arg(long, value_name = "N")]
+    max_recipients: Option<usize>,
+    /// Most distinct recipient domains per envelope: federation fan-out (default 100).
+    #[arg(long, value_name = "N")]
+    max_recipient_domains: Option<usize>,
+    /// Most `audience.identities` entries (default 1000).
+    #[arg(long, value_name = "N")]
+    max_audience_identities: Option<usize>,
+    /// Most `attachments` entries (default 100).
+    #[arg(long, value_name = "N")]
+    max_attachments: Option<usize>,
+    /// Most `references` entries, all lists together (default 1000).
+    #[arg(long, value_name = "N")]
+    max_references: Option<usize>,
+    /// Deepest JSON nesting in an envelope; the envelope object is 1 (default 32).
+    #[arg(long, value_name = "N")]
+    max_json_depth: Option<usize>,
+    /// Longest array anywhere in an envelope, extension data included (default 1000).
+    #[arg(long, value_name = "N")]
+    max_array_len: Option<usize>,
+    /// Most JSON values in one envelope (default 20000).
+    #[arg(long, value_name = "N")]
+    max_json_nodes: Option<usize>,
+}
+
+impl EnvelopeLimitArgs {
+    /// Applies every given flag to `l`.
+    fn apply(&self, l: &mut loom_node::config::Limits) {
+        let set = |target: &mut usize, flag: Option<usize>| {
+            if let Some(v) = flag {
+                *target = v;
+            }
+        };
+        set(&mut l.max_envelope_bytes, self.max_envelope_bytes);
+        set(&mut l.max_recipients, self.max_recipients);
+        set(&mut l.max_recipient_domains, self.max_recipient_domains);
+        set(&mut l.max_audience_identities, self.max_audience_identities);
+        set(&mut l.max_attachments, self.max_attachments);
+        set(&mut l.max_references, self.max_references);
+        set(&mut l.max_json_depth, self.max_json_depth);
+        set(&mut l.max_array_len, self.max_array_len);
+        set(&mut l.max_json_nodes, self.max_json_nodes);
+    }
 }
 
 impl ServeArgs {
@@ -174,6 +229,7 @@ impl ServeArgs {
         if let Some(ms) = self.federation_retry_base_ms {
             c.federation.retry_base_ms = ms;
         }
+        self.envelope_limits.apply(&mut c.limits);
         c.check()?;
         Ok(c)
     }
@@ -422,5 +478,67 @@ mod json_log {
             let line = serde_json::to_string(&Value::Object(fields.0)).map_err(|_| fmt::Error)?;
             writeln!(writer, "{line}")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config_of(args: &[&str]) -> NodeConfig {
+        let cli = Cli::try_parse_from(std::iter::once("loom-node").chain(args.iter().copied()))
+            .expect("flags parse");
+        cli.serve.config().expect("valid config")
+    }
+
+    #[test]
+    fn per_envelope_limit_flags_override_the_file_and_the_defaults() {
+        let defaults = config_of(&["--memory"]).limits;
+        assert_eq!(defaults, loom_node::config::Limits::default());
+        let dir = std::env::temp_dir().join(format!("loom-node-limits-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("node.toml");
+        std::fs::write(&file, "[limits]\nmax_recipients = 50\nmax_array_len = 70\n").unwrap();
+        let c = config_of(&[
+            "--config",
+            file.to_str().unwrap(),
+            "--max-recipients",
+            "5",
+            "--max-recipient-domains",
+            "6",
+            "--max-audience-identities",
+            "7",
+            "--max-attachments",
+            "8",
+            "--max-references",
+            "9",
+            "--max-json-depth",
+            "10",
+            "--max-json-nodes",
+            "11",
+            "--max-envelope-bytes",
+            "12",
+        ])
+        .limits;
+        let _ = std::fs::remove_dir_all(&dir);
+        let e = c.envelope();
+        assert_eq!(
+            (
+                e.max_recipients,
+                e.max_recipient_domains,
+                e.max_audience_identities,
+                e.max_attachments,
+                e.max_references,
+                e.max_json_depth,
+                e.max_json_nodes,
+                e.max_envelope_bytes,
+            ),
+            (5, 6, 7, 8, 9, 10, 11, 12),
+            "flags win"
+        );
+        assert_eq!(
+            e.max_array_len, 70,
+            "the file's value where no flag is given"
+        );
     }
 }

@@ -4,9 +4,10 @@
 //!
 //! Connection hygiene (issue 19) lives here too, configured by [`ConnectionLimits`]: an
 //! idle timeout that also covers a socket that never sends a byte, a minimum request-body
-//! rate, a connection cap with a fast 503 beyond it, accept-error back-off with rate-limited
-//! logging, and bounded per-connection buffers. Every timer is tokio's, so inside turmoil
-//! they run on simulated time.
+//! rate, a write timeout for a client that does not read its response, a connection cap with
+//! a fast 503 beyond it, accept-error back-off with rate-limited logging, and bounded
+//! per-connection buffers. Every timer is tokio's, so inside turmoil they run on simulated
+//! time (`tests/sim_timers.rs` proves each one there).
 
 use crate::error::ApiError;
 use axum::Router;
@@ -23,7 +24,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -116,6 +117,11 @@ pub struct ConnectionLimits {
     pub min_body_bytes_per_sec: u64,
     /// Connections served at once; beyond it a connection gets 503 and is closed (0 = off).
     pub max_connections: usize,
+    /// A client that does not read: while a response is ready or the socket's send buffer
+    /// is full, the connection is closed when no byte could be written for this long — a
+    /// full socket buffer or an exhausted HTTP/2 flow-control window — so it cannot hold its
+    /// memory (0 = off).
+    pub write_timeout_ms: u64,
 }
 
 impl Default for ConnectionLimits {
@@ -127,6 +133,7 @@ impl Default for ConnectionLimits {
             body_grace_ms: 10_000,
             min_body_bytes_per_sec: 1024,
             max_connections: 4096,
+            write_timeout_ms: 30_000,
         }
     }
 }
@@ -346,6 +353,10 @@ async fn serve_connection<Io>(
 {
     let limits = &hygiene.limits;
     let activity = Activity::new();
+    let io = Progress {
+        inner: io,
+        activity: activity.clone(),
+    };
     let service = {
         let activity = activity.clone();
         let hygiene = hygiene.clone();
@@ -371,7 +382,7 @@ async fn serve_connection<Io>(
         .initial_connection_window_size(H2_CONNECTION_WINDOW_BYTES)
         .max_send_buf_size(H2_MAX_SEND_BUF_BYTES)
         .auto_date_header(false);
-    let idle = activity.expired(ms(limits.idle_timeout_ms));
+    let idle = activity.closed(ms(limits.idle_timeout_ms), ms(limits.write_timeout_ms));
     tokio::pin!(idle);
     let result = match tls {
         Some(acceptor) => {
@@ -381,8 +392,8 @@ async fn serve_connection<Io>(
             );
             let stream = tokio::select! {
                 r = handshake => r,
-                () = &mut idle => {
-                    tracing::debug!(%peer, "closed: idle during the TLS handshake");
+                why = &mut idle => {
+                    tracing::debug!(%peer, "closed: {why} during the TLS handshake");
                     return;
                 }
             };
@@ -400,8 +411,8 @@ async fn serve_connection<Io>(
                         builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
                     tokio::select! {
                         r = conn => r,
-                        () = &mut idle => {
-                            tracing::debug!(%peer, "closed: idle timeout");
+                        why = &mut idle => {
+                            tracing::debug!(%peer, "closed: {why}");
                             return;
                         }
                     }
@@ -412,8 +423,8 @@ async fn serve_connection<Io>(
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
             tokio::select! {
                 r = conn => r,
-                () = &mut idle => {
-                    tracing::debug!(%peer, "closed: idle timeout");
+                why = &mut idle => {
+                    tracing::debug!(%peer, "closed: {why}");
                     return;
                 }
             }
@@ -460,10 +471,12 @@ async fn handle(
     } else {
         resp
     };
+    let responding = in_flight.responding();
     Ok(resp.map(|b| {
         Body::new(Marked {
             inner: b,
             _in_flight: in_flight,
+            _responding: responding,
         })
     }))
 }
@@ -548,10 +561,12 @@ impl HttpBody for MinRate {
     }
 }
 
-/// A response body that keeps its request counted as in flight until it is sent or dropped.
+/// A response body that keeps its request counted as in flight, and as a response being
+/// written, until it is sent or dropped.
 struct Marked {
     inner: Body,
     _in_flight: InFlight,
+    _responding: Responding,
 }
 
 impl HttpBody for Marked {
@@ -574,46 +589,114 @@ impl HttpBody for Marked {
     }
 }
 
-/// Requests in progress on one connection and since when it has had none.
+/// Requests in progress on one connection, responses being written, and since when it has
+/// had no request.
 #[derive(Debug, Clone, Copy)]
 struct Load {
     in_flight: usize,
+    responding: usize,
+    /// The socket refused the last write (its send buffer is full).
+    write_blocked: bool,
     idle_since: Instant,
 }
 
-/// The idle clock of one connection.
+/// The clocks of one connection: the idle clock (requests in progress) and the write clock
+/// (when bytes last left for the client).
 #[derive(Debug, Clone)]
-struct Activity(Arc<watch::Sender<Load>>);
+struct Activity(Arc<ActivityInner>);
+
+#[derive(Debug)]
+struct ActivityInner {
+    load: watch::Sender<Load>,
+    /// When the connection opened; [`ActivityInner::written_ms`] counts from here.
+    origin: Instant,
+    /// Milliseconds after `origin` at which bytes were last written (or a response became
+    /// ready). An atomic, not the watch channel: it changes on every write and nobody needs
+    /// waking for it.
+    written_ms: AtomicU64,
+    /// Mirror of [`Load::write_blocked`], read on every write without touching the channel.
+    write_blocked: AtomicBool,
+}
 
 impl Activity {
     fn new() -> Activity {
-        Activity(Arc::new(watch::Sender::new(Load {
-            in_flight: 0,
-            idle_since: Instant::now(),
-        })))
+        let now = Instant::now();
+        Activity(Arc::new(ActivityInner {
+            load: watch::Sender::new(Load {
+                in_flight: 0,
+                responding: 0,
+                write_blocked: false,
+                idle_since: now,
+            }),
+            origin: now,
+            written_ms: AtomicU64::new(0),
+            write_blocked: AtomicBool::new(false),
+        }))
     }
 
     /// Marks a request in progress until the returned guard drops.
     fn begin(&self) -> InFlight {
-        self.0.send_modify(|l| l.in_flight += 1);
-        InFlight(self.0.clone())
+        self.0.load.send_modify(|l| l.in_flight += 1);
+        InFlight(self.clone())
     }
 
-    /// Completes once the connection has had no request in progress for `idle`.
-    async fn expired(&self, idle: Option<Duration>) {
-        let Some(idle) = idle else {
-            return std::future::pending().await;
-        };
-        let mut rx = self.0.subscribe();
+    /// Records that bytes left for the client now.
+    fn wrote(&self) {
+        let ms = u64::try_from(self.0.origin.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.0.written_ms.store(ms, Ordering::Relaxed);
+        if self.0.write_blocked.load(Ordering::Relaxed) {
+            self.set_blocked(false);
+        }
+    }
+
+    /// The socket's send buffer filled (or drained again): the write clock applies while it
+    /// is full even between responses (HTTP/1.1 pipelining, an HTTP/2 connection's frames).
+    fn set_blocked(&self, blocked: bool) {
+        if self.0.write_blocked.swap(blocked, Ordering::Relaxed) != blocked {
+            self.0.load.send_modify(|l| l.write_blocked = blocked);
+        }
+    }
+
+    fn last_write(&self) -> Instant {
+        self.0.origin + Duration::from_millis(self.0.written_ms.load(Ordering::Relaxed))
+    }
+
+    /// Completes, naming the timer, once the connection has had no request in progress for
+    /// `idle`, or has had a response ready or a full send buffer with no byte written for
+    /// `write`.
+    async fn closed(&self, idle: Option<Duration>, write: Option<Duration>) -> &'static str {
+        const IDLE: &str = "idle timeout";
+        const WRITE: &str = "write timeout";
+        let mut rx = self.0.load.subscribe();
         loop {
             let load = *rx.borrow_and_update();
-            if load.in_flight == 0 {
-                tokio::select! {
-                    () = tokio::time::sleep_until(load.idle_since + idle) => return,
-                    _ = rx.changed() => {}
+            let idle_at = idle
+                .filter(|_| load.in_flight == 0)
+                .map(|d| (load.idle_since + d, IDLE));
+            let write_at = write
+                .filter(|_| load.responding > 0 || load.write_blocked)
+                .map(|d| (self.last_write() + d, WRITE));
+            let deadline = match (idle_at, write_at) {
+                (Some(i), Some(w)) => Some(if i.0 <= w.0 { i } else { w }),
+                (i, w) => i.or(w),
+            };
+            match deadline {
+                Some((at, why)) => tokio::select! {
+                    () = tokio::time::sleep_until(at) => {
+                        // A write may have moved the write clock while this slept.
+                        let moved = why == WRITE
+                            && self.last_write() + write.unwrap_or_default() > at;
+                        if !moved {
+                            return why;
+                        }
+                    }
+                    r = rx.changed() => if r.is_err() { return std::future::pending().await },
+                },
+                None => {
+                    if rx.changed().await.is_err() {
+                        return std::future::pending().await;
+                    }
                 }
-            } else if rx.changed().await.is_err() {
-                return std::future::pending().await;
             }
         }
     }
@@ -621,16 +704,96 @@ impl Activity {
 
 /// A request in progress (see [`Activity::begin`]).
 #[derive(Debug)]
-struct InFlight(Arc<watch::Sender<Load>>);
+struct InFlight(Activity);
+
+impl InFlight {
+    /// Marks this request's response as being written until the returned guard drops; the
+    /// write clock starts now.
+    fn responding(&self) -> Responding {
+        let a = &self.0;
+        a.wrote();
+        a.0.load.send_modify(|l| l.responding += 1);
+        Responding(a.clone())
+    }
+}
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.send_modify(|l| {
+        self.0.0.load.send_modify(|l| {
             l.in_flight -= 1;
             if l.in_flight == 0 {
                 l.idle_since = Instant::now();
             }
         });
+    }
+}
+
+/// A response being written (see [`InFlight::responding`]).
+#[derive(Debug)]
+struct Responding(Activity);
+
+impl Drop for Responding {
+    fn drop(&mut self) {
+        self.0.0.load.send_modify(|l| l.responding -= 1);
+    }
+}
+
+/// The connection's socket, recording every successful write on the write clock.
+struct Progress<Io> {
+    inner: Io,
+    activity: Activity,
+}
+
+impl<Io: AsyncRead + Unpin> AsyncRead for Progress<Io> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<Io: AsyncWrite + Unpin> Progress<Io> {
+    fn record(&self, r: Poll<io::Result<usize>>) -> Poll<io::Result<usize>> {
+        match &r {
+            Poll::Ready(Ok(n)) if *n > 0 => self.activity.wrote(),
+            Poll::Pending => self.activity.set_blocked(true),
+            _ => {}
+        }
+        r
+    }
+}
+
+impl<Io: AsyncWrite + Unpin> AsyncWrite for Progress<Io> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.record(r)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.record(r)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 

@@ -13,6 +13,7 @@
 
 pub mod accept;
 pub mod address;
+pub mod bounds;
 pub mod capability;
 pub mod clock;
 pub mod delegation;

@@ -7,7 +7,7 @@ mod common;
 use common::{ALICE, BOB, CAROL, key, key_id};
 use ed25519_dalek::VerifyingKey;
 use loom_protocol::accept::{
-    AcceptView, Admitted, Context, Decision, Deviations, Directory, Effect, Origin, SizeLimit,
+    AcceptView, Admitted, Context, Decision, Deviations, Directory, Effect, EnvelopeLimits, Origin,
     SpecRules, TaskRecord, ThreadRuntime, admit, decide,
 };
 use loom_protocol::capability::CapabilityResolver;
@@ -22,6 +22,14 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 
 const NOW: &str = "2026-02-16T17:00:00Z";
+
+/// The default per-envelope bounds with a 64 KiB size limit.
+fn limits() -> EnvelopeLimits {
+    EnvelopeLimits {
+        max_envelope_bytes: 64 * 1024,
+        ..EnvelopeLimits::default()
+    }
+}
 
 /// Registered identities, stored envelopes, threads and tasks.
 #[derive(Default)]
@@ -62,7 +70,7 @@ impl World {
         dev: &Deviations,
     ) -> Result<Decision, loom_protocol::ProtocolError> {
         let now = Timestamp::parse(NOW).unwrap();
-        let admitted: Admitted = admit(env, origin, self, &SpecRules, SizeLimit(64 * 1024), now)?;
+        let admitted: Admitted = admit(env, origin, self, &SpecRules, &limits(), now)?;
         let ctx = Context {
             now,
             node_id: "node.test",
@@ -354,6 +362,50 @@ fn admission_checks_run_in_the_documented_order() {
         (ErrorCode::EnvelopeInvalid, "to")
     );
     assert!(w.stored.is_empty(), "no refused envelope is stored");
+}
+
+/// Issue 19 item 4: the per-envelope bounds are step 1, before the identity lookup, the
+/// signature and any per-recipient work; the refusal names the limit and leaves no trace.
+#[test]
+fn per_envelope_bounds_refuse_first_and_name_the_limit() {
+    let mut w = World::with_people();
+    let at_limit = limits().max_recipients;
+    let many = |n: usize| -> Value {
+        (0..n)
+            .map(|i| json!({"identity": format!("loom://u{i}@example.org"), "role": if i == 0 { "primary" } else { "cc" }}))
+            .collect()
+    };
+    // An unknown sender and an unsigned body: step 1 answers before steps 4 and 5.
+    w.identities.remove(&Address::parse_wire(BOB).unwrap());
+    let mut env = msg(1, 1, BOB, ALICE, None);
+    env["to"] = many(at_limit + 1);
+    let e = w.submit(env, &NONE).unwrap_err();
+    assert_eq!(
+        (e.code, e.field.as_str()),
+        (ErrorCode::PayloadTooLarge, "to")
+    );
+    assert!(
+        e.rule.contains(&format!("max_recipients = {at_limit}")),
+        "{e}"
+    );
+    assert!(e.rule.contains(&format!("has {}", at_limit + 1)), "{e}");
+    // Extension data: a 100,000-element array anywhere is refused by its path.
+    let mut ext = msg(2, 2, ALICE, CAROL, None);
+    ext["extensions"] = json!({"x": vec![0; 100_000]});
+    let e = w.submit(ext, &NONE).unwrap_err();
+    assert_eq!(
+        (e.code, e.field.as_str()),
+        (ErrorCode::PayloadTooLarge, "extensions.x")
+    );
+    assert!(e.rule.contains("max_array_len"), "{e}");
+    assert!(w.stored.is_empty(), "no refused envelope is stored");
+    // At the limit the bounds pass and the envelope is accepted.
+    let mut ok = msg(3, 3, ALICE, CAROL, None);
+    ok["to"] = many(at_limit);
+    let (seed, kid) = seed_of(ALICE);
+    sign_envelope(&mut ok, &key(seed), &key_id(kid)).unwrap();
+    let d = w.submit(ok, &NONE);
+    assert!(matches!(d, Ok(Decision::Accepted(_))), "{d:?}");
 }
 
 #[test]

@@ -12,7 +12,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::quirks::{Quirk, QuirkRules};
 use crate::store::resolvers::StoreResolver;
 use crate::store::{envelopes, events, threads};
-use loom_protocol::accept::{Origin, SizeLimit, SpecRules, ThreadRuntime, admit};
+use loom_protocol::accept::{Origin, SpecRules, ThreadRuntime, admit};
 use loom_protocol::envelope::AudienceMode;
 use loom_protocol::id::{EnvelopeId, ThreadId};
 use loom_protocol::jcs::to_canonical_bytes;
@@ -76,7 +76,7 @@ impl Service {
             let origin = Origin::Local {
                 caller: &caller.identity,
             };
-            let limit = SizeLimit(self.config.limits.max_envelope_bytes);
+            let limit = &self.config.limits.envelope();
             let now = self.env.now();
             if self.quirks == crate::quirks::Quirks::none() {
                 admit(env, origin, &directory, &SpecRules, limit, now)?

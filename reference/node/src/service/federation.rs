@@ -30,7 +30,7 @@ use crate::quirks::QuirkRules;
 use crate::store::federation::{self as fed_store, RemoteIdentity};
 use crate::store::resolvers::{LocalDirectory, local_directory};
 use ed25519_dalek::VerifyingKey;
-use loom_protocol::accept::{Deviations, Directory, Facts, Origin, SizeLimit, SpecRules, admit};
+use loom_protocol::accept::{Deviations, Directory, Facts, Origin, SpecRules, admit};
 use loom_protocol::delegation::{DelegationResolver, LinkRef};
 use loom_protocol::envelope::SenderType;
 use loom_protocol::federation::node_document::{
@@ -492,7 +492,7 @@ impl Service {
         }
         let delivery_quirks = self.quirks.for_delivery();
         let node_address = self.node_address()?;
-        let limit = SizeLimit(self.config.limits.max_envelope_bytes);
+        let limit = &self.config.limits.envelope();
         let mut outcomes: Vec<(Option<String>, Result<(), ApiError>)> = Vec::with_capacity(total);
         let mut jobs = Vec::new();
         for (i, (env, authority)) in checked

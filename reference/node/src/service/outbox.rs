@@ -29,7 +29,7 @@ use crate::store::envelopes;
 use crate::store::federation::{self as fed_store, NewOutboxItem, OutboxItem, OutboxRow};
 use crate::store::resolvers::{LocalDirectory, local_directory};
 use ed25519_dalek::VerifyingKey;
-use loom_protocol::accept::{Acceptance, Directory, Effect, Origin, SizeLimit, SpecRules, admit};
+use loom_protocol::accept::{Acceptance, Directory, Effect, Origin, SpecRules, admit};
 use loom_protocol::delegation::{DelegationResolver, LinkRef};
 use loom_protocol::envelope::{SenderType, sign_envelope};
 use loom_protocol::federation::limits::admit_to_queue;
@@ -589,7 +589,7 @@ impl Service {
             Origin::Local { caller: &node_id },
             &directory,
             &SpecRules,
-            SizeLimit(self.config.limits.max_envelope_bytes),
+            &self.config.limits.envelope(),
             now,
         )?;
         let caller = Caller {

@@ -9,7 +9,10 @@
 //! acceptance rules is written:
 //!
 //! [`admit`]:
-//! 1. size of the RFC 8785 form without `meta` ≤ the node's limit (§24.2 `PAYLOAD_TOO_LARGE`);
+//! 1. the per-envelope bounds of [`crate::bounds`] (fan-out: recipients, their domains,
+//!    audience, attachments, references; JSON depth, array length, value count), then the
+//!    size of the RFC 8785 form without `meta`, each ≤ the node's limit (§24.2
+//!    `PAYLOAD_TOO_LARGE`) — before any per-recipient or per-element work;
 //! 2. structure (§8.1–§8.4, §9.2, §6.1) and the bcc-copy form (§8.3, §20.6) → typed [`Facts`];
 //! 3. origin: a local sender is the authenticated identity (§16.1); a federated sender's
 //!    domain is the delivering node's (§15.4);
@@ -77,9 +80,7 @@ pub struct Admitted {
     pub canonical: Vec<u8>,
 }
 
-/// The largest envelope admitted, in bytes of its canonical form (0 = no limit).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SizeLimit(pub usize);
+pub use crate::bounds::EnvelopeLimits;
 
 fn not_found(code: ErrorCode, field: &str, what: impl std::fmt::Display) -> ProtocolError {
     ProtocolError::new(code, field, format!("{what} does not exist"), "v1.1 §24.2")
@@ -91,19 +92,21 @@ pub fn admit(
     origin: Origin<'_>,
     directory: &dyn Directory,
     rules: &dyn Rules,
-    limit: SizeLimit,
+    limits: &EnvelopeLimits,
     now: Timestamp,
 ) -> Result<Admitted, ProtocolError> {
     let dev = rules.deviations();
+    crate::bounds::check(&envelope, limits)?;
     let canonical = to_canonical_bytes_without(&envelope, &["meta"]).unwrap_or_default();
-    if limit.0 != 0 && !dev.ignore_size_limit && canonical.len() > limit.0 {
+    let max = limits.max_envelope_bytes;
+    if max != 0 && !dev.ignore_size_limit && canonical.len() > max {
         return Err(ProtocolError::new(
             ErrorCode::PayloadTooLarge,
             "$body",
             format!(
-                "the envelope is {} bytes in canonical form; this node accepts at most {}",
+                "the envelope is {} bytes in canonical form; this node accepts at most {max} \
+                 (max_envelope_bytes)",
                 canonical.len(),
-                limit.0
             ),
             "v1.1 §24.2",
         ));

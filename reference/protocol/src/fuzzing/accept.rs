@@ -7,7 +7,9 @@
 
 use super::world::{PEOPLE, Person, World};
 use super::{assert_explained, now};
-use crate::accept::{Context, Decision, Deviations, Origin, SizeLimit, SpecRules, admit, decide};
+use crate::accept::{
+    Context, Decision, Deviations, EnvelopeLimits, Origin, SpecRules, admit, decide,
+};
 use crate::address::Address;
 use crate::delegation::sign_delegation_link;
 use crate::envelope::sign_envelope;
@@ -189,7 +191,7 @@ fn run(u: &mut Unstructured<'_>, stats: &mut Stats) -> ArbResult<()> {
             origin,
             &world,
             &SpecRules,
-            SizeLimit(256 * 1024),
+            &EnvelopeLimits::default(),
             now(),
         )
         .and_then(|admitted| {
