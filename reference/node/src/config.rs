@@ -128,6 +128,10 @@ pub struct FederationConfig {
     pub max_wrapper_bytes: usize,
     /// How long one outbound request may take, in milliseconds.
     pub request_timeout_ms: u64,
+    /// Least time between two re-fetches of one peer's node document, or of one remote
+    /// identity document, triggered by an unknown `key_id` (v1.0 §7.4), in milliseconds
+    /// (default 60 s: made-up key ids cannot make the node hammer a peer).
+    pub refetch_min_interval_ms: u64,
 }
 
 impl Default for FederationConfig {
@@ -144,6 +148,8 @@ impl Default for FederationConfig {
             queue_total: 100_000,
             max_wrapper_bytes: loom_protocol::federation::wrapper::DEFAULT_MAX_WRAPPER_BYTES,
             request_timeout_ms: 10_000,
+            refetch_min_interval_ms:
+                loom_protocol::federation::node_document::REFETCH_MIN_INTERVAL_MS as u64,
         }
     }
 }

@@ -453,3 +453,111 @@ async fn quarantine_holds_deliveries_from_unlisted_peers() {
     let fp = b.node.service().store.fingerprint().unwrap();
     assert!(fp.contains("federation_quarantine=1;"), "{fp}");
 }
+
+/// A delegation link `delegator` → `delegate` with `scope`, signed by `signer`'s key under
+/// the delegator's key id (v1.1 §13.1, §13.3.1).
+fn link(
+    n: &TestNode,
+    delegator: &Ident,
+    delegate: &Ident,
+    scope: &[&str],
+    signer: &Ident,
+) -> Value {
+    let mut l = serde_json::json!({
+        "delegator": delegator.address,
+        "delegate": delegate.address,
+        "scope": scope,
+        "created_at": n.now(),
+        "expires_at": "2099-01-01T00:00:00Z",
+        "revocable": true,
+        "allow_sub_delegation": false,
+    });
+    let kid =
+        loom_protocol::id::KeyId::parse(&delegator.key_id, loom_protocol::id::KeyKind::Signing)
+            .unwrap();
+    loom_protocol::delegation::sign_delegation_link(&mut l, &signer.key, &kid).unwrap();
+    l
+}
+
+#[tokio::test]
+async fn a_delivered_agent_envelope_is_judged_by_its_delegation_chain() {
+    let (a, b, _sa, _sb) = pair().await;
+    let carol = a.register("carol", "human", 3).await;
+    let bot = a.register("bot", "agent", 9).await;
+    let bob = b.register("bob", "human", 2).await;
+    let mallory = a.register("mallory", "human", 4).await;
+    let agent_message = |chain: Vec<Value>| {
+        let mut env = bot.message(&a, &a.thread_id(), None, &[&bob], "on carol's behalf");
+        env["from"]["delegation_chain"] = Value::Array(chain);
+        bot.sign(env)
+    };
+    // carol's link is verified with carol's keys, which b.test resolves from a.test although
+    // carol sends nothing herself (§13.3 step 2).
+    let good = link(&a, &carol, &bot, &["message.*"], &carol);
+    let (h, body) = a.signed_delivery(vec![agent_message(vec![good])]);
+    b.deliver(&h, body).await.expect(202);
+    for (why, chain) in [
+        ("no chain", vec![]),
+        (
+            "signed by another key",
+            vec![link(&a, &carol, &bot, &["message.*"], &mallory)],
+        ),
+        (
+            "scope excludes the action",
+            vec![link(&a, &carol, &bot, &["calendar.*"], &carol)],
+        ),
+    ] {
+        let (h, body) = a.signed_delivery(vec![agent_message(chain)]);
+        let r = b.deliver(&h, body).await;
+        assert_eq!(r.status.as_u16(), 403, "{why}: {}", r.body);
+        assert_eq!(r.body["error"]["code"], "DELEGATION_INVALID", "{why}");
+    }
+}
+
+#[tokio::test]
+async fn a_rotated_sender_key_is_fetched_again_once_the_refetch_interval_passed() {
+    let (pa, pb) = (free_port().await, free_port().await);
+    let a = fed_node(
+        "a.test",
+        "b.test",
+        pb,
+        Storage::Memory,
+        Quirks::none(),
+        |_| {},
+    );
+    let b = fed_node(
+        "b.test",
+        "a.test",
+        pa,
+        Storage::Memory,
+        Quirks::none(),
+        |c| {
+            c.federation.refetch_min_interval_ms = 5_000;
+        },
+    );
+    let (_sa, _sb) = (serve(&a, pa).await, serve(&b, pb).await);
+    let alice = a.register("alice", "human", 1).await;
+    let bob = b.register("bob", "human", 2).await;
+    let deliver = |who: &Ident| {
+        let env = who.sign(who.message(&a, &a.thread_id(), None, &[&bob], "x"));
+        a.signed_delivery(vec![env])
+    };
+    let (h, body) = deliver(&alice);
+    b.deliver(&h, body).await.expect(202);
+    // alice adds a second key on a.test and signs with it (v1.0 §7.4 rotation).
+    let k2 = loom_protocol::keys::signing_key_from_seed(&[22; 32]);
+    a.call("POST", "/v1/identity/me/keys", Some(&alice.token), Some(serde_json::json!({"key_id": "k_sign_alice_2", "public_key_pem": loom_protocol::keys::public_key_to_spki_pem(&k2.verifying_key())}))).await.expect(201);
+    let rotated = Ident {
+        key: k2,
+        key_id: "k_sign_alice_2".into(),
+        ..alice.clone()
+    };
+    // Within the configured interval b.test keeps its cached document: the key is unknown.
+    advance(&[&a, &b], 1_000);
+    let (h, body) = deliver(&rotated);
+    b.deliver(&h, body).await.expect(401);
+    // Once the interval passed, the unknown key id makes b.test fetch alice again.
+    advance(&[&a, &b], 5_000);
+    let (h, body) = deliver(&rotated);
+    b.deliver(&h, body).await.expect(202);
+}
