@@ -561,3 +561,89 @@ async fn a_rotated_sender_key_is_fetched_again_once_the_refetch_interval_passed(
     let (h, body) = deliver(&rotated);
     b.deliver(&h, body).await.expect(202);
 }
+
+#[tokio::test]
+async fn a_peer_accepts_deliveries_signed_with_a_rotated_node_key() {
+    let dir = temp_dir("node-key-rotation");
+    let (pa, pb) = (free_port().await, free_port().await);
+    let a_node = |dir: &std::path::Path| {
+        fed_node(
+            "a.test",
+            "b.test",
+            pb,
+            Storage::Dir(dir.to_path_buf()),
+            Quirks::none(),
+            |_| {},
+        )
+    };
+    let a = a_node(&dir);
+    let b = fed_node(
+        "b.test",
+        "a.test",
+        pa,
+        Storage::Memory,
+        Quirks::none(),
+        |_| {},
+    );
+    let sa = serve(&a, pa).await;
+    let _sb = serve(&b, pb).await;
+    let alice = a.register("alice", "human", 1).await;
+    let bob = b.register("bob", "human", 2).await;
+    send(
+        &alice,
+        &a,
+        &a.thread_id(),
+        None,
+        &bob,
+        "before the rotation",
+    )
+    .await;
+    assert_eq!(a.tick().await.delivered, 1);
+    let old = a.node.service().node_key().0.to_owned();
+    sa.stop().await;
+    drop(a);
+
+    // `loom-node node-key rotate --data DIR` on the stopped node.
+    let store = loom_node::store::Store::open(&Storage::Dir(dir.clone())).unwrap();
+    let clock = loom_protocol::clock::ManualClock::new(
+        loom_protocol::Timestamp::parse("2026-06-01T00:00:00Z").unwrap(),
+    );
+    let env = loom_node::Env::new(std::sync::Arc::new(clock), 99);
+    let new = loom_node::Service::rotate_node_key(&store, &env).unwrap();
+    drop(store);
+    assert_ne!(new, old);
+
+    let a = a_node(&dir);
+    let _sa = serve(&a, pa).await;
+    assert_eq!(a.node.service().node_key().0, new);
+    let doc = a
+        .call("GET", "/.well-known/loom.json", None, None)
+        .await
+        .body;
+    for keys in [&doc["signing_keys"], &doc["federation"]["signing_keys"]] {
+        let status = |id: &str| {
+            keys.as_array()
+                .unwrap()
+                .iter()
+                .find(|k| k["key_id"] == id)
+                .map(|k| k["status"].clone())
+        };
+        assert_eq!(status(&new), Some("active".into()), "{keys}");
+        assert_eq!(status(&old), Some("retired".into()), "{keys}");
+    }
+    // b.test still holds the old document; the new key id makes it fetch again once its
+    // re-fetch interval (a minute by default) has passed.
+    advance(&[&a, &b], 61_000);
+    let (token, _) = a.login(&alice.address, &alice.key, &alice.key_id).await;
+    let alice = Ident { token, ..alice };
+    let sent = send(&alice, &a, &a.thread_id(), None, &bob, "after the rotation").await;
+    assert_eq!(a.tick().await.delivered, 1);
+    let id = sent["id"]
+        .as_str()
+        .unwrap_or_else(|| sent["envelope"]["id"].as_str().unwrap());
+    b.get(&format!("/v1/envelopes/{id}"), &bob.token)
+        .await
+        .expect(200);
+    drop(a);
+    let _ = std::fs::remove_dir_all(&dir);
+}

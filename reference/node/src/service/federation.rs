@@ -737,13 +737,16 @@ impl Service {
             "hello_url": format!("{base}/v1/federation/hello"),
             "requirements": ["LOOM-HTTP-SIG-1"],
             "policy": self.config.federation_policy,
-            "signing_keys": [{
-                "key_id": key_id,
-                "algorithm": "Ed25519",
-                "public_key": public_key_to_b64url(&vk),
-                "public_key_pem": public_key_to_spki_pem(&vk).trim_end(),
-                "status": "active",
-            }],
+            "signing_keys": std::iter::once((key_id, vk, "active"))
+                .chain(self.retired_node_keys().iter().map(|(k, v)| (k.as_str(), *v, "retired")))
+                .map(|(k, v, status)| json!({
+                    "key_id": k,
+                    "algorithm": "Ed25519",
+                    "public_key": public_key_to_b64url(&v),
+                    "public_key_pem": public_key_to_spki_pem(&v).trim_end(),
+                    "status": status,
+                }))
+                .collect::<Vec<Value>>(),
             "max_envelopes_per_wrapper": MAX_ENVELOPES_PER_WRAPPER,
         })
     }
