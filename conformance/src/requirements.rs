@@ -441,6 +441,29 @@ mod tests {
         assert!(all.iter().any(|r| r.id == "R-15.3-08" && r.level == 2));
     }
 
+    /// Issue 15 "every L2 requirement covered or marked not-testable with a reason": a
+    /// testable Level 2 requirement (any strength) without a case fails here.
+    #[test]
+    fn every_testable_level2_requirement_has_a_case() {
+        let cases = crate::catalogue::all();
+        let covered: BTreeSet<&str> = cases
+            .iter()
+            .flat_map(|c| c.covers.iter().copied())
+            .collect();
+        let missing: Vec<String> = level2()
+            .expect("level2.toml parses")
+            .into_iter()
+            .filter(|r| r.testable && !covered.contains(r.id.as_str()))
+            .map(|r| format!("{} ({} {})", r.id, r.strength, r.section))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "testable Level 2 requirements without a case: {missing:?} (add a case, or mark the requirement testable = false with a reason)"
+        );
+        let m = Matrix::build(&level2().expect("level2"), &cases);
+        assert!(m.uncovered().is_empty());
+    }
+
     #[test]
     fn bad_files_are_errors_not_panics() {
         assert!(parse("not toml [").is_err());

@@ -133,3 +133,71 @@ async fn the_fake_peer_serves_verifiable_documents_and_signed_receipts() {
     let e = server.fresh().expect_err("capacity is 4");
     assert!(e.contains("[federation] peers"), "{e}");
 }
+
+/// What the new enforcement cases lean on: a rotated identity keeps its old key as
+/// `retired` (v1.0 §7.4) in a document that still verifies; blocked peers come from their own
+/// domain template and run out; without `[federation.block_peer]` or a declared re-fetch
+/// interval the cases that need them are `unsupported`, not failed.
+#[tokio::test]
+async fn rotation_blocked_peers_and_the_unsupported_paths() {
+    use loom_conformance::case::Finding;
+    use loom_conformance::peer::Federation;
+    use loom_conformance::peer::profile::FederationSection;
+    let section: FederationSection = toml::from_str("peer_domain = \"peer-{n}.test\"").unwrap();
+    let fed = Federation::start(section, 3, Arc::new(SystemClock))
+        .await
+        .expect("starts");
+    assert!(fed.refetch_min_interval().is_none() && fed.ttl().is_none());
+    let mut net =
+        loom_conformance::ctx::Exchanges::new(Client::tcp(&fed.server.address).expect("client"));
+    let got = fed.blocked_peer(&mut net, "http://127.0.0.1:9").await;
+    assert!(matches!(got, Err(Finding::Unsupported(_))), "{got:?}");
+
+    let b0 = fed
+        .server
+        .fresh_blocked("blocked-{n}.test", 1)
+        .expect("one blocked peer");
+    assert_eq!(b0.domain, "blocked-0.test");
+    assert!(fed.server.fresh_blocked("blocked-{n}.test", 1).is_err());
+
+    let peer = fed.server.fresh().expect("a peer");
+    let alice = peer.host("alice");
+    let rotated = peer
+        .rotate_identity_key(alice.address(), 2)
+        .expect("hosted");
+    let doc = peer.identity_document(alice.address()).expect("hosted");
+    let keys: Vec<(String, String)> = doc["signing_keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["key_id"].as_str().unwrap().to_owned(),
+                k["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        keys,
+        vec![
+            (alice.key_id().to_owned(), "retired".to_owned()),
+            (rotated.key_id().to_owned(), "active".to_owned())
+        ]
+    );
+    let view = loom_protocol::federation::node_document::read_node_document(
+        &peer.node_document(),
+        &peer.domain,
+    )
+    .unwrap();
+    let v = verify_identity_document(&doc, &view.keys).expect("still node-signed");
+    assert_eq!(
+        v.signing_keys.len(),
+        1,
+        "only the active key verifies new signatures"
+    );
+    let agent = peer.host_as("bot", "agent");
+    assert_eq!(
+        peer.identity_document(agent.address()).unwrap()["type"],
+        "agent"
+    );
+}

@@ -499,6 +499,31 @@ async fn witness(v: &'static Variant) {
             let t = call(&mut c, "POST", "/v1/blobs", None, &json!({"filename": "a"})).await;
             assert_eq!(json(&t)["error"]["details"]["field"], "size_bytes", "{t}");
         }
+        "delivery-refusals-in-receipt" => {
+            // Its own node: the fake peers live as long as the run info that holds them.
+            let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+            let (embedded, info) = variants::start(v, clock, 4).await.expect("starts");
+            let mut c = Client::tcp(&embedded.url).expect("client");
+            let (bob, _) = session(&mut c, &info.domain, "bob", &none).await;
+            let fed = info.federation.clone().expect("the fake federation peers");
+            let peer = fed.server.fresh().expect("a peer");
+            let alice = peer.host("alice");
+            let mut env = message(&alice, &bob, 9);
+            env["content"]["human"]["text"] = "changed after signing".into();
+            let body = serde_json::to_vec(&peer.wrapper(vec![env], peer.now())).expect("json");
+            let path = loom_protocol::federation::wrapper::DELIVER_PATH;
+            let h = peer.sign("POST", path, &body, peer.now(), &peer.active_key(), None);
+            let mut pairs = h.all_pairs();
+            pairs.push(("content-type", "application/json"));
+            let t = c
+                .exchange("POST", path, &pairs, Some(body), None)
+                .await
+                .expect("exchange");
+            assert!(
+                t.status == 202 && json(&t)["accepted_envelope_ids"] == json!([]),
+                "{t}"
+            );
+        }
         other => panic!("no witness for the variant {other}: add one here"),
     }
 }

@@ -67,7 +67,7 @@ pub const RETIRED: &[&str] = &[
 
 /// Every case, in catalogue order (area by area).
 pub fn all() -> Vec<&'static Case> {
-    let areas: [&'static [Case]; 29] = [
+    let areas: [&'static [Case]; 30] = [
         discovery::CASES,
         envelopes::CASES,
         signatures::CASES,
@@ -96,6 +96,7 @@ pub fn all() -> Vec<&'static Case> {
         identifiers::CASES,
         federation::HELLO,
         federation::INBOUND,
+        federation::ENFORCE,
         federation::OUTBOUND,
     ];
     areas.iter().flat_map(|a| a.iter()).collect()

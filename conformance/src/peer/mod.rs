@@ -30,6 +30,16 @@ pub const EMBEDDED_TTL_MS: u64 = 3_000;
 // The node's TTL is configured in whole seconds.
 const _: () = assert!(EMBEDDED_TTL_MS.is_multiple_of(1000));
 
+/// The embedded target's least interval between two re-fetches of a remote document for an
+/// unknown key id (v1.0 §7.4; the node's default is a minute).
+pub const EMBEDDED_REFETCH_MIN_INTERVAL_MS: u64 = 200;
+
+/// Peers the embedded target is configured to block (v1.1 §23.1), domain [`EMBEDDED_BLOCKED_DOMAIN`].
+pub const EMBEDDED_BLOCKED_PEERS: u32 = 4;
+
+/// The blocked peers' domains (`{n}` = 0, 1, …).
+pub const EMBEDDED_BLOCKED_DOMAIN: &str = "blocked-{n}.test";
+
 /// The embedded target's first retry delay (v1.1 §15.6 backoff starts here and doubles).
 pub const EMBEDDED_RETRY_BASE_MS: u64 = 100;
 
@@ -70,7 +80,9 @@ impl Federation {
     /// Starts the fake peers for an embedded target and configures `config` to federate
     /// with them: peers `peer-{n}.test -> {server}/peer/{n}` (plain http to loopback), the
     /// short store-and-forward timers ([`EMBEDDED_TTL_MS`], [`EMBEDDED_RETRY_BASE_MS`],
-    /// [`EMBEDDED_RETRY_MAX_MS`]; v1.1 §15.6), so the Level 2 cases run in seconds.
+    /// [`EMBEDDED_RETRY_MAX_MS`]; v1.1 §15.6) and re-fetch interval
+    /// ([`EMBEDDED_REFETCH_MIN_INTERVAL_MS`], v1.0 §7.4), so the Level 2 cases run in seconds;
+    /// and [`EMBEDDED_BLOCKED_PEERS`] more peers on its blocklist (v1.1 §23.1).
     pub async fn embedded(
         config: &mut loom_node::NodeConfig,
         seed: u64,
@@ -81,6 +93,17 @@ impl Federation {
         f.peers = (0..EMBEDDED_PEERS)
             .map(|n| (fed.server.domain_of(n), fed.server.base_url_of(n)))
             .collect();
+        let blocked: Vec<(String, String)> = (0..EMBEDDED_BLOCKED_PEERS)
+            .map(|n| {
+                (
+                    EMBEDDED_BLOCKED_DOMAIN.replace("{n}", &n.to_string()),
+                    fed.server.base_url_of(server::BLOCKED_INDEX_BASE + n),
+                )
+            })
+            .collect();
+        f.blocklist = blocked.iter().map(|(d, _)| d.clone()).collect();
+        f.peers.extend(blocked);
+        f.refetch_min_interval_ms = EMBEDDED_REFETCH_MIN_INTERVAL_MS;
         f.allow_private_http = true;
         f.ttl_secs = EMBEDDED_TTL_MS / 1000;
         f.retry_base_ms = EMBEDDED_RETRY_BASE_MS;
@@ -98,8 +121,15 @@ impl Federation {
             peers: EMBEDDED_PEERS,
             learn_peer: profile::Templated::default(),
             send_now: profile::Templated::default(),
+            block_peer: profile::BlockPeer {
+                mode: Some("static".into()),
+                domain: Some(EMBEDDED_BLOCKED_DOMAIN.into()),
+                count: Some(EMBEDDED_BLOCKED_PEERS),
+                ..profile::BlockPeer::default()
+            },
             timers: Some(profile::Timers {
-                ttl_ms: EMBEDDED_TTL_MS,
+                ttl_ms: Some(EMBEDDED_TTL_MS),
+                refetch_min_interval_ms: Some(EMBEDDED_REFETCH_MIN_INTERVAL_MS),
             }),
             vars: BTreeMap::new(),
         }
@@ -115,7 +145,56 @@ impl Federation {
         self.section
             .timers
             .as_ref()
-            .map(|t| Duration::from_millis(t.ttl_ms))
+            .and_then(|t| t.ttl_ms)
+            .map(Duration::from_millis)
+    }
+
+    /// The least re-fetch interval the target declares (v1.0 §7.4), if it declares one.
+    pub fn refetch_min_interval(&self) -> Option<Duration> {
+        self.section
+            .timers
+            .as_ref()
+            .and_then(|t| t.refetch_min_interval_ms)
+            .map(Duration::from_millis)
+    }
+
+    /// A fresh peer the target's federation policy refuses (`[federation.block_peer]`):
+    /// one of the configured blocked peers (`static`), or a fresh peer the target learns and
+    /// is then told to block (`request`); `unsupported` when the profile says neither.
+    pub async fn blocked_peer(
+        &self,
+        net: &mut Exchanges,
+        target_url: &str,
+    ) -> Result<Arc<PeerNode>, Finding> {
+        let b = &self.section.block_peer;
+        match b.mode.as_deref() {
+            Some("static") => {
+                let peer = self
+                    .server
+                    .fresh_blocked(b.domain.as_deref().unwrap_or(""), b.count.unwrap_or(0))
+                    .map_err(Finding::Error)?;
+                self.learn(net, target_url, &peer).await?;
+                Ok(peer)
+            }
+            Some("request") => {
+                let peer = self.server.fresh().map_err(Finding::Error)?;
+                self.learn(net, target_url, &peer).await?;
+                let ex = self
+                    .templated(net, target_url, &peer, &b.request(), "block_peer")
+                    .await?;
+                if !(200..300).contains(&net.status(ex)) {
+                    return Err(Finding::Error(format!(
+                        "[federation.block_peer] request answered {}: {} (check the profile's block_peer template)",
+                        net.status(ex),
+                        net.text(ex)
+                    )));
+                }
+                Ok(peer)
+            }
+            _ => Err(Finding::Unsupported(
+                "the profile does not say how to make the target block a peer ([federation.block_peer] mode = \"static\" or \"request\"); v1.1 §23.1 policy enforcement cannot be observed without one".into(),
+            )),
+        }
     }
 
     /// The placeholder values for `peer` (module docs of [`profile`]).

@@ -109,6 +109,8 @@ pub struct PeerKey {
 struct State {
     keys: Vec<PeerKey>,
     identities: BTreeMap<String, Identity>,
+    /// Earlier keys of hosted identities (published as `retired`, v1.0 §7.4).
+    retired: BTreeMap<String, Vec<Identity>>,
     script: VecDeque<Answer>,
     received: Vec<Received>,
     deliver_url: Option<String>,
@@ -238,20 +240,26 @@ impl PeerNode {
     /// A human identity `loom://{name}@{domain}` the peer hosts (serves its node-signed
     /// identity document).
     pub fn host(&self, name: &str) -> Identity {
+        self.host_as(name, "human")
+    }
+
+    /// An identity of type `kind` (`human`, `agent`, …) the peer hosts.
+    pub fn host_as(&self, name: &str, kind: &str) -> Identity {
         let address = format!("loom://{name}@{}", self.domain);
         let seed = self.derive(&format!("identity-{name}-1"));
         let id = Identity::from_seed(&address, &seed)
             .and_then(|i| i.with_key_id(&format!("k_sign_{name}_1")))
-            .map(|i| i.with_type("human"))
+            .map(|i| i.with_type(kind))
             .expect("a seeded Ed25519 key and a valid key id");
         self.lock().identities.insert(address, id.clone());
         id
     }
 
-    /// Gives hosted identity `address` a new signing key (its document then lists only it).
+    /// Gives hosted identity `address` a new active signing key; the earlier one stays in its
+    /// document marked `retired` (v1.0 §7.4 "Old keys MUST be retained … (marked `retired`)").
     pub fn rotate_identity_key(&self, address: &str, generation: u32) -> Option<Identity> {
         let mut s = self.lock();
-        let old = s.identities.get(address)?;
+        let old = s.identities.get(address)?.clone();
         let name = old
             .address()
             .trim_start_matches("loom://")
@@ -263,7 +271,8 @@ impl PeerNode {
         let id = Identity::from_seed(address, &seed)
             .and_then(|i| i.with_key_id(&format!("k_sign_{name}_{generation}")))
             .ok()?
-            .with_type("human");
+            .with_type(old.kind());
+        s.retired.entry(address.to_owned()).or_default().push(old);
         s.identities.insert(address.to_owned(), id.clone());
         Some(id)
     }
@@ -348,24 +357,31 @@ impl PeerNode {
 
     /// The node-signed identity document of a hosted identity (DESIGN.md §9), if hosted.
     pub fn identity_document(&self, address: &str) -> Option<Value> {
-        let id = self
-            .lock()
-            .identities
-            .iter()
-            .find(|(a, _)| a.eq_ignore_ascii_case(address))
-            .map(|(_, i)| i.clone())?;
+        let (id, retired) = {
+            let s = self.lock();
+            let (a, id) = s
+                .identities
+                .iter()
+                .find(|(a, _)| a.eq_ignore_ascii_case(address))?;
+            (id.clone(), s.retired.get(a).cloned().unwrap_or_default())
+        };
+        let key = |i: &Identity, status: &str| {
+            json!({
+                "key_id": i.key_id(),
+                "algorithm": "Ed25519",
+                "public_key": public_key_to_b64url(&i.signing_key().verifying_key()),
+                "public_key_pem": i.public_key_pem(),
+                "status": status,
+            })
+        };
+        let mut keys: Vec<Value> = retired.iter().map(|i| key(i, "retired")).collect();
+        keys.push(key(&id, "active"));
         let mut doc = json!({
             "loom": "1.1",
             "id": id.address(),
             "type": id.kind(),
             "display_name": id.display_name(),
-            "signing_keys": [{
-                "key_id": id.key_id(),
-                "algorithm": "Ed25519",
-                "public_key": public_key_to_b64url(&id.signing_key().verifying_key()),
-                "public_key_pem": id.public_key_pem(),
-                "status": "active",
-            }],
+            "signing_keys": keys,
         });
         let k = self.active_key();
         loom_protocol::federation::sign_identity_document(&mut doc, &k.key_id, &k.key).ok()?;

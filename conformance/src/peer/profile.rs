@@ -18,9 +18,20 @@
 //! [federation.send_now]
 //! mode = "wait"           # "wait" | "request"
 //! wait_secs = 10
-//! [federation.timers]     # absent: store-and-forward TTL cases are `unsupported`
-//! ttl_ms = 3000
+//! [federation.block_peer] # absent: the policy case is `unsupported`
+//! mode = "request"        # "static" | "request"
+//! method = "POST"
+//! url = "{target}/v1/federation/policy/block"
+//! body = '{"node_id":"{peer_domain}"}'
+//! [federation.timers]
+//! ttl_ms = 3000           # absent: store-and-forward TTL cases are `unsupported`
+//! refetch_min_interval_ms = 0  # absent: the key-rotation case is `unsupported`
 //! ```
+//!
+//! `block_peer` says how a peer comes to be one the target's policy refuses (v1.1 §23.1):
+//! `request` sends the templated request for a fresh peer (after `learn_peer`); `static`
+//! means the target is configured to block the peers named by `domain` (`{n}` = 0, 1, …,
+//! `count` of them), which the harness serves besides the ordinary ones.
 //!
 //! Placeholders (JSON-escaped inside `body`): `{target}`, `{peer_domain}`, `{peer_base_url}`,
 //! `{peer_deliver_url}`, `{peer_identity_url}`, `{peer_node_document_url}`, `{peer_key_id}`,
@@ -50,6 +61,9 @@ pub struct FederationSection {
     /// How to make the target deliver its queue now.
     #[serde(default)]
     pub send_now: Templated,
+    /// How a peer becomes one the target's federation policy refuses.
+    #[serde(default)]
+    pub block_peer: BlockPeer,
     /// Timers the target declares.
     pub timers: Option<Timers>,
     /// Extra placeholder values (`admin_token`, …).
@@ -80,12 +94,50 @@ pub struct Templated {
     pub wait_secs: Option<f64>,
 }
 
+/// `[federation.block_peer]`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlockPeer {
+    /// `static` / `request` (absent: the policy case is `unsupported`).
+    pub mode: Option<String>,
+    /// `static`: the blocked peers' domains, `{n}` replaced by 0, 1, …
+    pub domain: Option<String>,
+    /// `static`: how many blocked peers the target is configured with.
+    pub count: Option<u32>,
+    /// `request`: HTTP method.
+    pub method: Option<String>,
+    /// `request`: URL template.
+    pub url: Option<String>,
+    /// `request`: header templates.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// `request`: body template.
+    pub body: Option<String>,
+}
+
+impl BlockPeer {
+    /// The request part, as a [`Templated`].
+    pub fn request(&self) -> Templated {
+        Templated {
+            mode: self.mode.clone(),
+            method: self.method.clone(),
+            url: self.url.clone(),
+            headers: self.headers.clone(),
+            body: self.body.clone(),
+            wait_secs: None,
+        }
+    }
+}
+
 /// `[federation.timers]`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Timers {
     /// The store-and-forward TTL the target runs with (v1.1 §15.6 "configurable").
-    pub ttl_ms: u64,
+    pub ttl_ms: Option<u64>,
+    /// The least time the target leaves between two re-fetches of one remote identity (or
+    /// node) document for an unknown key id (v1.0 §7.4 sets none; 0 = re-fetches every time).
+    pub refetch_min_interval_ms: Option<u64>,
 }
 
 impl FederationSection {
@@ -146,13 +198,42 @@ impl FederationSection {
                 "federation.send_now.wait_secs must be above 0 and at most 3600, not {w}"
             ));
         }
-        if let Some(t) = &self.timers
-            && !(1..=3_600_000).contains(&t.ttl_ms)
+        if let Some(ttl) = self.timers.as_ref().and_then(|t| t.ttl_ms)
+            && !(1..=3_600_000).contains(&ttl)
         {
             return Err(format!(
-                "federation.timers.ttl_ms must be between 1 and 3600000 (a shortened TTL the cases can wait for), not {}",
-                t.ttl_ms
+                "federation.timers.ttl_ms must be between 1 and 3600000 (a shortened TTL the cases can wait for), not {ttl}"
             ));
+        }
+        if let Some(r) = self.timers.as_ref().and_then(|t| t.refetch_min_interval_ms)
+            && r > 86_400_000
+        {
+            return Err(format!(
+                "federation.timers.refetch_min_interval_ms must be at most 86400000 (a day), not {r}"
+            ));
+        }
+        match self.block_peer.mode.as_deref() {
+            None => {}
+            Some("static") => {
+                let d = self.block_peer.domain.as_deref().unwrap_or("");
+                if !d.contains("{n}") {
+                    return Err(format!(
+                        "federation.block_peer.domain must contain {{n}} when mode = \"static\", not {d:?}"
+                    ));
+                }
+                if self.block_peer.count.unwrap_or(0) == 0 {
+                    return Err(
+                        "federation.block_peer.count must be at least 1 when mode = \"static\""
+                            .into(),
+                    );
+                }
+            }
+            Some("request") => check_request("federation.block_peer", &self.block_peer.request())?,
+            Some(m) => {
+                return Err(format!(
+                    "federation.block_peer.mode must be \"static\" or \"request\", not {m:?}"
+                ));
+            }
         }
         Ok(())
     }
@@ -239,7 +320,13 @@ mod tests {
         .expect("parses");
         let f = p.federation.expect("section");
         assert_eq!(f.learn_mode(), "request");
-        assert_eq!(f.timers, Some(Timers { ttl_ms: 3000 }));
+        assert_eq!(
+            f.timers,
+            Some(Timers {
+                ttl_ms: Some(3000),
+                refetch_min_interval_ms: None
+            })
+        );
         assert_eq!(f.peers, 8);
     }
 
@@ -278,6 +365,26 @@ mod tests {
             (
                 "[federation.timers]\nttl_ms = 0\n",
                 "federation.timers.ttl_ms",
+            ),
+            (
+                "[federation.timers]\nrefetch_min_interval_ms = 90000000\n",
+                "federation.timers.refetch_min_interval_ms",
+            ),
+            (
+                "[federation.block_peer]\nmode = \"static\"\ncount = 2\n",
+                "federation.block_peer.domain",
+            ),
+            (
+                "[federation.block_peer]\nmode = \"static\"\ndomain = \"b-{n}.test\"\n",
+                "federation.block_peer.count",
+            ),
+            (
+                "[federation.block_peer]\nmode = \"request\"\n",
+                "federation.block_peer.method",
+            ),
+            (
+                "[federation.block_peer]\nmode = \"deny\"\n",
+                "federation.block_peer.mode",
             ),
             ("[federation]\nbogus = 1\n", "bogus"),
         ];

@@ -17,6 +17,10 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// Server index of blocked peer 0 (`/peer/{BLOCKED_INDEX_BASE + n}`): far above any
+/// ordinary peer's index.
+pub const BLOCKED_INDEX_BASE: u32 = 1_000_000;
+
 /// Largest request body the fake peer reads (the §15.4 wrapper bound of the protocol crate).
 const MAX_BODY: usize = loom_protocol::federation::wrapper::DEFAULT_MAX_WRAPPER_BYTES;
 
@@ -32,6 +36,7 @@ pub struct PeerServer {
     seed: u64,
     clock: Arc<dyn Clock>,
     next: AtomicU32,
+    next_blocked: AtomicU32,
     peers: Mutex<BTreeMap<u32, Arc<PeerNode>>>,
     stop: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
 }
@@ -69,6 +74,7 @@ impl PeerServer {
             seed,
             clock,
             next: AtomicU32::new(0),
+            next_blocked: AtomicU32::new(0),
             peers: Mutex::new(BTreeMap::new()),
             stop: Mutex::new(Some(stop)),
         });
@@ -144,6 +150,31 @@ impl PeerServer {
         ));
         if let Ok(mut p) = self.peers.lock() {
             p.insert(n, peer.clone());
+        }
+        Ok(peer)
+    }
+
+    /// A fresh peer of the ones the target is configured to block (profile
+    /// `[federation.block_peer] mode = "static"`): domain `template` with `{n}` = 0, 1, …
+    /// (at most `count`), served at index [`BLOCKED_INDEX_BASE`]` + n`.
+    pub fn fresh_blocked(&self, template: &str, count: u32) -> Result<Arc<PeerNode>, String> {
+        let n = self.next_blocked.fetch_add(1, Ordering::Relaxed);
+        if n >= count {
+            return Err(format!(
+                "all {count} blocked fake peers the target is configured with are in use; raise [federation.block_peer] count"
+            ));
+        }
+        let index = BLOCKED_INDEX_BASE + n;
+        let seed: [u8; 32] = Sha256::digest(format!("{}/blocked/{n}", self.seed).as_bytes()).into();
+        let peer = Arc::new(PeerNode::new(
+            index,
+            template.replace("{n}", &n.to_string()),
+            self.base_url_of(index),
+            seed,
+            self.clock.clone(),
+        ));
+        if let Ok(mut p) = self.peers.lock() {
+            p.insert(index, peer.clone());
         }
         Ok(peer)
     }

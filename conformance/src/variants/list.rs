@@ -691,6 +691,66 @@ async fn blob_size_declared(s: Arc<Shim>, req: Request, next: Next) -> Response 
     .await
 }
 
+// ----- federation delivery answers (v1.1 §15.4) -----
+
+/// Error fields that name a part of an envelope (not a header or a wrapper member): the
+/// refusal was about the envelopes, not the request.
+fn envelope_field(field: &str) -> bool {
+    const ROOTS: [&str; 16] = [
+        "from",
+        "content",
+        "to",
+        "cc",
+        "bcc",
+        "audience",
+        "created_at",
+        "thread_id",
+        "parent_id",
+        "type",
+        "signature",
+        "id",
+        "attachments",
+        "priority",
+        "expires_at",
+        "meta",
+    ];
+    let root = field.split(['.', '[']).next().unwrap_or("");
+    ROOTS.contains(&root)
+}
+
+async fn delivery_refusals_in_receipt(_s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if !is(
+        &req,
+        "POST",
+        loom_protocol::federation::wrapper::DELIVER_PATH,
+    ) {
+        return next.run(req).await;
+    }
+    let (parts, bytes) = split(req).await;
+    let ids: Vec<Value> = serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .and_then(|w| w["envelopes"].as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .map(|e| e["id"].clone())
+        .collect();
+    let (rparts, rbytes) = respond(next, join(parts, bytes)).await;
+    let status = rparts.status.as_u16();
+    let err: Value = serde_json::from_slice(&rbytes).unwrap_or(Value::Null);
+    let field = err["error"]["details"]["field"].as_str().unwrap_or("");
+    if !(400..500).contains(&status) || !envelope_field(field) {
+        return reply(rparts, rbytes);
+    }
+    let rejected: Vec<Value> = ids
+        .into_iter()
+        .map(|id| json!({"envelope_id": id, "error": err["error"].clone()}))
+        .collect();
+    json_reply(
+        202,
+        &json!({"status": "rejected", "accepted_envelope_ids": [], "rejected": rejected}),
+    )
+}
+
 /// Every legal variant of the self-test.
 pub static VARIANTS: &[Variant] = &[
     Variant {
@@ -992,5 +1052,15 @@ pub static VARIANTS: &[Variant] = &[
         departs: &[],
         profile: "",
         handler: handler!(blob_size_declared),
+    },
+    Variant {
+        name: "delivery-refusals-in-receipt",
+        section: "v1.1 §15.4",
+        quote: "Nodes receiving federation deliveries MUST: … Store envelopes and generate receipts",
+        reading: "§15.4 asks for receipts, not for a status code when every envelope of a valid request is refused; a node may answer such a delivery 202 with a receipt that accepts none.",
+        choice: "A delivery whose request is valid but whose envelopes are all refused (the error names an envelope field) is answered 202 {status: \"rejected\", accepted_envelope_ids: [], rejected: [...]} instead of the 4xx error.",
+        departs: &[],
+        profile: "",
+        handler: handler!(delivery_refusals_in_receipt),
     },
 ];

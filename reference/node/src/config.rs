@@ -180,6 +180,10 @@ pub struct FederationConfig {
     /// only keeps dead rows longer (a nonce older than the window is refused by its
     /// timestamp anyway).
     pub nonce_purge_ms: u64,
+    /// Least time between two re-fetches of one peer's node document, or of one remote
+    /// identity document, triggered by an unknown `key_id` (v1.0 §7.4), in milliseconds
+    /// (default 60 s: made-up key ids cannot make the node hammer a peer).
+    pub refetch_min_interval_ms: u64,
 }
 
 impl Default for FederationConfig {
@@ -198,6 +202,8 @@ impl Default for FederationConfig {
             request_timeout_ms: 10_000,
             worker_idle_ms: 1_000,
             nonce_purge_ms: 0,
+            refetch_min_interval_ms:
+                loom_protocol::federation::node_document::REFETCH_MIN_INTERVAL_MS as u64,
         }
     }
 }

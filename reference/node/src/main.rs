@@ -37,6 +37,23 @@ enum Command {
     },
     /// List the quirks this build can switch on (feature `quirks` only).
     Quirks,
+    /// The node's federation signing key (v1.1 §15.2).
+    NodeKey {
+        #[command(subcommand)]
+        command: NodeKeyCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum NodeKeyCommand {
+    /// Replace the active node signing key by a fresh one (stop the node first); the old key
+    /// stays in the node document as `retired` (v1.0 §7.4). Peers pick the new key up when
+    /// they next re-fetch the node document (on the first request naming it).
+    Rotate {
+        /// The data directory holding `loom.db`.
+        #[arg(long)]
+        data: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -249,6 +266,9 @@ fn main() -> ExitCode {
             command: AuditCommand::Verify { data },
         }) => audit_verify(&data),
         Some(Command::Quirks) => quirks(),
+        Some(Command::NodeKey {
+            command: NodeKeyCommand::Rotate { data },
+        }) => node_key_rotate(&data),
     }
 }
 
@@ -346,6 +366,31 @@ async fn run(config: NodeConfig) -> Result<(), String> {
 fn os_seed() -> u64 {
     use std::hash::{BuildHasher, RandomState};
     RandomState::new().hash_one(0x4c4f_4f4du64)
+}
+
+fn node_key_rotate(data: &std::path::Path) -> ExitCode {
+    if !data.join("loom.db").exists() {
+        eprintln!("loom-node: no store at {}", data.join("loom.db").display());
+        return ExitCode::from(2);
+    }
+    let store = match Store::open(&Storage::Dir(data.to_path_buf())) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("loom-node: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let env = Env::new(Arc::new(SystemClock), os_seed());
+    match loom_node::service::Service::rotate_node_key(&store, &env) {
+        Ok(key_id) => {
+            println!("node signing key rotated: {key_id} is active, the previous key is retired");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("loom-node: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn audit_verify(data: &std::path::Path) -> ExitCode {

@@ -262,7 +262,7 @@ pub enum Quirk {
     NoFailureReceipt,
     /// Give expired deliveries a failure reason other than `NODE_UNREACHABLE`/`DELIVERY_TIMEOUT` (v1.1 §15.6).
     WrongFailureReason,
-    /// Do not re-fetch a peer's node document when a delivery names an unknown key id (v1.0 §7.4).
+    /// Do not re-fetch a peer's node document, nor a remote sender's identity document, when a delivery names a key id the cached one does not list (v1.0 §7.4).
     NoRefetchOnUnknownKey,
     /// Drop `meta.origin_event_seq` of delivered envelopes instead of preserving it (v1.1 §11.6 SHOULD).
     DropOriginEventSeq,

@@ -243,3 +243,70 @@ fn audit_verify_without_a_store_exits_2() {
     assert!(text.contains("no store at"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn node_keys(dir: &Path) -> Vec<(String, String)> {
+    let conn = rusqlite::Connection::open(dir.join("loom.db")).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT key_id, status FROM node_keys ORDER BY created_at, key_id")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[tokio::test]
+async fn node_key_rotate_retires_the_active_key_and_keeps_it() {
+    let dir = temp_dir("node-key-rotate");
+    populated_store(&dir).await;
+    let before = node_keys(&dir);
+    assert_eq!(before.len(), 1, "{before:?}");
+    let out = run(&["node-key", "rotate", "--data", dir.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = node_keys(&dir);
+    assert_eq!(after.len(), 2, "{after:?}");
+    assert!(
+        after.contains(&(before[0].0.clone(), "retired".into())),
+        "{after:?}"
+    );
+    let new = after
+        .iter()
+        .find(|(_, s)| s == "active")
+        .expect("an active key");
+    assert!(text.contains(&new.0), "{text}");
+    // The restarted node signs with the new key and publishes the old one as retired.
+    let node = TestNode::with(|c| c.storage = Storage::Dir(dir.clone()));
+    assert_eq!(node.node.service().node_key().0, new.0);
+    let doc = node
+        .call("GET", "/.well-known/loom.json", None, None)
+        .await
+        .body;
+    let listed: Vec<(String, String)> = doc["signing_keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["key_id"].as_str().unwrap().to_owned(),
+                k["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        listed.contains(&(before[0].0.clone(), "retired".into())),
+        "{listed:?}"
+    );
+    drop(node);
+    // Without a store: exit 2, nothing created.
+    let missing = dir.join("nothing-here");
+    let out = run(&["node-key", "rotate", "--data", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!missing.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -453,3 +453,197 @@ async fn quarantine_holds_deliveries_from_unlisted_peers() {
     let fp = b.node.service().store.fingerprint().unwrap();
     assert!(fp.contains("federation_quarantine=1;"), "{fp}");
 }
+
+/// A delegation link `delegator` → `delegate` with `scope`, signed by `signer`'s key under
+/// the delegator's key id (v1.1 §13.1, §13.3.1).
+fn link(
+    n: &TestNode,
+    delegator: &Ident,
+    delegate: &Ident,
+    scope: &[&str],
+    signer: &Ident,
+) -> Value {
+    let mut l = serde_json::json!({
+        "delegator": delegator.address,
+        "delegate": delegate.address,
+        "scope": scope,
+        "created_at": n.now(),
+        "expires_at": "2099-01-01T00:00:00Z",
+        "revocable": true,
+        "allow_sub_delegation": false,
+    });
+    let kid =
+        loom_protocol::id::KeyId::parse(&delegator.key_id, loom_protocol::id::KeyKind::Signing)
+            .unwrap();
+    loom_protocol::delegation::sign_delegation_link(&mut l, &signer.key, &kid).unwrap();
+    l
+}
+
+#[tokio::test]
+async fn a_delivered_agent_envelope_is_judged_by_its_delegation_chain() {
+    let (a, b, _sa, _sb) = pair().await;
+    let carol = a.register("carol", "human", 3).await;
+    let bot = a.register("bot", "agent", 9).await;
+    let bob = b.register("bob", "human", 2).await;
+    let mallory = a.register("mallory", "human", 4).await;
+    let agent_message = |chain: Vec<Value>| {
+        let mut env = bot.message(&a, &a.thread_id(), None, &[&bob], "on carol's behalf");
+        env["from"]["delegation_chain"] = Value::Array(chain);
+        bot.sign(env)
+    };
+    // carol's link is verified with carol's keys, which b.test resolves from a.test although
+    // carol sends nothing herself (§13.3 step 2).
+    let good = link(&a, &carol, &bot, &["message.*"], &carol);
+    let (h, body) = a.signed_delivery(vec![agent_message(vec![good])]);
+    b.deliver(&h, body).await.expect(202);
+    for (why, chain) in [
+        ("no chain", vec![]),
+        (
+            "signed by another key",
+            vec![link(&a, &carol, &bot, &["message.*"], &mallory)],
+        ),
+        (
+            "scope excludes the action",
+            vec![link(&a, &carol, &bot, &["calendar.*"], &carol)],
+        ),
+    ] {
+        let (h, body) = a.signed_delivery(vec![agent_message(chain)]);
+        let r = b.deliver(&h, body).await;
+        assert_eq!(r.status.as_u16(), 403, "{why}: {}", r.body);
+        assert_eq!(r.body["error"]["code"], "DELEGATION_INVALID", "{why}");
+    }
+}
+
+#[tokio::test]
+async fn a_rotated_sender_key_is_fetched_again_once_the_refetch_interval_passed() {
+    let (pa, pb) = (free_port().await, free_port().await);
+    let a = fed_node(
+        "a.test",
+        "b.test",
+        pb,
+        Storage::Memory,
+        Quirks::none(),
+        |_| {},
+    );
+    let b = fed_node(
+        "b.test",
+        "a.test",
+        pa,
+        Storage::Memory,
+        Quirks::none(),
+        |c| {
+            c.federation.refetch_min_interval_ms = 5_000;
+        },
+    );
+    let (_sa, _sb) = (serve(&a, pa).await, serve(&b, pb).await);
+    let alice = a.register("alice", "human", 1).await;
+    let bob = b.register("bob", "human", 2).await;
+    let deliver = |who: &Ident| {
+        let env = who.sign(who.message(&a, &a.thread_id(), None, &[&bob], "x"));
+        a.signed_delivery(vec![env])
+    };
+    let (h, body) = deliver(&alice);
+    b.deliver(&h, body).await.expect(202);
+    // alice adds a second key on a.test and signs with it (v1.0 §7.4 rotation).
+    let k2 = loom_protocol::keys::signing_key_from_seed(&[22; 32]);
+    a.call("POST", "/v1/identity/me/keys", Some(&alice.token), Some(serde_json::json!({"key_id": "k_sign_alice_2", "public_key_pem": loom_protocol::keys::public_key_to_spki_pem(&k2.verifying_key())}))).await.expect(201);
+    let rotated = Ident {
+        key: k2,
+        key_id: "k_sign_alice_2".into(),
+        ..alice.clone()
+    };
+    // Within the configured interval b.test keeps its cached document: the key is unknown.
+    advance(&[&a, &b], 1_000);
+    let (h, body) = deliver(&rotated);
+    b.deliver(&h, body).await.expect(401);
+    // Once the interval passed, the unknown key id makes b.test fetch alice again.
+    advance(&[&a, &b], 5_000);
+    let (h, body) = deliver(&rotated);
+    b.deliver(&h, body).await.expect(202);
+}
+
+#[tokio::test]
+async fn a_peer_accepts_deliveries_signed_with_a_rotated_node_key() {
+    let dir = temp_dir("node-key-rotation");
+    let (pa, pb) = (free_port().await, free_port().await);
+    let a_node = |dir: &std::path::Path| {
+        fed_node(
+            "a.test",
+            "b.test",
+            pb,
+            Storage::Dir(dir.to_path_buf()),
+            Quirks::none(),
+            |_| {},
+        )
+    };
+    let a = a_node(&dir);
+    let b = fed_node(
+        "b.test",
+        "a.test",
+        pa,
+        Storage::Memory,
+        Quirks::none(),
+        |_| {},
+    );
+    let sa = serve(&a, pa).await;
+    let _sb = serve(&b, pb).await;
+    let alice = a.register("alice", "human", 1).await;
+    let bob = b.register("bob", "human", 2).await;
+    send(
+        &alice,
+        &a,
+        &a.thread_id(),
+        None,
+        &bob,
+        "before the rotation",
+    )
+    .await;
+    assert_eq!(a.tick().await.delivered, 1);
+    let old = a.node.service().node_key().0.to_owned();
+    sa.stop().await;
+    drop(a);
+
+    // `loom-node node-key rotate --data DIR` on the stopped node.
+    let store = loom_node::store::Store::open(&Storage::Dir(dir.clone())).unwrap();
+    let clock = loom_protocol::clock::ManualClock::new(
+        loom_protocol::Timestamp::parse("2026-06-01T00:00:00Z").unwrap(),
+    );
+    let env = loom_node::Env::new(std::sync::Arc::new(clock), 99);
+    let new = loom_node::Service::rotate_node_key(&store, &env).unwrap();
+    drop(store);
+    assert_ne!(new, old);
+
+    let a = a_node(&dir);
+    let _sa = serve(&a, pa).await;
+    assert_eq!(a.node.service().node_key().0, new);
+    let doc = a
+        .call("GET", "/.well-known/loom.json", None, None)
+        .await
+        .body;
+    for keys in [&doc["signing_keys"], &doc["federation"]["signing_keys"]] {
+        let status = |id: &str| {
+            keys.as_array()
+                .unwrap()
+                .iter()
+                .find(|k| k["key_id"] == id)
+                .map(|k| k["status"].clone())
+        };
+        assert_eq!(status(&new), Some("active".into()), "{keys}");
+        assert_eq!(status(&old), Some("retired".into()), "{keys}");
+    }
+    // b.test still holds the old document; the new key id makes it fetch again once its
+    // re-fetch interval (a minute by default) has passed.
+    advance(&[&a, &b], 61_000);
+    let (token, _) = a.login(&alice.address, &alice.key, &alice.key_id).await;
+    let alice = Ident { token, ..alice };
+    let sent = send(&alice, &a, &a.thread_id(), None, &bob, "after the rotation").await;
+    assert_eq!(a.tick().await.delivered, 1);
+    let id = sent["id"]
+        .as_str()
+        .unwrap_or_else(|| sent["envelope"]["id"].as_str().unwrap());
+    b.get(&format!("/v1/envelopes/{id}"), &bob.token)
+        .await
+        .expect(200);
+    drop(a);
+    let _ = std::fs::remove_dir_all(&dir);
+}

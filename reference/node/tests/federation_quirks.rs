@@ -278,6 +278,31 @@ async fn no_refetch_on_unknown_key() {
         p.a.clock.advance_ms(120_000);
         p.deliver(vec![p.message("second")]).await.expect(status);
     }
+    // The same for a remote sender's identity document: alice adds a key on a.test and
+    // signs with it once the (configured) re-fetch interval has passed.
+    for (q, status) in [(None, 202), (Some(Quirk::NoRefetchOnUnknownKey), 401)] {
+        let p = pair(None, q, |c| c.federation.refetch_min_interval_ms = 1_000).await;
+        p.deliver(vec![p.message("first")]).await.expect(202);
+        let k2 = loom_protocol::keys::signing_key_from_seed(&[22; 32]);
+        let pem = loom_protocol::keys::public_key_to_spki_pem(&k2.verifying_key());
+        p.a.call(
+            "POST",
+            "/v1/identity/me/keys",
+            Some(&p.alice.token),
+            Some(json!({"key_id": "k_sign_alice_2", "public_key_pem": pem})),
+        )
+        .await
+        .expect(201);
+        let rotated = Ident {
+            key: k2,
+            key_id: "k_sign_alice_2".into(),
+            ..p.alice.clone()
+        };
+        p.b.clock.advance_ms(2_000);
+        p.a.clock.advance_ms(2_000);
+        let env = rotated.sign(rotated.message(&p.a, &p.a.thread_id(), None, &[&p.bob], "k2"));
+        p.deliver(vec![env]).await.expect(status);
+    }
 }
 
 #[tokio::test]

@@ -421,7 +421,7 @@ pub const CASES: &[Case] = &[
         "fed.inbound.missing-header.signature",
         Must,
         SIG,
-        &["R-15.3-04", "R-15.4-03", "R-core-5-01"],
+        &["R-15.3-04", "R-15.4-03", "R-core-5-01", "R-15.3-02"],
         "A node MUST reject a delivery without X-LOOM-Signature.",
         MISSING_HOW,
         None,

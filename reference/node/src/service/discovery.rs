@@ -44,12 +44,19 @@ impl Service {
             "api_url": format!("{base}/v1"),
             "websocket_url": format!("{ws}/ws"),
             "federation": self.federation_member(),
-            "signing_keys": [{
+            "signing_keys": std::iter::once(json!({
                 "key_id": key_id,
                 "public_key": public_key_to_b64url(&key.verifying_key()),
                 "algorithm": "Ed25519",
                 "status": "active",
-            }],
+            }))
+            .chain(self.retired_node_keys().iter().map(|(k, vk)| json!({
+                "key_id": k,
+                "public_key": public_key_to_b64url(vk),
+                "algorithm": "Ed25519",
+                "status": "retired",
+            })))
+            .collect::<Vec<Value>>(),
             "supported_versions": ["1.1"],
             "supported_profiles": ["loom-core-1", "loom-v1.1-full"],
             "conformance_level": CONFORMANCE_LEVEL,

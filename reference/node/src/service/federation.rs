@@ -7,12 +7,14 @@
 //! 1. the raw body is capped by `federation.max_wrapper_bytes` (the HTTP layer, 413);
 //! 2. the peer's node keys come from the store; a peer not seen yet, or a `X-LOOM-Key-Id`
 //!    its stored document does not list, makes the node fetch the document from the peer's
-//!    configured base URL (at most once a minute per peer, `should_refetch`);
+//!    configured base URL (at most once per `federation.refetch_min_interval_ms` per peer,
+//!    default a minute);
 //! 3. `loom_protocol::federation::check_delivery`: headers, policy, key, freshness, signature,
 //!    nonce (probed against the store's cache, not yet recorded), wrapper, sender authority;
 //! 4. the per-node rate class (§14.3), only now that the node is authenticated;
-//! 5. each envelope's sender is resolved from its home node when unknown (or when its
-//!    `from.key_id` is unknown), then admitted with `Origin::Federated` and committed by the
+//! 5. each envelope's sender — and each delegator of its `from.delegation_chain` (§13.3
+//!    verifies the links with their keys) — is resolved from its home node when unknown (or
+//!    when the named key id is unknown), then admitted with `Origin::Federated` and committed by the
 //!    single writer with the wrapper's other envelopes, in wrapper order;
 //! 6. the nonce is recorded in the store once something was accepted (a racing copy loses
 //!    the insert and is refused as a replay), so a restart does not reopen a replay window;
@@ -34,7 +36,7 @@ use loom_protocol::accept::{Deviations, Directory, Facts, Origin, SpecRules, adm
 use loom_protocol::delegation::{DelegationResolver, LinkRef};
 use loom_protocol::envelope::SenderType;
 use loom_protocol::federation::node_document::{
-    KeyLookup, identity_url, read_node_document, should_refetch, url_origin,
+    KeyLookup, identity_url, read_node_document, should_refetch_after, url_origin,
 };
 use loom_protocol::federation::node_name::parse_node_name;
 use loom_protocol::federation::replication::stamp_federated_meta;
@@ -200,6 +202,34 @@ fn rebase(url: &str, base: Option<&str>) -> String {
 }
 
 /// The `reject-old-envelopes` quirk: refuses `env` when its `created_at` is more than the
+/// The identities whose keys admitting `env` needs, with the key id each signed with: the
+/// sender (`from.key_id`, v1.1 §7.3) and every delegator of `from.delegation_chain` (the
+/// link's `key_id`, §13.3 step 2). Unparsable entries are left to admission to refuse.
+fn signers(env: &Value) -> Vec<(Address, String)> {
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_owned();
+    let mut out = Vec::new();
+    if let Some(a) = env
+        .pointer("/from/identity")
+        .and_then(Value::as_str)
+        .and_then(|s| Address::parse(s).ok())
+    {
+        out.push((a, text(env.pointer("/from/key_id"))));
+    }
+    let chain = env
+        .pointer("/from/delegation_chain")
+        .and_then(Value::as_array);
+    for link in chain.into_iter().flatten() {
+        if let Some(a) = link
+            .get("delegator")
+            .and_then(Value::as_str)
+            .and_then(|s| Address::parse(s).ok())
+        {
+            out.push((a, text(link.get("key_id"))));
+        }
+    }
+    out
+}
+
 /// §15.5 freshness window before `now`. A correct node never calls this: §15.5 bounds the
 /// request and wrapper timestamps only, a queued envelope may be days old.
 fn refuse_old_envelope(env: &Value, now: Timestamp) -> Result<(), ProtocolError> {
@@ -324,7 +354,7 @@ impl Service {
             None => true,
             Some(p) => {
                 !self.settings.federation.no_refetch_on_unknown_key
-                    && should_refetch(p.fetched_at, self.env.now())
+                    && self.may_refetch(p.fetched_at)
             }
         };
         if unknown
@@ -334,6 +364,13 @@ impl Service {
             return Some(p);
         }
         stored
+    }
+
+    /// Whether a document last fetched at `last` may be fetched again for an unknown key id
+    /// (v1.0 §7.4; `federation.refetch_min_interval_ms` apart).
+    fn may_refetch(&self, last: Option<Timestamp>) -> bool {
+        let min = i64::try_from(self.config.federation.refetch_min_interval_ms).unwrap_or(i64::MAX);
+        should_refetch_after(last, self.env.now(), min)
     }
 
     /// Resolves the remote `who` from its home node `peer` (or the store's earlier answer),
@@ -347,9 +384,11 @@ impl Service {
         let id = who.to_string();
         let stored = fed_store::remote_identity(&self.store.read(), &id)?;
         if let Some(r) = &stored {
-            let fresh_enough =
-                !should_refetch(Timestamp::parse(&r.fetched_at).ok(), self.env.now());
-            if r.keys.iter().any(|(k, _)| k == key_id) || fresh_enough {
+            let fresh_enough = !self.may_refetch(Timestamp::parse(&r.fetched_at).ok());
+            if r.keys.iter().any(|(k, _)| k == key_id)
+                || fresh_enough
+                || self.settings.federation.no_refetch_on_unknown_key
+            {
                 return Ok(stored);
             }
         }
@@ -468,26 +507,17 @@ impl Service {
         // Resolve senders first (IO), then admit (no IO), then commit in wrapper order.
         let mut remote: BTreeMap<Address, RemoteIdentity> = BTreeMap::new();
         for env in &checked.wrapper.envelopes {
-            let Some(sender) = env
-                .pointer("/from/identity")
-                .and_then(Value::as_str)
-                .and_then(|s| Address::parse(s).ok())
-            else {
-                continue;
-            };
-            if self.is_local(&sender) || sender.is_bridge() || remote.contains_key(&sender) {
-                continue;
-            }
-            let key_id = env
-                .pointer("/from/key_id")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let home = sender.domain().to_ascii_lowercase();
-            let Ok(peer) = self.peer(&home).await else {
-                continue;
-            };
-            if let Some(r) = self.remote_identity(&sender, &peer, key_id).await? {
-                remote.insert(sender, r);
+            for (who, key_id) in signers(env) {
+                if self.is_local(&who) || who.is_bridge() || remote.contains_key(&who) {
+                    continue;
+                }
+                let home = who.domain().to_ascii_lowercase();
+                let Ok(peer) = self.peer(&home).await else {
+                    continue;
+                };
+                if let Some(r) = self.remote_identity(&who, &peer, &key_id).await? {
+                    remote.insert(who, r);
+                }
             }
         }
         let delivery_quirks = self.quirks.for_delivery();
@@ -713,13 +743,16 @@ impl Service {
             "hello_url": format!("{base}/v1/federation/hello"),
             "requirements": ["LOOM-HTTP-SIG-1"],
             "policy": self.config.federation_policy,
-            "signing_keys": [{
-                "key_id": key_id,
-                "algorithm": "Ed25519",
-                "public_key": public_key_to_b64url(&vk),
-                "public_key_pem": public_key_to_spki_pem(&vk).trim_end(),
-                "status": "active",
-            }],
+            "signing_keys": std::iter::once((key_id, vk, "active"))
+                .chain(self.retired_node_keys().iter().map(|(k, v)| (k.as_str(), *v, "retired")))
+                .map(|(k, v, status)| json!({
+                    "key_id": k,
+                    "algorithm": "Ed25519",
+                    "public_key": public_key_to_b64url(&v),
+                    "public_key_pem": public_key_to_spki_pem(&v).trim_end(),
+                    "status": status,
+                }))
+                .collect::<Vec<Value>>(),
             "max_envelopes_per_wrapper": MAX_ENVELOPES_PER_WRAPPER,
         })
     }

@@ -61,6 +61,8 @@ pub struct Service {
     pub(crate) settings: Settings,
     node_key: SigningKey,
     node_key_id: String,
+    /// Node keys replaced by a rotation, `(key_id, public key)`, published as `retired`.
+    retired_node_keys: Vec<(String, ed25519_dalek::VerifyingKey)>,
     pub(crate) threads: envelopes::ThreadCache,
     pub(crate) write_group: write_group::WriteGroup,
     pub(crate) rate_limiter: rate_limit::RateLimiter,
@@ -88,6 +90,10 @@ impl Service {
         dial: Arc<dyn crate::outbound::Dial>,
     ) -> ApiResult<Service> {
         let (node_key_id, node_key) = Self::load_or_create_node_key(&store, &env)?;
+        let retired_node_keys = node_keys::retired(&store)?
+            .into_iter()
+            .filter_map(|(k, pk)| Some((k, loom_protocol::keys::public_key_from_b64url(&pk).ok()?)))
+            .collect();
         let policy = config
             .federation_policy()
             .map_err(|e| ApiError::bad_request("federation_policy", e, "v1.1 §15.2"))?;
@@ -112,6 +118,7 @@ impl Service {
             quirks,
             node_key,
             node_key_id,
+            retired_node_keys,
             threads: envelopes::ThreadCache::default(),
             write_group: write_group::WriteGroup::default(),
             rate_limiter: rate_limit::RateLimiter::default(),
@@ -166,6 +173,28 @@ impl Service {
         cp.write(dir)
             .map_err(|e| ApiError::internal(format!("audit checkpoint: {e}")))?;
         Ok(Some(cp))
+    }
+
+    /// Rotates the node signing key of the store `store` (the node must not be running on
+    /// it): a fresh active key from `env`'s RNG, the previous one kept as `retired` and still
+    /// published in the node document (v1.1 §15.2, v1.0 §7.4). Returns the new key id.
+    pub fn rotate_node_key(store: &Store, env: &Env) -> ApiResult<String> {
+        let seed = env.ids().bytes32();
+        let key = signing_key_from_seed(&seed);
+        let key_id = format!("k_node_sign_{}", env.ids().ulid());
+        node_keys::rotate(
+            store,
+            &key_id,
+            &hex::encode(seed),
+            &public_key_to_b64url(&key.verifying_key()),
+            &env.now().to_rfc3339(),
+        )?;
+        Ok(key_id)
+    }
+
+    /// The node keys a rotation retired, oldest first (published with status `retired`).
+    pub fn retired_node_keys(&self) -> &[(String, ed25519_dalek::VerifyingKey)] {
+        &self.retired_node_keys
     }
 
     /// The node's federation signing key (LOOM-HTTP-SIG-1) and its id.

@@ -1,4 +1,6 @@
-//! The node's own signing key (LOOM-HTTP-SIG-1, v1.1 §15.2), created on first start.
+//! The node's own signing key (LOOM-HTTP-SIG-1, v1.1 §15.2), created on first start, and
+//! the keys it replaced: a rotation retires the active key and keeps it, so the node
+//! document still lists it (`retired`, v1.0 §7.4) for signatures made before.
 
 use super::{Cached, Store, StoreResult};
 use rusqlite::{OptionalExtension, params};
@@ -27,4 +29,32 @@ pub fn insert(
         .conn()
         .exec(INSERT, params![key_id, seed_hex, public_key, at])?;
     Ok(())
+}
+
+const RETIRE: &str = "UPDATE node_keys SET status = 'retired' WHERE status = 'active'";
+const RETIRED: &str =
+    "SELECT key_id, public_key FROM node_keys WHERE status = 'retired' ORDER BY created_at, key_id";
+
+/// Rotates: every active key becomes `retired`, and the given key is the new active one (one
+/// transaction: a crash leaves the old key active, never none).
+pub fn rotate(
+    store: &Store,
+    key_id: &str,
+    seed_hex: &str,
+    public_key: &str,
+    at: &str,
+) -> StoreResult<()> {
+    let tx = store.begin()?;
+    tx.exec(RETIRE, [])?;
+    tx.exec(INSERT, params![key_id, seed_hex, public_key, at])?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// The retired keys, oldest first: `(key_id, base64url public key)`.
+pub fn retired(store: &Store) -> StoreResult<Vec<(String, String)>> {
+    let conn = store.conn();
+    let mut stmt = conn.prepare_cached(RETIRED)?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    rows.collect()
 }
