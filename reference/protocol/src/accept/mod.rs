@@ -98,18 +98,8 @@ pub fn admit(
     let dev = rules.deviations();
     crate::bounds::check(&envelope, limits)?;
     let canonical = to_canonical_bytes_without(&envelope, &["meta"]).unwrap_or_default();
-    let max = limits.max_envelope_bytes;
-    if max != 0 && !dev.ignore_size_limit && canonical.len() > max {
-        return Err(ProtocolError::new(
-            ErrorCode::PayloadTooLarge,
-            "$body",
-            format!(
-                "the envelope is {} bytes in canonical form; this node accepts at most {max} \
-                 (max_envelope_bytes)",
-                canonical.len(),
-            ),
-            "v1.1 §24.2",
-        ));
+    if !dev.ignore_size_limit {
+        crate::envelope::check_envelope_size(canonical.len(), limits.max_envelope_bytes)?;
     }
     let facts = rules.structure(&envelope)?;
     match origin {

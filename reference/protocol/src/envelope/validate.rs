@@ -950,13 +950,18 @@ fn is_mime_type(m: &str) -> bool {
         .is_some_and(|(t, st)| token(t) && token(st))
 }
 
-/// Rejects an envelope body larger than the node's configured limit (v1.1 §24.2 `PAYLOAD_TOO_LARGE`).
+/// Rejects an envelope whose canonical form (RFC 8785, without `meta`) is larger than the
+/// node's `max_envelope_bytes` (v1.1 §24.2 `PAYLOAD_TOO_LARGE`; 0 = no limit). The one
+/// statement of this rule: the acceptance core and the vectors' reference both call it.
 pub fn check_envelope_size(len: usize, limit: usize) -> Result<(), ProtocolError> {
     if limit != 0 && len > limit {
         return Err(ProtocolError::new(
             ErrorCode::PayloadTooLarge,
-            "$",
-            format!("envelope is {len} bytes; this node accepts at most {limit}"),
+            "$body",
+            format!(
+                "the envelope is {len} bytes in canonical form; this node accepts at most \
+                 {limit} (max_envelope_bytes)"
+            ),
             "v1.1 §24.2",
         ));
     }
