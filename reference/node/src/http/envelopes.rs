@@ -47,8 +47,14 @@ pub(super) async fn create_once(
     f: impl std::future::Future<Output = crate::error::ApiResult<serde_json::Value>>,
 ) -> R {
     let key = idempotency_key(headers)?;
+    // The body's hash is compared only when an Idempotency-Key names the request (§14.4).
+    let hash = if key.is_some() {
+        request_hash(raw)
+    } else {
+        String::new()
+    };
     let outcome = s
-        .idempotent(c, key, route, &request_hash(raw), async {
+        .idempotent(c, key, route, &hash, async {
             match f.await {
                 Ok(v) => Outcome::Ok(201, v),
                 Err(e) => Outcome::Err(e),

@@ -1,9 +1,11 @@
 //! The single writer with group commit (issue 14). Admission — parsing, validation,
 //! canonicalization, Ed25519, delegation chains — runs in each request's own task, with no
 //! lock. Admitted envelopes queue here; one task at a time is the *leader*: it takes every
-//! queued envelope, decides and applies them in queue order inside one transaction (a
-//! savepoint each, so a refused envelope rolls back only its own effects), commits once
-//! (one WAL fsync for the group) and only then hands each request its answer. Then it passes
+//! queued envelope, decides and applies them in queue order inside one transaction, commits
+//! once (one WAL fsync for the group) and only then hands each request its answer. A refusal
+//! is decided before anything is written, except a failure while applying (a full outbox):
+//! then the group is rolled back and run again with a savepoint per envelope, so only that
+//! envelope is refused (`Service::run_group`). Then it passes
 //! leadership to the first envelope that queued meanwhile, so no request waits behind
 //! batches that are not its own.
 //!
@@ -196,6 +198,39 @@ impl Drop for AbandonAll<'_> {
     }
 }
 
+/// What the writer decided for one envelope of a group.
+#[derive(Debug)]
+enum Decided {
+    /// Answer with this stored document (already stored; nothing to write).
+    Stored(Value),
+    /// Accepted: the effects to apply, and the receipt time they were decided at (RFC 3339).
+    Accept(Box<Acceptance>, String),
+}
+
+/// Why a group transaction was rolled back.
+#[derive(Debug)]
+enum GroupAbort {
+    /// A statement of the group failed.
+    Sql(rusqlite::Error),
+    /// Applying an envelope failed outside a savepoint: run the group again with one.
+    Retry,
+}
+
+impl From<rusqlite::Error> for GroupAbort {
+    fn from(e: rusqlite::Error) -> Self {
+        GroupAbort::Sql(e)
+    }
+}
+
+impl std::fmt::Display for GroupAbort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GroupAbort::Sql(e) => e.fmt(f),
+            GroupAbort::Retry => f.write_str("apply failed outside a savepoint"),
+        }
+    }
+}
+
 /// Thread runtimes as the batch changed them.
 #[derive(Debug, Default)]
 struct Overlay(BTreeMap<ThreadId, Held>);
@@ -327,33 +362,24 @@ impl Service {
 
     fn commit_batch(&self, jobs: Vec<Job>) {
         let conn = self.store.conn();
-        let mut overlay = Overlay::default();
-        let mut results: Vec<ApiResult<(Value, Option<Box<Acceptance>>)>> =
-            Vec::with_capacity(jobs.len());
-        let committed = batch::transaction(&conn, |c| {
-            let mut search = Deferred::default();
-            for job in &jobs {
-                let mut mine = Deferred::default();
-                let r =
-                    batch::savepoint(c, |c| self.accept_in_batch(c, job, &mut overlay, &mut mine))?;
-                if let Ok((_, Some(a))) = &r {
-                    overlay.advance(a);
-                    search.absorb(mine);
-                }
-                results.push(r);
-            }
-            search.flush(c)
-        });
+        // Optimistic first: no savepoint per envelope (each costs two statements and a copy
+        // of every page it touches into the savepoint journal). A refusal decided before any
+        // write needs no undo; should applying an accepted envelope fail, the whole group is
+        // rolled back and run again with a savepoint each, so only that envelope fails.
+        let mut attempt = self.run_group(&conn, &jobs, false);
+        if let Err(GroupAbort::Retry) = attempt {
+            attempt = self.run_group(&conn, &jobs, true);
+        }
         drop(conn);
-        tracing::debug!(group = jobs.len(), ok = committed.is_ok(), "group commit");
-        match committed {
-            Ok(()) => {
+        tracing::debug!(group = jobs.len(), ok = attempt.is_ok(), "group commit");
+        match attempt {
+            Ok((overlay, results)) => {
                 self.threads.merge(overlay);
                 if self.fed.queued.swap(false, Ordering::SeqCst) {
                     self.fed.wake.notify_one();
                 }
                 for (job, r) in jobs.iter().zip(results) {
-                    job.slot.finish(r.map(|(v, _)| v));
+                    job.slot.finish(r);
                 }
             }
             Err(e) => {
@@ -366,14 +392,73 @@ impl Service {
         }
     }
 
-    /// One envelope of a batch: decide against the writer's view, apply the effects.
+    /// One group transaction over `jobs`, in order. `savepoints`: each envelope in its own
+    /// savepoint (a failed apply rolls back only its effects); without, a failed apply
+    /// aborts the transaction with [`GroupAbort::Retry`].
+    fn run_group(
+        &self,
+        conn: &Connection,
+        jobs: &[Job],
+        savepoints: bool,
+    ) -> Result<(Overlay, Vec<ApiResult<Value>>), GroupAbort> {
+        let mut overlay = Overlay::default();
+        let mut results = Vec::with_capacity(jobs.len());
+        batch::transaction(conn, |c| {
+            let mut search = Deferred::default();
+            for job in jobs {
+                let mut mine = Deferred::default();
+                let r = if savepoints {
+                    batch::savepoint(c, |c| self.accept_in_batch(c, job, &mut overlay, &mut mine))?
+                } else {
+                    match self.decide_in_batch(c, job, &mut overlay) {
+                        Ok(Decided::Accept(a, at)) => {
+                            if self.apply_in_batch(c, job, &a, &at, &mut mine).is_err() {
+                                return Err(GroupAbort::Retry);
+                            }
+                            Ok(Decided::Accept(a, at))
+                        }
+                        other => other,
+                    }
+                };
+                results.push(match r {
+                    Ok(Decided::Accept(mut a, _)) => {
+                        overlay.advance(&a);
+                        search.absorb(mine);
+                        // The answer is the stored document: moved out, not copied.
+                        Ok(std::mem::take(&mut a.envelope))
+                    }
+                    Ok(Decided::Stored(v)) => Ok(v),
+                    Err(e) => Err(e),
+                });
+            }
+            search.flush(c)?;
+            Ok((overlay, results))
+        })
+    }
+
+    /// One envelope of a batch in its savepoint: decide, then apply the effects.
     fn accept_in_batch(
         &self,
         c: &Connection,
         job: &Job,
         overlay: &mut Overlay,
         search: &mut Deferred,
-    ) -> ApiResult<(Value, Option<Box<Acceptance>>)> {
+    ) -> ApiResult<Decided> {
+        let decided = self.decide_in_batch(c, job, overlay)?;
+        if let Decided::Accept(a, at) = &decided {
+            self.apply_in_batch(c, job, a, at, search)?;
+        }
+        Ok(decided)
+    }
+
+    /// One envelope of a batch, decided against the writer's view; reads only (a refusal
+    /// leaves nothing to undo).
+    fn decide_in_batch(
+        &self,
+        c: &Connection,
+        job: &Job,
+        overlay: &mut Overlay,
+    ) -> ApiResult<Decided> {
         let f = &job.admitted.facts;
         overlay.load(f.thread, &self.threads, c)?;
         let view = WriterView {
@@ -423,7 +508,9 @@ impl Service {
                 }
                 if !self.settings.federation.store_redelivered_twice {
                     let body = envelopes::body(c, &f.id)?;
-                    return Ok((body.unwrap_or_else(|| job.admitted.envelope.clone()), None));
+                    return Ok(Decided::Stored(
+                        body.unwrap_or_else(|| job.admitted.envelope.clone()),
+                    ));
                 }
                 // The `store-redelivered-twice` quirk: the copy is stored again as a row of
                 // its own (a key the node draws), its body unchanged, so it is listed twice.
@@ -436,25 +523,28 @@ impl Service {
         match decision {
             Decision::AlreadyStored => {
                 let stored = envelopes::body(c, &f.id)?;
-                Ok((
+                Ok(Decided::Stored(
                     stored.unwrap_or_else(|| job.admitted.envelope.clone()),
-                    None,
                 ))
             }
-            Decision::Accepted(a) => {
-                apply(
-                    c,
-                    &a,
-                    &now.to_rfc3339(),
-                    &mut || self.new_event_id(),
-                    search,
-                )?;
-                if let Submitter::Local(_) = &job.submitter {
-                    self.queue_remote_readers(c, &a)?;
-                }
-                Ok((a.envelope.clone(), Some(a)))
-            }
+            Decision::Accepted(a) => Ok(Decided::Accept(a, now.to_rfc3339())),
         }
+    }
+
+    /// Writes an accepted envelope's effects (and its outbox rows, §15.6).
+    fn apply_in_batch(
+        &self,
+        c: &Connection,
+        job: &Job,
+        a: &Acceptance,
+        at: &str,
+        search: &mut Deferred,
+    ) -> ApiResult<()> {
+        apply(c, a, at, &mut || self.new_event_id(), search)?;
+        if let Submitter::Local(_) = &job.submitter {
+            self.queue_remote_readers(c, a)?;
+        }
+        Ok(())
     }
 }
 

@@ -1,5 +1,5 @@
 //! Group transactions for the single writer: one `BEGIN IMMEDIATE … COMMIT` around many
-//! envelopes, a savepoint around each, so a failing envelope rolls back only its own
+//! envelopes, optionally a savepoint around each, so a failing envelope rolls back only its own
 //! effects while the others commit together and share one WAL fsync.
 
 use super::{envelopes, threads};
@@ -10,17 +10,17 @@ use std::collections::BTreeMap;
 
 /// Runs `f` inside one write transaction on `conn`; commits when `f` returns `Ok`, rolls
 /// back otherwise. The commit returns only once it is durable (`synchronous = FULL`).
-pub fn transaction<T>(
+pub fn transaction<T, E: From<rusqlite::Error>>(
     conn: &Connection,
-    f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
-) -> rusqlite::Result<T> {
+    f: impl FnOnce(&Connection) -> Result<T, E>,
+) -> Result<T, E> {
     conn.execute_batch("BEGIN IMMEDIATE")?;
     match f(conn) {
         Ok(v) => match conn.execute_batch("COMMIT") {
             Ok(()) => Ok(v),
             Err(e) => {
                 let _ = conn.execute_batch("ROLLBACK");
-                Err(e)
+                Err(e.into())
             }
         },
         Err(e) => {
