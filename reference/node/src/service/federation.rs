@@ -296,17 +296,35 @@ impl Service {
         }))
     }
 
-    /// Fetches and stores the node document of `node` from its configured base URL.
-    pub(crate) async fn fetch_peer(&self, node: &str) -> ApiResult<Peer> {
-        let base = self.peer_base(node).ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::NodeUnreachable,
-                "X-LOOM-Node",
-                format!("node {node:?} is not a configured federation peer and this node has no discovery for others"),
-                "v1.1 §15.1, §15.2",
-            )
-        })?;
-        let url = format!("{}/.well-known/loom.json", base.trim_end_matches('/'));
+    /// Fetches and stores the node document of `node`: from its configured base URL when it
+    /// is a static peer, else discovered at `https://{node}/.well-known/loom.json`
+    /// (v1.1 §15.1) — only for a node the federation policy admits (§23.1), so a refused
+    /// node cannot make this node fetch anything. DNS SRV/TXT discovery is not done: the
+    /// [`crate::outbound::Resolve`] seam is where it would go.
+    pub async fn fetch_peer(&self, node: &str) -> ApiResult<Peer> {
+        let base = match self.peer_base(node) {
+            Some(b) => b.trim_end_matches('/').to_owned(),
+            None => {
+                let name = parse_node_name(node).map_err(|why| {
+                    ApiError::new(
+                        ErrorCode::NodeUnreachable,
+                        "X-LOOM-Node",
+                        format!("cannot discover node {node:?}: {why}"),
+                        "v1.1 §15.1",
+                    )
+                })?;
+                if let Err(e) = self.fed.policy.decide(&name) {
+                    return Err(ApiError::new(
+                        e.code,
+                        "X-LOOM-Node",
+                        format!("node {name} is not discovered: {}", e.rule),
+                        "v1.1 §15.1, §23.1",
+                    ));
+                }
+                format!("https://{name}")
+            }
+        };
+        let url = format!("{base}/.well-known/loom.json");
         let reply = self
             .fed
             .client
