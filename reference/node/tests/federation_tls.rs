@@ -271,3 +271,46 @@ async fn failure_receipts(node: &TestNode, who: &Ident) -> Vec<Value> {
     }
     out
 }
+
+#[tokio::test]
+async fn a_failed_discovery_is_not_retried_per_inbound_request() {
+    let p = pki("tls-discovery-throttle");
+    // z.test "lives" at a listener that counts connections and closes them (no TLS).
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let pz = listener.local_addr().unwrap().port();
+    let dials = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = dials.clone();
+    tokio::spawn(async move {
+        while let Ok((s, _)) = listener.accept().await {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(s);
+        }
+    });
+    let b = tls_node("b.test", &[("z.test", pz)], &p.ca_pem, |_| {});
+    let z = tls_node("z.test", &[], &p.ca_pem, |_| {});
+    let count = || dials.load(std::sync::atomic::Ordering::SeqCst);
+    let deliver = || async {
+        let (h, body) = z.signed_delivery(Vec::new());
+        let r = b.deliver(&h, body).await;
+        assert!(
+            r.status.as_u16() >= 400,
+            "an undiscoverable node is refused: {}",
+            r.status
+        );
+    };
+    deliver().await;
+    assert_eq!(count(), 1, "the first request triggers discovery");
+    deliver().await;
+    deliver().await;
+    assert_eq!(
+        count(),
+        1,
+        "no new discovery within refetch_min_interval_ms"
+    );
+    let interval = b.node.service().config.federation.refetch_min_interval_ms as i64;
+    b.clock.advance_ms(interval);
+    z.clock.advance_ms(interval);
+    deliver().await;
+    assert_eq!(count(), 2, "discovery is tried again after the interval");
+    let _ = std::fs::remove_dir_all(&p.dir);
+}

@@ -72,7 +72,16 @@ pub struct Federation {
     /// When (injected clock, unix ms) the nonce cache was last purged
     /// (`FederationConfig::nonce_purge_ms`); `i64::MIN` before the first pass.
     pub(crate) last_purge_ms: std::sync::atomic::AtomicI64,
+    /// When (injected clock, unix ms) discovering each unknown node for an inbound request
+    /// last failed: such requests trigger at most one discovery per
+    /// `federation.refetch_min_interval_ms` per node name, so made-up `X-LOOM-Node` values
+    /// cannot make this node fetch `https://{name}/…` per request. Bounded by
+    /// [`MAX_DISCOVERY_FAILURES`] (cleared when full).
+    pub(crate) discovery_failures: std::sync::Mutex<BTreeMap<String, i64>>,
 }
+
+/// Most node names remembered in [`Federation::discovery_failures`].
+pub const MAX_DISCOVERY_FAILURES: usize = 10_000;
 
 /// A peer as this node knows it: keys and where to reach it.
 #[derive(Debug, Clone)]
@@ -369,19 +378,44 @@ impl Service {
             .as_ref()
             .is_none_or(|p| matches!(p.keys.lookup(key_id), KeyLookup::UnknownKeyId));
         let may_fetch = match &stored {
-            None => true,
+            None => self.peer_base(node).is_some() || self.may_discover(node),
             Some(p) => {
                 !self.settings.federation.no_refetch_on_unknown_key
                     && self.may_refetch(p.fetched_at)
             }
         };
-        if unknown
-            && may_fetch
-            && let Ok(p) = self.fetch_peer(node).await
-        {
-            return Some(p);
+        if unknown && may_fetch {
+            match self.fetch_peer(node).await {
+                Ok(p) => return Some(p),
+                Err(_) if stored.is_none() && self.peer_base(node).is_none() => {
+                    self.discovery_failed(node);
+                }
+                Err(_) => {}
+            }
         }
         stored
+    }
+
+    /// Whether an inbound request from the unknown, unconfigured `node` may trigger its
+    /// discovery now (not within `refetch_min_interval_ms` of a failed one).
+    fn may_discover(&self, node: &str) -> bool {
+        let Ok(failures) = self.fed.discovery_failures.lock() else {
+            return false;
+        };
+        let last = failures
+            .get(&node.to_ascii_lowercase())
+            .map(|ms| Timestamp::from_unix_ms(*ms));
+        self.may_refetch(last)
+    }
+
+    /// Remembers that discovering `node` failed now.
+    fn discovery_failed(&self, node: &str) {
+        if let Ok(mut failures) = self.fed.discovery_failures.lock() {
+            if failures.len() >= MAX_DISCOVERY_FAILURES {
+                failures.clear();
+            }
+            failures.insert(node.to_ascii_lowercase(), self.env.now().unix_ms());
+        }
     }
 
     /// Whether a document last fetched at `last` may be fetched again for an unknown key id

@@ -127,6 +127,7 @@ impl Service {
             queued: std::sync::atomic::AtomicBool::new(false),
             tick: tokio::sync::Mutex::new(()),
             last_purge_ms: std::sync::atomic::AtomicI64::new(i64::MIN),
+            discovery_failures: std::sync::Mutex::new(std::collections::BTreeMap::new()),
         };
         let service = Service {
             config,
