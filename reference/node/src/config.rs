@@ -251,6 +251,9 @@ impl FederationConfig {
                 .map_err(|why| format!("federation peer {domain}={url}: {why}"))?;
         }
         crate::outbound::StaticResolve::parse(&self.resolve)?;
+        // The trust anchors are read now so a bad file stops start-up naming it.
+        crate::tls::client_config(false, &self.peer_ca)
+            .map_err(|e| format!("federation.peer_ca: {e}"))?;
         Ok(())
     }
 }
