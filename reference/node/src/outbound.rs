@@ -277,7 +277,8 @@ impl HttpClient {
         body: Vec<u8>,
     ) -> Result<Reply, TransportError> {
         let u = HttpUrl::parse(url).map_err(TransportError::Unreachable)?;
-        if !u.tls && !(self.allow_private_http && is_private_host(&u.host)) {
+        let plain_http_allowed = self.allow_private_http && is_private_host(&u.host);
+        if !u.tls && !plain_http_allowed {
             return Err(TransportError::Unreachable(format!(
                 "{url}: plain http is allowed only to loopback or private addresses with allow_private_http (v1.1 §14.1 requires TLS between nodes)"
             )));

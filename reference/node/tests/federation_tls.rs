@@ -24,7 +24,7 @@ const HOUR_MS: i64 = 3_600_000;
 fn tls_node(
     domain: &str,
     resolve: &[(&str, u16)],
-    ca: &PathBuf,
+    ca: &std::path::Path,
     tweak: impl FnOnce(&mut NodeConfig),
 ) -> TestNode {
     TestNode::with_quirks(Quirks::none(), |c| {
@@ -37,7 +37,7 @@ fn tls_node(
                 .insert((*name).into(), format!("127.0.0.1:{port}"));
         }
         c.federation.native_roots = false;
-        c.federation.peer_ca = vec![ca.clone()];
+        c.federation.peer_ca = vec![ca.to_owned()];
         c.federation.retry_base_ms = 1_000;
         c.federation.request_timeout_ms = 5_000;
         tweak(c);
