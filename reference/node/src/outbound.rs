@@ -72,9 +72,13 @@ impl Dial for SimDial {
 /// the place for DNS SRV/TXT lookups, v1.1 §15.1, which this node does not do: without an
 /// override the [`Dial`] resolves the host itself). The TLS server name stays the URL host.
 pub trait Resolve: Send + Sync + fmt::Debug + 'static {
-    /// The `(host, port)` to dial for the URL authority `host:port`.
-    fn resolve(&self, host: &str, port: u16) -> (String, u16);
+    /// The `(host, port)` to dial for the URL authority `host:port` (asynchronous, so an
+    /// implementation may query DNS).
+    fn resolve<'a>(&'a self, host: &'a str, port: u16) -> Resolving<'a>;
 }
+
+/// A [`Resolve`] answer in progress.
+pub type Resolving<'a> = Pin<Box<dyn Future<Output = (String, u16)> + Send + 'a>>;
 
 /// Fixed overrides, like curl's `--resolve`: a host name (case-insensitive, any port) →
 /// `address:port`; other hosts are dialled as they are.
@@ -100,13 +104,21 @@ impl StaticResolve {
     }
 }
 
-impl Resolve for StaticResolve {
-    fn resolve(&self, host: &str, port: u16) -> (String, u16) {
+impl StaticResolve {
+    /// Where `host:port` connects: the override for `host`, else `host:port` itself.
+    pub fn lookup(&self, host: &str, port: u16) -> (String, u16) {
         let key = host.trim_end_matches('.').to_ascii_lowercase();
         self.map
             .get(&key)
             .cloned()
             .unwrap_or_else(|| (host.to_owned(), port))
+    }
+}
+
+impl Resolve for StaticResolve {
+    fn resolve<'a>(&'a self, host: &'a str, port: u16) -> Resolving<'a> {
+        let target = self.lookup(host, port);
+        Box::pin(async move { target })
     }
 }
 
@@ -284,7 +296,7 @@ impl HttpClient {
             )));
         }
         let (dial_host, dial_port) = match &self.resolve {
-            Some(r) => r.resolve(&u.host, u.port),
+            Some(r) => r.resolve(&u.host, u.port).await,
             None => (u.host.clone(), u.port),
         };
         let io = self.dial.dial(&dial_host, dial_port).await.map_err(|e| {
@@ -384,9 +396,9 @@ mod tests {
         let mut m = BTreeMap::new();
         m.insert("B.test".to_owned(), "127.0.0.1:8788".to_owned());
         let r = StaticResolve::parse(&m).unwrap();
-        assert_eq!(r.resolve("b.test", 443), ("127.0.0.1".to_owned(), 8788));
-        assert_eq!(r.resolve("b.test.", 80), ("127.0.0.1".to_owned(), 8788));
-        assert_eq!(r.resolve("c.test", 443), ("c.test".to_owned(), 443));
+        assert_eq!(r.lookup("b.test", 443), ("127.0.0.1".to_owned(), 8788));
+        assert_eq!(r.lookup("b.test.", 80), ("127.0.0.1".to_owned(), 8788));
+        assert_eq!(r.lookup("c.test", 443), ("c.test".to_owned(), 443));
         m.insert("c.test".to_owned(), "c.test:1".to_owned());
         let e = StaticResolve::parse(&m).unwrap_err();
         assert!(e.contains("c.test") && e.contains("IP:PORT"), "{e}");

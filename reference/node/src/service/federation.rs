@@ -307,7 +307,7 @@ impl Service {
 
     /// Fetches and stores the node document of `node`: from its configured base URL when it
     /// is a static peer, else discovered at `https://{node}/.well-known/loom.json`
-    /// (v1.1 §15.1) — only for a node the federation policy admits (§23.1), so a refused
+    /// (v1.1 §15.1 discovery, §15.2 node document) — only for a node the federation policy admits (§23.1), so a refused
     /// node cannot make this node fetch anything. DNS SRV/TXT discovery is not done: the
     /// [`crate::outbound::Resolve`] seam is where it would go.
     pub async fn fetch_peer(&self, node: &str) -> ApiResult<Peer> {
