@@ -273,6 +273,22 @@ fn a_reply_stored_under_another_parent_is_caught() {
 }
 
 #[test]
+fn a_thread_left_open_after_a_delivered_lock_is_caught() {
+    // The thread-state half of `convergence`: nodes holding the same operations of a thread
+    // disagree on its status when one stores a delivered lock without applying it.
+    let s = Scenario::load("three-node-federation").unwrap();
+    let r = first_violation(&s, Quirk::IgnoreDeliveredLock, 3)
+        .expect("a violating seed within 3 with ignore-delivered-lock");
+    assert!(
+        r.violations
+            .iter()
+            .any(|v| v.invariant == "convergence" && v.detail.contains("operations")),
+        "{:?}",
+        r.violations
+    );
+}
+
+#[test]
 fn shrinking_keeps_the_invariant_and_the_script_replays_it() {
     let s = Scenario::load("crash-restart").unwrap();
     let quirk = Quirk::DropOutboxOnRestart;
