@@ -113,7 +113,7 @@ fn capabilities_and_delegations_are_used_and_accepted() {
         ..RunOptions::default()
     };
     let mut ok: std::collections::BTreeMap<String, usize> = Default::default();
-    for seed in 0..4 {
+    for seed in 0..6 {
         let r = run(&s, seed, &opts).unwrap();
         assert!(r.ok(), "seed {seed}: {:?}", r.violations);
         for l in r.trace.unwrap().lines() {
