@@ -14,6 +14,7 @@
 //! (the migrated empty store every node starts from), [`world`] (one run), [`invariants`]
 //! (the checks), [`sweep`] (many seeds), [`shrink`] (minimal failing schedules).
 
+mod authority;
 pub mod clock;
 pub mod dial;
 pub mod faults;

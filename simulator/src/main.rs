@@ -283,7 +283,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                     eprintln!("ERROR seed {seed}: {e}");
                 }
             }
-            let summary_json = result.summary(&s.name);
+            let summary_json = result.summary(&s.name, &scenario, &quirk);
             let text = serde_json::to_string_pretty(&summary_json).map_err(|e| e.to_string())?;
             println!("{text}");
             if let Some(p) = summary {

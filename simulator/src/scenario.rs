@@ -118,6 +118,25 @@ pub struct Workload {
     /// /v1/envelopes/{id}`, v1.1 §20.7, within the node's retract window).
     #[serde(default)]
     pub retract_ratio: f64,
+    /// Share of actions that use a capability token (v1.1 §12): the owner of a thread
+    /// issues one (`POST /v1/capabilities`, §16.4) granting `add_participant` to a
+    /// participant of the thread, local or remote; the holder's next such action adds a
+    /// participant with it through its own node (§12.4), which federates the operation.
+    #[serde(default)]
+    pub capability_ratio: f64,
+    /// Share of actions sent by an agent identity (one per node, registered with a §6.4
+    /// delegation from the node's first user) under a §13 delegation chain: a new message
+    /// to a local or remote user, carrying `from.delegation_chain`.
+    #[serde(default)]
+    pub agent_ratio: f64,
+}
+
+impl Workload {
+    /// Whether the action mix draws the special-action number (operations, retractions,
+    /// capabilities, agents); a mix without any keeps the older random stream.
+    pub fn has_special(&self) -> bool {
+        self.op_ratio + self.retract_ratio + self.capability_ratio + self.agent_ratio > 0.0
+    }
 }
 
 /// `[faults]`: a seeded random schedule plus scripted faults.

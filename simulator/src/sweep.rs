@@ -83,8 +83,10 @@ impl SweepResult {
             .collect()
     }
 
-    /// The JSON summary.
-    pub fn summary(&self, scenario: &str) -> Value {
+    /// The JSON summary of a sweep of the scenario named `name`, given on the command line
+    /// as `scenario` (a shipped name or a file path) with the quirks `quirks`: each failure's
+    /// `replay` is exactly the command that replays it (the same as the `FAIL` lines).
+    pub fn summary(&self, name: &str, scenario: &str, quirks: &[String]) -> Value {
         let failures: Vec<Value> = self
             .reports
             .iter()
@@ -94,7 +96,8 @@ impl SweepResult {
                     let v = &r.violations[0];
                     Some(
                         json!({"seed": seed, "invariant": v.invariant, "step": v.step,
-                        "at_ms": v.at_ms, "detail": v.detail, "replay": r.replay_command()}),
+                        "at_ms": v.at_ms, "detail": v.detail,
+                        "replay": crate::world::replay_command(scenario, *seed, quirks)}),
                     )
                 }
                 Err(e) => Some(json!({"seed": seed, "error": e})),
@@ -106,7 +109,7 @@ impl SweepResult {
             .filter_map(|r| r.as_ref().ok().map(|r| r.simulated_ms))
             .sum();
         json!({
-            "scenario": scenario,
+            "scenario": name,
             "seeds": self.reports.len(),
             "passed": self.reports.len() - failures.len(),
             "failed": failures.len(),
@@ -178,5 +181,46 @@ mod tests {
         assert!(Shard::parse("x").is_err());
         assert_eq!(parse_range("3..7").unwrap(), 3..7);
         assert!(parse_range("7..3").is_err());
+    }
+
+    fn failing(seed: u64) -> RunReport {
+        RunReport {
+            scenario: "mine".into(),
+            seed,
+            violations: vec![crate::trace::Violation {
+                invariant: "convergence".into(),
+                step: 10,
+                at_ms: 100,
+                detail: "x".into(),
+            }],
+            trace_hash: String::new(),
+            trace_lines: 0,
+            trace: None,
+            simulated_ms: 1000,
+            steps: 100,
+            acknowledged: 1,
+        }
+    }
+
+    #[test]
+    fn the_summary_replay_is_the_command_that_replays() {
+        let result = SweepResult {
+            reports: [(7, Ok(failing(7)))].into_iter().collect(),
+            wall_secs: 1.0,
+        };
+        // A scenario file and a quirk: the replay names the file and the quirk.
+        let quirks = vec!["ignore-delivered-lock".to_owned()];
+        let s = result.summary("mine", "/tmp/mine.toml", &quirks);
+        assert_eq!(s["scenario"], "mine");
+        assert_eq!(
+            s["failures"][0]["replay"],
+            "cargo run --release -p loom-sim --features quirks -- run --scenario /tmp/mine.toml --seed 7 --quirk ignore-delivered-lock --trace trace-7.jsonl"
+        );
+        // A shipped scenario by name on a correct node: no features, no quirk.
+        let s = result.summary("mine", "mine", &[]);
+        assert_eq!(
+            s["failures"][0]["replay"],
+            "cargo run --release -p loom-sim -- run --scenario mine --seed 7 --trace trace-7.jsonl"
+        );
     }
 }

@@ -27,6 +27,19 @@ pub struct Ack {
     pub kind: String,
 }
 
+/// A capability token (v1.1 §12.1) waiting for its holder to use it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Grant {
+    /// `issued_to`.
+    pub holder: String,
+    /// `scope.thread_id`.
+    pub thread: String,
+    /// The signed token.
+    pub token: Value,
+    /// Addresses the holder should not add (the issuer and the thread's first recipients).
+    pub exclude: Vec<String>,
+}
+
 /// A violation found while the run goes on (or at quiescence).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {
@@ -63,6 +76,9 @@ pub struct Record {
     pub captured: Vec<Captured>,
     /// Envelopes their sender retracted (200 to `DELETE /v1/envelopes/{id}`).
     pub retracted: std::collections::BTreeSet<String>,
+    /// Capability tokens issued and not yet used, handed from the issuing client host to
+    /// the holder's (out of band, as a token travels by mail or chat).
+    pub grants: Vec<Grant>,
     /// Violations seen during the run.
     pub violations: Vec<Violation>,
     /// The current turmoil step (the controller updates it).

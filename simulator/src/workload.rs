@@ -56,9 +56,9 @@ fn index(rng: &mut ChaCha20Rng, len: usize) -> usize {
     usize::try_from(rng.next_u64() % (len.max(1) as u64)).unwrap_or(0)
 }
 
-struct User {
-    id: Identity,
-    client: Client<SimDial>,
+pub(crate) struct User {
+    pub(crate) id: Identity,
+    pub(crate) client: Client<SimDial>,
 }
 
 /// What the owner of a thread did to it (so the next operation is one the §10.4 state
@@ -71,7 +71,7 @@ struct Owned {
     forks: Vec<(String, bool)>,
 }
 
-fn status_of(r: &Result<loom_client::Reply, loom_client::ClientError>) -> (u16, String) {
+pub(crate) fn status_of(r: &Result<loom_client::Reply, loom_client::ClientError>) -> (u16, String) {
     match r {
         Ok(rep) => (
             rep.transcript.status,
@@ -108,12 +108,18 @@ pub async fn run_client(plan: ClientPlan) -> Result<(), Box<dyn std::error::Erro
             .insert(address.clone(), id.signing_key().verifying_key());
         users.push(User { id, client });
     }
+    let w = &plan.workload;
+    let mut agent = match users.first_mut() {
+        Some(first) if w.agent_ratio > 0.0 => {
+            Some(crate::authority::register_agent(&plan, first, &factory).await?)
+        }
+        _ => None,
+    };
     let setup = Duration::from_secs(plan.setup_secs);
     let elapsed = turmoil::sim_elapsed().unwrap_or_default();
     if elapsed < setup {
         tokio::time::sleep(setup - elapsed).await;
     }
-    let w = &plan.workload;
     let mut owned: BTreeMap<String, Owned> = BTreeMap::new();
     let everyone: Vec<String> = plan
         .users
@@ -129,9 +135,9 @@ pub async fn run_client(plan: ClientPlan) -> Result<(), Box<dyn std::error::Erro
         let draw_remote = uniform(&mut rng) < w.remote_ratio;
         let draw_pick = rng.next_u64();
         let me = users[ui].id.address().to_owned();
-        // Drawn only when the mix has operations or retractions, so older scenarios keep
-        // their streams.
-        let special = (w.op_ratio + w.retract_ratio > 0.0).then(|| uniform(&mut rng));
+        // Drawn only when the mix has operations, retractions, capabilities or agents, so
+        // older scenarios keep their streams.
+        let special = w.has_special().then(|| uniform(&mut rng));
         if let Some(x) = special {
             let done = if x < w.op_ratio {
                 thread_op(
@@ -145,6 +151,29 @@ pub async fn run_client(plan: ClientPlan) -> Result<(), Box<dyn std::error::Erro
                 .await?
             } else if x < w.op_ratio + w.retract_ratio {
                 retract(&plan, &mut users[ui], draw_pick).await
+            } else if x < w.op_ratio + w.retract_ratio + w.capability_ratio {
+                let locked = |t: &str| owned.get(t).is_some_and(|o| o.locked);
+                crate::authority::capability_action(
+                    &plan,
+                    &mut users,
+                    ui,
+                    &mut factory,
+                    &everyone,
+                    &locked,
+                    draw_pick,
+                )
+                .await?
+            } else if x < w.op_ratio + w.retract_ratio + w.capability_ratio + w.agent_ratio
+                && let Some(agent) = agent.as_mut()
+            {
+                let pool = if draw_remote && !plan.remote_users.is_empty() {
+                    &plan.remote_users
+                } else {
+                    &plan.users
+                };
+                let to = pool[usize::try_from(draw_pick % pool.len() as u64).unwrap_or(0)].clone();
+                crate::authority::agent_message(&plan, agent, &mut factory, to).await?;
+                true
             } else {
                 false
             };

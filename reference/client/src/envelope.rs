@@ -53,6 +53,11 @@ impl<C: Clock + Clone> EnvelopeFactory<C> {
         self.ids.envelope().to_string()
     }
 
+    /// A fresh `cap_` id (a capability token's `id`, v1.1 §12.1).
+    pub fn capability_id(&mut self) -> String {
+        self.ids.capability().to_string()
+    }
+
     /// 32 bytes from the factory's RNG (e.g. a key seed for a generated identity).
     pub fn bytes32(&mut self) -> [u8; 32] {
         self.ids.bytes32()

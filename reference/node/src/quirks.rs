@@ -285,11 +285,15 @@ pub enum Quirk {
     /// the receiving node's thread DAG differs from the sender's (v1.1 §10.2, §15.4 "Store
     /// envelopes").
     OrphanDeliveredReplies,
+    /// Store a delivered `thread.lock@v1` without applying it, so the thread stays open on
+    /// this node while the nodes that applied the lock hold it locked (v1.1 §10.4 lock,
+    /// §11.5 operations are replicated to the participants' nodes, §15.4 "Store envelopes").
+    IgnoreDeliveredLock,
 }
 
 impl Quirk {
     /// Every quirk, in declaration order.
-    pub const ALL: [Quirk; 114] = [
+    pub const ALL: [Quirk; 115] = [
         Quirk::AcceptBadSignature,
         Quirk::AllowDuplicateIds,
         Quirk::SkipEnvelopeValidation,
@@ -404,6 +408,7 @@ impl Quirk {
         Quirk::ForgetLastEnvelopeOnRestart,
         Quirk::PruneAuditOnRestart,
         Quirk::OrphanDeliveredReplies,
+        Quirk::IgnoreDeliveredLock,
     ];
 
     /// The kebab-case name used on the command line and in reports.
@@ -614,6 +619,8 @@ pub struct FederationDeviations {
     pub prune_audit_on_restart: bool,
     /// Delivered replies stored without their parent (§10.2, §15.4).
     pub orphan_delivered_replies: bool,
+    /// Delivered `thread.lock@v1` operations stored but not applied (§10.4, §11.5).
+    pub ignore_delivered_lock: bool,
 }
 
 /// Deviations of identity storage and key management (v1.1 §6, §16.3).
@@ -933,6 +940,7 @@ impl Quirks {
                 forget_last_envelope_on_restart: q(Q::ForgetLastEnvelopeOnRestart),
                 prune_audit_on_restart: q(Q::PruneAuditOnRestart),
                 orphan_delivered_replies: q(Q::OrphanDeliveredReplies),
+                ignore_delivered_lock: q(Q::IgnoreDeliveredLock),
             },
             edits: EDITS.into_iter().filter(|e| q(e.quirk)).collect(),
         }

@@ -597,6 +597,32 @@ async fn orphan_delivered_replies() {
     }
 }
 
+#[tokio::test]
+async fn ignore_delivered_lock() {
+    for (q, status) in [
+        (None, "locked"),
+        (Some(Quirk::IgnoreDeliveredLock), "active"),
+    ] {
+        let p = pair(None, q, |_| {}).await;
+        let first = p.message("x");
+        let thread = first["thread_id"].as_str().unwrap().to_owned();
+        let lock = p
+            .alice
+            .sign(p.alice.op(&p.a, &thread, "thread.lock@v1", json!({})));
+        let id = lock["id"].as_str().unwrap().to_owned();
+        p.deliver(vec![first, lock]).await.expect(202);
+        // The lock is stored either way (bob reads it); only the quirk leaves it unapplied.
+        p.b.get(&format!("/v1/envelopes/{id}"), &p.bob.token)
+            .await
+            .expect(200);
+        let th =
+            p.b.get(&format!("/v1/threads/{thread}"), &p.bob.token)
+                .await
+                .expect(200);
+        assert_eq!(th.body["state"], status, "{q:?}");
+    }
+}
+
 /// Runs alice's undeliverable message past the TTL; the failed row's reason and the number
 /// of receipt envelopes alice can read.
 async fn expire(q: Option<Quirk>) -> (Option<String>, usize) {

@@ -179,6 +179,19 @@ impl DelegationResolver for FedDirectory<'_> {
     }
 }
 
+/// [`crate::quirks::Quirk::IgnoreDeliveredLock`]: acceptance decides on an empty
+/// `thread.update@v1` (no change to the thread) in place of a delivered `thread.lock@v1`;
+/// the stored envelope is still the signed lock.
+fn ignore_lock(facts: &mut loom_protocol::accept::Facts) {
+    if facts.kind == "thread_op"
+        && let Some(s) = facts.structured.as_mut()
+        && s.intent == "thread.lock@v1"
+    {
+        s.intent = "thread.update@v1".into();
+        s.parameters = None;
+    }
+}
+
 fn transport_error(what: &str, e: &TransportError) -> ApiError {
     ApiError::new(
         ErrorCode::NodeUnreachable,
@@ -632,6 +645,9 @@ impl Service {
                 Ok((mut a, sender_node, origin_event_seq)) => {
                     if dev.orphan_delivered_replies {
                         a.facts.parent = None;
+                    }
+                    if dev.ignore_delivered_lock {
+                        ignore_lock(&mut a.facts);
                     }
                     if checked.policy == PolicyDecision::Quarantine {
                         outcomes.push((id, self.quarantine(&a.facts, &a.envelope, &node)));

@@ -14,7 +14,7 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 /// The federation quirks; each is proven by its own test in `tests/federation_quirks.rs`.
-pub const FEDERATION_QUIRKS: [Quirk; 28] = [
+pub const FEDERATION_QUIRKS: [Quirk; 29] = [
     Quirk::AcceptUnsignedDelivery,
     Quirk::SkipNonceCache,
     Quirk::AcceptStaleTimestamp,
@@ -43,6 +43,7 @@ pub const FEDERATION_QUIRKS: [Quirk; 28] = [
     Quirk::ForgetLastEnvelopeOnRestart,
     Quirk::PruneAuditOnRestart,
     Quirk::OrphanDeliveredReplies,
+    Quirk::IgnoreDeliveredLock,
 ];
 
 /// A served router: drop or [`Served::stop`] to close the listener.
