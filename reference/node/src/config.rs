@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 /// Where the store lives.
@@ -147,9 +147,20 @@ impl Limits {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FederationConfig {
-    /// Static peers: node domain → base URL (`b.test = "http://127.0.0.1:8788"`). Deliveries
-    /// to a domain and fetches of its node document and identities go to this base URL.
+    /// Static peers: node domain → base URL (`b.test = "http://127.0.0.1:8788"` or
+    /// `"https://b.example:8443"`). Deliveries to a domain and fetches of its node document
+    /// and identities go to this base URL. A domain not listed here is discovered
+    /// (v1.1 §15.1): its node document is fetched from `https://{domain}/.well-known/loom.json`
+    /// and the URLs it names are used as they are.
     pub peers: BTreeMap<String, String>,
+    /// Connection overrides, like curl's `--resolve`: host name → `IP:PORT`
+    /// (`b.test = "127.0.0.1:8788"`). The TLS server name and certificate check stay on the
+    /// host name; only where the connection goes changes.
+    pub resolve: BTreeMap<String, String>,
+    /// PEM files of extra trust anchors for peers' TLS certificates (`--peer-ca`).
+    pub peer_ca: Vec<PathBuf>,
+    /// Trust the operating system's root certificates for peers' TLS (default on).
+    pub native_roots: bool,
     /// Allow plain `http://` peer URLs whose host is a loopback or private address literal
     /// (or `localhost`); never any other host (v1.1 §14.1 requires TLS between nodes).
     pub allow_private_http: bool,
@@ -190,6 +201,9 @@ impl Default for FederationConfig {
     fn default() -> Self {
         FederationConfig {
             peers: BTreeMap::new(),
+            resolve: BTreeMap::new(),
+            peer_ca: Vec::new(),
+            native_roots: true,
             allow_private_http: false,
             allowlist: Vec::new(),
             blocklist: Vec::new(),
@@ -236,20 +250,32 @@ impl FederationConfig {
             check_peer_url(url, self.allow_private_http)
                 .map_err(|why| format!("federation peer {domain}={url}: {why}"))?;
         }
+        crate::outbound::StaticResolve::parse(&self.resolve)?;
+        // The trust anchors are read now so a bad file stops start-up naming it.
+        crate::tls::client_config(false, &self.peer_ca)
+            .map_err(|e| format!("federation.peer_ca: {e}"))?;
         Ok(())
     }
 }
 
-/// A peer base URL is usable: `http://` only to a loopback or private address literal (or
-/// `localhost`) and only when allowed; `https://` is refused because this node has no TLS
-/// client for federation yet.
+/// A peer base URL is usable: `https://` to any host, `http://` only to a loopback or
+/// private address literal (or `localhost`) and only when allowed (v1.1 §14.1).
 pub fn check_peer_url(url: &str, allow_private_http: bool) -> Result<(), String> {
+    if let Some(rest) = url.strip_prefix("https://") {
+        return crate::outbound::HttpUrl::parse(url)
+            .map(|_| ())
+            .and_then(|()| {
+                if rest.split(['/', '?', '#']).next().unwrap_or("").is_empty() {
+                    Err("the peer URL has no host".into())
+                } else {
+                    Ok(())
+                }
+            });
+    }
     let Some(rest) = url.strip_prefix("http://") else {
-        return Err(if url.starts_with("https://") {
-            "https peers are not supported by this node's federation client yet; use http:// to a loopback or private address with allow_private_http".into()
-        } else {
-            "the peer URL must start with http://".into()
-        });
+        return Err(
+            "the peer URL must start with https:// (or http:// to a private address)".into(),
+        );
     };
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     let host = match authority.rsplit_once(':') {
@@ -257,12 +283,7 @@ pub fn check_peer_url(url: &str, allow_private_http: bool) -> Result<(), String>
         _ => authority,
     };
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    let private = host.eq_ignore_ascii_case("localhost")
-        || host.parse::<IpAddr>().is_ok_and(|ip| match ip {
-            IpAddr::V4(v4) => v4.is_loopback() || v4.is_private() || v4.is_link_local(),
-            IpAddr::V6(v6) => v6.is_loopback() || v6.is_unique_local(),
-        });
-    if !private {
+    if !crate::outbound::is_private_host(host) {
         return Err(format!(
             "plain http is allowed only to loopback or private addresses, not {host:?}"
         ));

@@ -118,6 +118,16 @@ struct ServeArgs {
     /// Allow plain-http peers on loopback or private addresses (development, tests).
     #[arg(long)]
     allow_private_http: bool,
+    /// Connect to DOMAIN at IP:PORT instead of resolving it (repeatable, like curl's
+    /// `--resolve`); TLS still checks the certificate for DOMAIN.
+    #[arg(long = "resolve", value_name = "DOMAIN=IP:PORT")]
+    resolve: Vec<String>,
+    /// PEM file of extra trust anchors for peers' TLS certificates (repeatable).
+    #[arg(long = "peer-ca", value_name = "FILE.pem")]
+    peer_ca: Vec<PathBuf>,
+    /// Do not trust the operating system's root certificates for peers (only --peer-ca).
+    #[arg(long)]
+    no_native_roots: bool,
     /// Federation policy mode: open, allowlist or quarantine (v1.1 §15.2).
     #[arg(long, value_name = "MODE")]
     federation_policy: Option<String>,
@@ -236,6 +246,18 @@ impl ServeArgs {
         }
         if self.allow_private_http {
             c.federation.allow_private_http = true;
+        }
+        for r in &self.resolve {
+            let (domain, target) = r
+                .split_once('=')
+                .ok_or_else(|| format!("--resolve {r:?}: expected DOMAIN=IP:PORT"))?;
+            c.federation
+                .resolve
+                .insert(domain.trim().to_ascii_lowercase(), target.trim().to_owned());
+        }
+        c.federation.peer_ca.extend(self.peer_ca.iter().cloned());
+        if self.no_native_roots {
+            c.federation.native_roots = false;
         }
         if let Some(m) = &self.federation_policy {
             c.federation_policy.clone_from(m);

@@ -10,9 +10,9 @@
 
 use crate::config::TlsSettings;
 use crate::quirks::Quirks;
-use rustls::ServerConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -112,6 +112,52 @@ pub fn server_config(
         .map_err(|e| TlsError::Config(e.to_string()))?;
     config.alpn_protocols = ALPN.iter().map(|p| p.to_vec()).collect();
     Ok(config)
+}
+
+/// The federation client's TLS configuration (v1.1 §14.1, §15): TLS 1.3 only, ring
+/// provider, ALPN `http/1.1` (the client speaks HTTP/1.1), server certificates verified
+/// (webpki) against the operating system's roots when `native_roots` is set
+/// (rustls-native-certs; unreadable system certificates are skipped) plus every
+/// `CERTIFICATE` in the `extra_roots` PEM files (`--peer-ca`).
+pub fn client_config(
+    native_roots: bool,
+    extra_roots: &[PathBuf],
+) -> Result<ClientConfig, TlsError> {
+    let mut roots = RootCertStore::empty();
+    if native_roots {
+        let (added, _ignored) =
+            roots.add_parsable_certificates(native_root_certs().iter().cloned());
+        tracing::debug!(added, "federation TLS: operating-system roots");
+    }
+    for path in extra_roots {
+        const WHAT: &str = "peer CA certificates";
+        for cert in load_chain(path).map_err(|e| match e {
+            TlsError::Pem { path, problem, .. } => TlsError::Pem {
+                path,
+                what: WHAT,
+                problem,
+            },
+            other => other,
+        })? {
+            roots
+                .add(cert)
+                .map_err(|e| pem_error(path, WHAT, format!("not a usable CA certificate: {e}")))?;
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|e| TlsError::Config(e.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+/// The operating system's trust anchors, read once per process.
+fn native_root_certs() -> &'static [CertificateDer<'static>] {
+    static CERTS: std::sync::OnceLock<Vec<CertificateDer<'static>>> = std::sync::OnceLock::new();
+    CERTS.get_or_init(|| rustls_native_certs::load_native_certs().certs)
 }
 
 fn pem_error(path: &Path, what: &'static str, e: impl fmt::Display) -> TlsError {

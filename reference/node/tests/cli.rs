@@ -169,6 +169,22 @@ fn configuration_errors_exit_2_and_name_the_problem() {
     ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/c.pem"));
+
+    // Federation TLS and discovery settings are checked before anything starts.
+    let out = run(&["--memory", "--peer-ca", "/nonexistent/ca.pem"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("federation.peer_ca") && err.contains("/nonexistent/ca.pem"),
+        "{err}"
+    );
+    let out = run(&["--memory", "--resolve", "b.test=not-an-address"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("b.test") && err.contains("IP:PORT"), "{err}");
+    let out = run(&["--memory", "--peer", "b.test=ftp://b.test"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("https://"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -72,7 +72,16 @@ pub struct Federation {
     /// When (injected clock, unix ms) the nonce cache was last purged
     /// (`FederationConfig::nonce_purge_ms`); `i64::MIN` before the first pass.
     pub(crate) last_purge_ms: std::sync::atomic::AtomicI64,
+    /// When (injected clock, unix ms) discovering each unknown node for an inbound request
+    /// last failed: such requests trigger at most one discovery per
+    /// `federation.refetch_min_interval_ms` per node name, so made-up `X-LOOM-Node` values
+    /// cannot make this node fetch `https://{name}/…` per request. Bounded by
+    /// [`MAX_DISCOVERY_FAILURES`] (cleared when full).
+    pub(crate) discovery_failures: std::sync::Mutex<BTreeMap<String, i64>>,
 }
+
+/// Most node names remembered in [`Federation::discovery_failures`].
+pub const MAX_DISCOVERY_FAILURES: usize = 10_000;
 
 /// A peer as this node knows it: keys and where to reach it.
 #[derive(Debug, Clone)]
@@ -309,17 +318,35 @@ impl Service {
         }))
     }
 
-    /// Fetches and stores the node document of `node` from its configured base URL.
-    pub(crate) async fn fetch_peer(&self, node: &str) -> ApiResult<Peer> {
-        let base = self.peer_base(node).ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::NodeUnreachable,
-                "X-LOOM-Node",
-                format!("node {node:?} is not a configured federation peer and this node has no discovery for others"),
-                "v1.1 §15.1, §15.2",
-            )
-        })?;
-        let url = format!("{}/.well-known/loom.json", base.trim_end_matches('/'));
+    /// Fetches and stores the node document of `node`: from its configured base URL when it
+    /// is a static peer, else discovered at `https://{node}/.well-known/loom.json`
+    /// (v1.1 §15.1 discovery, §15.2 node document) — only for a node the federation policy admits (§23.1), so a refused
+    /// node cannot make this node fetch anything. DNS SRV/TXT discovery is not done: the
+    /// [`crate::outbound::Resolve`] seam is where it would go.
+    pub async fn fetch_peer(&self, node: &str) -> ApiResult<Peer> {
+        let base = match self.peer_base(node) {
+            Some(b) => b.trim_end_matches('/').to_owned(),
+            None => {
+                let name = parse_node_name(node).map_err(|why| {
+                    ApiError::new(
+                        ErrorCode::NodeUnreachable,
+                        "X-LOOM-Node",
+                        format!("cannot discover node {node:?}: {why}"),
+                        "v1.1 §15.1",
+                    )
+                })?;
+                if let Err(e) = self.fed.policy.decide(&name) {
+                    return Err(ApiError::new(
+                        e.code,
+                        "X-LOOM-Node",
+                        format!("node {name} is not discovered: {}", e.rule),
+                        "v1.1 §15.1, §23.1",
+                    ));
+                }
+                format!("https://{name}")
+            }
+        };
+        let url = format!("{base}/.well-known/loom.json");
         let reply = self
             .fed
             .client
@@ -364,19 +391,44 @@ impl Service {
             .as_ref()
             .is_none_or(|p| matches!(p.keys.lookup(key_id), KeyLookup::UnknownKeyId));
         let may_fetch = match &stored {
-            None => true,
+            None => self.peer_base(node).is_some() || self.may_discover(node),
             Some(p) => {
                 !self.settings.federation.no_refetch_on_unknown_key
                     && self.may_refetch(p.fetched_at)
             }
         };
-        if unknown
-            && may_fetch
-            && let Ok(p) = self.fetch_peer(node).await
-        {
-            return Some(p);
+        if unknown && may_fetch {
+            match self.fetch_peer(node).await {
+                Ok(p) => return Some(p),
+                Err(_) if stored.is_none() && self.peer_base(node).is_none() => {
+                    self.discovery_failed(node);
+                }
+                Err(_) => {}
+            }
         }
         stored
+    }
+
+    /// Whether an inbound request from the unknown, unconfigured `node` may trigger its
+    /// discovery now (not within `refetch_min_interval_ms` of a failed one).
+    fn may_discover(&self, node: &str) -> bool {
+        let Ok(failures) = self.fed.discovery_failures.lock() else {
+            return false;
+        };
+        let last = failures
+            .get(&node.to_ascii_lowercase())
+            .map(|ms| Timestamp::from_unix_ms(*ms));
+        self.may_refetch(last)
+    }
+
+    /// Remembers that discovering `node` failed now.
+    fn discovery_failed(&self, node: &str) {
+        if let Ok(mut failures) = self.fed.discovery_failures.lock() {
+            if failures.len() >= MAX_DISCOVERY_FAILURES {
+                failures.clear();
+            }
+            failures.insert(node.to_ascii_lowercase(), self.env.now().unix_ms());
+        }
     }
 
     /// Whether a document last fetched at `last` may be fetched again for an unknown key id

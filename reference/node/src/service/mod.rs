@@ -81,6 +81,28 @@ impl Service {
         )
     }
 
+    /// The federation HTTP client of `config` (v1.1 §14.1, §15.1): TLS 1.3 to `https://`
+    /// peers verified against the configured roots, the `resolve` overrides, plain http
+    /// only to private hosts when allowed.
+    fn federation_client(
+        config: &NodeConfig,
+        dial: Arc<dyn crate::outbound::Dial>,
+    ) -> ApiResult<crate::outbound::HttpClient> {
+        let f = &config.federation;
+        let tls = crate::tls::client_config(f.native_roots, &f.peer_ca).map_err(|e| {
+            ApiError::bad_request("federation.peer_ca", e.to_string(), "v1.1 §14.1")
+        })?;
+        let resolve = crate::outbound::StaticResolve::parse(&f.resolve)
+            .map_err(|e| ApiError::bad_request("federation.resolve", e, "v1.1 §15.1"))?;
+        Ok(crate::outbound::HttpClient::new(
+            dial,
+            std::time::Duration::from_millis(f.request_timeout_ms),
+        )
+        .with_tls(Arc::new(tls))
+        .with_resolve(Arc::new(resolve))
+        .allow_private_http(f.allow_private_http))
+    }
+
     /// [`Service::new`] with the sockets federation dials through (turmoil in the simulator).
     pub fn with_dial(
         config: NodeConfig,
@@ -98,16 +120,14 @@ impl Service {
             .federation_policy()
             .map_err(|e| ApiError::bad_request("federation_policy", e, "v1.1 §15.2"))?;
         let fed = federation::Federation {
-            client: crate::outbound::HttpClient::new(
-                dial,
-                std::time::Duration::from_millis(config.federation.request_timeout_ms),
-            ),
+            client: Self::federation_client(&config, dial)?,
             policy,
             retry: config.federation.retry_policy(),
             wake: tokio::sync::Notify::new(),
             queued: std::sync::atomic::AtomicBool::new(false),
             tick: tokio::sync::Mutex::new(()),
             last_purge_ms: std::sync::atomic::AtomicI64::new(i64::MIN),
+            discovery_failures: std::sync::Mutex::new(std::collections::BTreeMap::new()),
         };
         let service = Service {
             config,

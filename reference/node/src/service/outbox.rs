@@ -239,7 +239,8 @@ impl Service {
         }
         let peer = match self.peer(dest).await {
             Ok(p) => p,
-            Err(_) => {
+            Err(e) => {
+                tracing::debug!(%dest, error = %e, "federation delivery: peer unreachable");
                 self.all_failed(&live, FailureKind::Unreachable, now, report)
                     .await?;
                 return Ok(());

@@ -85,6 +85,65 @@ pub async fn serve(node: &TestNode, port: u16) -> Served {
     }
 }
 
+/// Serves `node` with TLS on `127.0.0.1:port` (no outbox worker).
+pub async fn serve_tls(node: &TestNode, port: u16, acceptor: tokio_rustls::TlsAcceptor) -> Served {
+    let listener = TcpListener::bind(("127.0.0.1", port)).await.unwrap();
+    let (tx, rx) = oneshot::channel::<()>();
+    let router = node.node.router();
+    let task = tokio::spawn(async move {
+        let _ = loom_node::net::serve(listener, router, Some(acceptor), async {
+            let _ = rx.await;
+        })
+        .await;
+    });
+    Served {
+        stop: Some(tx),
+        task,
+    }
+}
+
+/// A test certificate authority (rcgen): issues server certificates for node domains.
+pub struct TestCa {
+    issuer: rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
+}
+
+impl TestCa {
+    /// A fresh self-signed CA named `name`.
+    pub fn new(name: &str) -> TestCa {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::CrlSign,
+        ];
+        let key = rcgen::KeyPair::generate().unwrap();
+        TestCa {
+            issuer: rcgen::CertifiedIssuer::self_signed(params, key).unwrap(),
+        }
+    }
+
+    /// Writes the CA certificate (PEM) to `path`.
+    pub fn write_pem(&self, path: &std::path::Path) {
+        std::fs::write(path, self.issuer.pem()).unwrap();
+    }
+
+    /// A TLS 1.3 acceptor (the node's own, `loom_node::tls::server_config`) presenting a
+    /// certificate for `domain` issued by this CA.
+    pub fn acceptor(&self, domain: &str) -> tokio_rustls::TlsAcceptor {
+        let params = rcgen::CertificateParams::new(vec![domain.to_owned()]).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(
+            rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der()),
+        );
+        let config = loom_node::tls::server_config(vec![cert.der().clone()], key).unwrap();
+        tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config))
+    }
+}
+
 /// A federation node `domain` whose peer `peer` lives at `127.0.0.1:peer_port`.
 pub fn fed_node(
     domain: &str,
