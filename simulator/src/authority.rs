@@ -15,7 +15,7 @@
 //!   `from.delegation_chain` (§13.3); receiving nodes verify the chain (§15.4).
 
 use crate::clock::SkewClock;
-use crate::trace::{Ack, Grant, short_hash};
+use crate::trace::{Ack, Grant};
 use crate::workload::{ClientPlan, User, identity, status_of};
 use loom_client::{Client, EnvelopeFactory, MessageDraft, SimDial};
 use serde_json::{Value, json};
@@ -81,10 +81,7 @@ pub(crate) async fn register_agent(
         .client
         .call("POST", "/v1/delegations", Some(&link))
         .await;
-    let (status, digest) = match &t {
-        Ok(t) => (t.status, short_hash(&t.response_body)),
-        Err(e) => (0, e.to_string()),
-    };
+    let (status, digest) = crate::trace::outcome(&t);
     {
         let mut rec = plan.shared.lock();
         rec.line(
@@ -222,10 +219,7 @@ async fn issue_grant(
         .client
         .call("POST", "/v1/capabilities", Some(&token))
         .await;
-    let (status, digest) = match &t {
-        Ok(t) => (t.status, short_hash(&t.response_body)),
-        Err(e) => (0, e.to_string()),
-    };
+    let (status, digest) = crate::trace::outcome(&t);
     let mut rec = plan.shared.lock();
     rec.line(
         "http",

@@ -149,6 +149,17 @@ pub fn short_hash(bytes: &[u8]) -> String {
     hex::encode(&Sha256::digest(bytes)[..8])
 }
 
+/// What a client exchange records in the trace: the status and a digest of the answer, or
+/// status 0 and the transport error.
+pub fn outcome<E: std::fmt::Display>(
+    exchange: &Result<loom_client::Transcript, E>,
+) -> (u16, String) {
+    match exchange {
+        Ok(t) => (t.status, short_hash(&t.response_body)),
+        Err(e) => (0, e.to_string()),
+    }
+}
+
 /// The shared record.
 #[derive(Debug, Clone, Default)]
 pub struct Shared(Arc<Mutex<Record>>);

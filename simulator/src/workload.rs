@@ -404,10 +404,7 @@ async fn retract(plan: &ClientPlan, user: &mut User, pick: u64) -> bool {
         .client
         .call("DELETE", &format!("/v1/envelopes/{id}"), None)
         .await;
-    let (status, digest) = match &t {
-        Ok(t) => (t.status, short_hash(&t.response_body)),
-        Err(e) => (0, e.to_string()),
-    };
+    let (status, digest) = crate::trace::outcome(&t);
     let mut rec = plan.shared.lock();
     rec.line(
         "http",

@@ -156,11 +156,21 @@ impl Service {
                 .ok_or_else(|| ApiError::internal("stored node key seed is corrupt"))?;
             return Ok((key_id, signing_key_from_seed(&seed)));
         }
+        Self::fresh_node_key(env, |id, seed, public, at| {
+            node_keys::insert(store, id, seed, public, at)
+        })
+    }
+
+    /// A new node signing key from `env`'s seeded RNG and its id; `store_row` stores it
+    /// (key id, seed hex, base64url public key, created at) by insert or rotation.
+    fn fresh_node_key(
+        env: &Env,
+        store_row: impl FnOnce(&str, &str, &str, &str) -> crate::store::StoreResult<()>,
+    ) -> ApiResult<(String, SigningKey)> {
         let seed = env.ids().bytes32();
         let key = signing_key_from_seed(&seed);
         let key_id = format!("k_node_sign_{}", env.ids().ulid());
-        node_keys::insert(
-            store,
+        store_row(
             &key_id,
             &hex::encode(seed),
             &public_key_to_b64url(&key.verifying_key()),
@@ -199,16 +209,9 @@ impl Service {
     /// it): a fresh active key from `env`'s RNG, the previous one kept as `retired` and still
     /// published in the node document (v1.1 §15.2, v1.0 §7.4). Returns the new key id.
     pub fn rotate_node_key(store: &Store, env: &Env) -> ApiResult<String> {
-        let seed = env.ids().bytes32();
-        let key = signing_key_from_seed(&seed);
-        let key_id = format!("k_node_sign_{}", env.ids().ulid());
-        node_keys::rotate(
-            store,
-            &key_id,
-            &hex::encode(seed),
-            &public_key_to_b64url(&key.verifying_key()),
-            &env.now().to_rfc3339(),
-        )?;
+        let (key_id, _) = Self::fresh_node_key(env, |id, seed, public, at| {
+            node_keys::rotate(store, id, seed, public, at)
+        })?;
         Ok(key_id)
     }
 
