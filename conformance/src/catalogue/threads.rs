@@ -122,7 +122,10 @@ async fn build_dag(cx: &mut Ctx) -> Result<(Ident, String, Vec<Value>), Finding>
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
     let t = cx.data.thread_id();
-    let at = |cx: &Ctx, s: i64| cx.data.now_plus_ms(-s * 1000);
+    // One reading of the clock: A and C must carry the same created_at (the case is about
+    // the id tie-break), and a clock read per envelope could split them by a millisecond.
+    let now = cx.data.now_timestamp();
+    let at = |s: i64| now.plus_ms(-s * 1000).to_rfc3339();
     let mut sent: Vec<Value> = Vec::new();
     let plan: [(&str, Option<usize>, i64); 5] = [
         ("R", None, 60),
@@ -136,7 +139,7 @@ async fn build_dag(cx: &mut Ctx) -> Result<(Ident, String, Vec<Value>), Finding>
         let mut e = cx
             .data
             .message(&alice, &t, parent_id.as_deref(), &[&bob], name);
-        e["created_at"] = at(cx, ago).into();
+        e["created_at"] = at(ago).into();
         alice.sign(&mut e);
         let i = cx.net.send(&alice, &e).await?;
         cx.net.expect_created(i)?;

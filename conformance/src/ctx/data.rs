@@ -89,6 +89,12 @@ impl TestData {
         self.factory.now().to_rfc3339()
     }
 
+    /// The harness clock's now as a timestamp: one reading for several times that must
+    /// agree to the millisecond.
+    pub fn now_timestamp(&self) -> loom_protocol::time::Timestamp {
+        self.factory.now()
+    }
+
     /// An unsigned message from `from` to `to` in `thread`, replying to `parent` (human
     /// content only, v1.1 §9.2).
     pub fn message(
