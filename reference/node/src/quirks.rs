@@ -292,7 +292,8 @@ pub enum Quirk {
 }
 
 impl Quirk {
-    /// Every quirk, in declaration order.
+    /// Every quirk, in declaration order; the federation quirks come last, from
+    /// `AcceptUnsignedDelivery` on (the node tests take them as that tail).
     pub const ALL: [Quirk; 115] = [
         Quirk::AcceptBadSignature,
         Quirk::AllowDuplicateIds,

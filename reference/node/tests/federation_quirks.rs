@@ -8,7 +8,7 @@ mod support;
 use loom_node::{Quirk, Quirks, Storage};
 use loom_protocol::clock::Clock;
 use serde_json::{Value, json};
-use support::fed::{FEDERATION_QUIRKS, Served, fed_node, free_port, serve, temp_dir};
+use support::fed::{Served, fed_node, federation_quirks, free_port, serve, temp_dir};
 use support::{Ident, TestNode};
 
 const HOUR_MS: i64 = 3_600_000;
@@ -672,7 +672,7 @@ async fn wrong_failure_reason() {
 #[test]
 fn every_federation_quirk_has_a_test_here() {
     let src = include_str!("federation_quirks.rs");
-    for q in FEDERATION_QUIRKS {
+    for &q in federation_quirks() {
         let test = q.name().replace('-', "_");
         assert!(
             src.contains(&format!("async fn {test}()")),

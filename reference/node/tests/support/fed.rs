@@ -13,38 +13,15 @@ use std::path::PathBuf;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
-/// The federation quirks; each is proven by its own test in `tests/federation_quirks.rs`.
-pub const FEDERATION_QUIRKS: [Quirk; 29] = [
-    Quirk::AcceptUnsignedDelivery,
-    Quirk::SkipNonceCache,
-    Quirk::AcceptStaleTimestamp,
-    Quirk::IgnoreSenderNodeMismatch,
-    Quirk::AcceptInactiveNodeKey,
-    Quirk::AcceptForeignSender,
-    Quirk::IgnoreFederationPolicy,
-    Quirk::IgnoreWrapperLimit,
-    Quirk::SkipEnvelopeSignatureOnDelivery,
-    Quirk::SkipDelegationOnDelivery,
-    Quirk::SkipCapabilityOnDelivery,
-    Quirk::RejectIdenticalRedelivery,
-    Quirk::UnsignedReceipt,
-    Quirk::UnsignedOutbound,
-    Quirk::NoRetry,
-    Quirk::LinearBackoff,
-    Quirk::DropOutboxOnRestart,
-    Quirk::NoFailureReceipt,
-    Quirk::WrongFailureReason,
-    Quirk::NoRefetchOnUnknownKey,
-    Quirk::DropOriginEventSeq,
-    Quirk::DropDeliveredEnvelopes,
-    Quirk::NoReceipt,
-    Quirk::RejectOldEnvelopes,
-    Quirk::StoreRedeliveredTwice,
-    Quirk::ForgetLastEnvelopeOnRestart,
-    Quirk::PruneAuditOnRestart,
-    Quirk::OrphanDeliveredReplies,
-    Quirk::IgnoreDeliveredLock,
-];
+/// The federation quirks, each proven by its own test in `tests/federation_quirks.rs`:
+/// the tail of [`Quirk::ALL`], which lists them last, from `AcceptUnsignedDelivery` on.
+pub fn federation_quirks() -> &'static [Quirk] {
+    let first = Quirk::ALL
+        .iter()
+        .position(|q| *q == Quirk::AcceptUnsignedDelivery)
+        .expect("Quirk::ALL lists the federation quirks");
+    &Quirk::ALL[first..]
+}
 
 /// A served router: drop or [`Served::stop`] to close the listener.
 pub struct Served {
