@@ -40,12 +40,16 @@ fn loom(args: &[&str]) -> String {
     stdout
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// A free loopback port below Linux's ephemeral range (32768–60999), so that the source port
+/// of some other test's outgoing connection cannot take it between this check and the child
+/// process binding it (`bind(0)` would hand out a port from inside that range).
+/// `taken` lists ports already handed out (a released port checks as free again).
+fn free_port(taken: &[u16]) -> u16 {
+    let start = 20_000 + (std::process::id() % 10_000) as u16;
+    (start..32_000)
+        .chain(20_000..start)
+        .find(|p| !taken.contains(p) && TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        .expect("a free loopback port in 20000..32000")
 }
 
 struct Proc(Child);
@@ -128,7 +132,8 @@ fn two_nodes_federate_as_the_readme_shows() {
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root).unwrap();
     let p = |n: &str| root.join(n).to_str().unwrap().to_owned();
-    let (pa, pb) = (free_port(), free_port());
+    let pa = free_port(&[]);
+    let pb = free_port(&[pa]);
     let (na, nb) = (
         format!("http://127.0.0.1:{pa}"),
         format!("http://127.0.0.1:{pb}"),

@@ -39,15 +39,46 @@ impl Served {
     }
 }
 
-/// A free loopback port (bound and released).
+/// Ports handed out by [`free_port`], each still bound (not listening) so that nothing else
+/// (another test's listener, or the ephemeral source port of an outgoing connection) can take
+/// it before [`serve`] does. A bound socket that does not listen refuses connections, so a
+/// reserved port also stands for "a peer that is down".
+static RESERVED: std::sync::Mutex<std::collections::BTreeMap<u16, tokio::net::TcpSocket>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// A free loopback port, reserved for this test until [`serve`] or [`serve_tls`] listens on it.
 pub async fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    l.local_addr().unwrap().port()
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_reuseaddr(true).unwrap();
+    socket.bind(([127, 0, 0, 1], 0).into()).unwrap();
+    let port = socket.local_addr().unwrap().port();
+    RESERVED.lock().unwrap().insert(port, socket);
+    port
+}
+
+/// A listener on `127.0.0.1:port`: the reservation from [`free_port`] if there is one, else a
+/// fresh bind (a restart on the same port), retried for up to 5 s while the port is busy.
+async fn listen(port: u16) -> TcpListener {
+    let reserved = RESERVED.lock().unwrap().remove(&port);
+    if let Some(socket) = reserved {
+        return socket.listen(1024).unwrap();
+    }
+    let mut tries = 0;
+    loop {
+        match TcpListener::bind(("127.0.0.1", port)).await {
+            Ok(l) => return l,
+            Err(_) if tries < 100 => {
+                tries += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("cannot listen on 127.0.0.1:{port}: {e}"),
+        }
+    }
 }
 
 /// Serves `node` on `127.0.0.1:port` (no outbox worker).
 pub async fn serve(node: &TestNode, port: u16) -> Served {
-    let listener = TcpListener::bind(("127.0.0.1", port)).await.unwrap();
+    let listener = listen(port).await;
     let (tx, rx) = oneshot::channel::<()>();
     let router = node.node.router();
     let task = tokio::spawn(async move {
@@ -64,7 +95,7 @@ pub async fn serve(node: &TestNode, port: u16) -> Served {
 
 /// Serves `node` with TLS on `127.0.0.1:port` (no outbox worker).
 pub async fn serve_tls(node: &TestNode, port: u16, acceptor: tokio_rustls::TlsAcceptor) -> Served {
-    let listener = TcpListener::bind(("127.0.0.1", port)).await.unwrap();
+    let listener = listen(port).await;
     let (tx, rx) = oneshot::channel::<()>();
     let router = node.node.router();
     let task = tokio::spawn(async move {
