@@ -157,6 +157,15 @@ pub struct FederationConfig {
     /// (`b.test = "127.0.0.1:8788"`). The TLS server name and certificate check stay on the
     /// host name; only where the connection goes changes.
     pub resolve: BTreeMap<String, String>,
+    /// Optional DNS discovery (v1.1 §15.1): the recursive DNS server (`IP:PORT`, or `IP` for
+    /// port 53) asked for SRV `_loom._tcp.{domain}` and TXT `_loom.{domain}` of a peer that
+    /// is not in [`FederationConfig::peers`]. Off (`None`) by default: peers are then found
+    /// at `https://{domain}/.well-known/loom.json`. See `crate::discover`.
+    pub dns_server: Option<String>,
+    /// How long one DNS attempt waits for an answer, in milliseconds.
+    pub dns_timeout_ms: u64,
+    /// DNS attempts over UDP before a lookup fails (at least 1).
+    pub dns_attempts: u32,
     /// PEM files of extra trust anchors for peers' TLS certificates (`--peer-ca`).
     pub peer_ca: Vec<PathBuf>,
     /// Trust the operating system's root certificates for peers' TLS (default on).
@@ -202,6 +211,9 @@ impl Default for FederationConfig {
         FederationConfig {
             peers: BTreeMap::new(),
             resolve: BTreeMap::new(),
+            dns_server: None,
+            dns_timeout_ms: 2_000,
+            dns_attempts: 2,
             peer_ca: Vec::new(),
             native_roots: true,
             allow_private_http: false,
@@ -241,6 +253,19 @@ impl FederationConfig {
         }
     }
 
+    /// The configured DNS server ([`FederationConfig::dns_server`]), if DNS discovery is on.
+    pub fn dns_server_addr(&self) -> Result<Option<std::net::SocketAddr>, String> {
+        let Some(s) = self.dns_server.as_deref().map(str::trim) else {
+            return Ok(None);
+        };
+        if let Ok(a) = s.parse::<std::net::SocketAddr>() {
+            return Ok(Some(a));
+        }
+        s.parse::<std::net::IpAddr>()
+            .map(|ip| Some(std::net::SocketAddr::new(ip, 53)))
+            .map_err(|_| format!("federation.dns_server {s:?}: expected IP:PORT or IP (port 53)"))
+    }
+
     /// Checks every peer URL: `https://`, or `http://` to a loopback/private host when
     /// [`FederationConfig::allow_private_http`] is set.
     pub fn check(&self) -> Result<(), String> {
@@ -251,6 +276,7 @@ impl FederationConfig {
                 .map_err(|why| format!("federation peer {domain}={url}: {why}"))?;
         }
         crate::outbound::StaticResolve::parse(&self.resolve)?;
+        self.dns_server_addr()?;
         // The trust anchors are read now so a bad file stops start-up naming it.
         crate::tls::client_config(false, &self.peer_ca)
             .map_err(|e| format!("federation.peer_ca: {e}"))?;

@@ -10,6 +10,8 @@
 //! (TLS 1.3 acceptor, v1.1 §14.1).
 
 pub mod config;
+pub mod discover;
+pub mod dns;
 pub mod env;
 pub mod error;
 pub mod fuzzing;

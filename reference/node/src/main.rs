@@ -122,6 +122,10 @@ struct ServeArgs {
     /// `--resolve`); TLS still checks the certificate for DOMAIN.
     #[arg(long = "resolve", value_name = "DOMAIN=IP:PORT")]
     resolve: Vec<String>,
+    /// Discover peers not given by --peer through DNS SRV/TXT records (v1.1 §15.1), asking
+    /// this server (`IP:PORT`, or `IP` for port 53); off by default.
+    #[arg(long, value_name = "ADDR")]
+    dns_server: Option<String>,
     /// PEM file of extra trust anchors for peers' TLS certificates (repeatable).
     #[arg(long = "peer-ca", value_name = "FILE.pem")]
     peer_ca: Vec<PathBuf>,
@@ -254,6 +258,9 @@ impl ServeArgs {
             c.federation
                 .resolve
                 .insert(domain.trim().to_ascii_lowercase(), target.trim().to_owned());
+        }
+        if let Some(d) = &self.dns_server {
+            c.federation.dns_server = Some(d.trim().to_owned());
         }
         c.federation.peer_ca.extend(self.peer_ca.iter().cloned());
         if self.no_native_roots {

@@ -78,6 +78,9 @@ pub struct Federation {
     /// cannot make this node fetch `https://{name}/…` per request. Bounded by
     /// [`MAX_DISCOVERY_FAILURES`] (cleared when full).
     pub(crate) discovery_failures: std::sync::Mutex<BTreeMap<String, i64>>,
+    /// Optional DNS SRV/TXT discovery (v1.1 §15.1, `federation.dns_server`); see
+    /// [`crate::discover`].
+    pub(crate) discover: Option<std::sync::Arc<dyn crate::discover::Discover>>,
 }
 
 /// Most node names remembered in [`Federation::discovery_failures`].
@@ -320,12 +323,13 @@ impl Service {
 
     /// Fetches and stores the node document of `node`: from its configured base URL when it
     /// is a static peer, else discovered at `https://{node}/.well-known/loom.json`
-    /// (v1.1 §15.1 discovery, §15.2 node document) — only for a node the federation policy admits (§23.1), so a refused
-    /// node cannot make this node fetch anything. DNS SRV/TXT discovery is not done: the
-    /// [`crate::outbound::Resolve`] seam is where it would go.
+    /// (v1.1 §15.1 discovery, §15.2 node document), or where its DNS SRV/TXT records point
+    /// when `federation.dns_server` is set ([`Service::discovered_document_url`]) — only for
+    /// a node the federation policy admits (§23.1), so a refused node cannot make this node
+    /// fetch anything.
     pub async fn fetch_peer(&self, node: &str) -> ApiResult<Peer> {
-        let base = match self.peer_base(node) {
-            Some(b) => b.trim_end_matches('/').to_owned(),
+        let url = match self.peer_base(node) {
+            Some(b) => format!("{}/.well-known/loom.json", b.trim_end_matches('/')),
             None => {
                 let name = parse_node_name(node).map_err(|why| {
                     ApiError::new(
@@ -343,10 +347,9 @@ impl Service {
                         "v1.1 §15.1, §23.1",
                     ));
                 }
-                format!("https://{name}")
+                self.discovered_document_url(&name).await?
             }
         };
-        let url = format!("{base}/.well-known/loom.json");
         let reply = self
             .fed
             .client

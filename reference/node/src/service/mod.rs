@@ -18,6 +18,7 @@ pub mod federation;
 pub mod idempotency;
 pub mod identity;
 pub mod outbox;
+pub mod peer_discovery;
 pub mod rate_limit;
 pub mod search;
 pub mod threads;
@@ -128,6 +129,7 @@ impl Service {
             tick: tokio::sync::Mutex::new(()),
             last_purge_ms: std::sync::atomic::AtomicI64::new(i64::MIN),
             discovery_failures: std::sync::Mutex::new(std::collections::BTreeMap::new()),
+            discover: Self::dns_discover(&config, &env)?,
         };
         let service = Service {
             config,

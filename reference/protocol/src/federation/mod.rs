@@ -5,6 +5,7 @@
 //!
 //! | module | rule |
 //! |---|---|
+//! | [`dns_discovery`] | §15.1 DNS record names and the `_loom` TXT value |
 //! | [`node_name`] | node names (`X-LOOM-Node`, `sender_node`, `domain`) |
 //! | [`node_document`] | reading a peer's §15.2 document leniently; key lookup and rotation |
 //! | [`wrapper`] | the §15.4 delivery wrapper: parse, check, build, batch |
@@ -21,6 +22,7 @@
 //! Request signing itself (LOOM-HTTP-SIG-1, the nonce cache) is [`crate::http_sig`].
 
 pub mod authority;
+pub mod dns_discovery;
 pub mod hello;
 pub mod identity;
 pub mod inbound;
