@@ -9,6 +9,7 @@
 //! |---|---|---|
 //! | `node_request_body` | [`request_body`] | strict JSON, the typed bodies of registration, auth challenge/token/refresh, key add, thread ops and envelopes, capabilities, delegations and blobs |
 //! | `node_query` | [`query`] | query strings of `/v1/search`, `/v1/threads`, `/v1/events`; [`query_terms`] and [`Terms`] against SQLite FTS5 |
+//! | `node_dns` | [`dns_answer`] | [`crate::dns`] response decoding, SRV ordering, §15.1 TXT reading and [`crate::discover::node_document_url`] |
 
 use crate::error::ApiError;
 use crate::service::auth::{RefreshRequest, TokenRequest};
@@ -40,7 +41,11 @@ pub type Body = fn(&[u8]);
 
 /// Every fuzz target whose body lives in this crate: `(target name, body)`; the name is the
 /// `[[bin]]` of `fuzz/Cargo.toml` and the corpus directory `fuzz/corpus/<name>/`.
-pub const TARGETS: &[(&str, Body)] = &[("node_request_body", request_body), ("node_query", query)];
+pub const TARGETS: &[(&str, Body)] = &[
+    ("node_request_body", request_body),
+    ("node_query", query),
+    ("node_dns", dns_answer),
+];
 
 /// The endpoints whose bodies [`request_body`] reads; the first input byte picks one.
 pub const ENDPOINTS: [&str; 10] = [
@@ -280,6 +285,80 @@ pub fn query(data: &[u8]) {
     }
     let _ = Query::<ThreadQuery>::try_from_uri(&uri);
     let _ = Query::<EventsQuery>::try_from_uri(&uri);
+}
+
+/// A DNS answer from the network (v1.1 §15.1 discovery): [`crate::dns::decode_response`]
+/// never panics and is deterministic; a decoded message keeps its bounds (at most one
+/// question, names of at most 255 wire bytes); [`crate::dns::order_srv`] returns its SRV
+/// records (bar `.` targets) by ascending priority, each once, whatever the weight draws;
+/// every TXT value, and the raw input read as text, either reads as a §15.1 `_loom` record
+/// with `http(s)://` URLs or is refused naming field, rule and `v1.1 §15.1`; and
+/// [`crate::discover::node_document_url`] gives an `https://`/`http://` URL, nothing, or
+/// an error naming §15.1.
+pub fn dns_answer(data: &[u8]) {
+    use crate::discover::{DnsRecords, node_document_url};
+    use crate::dns::{RData, decode_response, order_srv};
+    use loom_protocol::federation::dns_discovery::parse_loom_txt;
+
+    let check_txt = |t: &str| match parse_loom_txt(t) {
+        Ok(r) => {
+            for url in [&r.api, &r.wellknown].into_iter().flatten() {
+                assert!(
+                    url.starts_with("https://") || url.starts_with("http://"),
+                    "{url}"
+                );
+            }
+            if let Some(ws) = &r.ws {
+                assert!(ws.starts_with("wss://") || ws.starts_with("ws://"), "{ws}");
+            }
+        }
+        Err(e) => explained_protocol(&e),
+    };
+    if let Ok(text) = std::str::from_utf8(data) {
+        check_txt(text);
+    }
+    let Ok(resp) = decode_response(data) else {
+        return;
+    };
+    assert_eq!(decode_response(data).as_ref(), Ok(&resp), "deterministic");
+    if let Some((name, _, _)) = &resp.question {
+        assert!(name.len() <= 4 * crate::dns::MAX_NAME_LEN, "{name}");
+    }
+    let mut records = DnsRecords::default();
+    let mut srv = Vec::new();
+    for rec in &resp.answers {
+        match &rec.data {
+            RData::Srv(s) => srv.push(s.clone()),
+            RData::Txt(strings) => {
+                if let Ok(t) = String::from_utf8(strings.concat()) {
+                    check_txt(&t);
+                    records.txt.push(t);
+                }
+            }
+            RData::Other => {}
+        }
+    }
+    let mut draws = data.iter().rev().copied();
+    let ordered = order_srv(&srv, &mut |total| {
+        u32::from(draws.next().unwrap_or(0)) % (total + 1)
+    });
+    let offered: Vec<_> = srv.iter().filter(|s| !s.target.is_empty()).collect();
+    if !(srv.len() == 1 && srv[0].target.is_empty()) {
+        assert_eq!(ordered.len(), offered.len());
+    }
+    assert!(ordered.windows(2).all(|w| w[0].priority <= w[1].priority));
+    for s in &ordered {
+        let in_input = srv.iter().filter(|x| *x == s).count();
+        let in_output = ordered.iter().filter(|x| *x == s).count();
+        assert_eq!(in_input, in_output, "each record once: {s:?}");
+    }
+    records.srv_unavailable = srv.len() == 1 && srv[0].target.is_empty();
+    records.srv = ordered;
+    match node_document_url("fuzz.test", &records) {
+        Ok(Some(url)) => assert!(url.starts_with("https://") || url.starts_with("http://")),
+        Ok(None) => assert!(records.srv.is_empty()),
+        Err(e) => assert!(e.contains("§15.1"), "{e}"),
+    }
 }
 
 fn check_fts(q: &str) {
