@@ -427,3 +427,28 @@ impl NodeConfig {
         })
     }
 }
+
+#[cfg(test)]
+mod dns_server_tests {
+    use super::FederationConfig;
+
+    #[test]
+    fn the_dns_server_is_ip_port_or_ip_for_port_53() {
+        let mut f = FederationConfig::default();
+        assert_eq!(f.dns_server_addr(), Ok(None));
+        f.dns_server = Some("127.0.0.1:5353".into());
+        assert_eq!(f.dns_server_addr().unwrap().unwrap().port(), 5353);
+        f.dns_server = Some(" ::1 ".into());
+        assert_eq!(
+            f.dns_server_addr().unwrap().unwrap().to_string(),
+            "[::1]:53"
+        );
+        f.dns_server = Some("dns.example".into());
+        let e = f.dns_server_addr().unwrap_err();
+        assert!(
+            e.contains("federation.dns_server") && e.contains("IP:PORT"),
+            "{e}"
+        );
+        assert!(f.check().is_err());
+    }
+}

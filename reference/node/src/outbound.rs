@@ -68,9 +68,10 @@ impl Dial for SimDial {
     }
 }
 
-/// Where to connect for a URL's `host:port`: the seam for name resolution overrides (and
-/// the place for DNS SRV/TXT lookups, v1.1 §15.1, which this node does not do: without an
-/// override the [`Dial`] resolves the host itself). The TLS server name stays the URL host.
+/// Where to connect for a URL's `host:port`: the seam for name resolution overrides
+/// (without an override the [`Dial`] resolves the host itself). The TLS server name stays
+/// the URL host. DNS SRV/TXT discovery (v1.1 §15.1), which chooses *which URL* holds a
+/// peer's node document rather than where a host connects, is [`crate::discover`].
 pub trait Resolve: Send + Sync + fmt::Debug + 'static {
     /// The `(host, port)` to dial for the URL authority `host:port` (asynchronous, so an
     /// implementation may query DNS).

@@ -182,6 +182,13 @@ fn configuration_errors_exit_2_and_name_the_problem() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("b.test") && err.contains("IP:PORT"), "{err}");
+    let out = run(&["--memory", "--dns-server", "dns.example:53"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("federation.dns_server") && err.contains("dns.example:53"),
+        "{err}"
+    );
     let out = run(&["--memory", "--peer", "b.test=ftp://b.test"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("https://"));
