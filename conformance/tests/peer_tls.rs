@@ -356,3 +356,46 @@ async fn the_embedded_node_federates_with_plain_http_peers_too() {
         assert_eq!(*outcome, Outcome::Pass, "{id}: {message:?}");
     }
 }
+
+/// The README's TLS example: the harness profile and the node's federation section parse, and
+/// say what the text around them says.
+#[test]
+fn the_readme_tls_example_parses() {
+    let readme =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+            .expect("README");
+    let block = |marker: &str| -> String {
+        let start = readme
+            .find(marker)
+            .unwrap_or_else(|| panic!("the README has {marker:?}"));
+        readme[start..]
+            .split("\n```")
+            .next()
+            .expect("a block")
+            .to_owned()
+    };
+    let profile = loom_conformance::profile::Profile::parse(&block("# fed-tls.toml"))
+        .expect("the README's profile parses");
+    let f = profile.federation.expect("a [federation] section");
+    assert!(f.tls());
+    assert_eq!(f.ca_file.as_deref(), Some("/tmp/loom-peer-ca.pem"));
+
+    let certify = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../reference/node/certify.toml"),
+    )
+    .expect("certify.toml");
+    let node = loom_node::NodeConfig::from_toml(&format!("{certify}\n{}", block("# node.toml")))
+        .expect("the README's node configuration parses");
+    assert_eq!(node.federation.peer_ca.len(), 1);
+    assert_eq!(
+        node.federation.peers.get("peer-0.test").map(String::as_str),
+        Some("https://peer-0.test:9900")
+    );
+    assert_eq!(
+        node.federation
+            .resolve
+            .get("peer-0.test")
+            .map(String::as_str),
+        Some("127.0.0.1:9900")
+    );
+}
