@@ -5,6 +5,7 @@
 //! expand; and the embedded reference node federates with the peers both ways over TLS (and
 //! fails to when it is not given the CA), while the plain-HTTP mode keeps working.
 
+use loom_client::{Client, Dial, Trust};
 use loom_conformance::Outcome;
 use loom_conformance::case::Case;
 use loom_conformance::peer::Federation;
@@ -78,6 +79,18 @@ async fn get_tls(
     Ok((version, String::from_utf8_lossy(&out).into_owned()))
 }
 
+/// Connects every host name to the harness address (the `--resolve` a target is given).
+#[derive(Debug, Clone)]
+struct ToHarness(String);
+
+impl Dial for ToHarness {
+    type Io = TcpStream;
+
+    async fn dial(&self, _host: &str, _port: u16) -> std::io::Result<TcpStream> {
+        TcpStream::connect(&self.0).await
+    }
+}
+
 fn body_json(response: &str) -> serde_json::Value {
     let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
     serde_json::from_str(body).unwrap_or(serde_json::Value::Null)
@@ -120,6 +133,26 @@ async fn the_tls_peer_speaks_tls13_with_a_certificate_from_the_run_ca() {
         doc["federation"]["identity_resolve_url"],
         format!("https://peer-0.test:{port}/v1/identity/{{identity}}")
     );
+
+    // An HTTP/2 client (ALPN h2; the peer is named by `:authority`, not `Host`) reaching
+    // the peer's own https URL through a dial to the harness address.
+    let mut h2 = Client::new(&peer.base_url, ToHarness(dial.clone()))
+        .expect("client")
+        .with_trust(&Trust::certificates(&[tls.ca_der()]).expect("trust"))
+        .expect("trust")
+        .with_timeout(Duration::from_secs(5));
+    let t = h2
+        .exchange("GET", "/.well-known/loom.json", &[], None, None)
+        .await
+        .expect("GET over h2");
+    assert_eq!(h2.http_version(), Some("HTTP/2"));
+    assert_eq!(
+        t.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&t.response_body)
+    );
+    assert_eq!(t.json().expect("json")["node_id"], "peer-0.test");
 
     // A name no fake peer has: no certificate, no handshake.
     let e = get_tls(&trusting, &dial, "peer-9.test", "/.well-known/loom.json")

@@ -6,7 +6,8 @@
 //! target that resolves peer domains to the harness address itself). TLS ([`PeerTls`]):
 //! peer `n` is `https://{its domain}:{port}` — the target connects to the harness address
 //! with the peer's domain as server name (SNI), gets a certificate for that domain issued by
-//! the run's CA, and the request is routed by `Host`; `/peer/{n}` paths still work too.
+//! the run's CA, and the request is routed by `Host` (HTTP/2: `:authority`); `/peer/{n}`
+//! paths still work too.
 
 use super::node::{Answer, PeerNode, Received};
 use super::tls::PeerTls;
@@ -304,7 +305,7 @@ fn error(status: StatusCode, code: &str, message: &str) -> Response {
         .into_response()
 }
 
-/// Every request: find the peer (path prefix, else `Host`), record, answer.
+/// Every request: find the peer (path prefix, else `Host` or `:authority`), record, answer.
 async fn handle(State(server): State<std::sync::Weak<PeerServer>>, req: Request) -> Response {
     let Some(server) = server.upgrade() else {
         return error(
@@ -320,12 +321,16 @@ async fn handle(State(server): State<std::sync::Weak<PeerServer>>, req: Request)
     }) {
         Some((n, tail)) => (server.by_index(n), tail),
         None => {
+            // HTTP/1.1 names the peer in `Host`; HTTP/2 in the `:authority` pseudo-header,
+            // which arrives as the URI's authority.
             let host = req
                 .headers()
                 .get("host")
                 .and_then(|h| h.to_str().ok())
-                .unwrap_or("");
-            (server.by_host(host), raw_path.clone())
+                .map(str::to_owned)
+                .or_else(|| req.uri().host().map(str::to_owned))
+                .unwrap_or_default();
+            (server.by_host(&host), raw_path.clone())
         }
     };
     let method = req.method().as_str().to_owned();
