@@ -205,6 +205,17 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
             }
         }
     };
+    // A target of the user's: the fake peers first too, so their CA file (`tls = true`)
+    // exists before the target is probed — a node started after the harness can trust it.
+    let external_fed = match (&embedded, &profile.federation) {
+        (None, Some(section)) => {
+            match crate::peer::Federation::start(section.clone(), seed, clock.clone()).await {
+                Ok(f) => Some(Arc::new(f)),
+                Err(e) => return usage(e),
+            }
+        }
+        _ => None,
+    };
     let waiting = |m: &str| {
         eprintln!(
             "{}",
@@ -225,15 +236,9 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
     };
     // Level 2: the fake federation peers (DESIGN.md §5): the embedded node's, or the
     // profile's `[federation]` section for a target of the user's.
-    info.federation = match (&embedded, &profile.federation) {
-        (Some((_, fed)), _) => Some(fed.clone()),
-        (None, Some(section)) => {
-            match crate::peer::Federation::start(section.clone(), seed, clock.clone()).await {
-                Ok(f) => Some(Arc::new(f)),
-                Err(e) => return usage(e),
-            }
-        }
-        (None, None) => None,
+    info.federation = match &embedded {
+        Some((_, fed)) => Some(fed.clone()),
+        None => external_fed,
     };
     let info = Arc::new(info);
     let cfg = RunConfig {

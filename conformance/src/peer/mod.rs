@@ -1,16 +1,19 @@
 //! The fake federation peer (issue 15, DESIGN.md §5): an in-process axum server
 //! ([`server`]) that serves any number of fake peers ([`node`]), each with its own domain,
 //! node key and hosted identities, reachable by the target at the address the profile gives
-//! (`[federation] harness_address`, [`profile`]); and [`Federation`], what a run knows about
+//! (`[federation] harness_address`, [`profile`]), over plain HTTP or TLS 1.3 with
+//! certificates from a per-run CA ([`tls`]); and [`Federation`], what a run knows about
 //! federating with its target: the server, how the target learns a peer, how to make it send,
 //! and the timers it declares.
 
 pub mod node;
 pub mod profile;
 pub mod server;
+pub mod tls;
 
 pub use node::{Answer, PeerKey, PeerNode, Received};
 pub use server::PeerServer;
+pub use tls::PeerTls;
 
 use crate::ctx::{Ex, Exchanges};
 use crate::finding::Finding;
@@ -66,6 +69,14 @@ impl Federation {
         let listener = tokio::net::TcpListener::bind(bind)
             .await
             .map_err(|e| format!("federation.listen {bind}: cannot bind: {e}"))?;
+        // The CA file is written here, before the target is probed: a target started after
+        // the harness can be pointed at it.
+        let tls = if section.tls() {
+            let file = section.ca_file.as_deref().map(std::path::Path::new);
+            Some(Arc::new(PeerTls::new(file)?))
+        } else {
+            None
+        };
         let server = PeerServer::spawn(
             listener,
             section.harness_address.clone(),
@@ -73,13 +84,16 @@ impl Federation {
             section.peers,
             seed,
             clock,
-        );
+            tls,
+        )?;
         Ok(Federation { server, section })
     }
 
     /// Starts the fake peers for an embedded target and configures `config` to federate
-    /// with them: peers `peer-{n}.test -> {server}/peer/{n}` (plain http to loopback), the
-    /// short store-and-forward timers ([`EMBEDDED_TTL_MS`], [`EMBEDDED_RETRY_BASE_MS`],
+    /// with them over TLS 1.3: peers `peer-{n}.test -> https://peer-{n}.test:PORT`, each
+    /// domain resolved to the peer server's loopback address (the node's `--resolve`), the
+    /// run's CA as the only trust anchor for peers (`--peer-ca`, no operating-system roots,
+    /// no plain http); the short store-and-forward timers ([`EMBEDDED_TTL_MS`], [`EMBEDDED_RETRY_BASE_MS`],
     /// [`EMBEDDED_RETRY_MAX_MS`]; v1.1 §15.6) and re-fetch interval
     /// ([`EMBEDDED_REFETCH_MIN_INTERVAL_MS`], v1.0 §7.4), so the Level 2 cases run in seconds;
     /// and [`EMBEDDED_BLOCKED_PEERS`] more peers on its blocklist (v1.1 §23.1).
@@ -88,37 +102,58 @@ impl Federation {
         seed: u64,
         clock: Arc<dyn Clock>,
     ) -> Result<Arc<Federation>, String> {
-        let fed = Federation::start(Federation::embedded_section(), seed, clock).await?;
+        Federation::embedded_with(config, Federation::embedded_section(), seed, clock).await
+    }
+
+    /// [`Federation::embedded`] with another section: `tls = false` configures plain http
+    /// to `http://127.0.0.1:PORT/peer/{n}` (allowed to loopback) instead.
+    pub async fn embedded_with(
+        config: &mut loom_node::NodeConfig,
+        section: FederationSection,
+        seed: u64,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Arc<Federation>, String> {
+        let fed = Federation::start(section, seed, clock).await?;
         let f = &mut config.federation;
         f.peers = (0..EMBEDDED_PEERS)
             .map(|n| (fed.server.domain_of(n), fed.server.base_url_of(n)))
             .collect();
         let blocked: Vec<(String, String)> = (0..EMBEDDED_BLOCKED_PEERS)
             .map(|n| {
-                (
-                    EMBEDDED_BLOCKED_DOMAIN.replace("{n}", &n.to_string()),
-                    fed.server.base_url_of(server::BLOCKED_INDEX_BASE + n),
-                )
+                let domain = EMBEDDED_BLOCKED_DOMAIN.replace("{n}", &n.to_string());
+                let url = fed.server.base_url(server::BLOCKED_INDEX_BASE + n, &domain);
+                (domain, url)
             })
             .collect();
         f.blocklist = blocked.iter().map(|(d, _)| d.clone()).collect();
         f.peers.extend(blocked);
+        match &fed.server.tls {
+            Some(tls) => {
+                let dial = fed.server.dial_address();
+                f.resolve = f.peers.keys().map(|d| (d.clone(), dial.clone())).collect();
+                f.peer_ca = vec![tls.ca_file().to_owned()];
+                f.native_roots = false;
+                f.allow_private_http = false;
+            }
+            None => f.allow_private_http = true,
+        }
         f.refetch_min_interval_ms = EMBEDDED_REFETCH_MIN_INTERVAL_MS;
-        f.allow_private_http = true;
         f.ttl_secs = EMBEDDED_TTL_MS / 1000;
         f.retry_base_ms = EMBEDDED_RETRY_BASE_MS;
         f.retry_max_ms = EMBEDDED_RETRY_MAX_MS;
         Ok(Arc::new(fed))
     }
 
-    /// The section the embedded target runs with: `static` peers on loopback, a declared
-    /// short TTL.
+    /// The section the embedded target runs with: `static` peers on loopback over TLS, a
+    /// declared short TTL.
     pub fn embedded_section() -> FederationSection {
         FederationSection {
             harness_address: None,
             listen: None,
             peer_domain: "peer-{n}.test".into(),
             peers: EMBEDDED_PEERS,
+            tls: Some(true),
+            ca_file: None,
             learn_peer: profile::Templated::default(),
             send_now: profile::Templated::default(),
             block_peer: profile::BlockPeer {
@@ -218,8 +253,16 @@ impl Federation {
             ("peer_key_id", key.key_id.clone()),
             ("peer_public_key_pem", public_key_to_spki_pem(&vk)),
             ("peer_public_key_b64url", public_key_to_b64url(&vk)),
+            ("peer_address", self.server.dial_address()),
         ] {
             v.insert(k.to_owned(), val);
+        }
+        if let Some(tls) = &self.server.tls {
+            v.insert(
+                "peer_ca_pem_path".into(),
+                tls.ca_file().display().to_string(),
+            );
+            v.insert("peer_ca_pem".into(), tls.ca_pem().to_owned());
         }
         v
     }

@@ -9,6 +9,11 @@
 //!                                           # when harness_address is absent)
 //! peer_domain = "peer-{n}.test"             # the fake peers' domains, {n} = 0, 1, 2, …
 //! peers = 96                                # how many the target knows ("static" mode)
+//! tls = false             # true: the peers speak TLS 1.3 as https://{peer_domain}:{port}
+//!                         # with certificates from a per-run CA (default false here; the
+//!                         # embedded node runs with true)
+//! ca_file = "/tmp/loom-peer-ca.pem"  # tls = true: where the CA certificate PEM is written
+//!                                    # (default: a fresh temporary file)
 //! [federation.learn_peer]
 //! mode = "request"        # "static" | "node-document" | "request"
 //! method = "POST"
@@ -33,10 +38,20 @@
 //! means the target is configured to block the peers named by `domain` (`{n}` = 0, 1, …,
 //! `count` of them), which the harness serves besides the ordinary ones.
 //!
+//! With `tls = true` (v1.1 §14.1: nodes talk TLS) the harness makes a certificate authority
+//! for the run (its key never leaves the process), writes its certificate to `ca_file`, and
+//! serves peer `n` as `https://peer-{n}.test:{port}` with a certificate for that name: the
+//! target must trust the CA (`{peer_ca_pem_path}`, `{peer_ca_pem}`) and connect to the harness
+//! address for each peer domain (`{peer_address}`, like curl's `--resolve`). The file is
+//! written before the target is probed, so a target started after the harness can be given
+//! it (`--peer-ca`).
+//!
 //! Placeholders (JSON-escaped inside `body`): `{target}`, `{peer_domain}`, `{peer_base_url}`,
 //! `{peer_deliver_url}`, `{peer_identity_url}`, `{peer_node_document_url}`, `{peer_key_id}`,
-//! `{peer_public_key_pem}`, `{peer_public_key_b64url}`, plus every `[federation.vars]` entry
-//! (e.g. `admin_token`).
+//! `{peer_public_key_pem}`, `{peer_public_key_b64url}`, `{peer_address}` (the harness's
+//! `host:port`, where every peer domain must lead), with `tls = true` also
+//! `{peer_ca_pem_path}` and `{peer_ca_pem}`, plus every `[federation.vars]` entry (e.g.
+//! `admin_token`).
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -55,6 +70,11 @@ pub struct FederationSection {
     /// How many peers the target knows (0: no bound).
     #[serde(default)]
     pub peers: u32,
+    /// Whether the fake peers speak TLS 1.3 with certificates from a per-run CA (default
+    /// `false` for a target of the user's: plain HTTP needs nothing trusted).
+    pub tls: Option<bool>,
+    /// `tls = true`: where the CA certificate (PEM) is written (default: a temporary file).
+    pub ca_file: Option<String>,
     /// How the target learns a fake peer.
     #[serde(default)]
     pub learn_peer: Templated,
@@ -151,8 +171,29 @@ impl FederationSection {
         self.send_now.mode.as_deref().unwrap_or("wait")
     }
 
+    /// Whether the fake peers speak TLS.
+    pub fn tls(&self) -> bool {
+        self.tls.unwrap_or(false)
+    }
+
     /// Checks every member; errors name the field.
     pub fn check(&self) -> Result<(), String> {
+        if self.tls()
+            && let Some(a) = &self.harness_address
+            && !a.starts_with("https://")
+        {
+            return Err(format!(
+                "federation.harness_address must be an https:// URL when tls = true (the target connects with TLS), not {a:?}"
+            ));
+        }
+        if !self.tls() && self.ca_file.is_some() {
+            return Err(
+                "federation.ca_file needs tls = true (the plain-HTTP peers have no CA)".into(),
+            );
+        }
+        if self.ca_file.as_deref() == Some("") {
+            return Err("federation.ca_file must be a file path, not empty".into());
+        }
         if let Some(a) = &self.harness_address
             && !(a.starts_with("http://") || a.starts_with("https://"))
         {
@@ -338,6 +379,18 @@ mod tests {
                 "federation.harness_address",
             ),
             ("[federation]\nlisten = \"nowhere\"\n", "federation.listen"),
+            (
+                "[federation]\ntls = true\nharness_address = \"http://10.0.0.5:9900\"\n",
+                "federation.harness_address must be an https://",
+            ),
+            (
+                "[federation]\nca_file = \"/tmp/ca.pem\"\n",
+                "federation.ca_file needs tls = true",
+            ),
+            (
+                "[federation]\ntls = true\nca_file = \"\"\n",
+                "federation.ca_file must be a file path",
+            ),
             (
                 "[federation]\npeer_domain = \"peer.test\"\n",
                 "federation.peer_domain",

@@ -1,10 +1,16 @@
-//! The fake peers' HTTP server: one axum server in the harness process serving every fake
-//! peer of a run under `/peer/{n}/…` (or by `Host` header, for a target that resolves peer
-//! domains to the harness address itself), lenient as a peer should be: any body framing
-//! (chunked or not), any signing form; every request recorded; deliveries answered as the
-//! case scripted ([`Answer`]).
+//! The fake peers' server: one axum server in the harness process serving every fake peer
+//! of a run, lenient as a peer should be: any body framing (chunked or not), any signing
+//! form; every request recorded; deliveries answered as the case scripted ([`Answer`]).
+//!
+//! Plain HTTP: peer `n` is served under `{address}/peer/{n}/…` (or by `Host` header, for a
+//! target that resolves peer domains to the harness address itself). TLS ([`PeerTls`]):
+//! peer `n` is `https://{its domain}:{port}` — the target connects to the harness address
+//! with the peer's domain as server name (SNI), gets a certificate for that domain issued by
+//! the run's CA, and the request is routed by `Host` (HTTP/2: `:authority`); `/peer/{n}`
+//! paths still work too.
 
 use super::node::{Answer, PeerNode, Received};
+use super::tls::PeerTls;
 use axum::Router;
 use axum::body::to_bytes;
 use axum::extract::{Request, State};
@@ -27,8 +33,12 @@ const MAX_BODY: usize = loom_protocol::federation::wrapper::DEFAULT_MAX_WRAPPER_
 /// The server and the peers it serves.
 #[derive(Debug)]
 pub struct PeerServer {
-    /// The base URL the target reaches the harness at (`http://127.0.0.1:PORT`).
+    /// The base URL the target reaches the harness at (`http://127.0.0.1:PORT`, or
+    /// `https://…` with TLS).
     pub address: String,
+    /// The TLS side ([`PeerTls`]: the run's CA and the peers' certificates), when the peers
+    /// speak TLS.
+    pub tls: Option<Arc<PeerTls>>,
     /// Peer domains: `{n}` is replaced by the peer's index.
     pub domain_template: String,
     /// How many peers may be handed out (the target knows this many; 0: no bound).
@@ -50,8 +60,8 @@ impl Drop for PeerServer {
 }
 
 impl PeerServer {
-    /// Serves on `listener`; the target reaches it at `address` (the profile's
-    /// `harness_address`, or the listener's own loopback address).
+    /// Serves on `listener` (plain HTTP, or TLS 1.3 with `tls`); the target reaches it at
+    /// `address` (the profile's `harness_address`, or the listener's own loopback address).
     pub fn spawn(
         listener: tokio::net::TcpListener,
         address: Option<String>,
@@ -59,16 +69,27 @@ impl PeerServer {
         capacity: u32,
         seed: u64,
         clock: Arc<dyn Clock>,
-    ) -> Arc<PeerServer> {
+        tls: Option<Arc<PeerTls>>,
+    ) -> Result<Arc<PeerServer>, String> {
         let local = listener
             .local_addr()
             .map_or_else(|_| "127.0.0.1:0".to_owned(), |a| a.to_string());
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let address = address
+            .unwrap_or_else(|| format!("{scheme}://{local}"))
+            .trim_end_matches('/')
+            .to_owned();
+        let acceptor = match &tls {
+            Some(t) => {
+                t.set_no_sni_host(&split_authority(&address).0)?;
+                Some(t.acceptor()?)
+            }
+            None => None,
+        };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let server = Arc::new(PeerServer {
-            address: address
-                .unwrap_or_else(|| format!("http://{local}"))
-                .trim_end_matches('/')
-                .to_owned(),
+            address,
+            tls,
             domain_template: domain_template.to_owned(),
             capacity,
             seed,
@@ -81,14 +102,10 @@ impl PeerServer {
         let router = Router::new()
             .fallback(handle)
             .with_state(Arc::downgrade(&server));
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, router)
-                .with_graceful_shutdown(async move {
-                    let _ = stopped.await;
-                })
-                .await;
+        serve(listener, router, acceptor, async move {
+            let _ = stopped.await;
         });
-        server
+        Ok(server)
     }
 
     /// Binds 127.0.0.1:0 and serves there (the embedded target's peer server).
@@ -99,25 +116,23 @@ impl PeerServer {
         clock: Arc<dyn Clock>,
     ) -> std::io::Result<Arc<PeerServer>> {
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        Ok(PeerServer::spawn(
-            l,
-            None,
-            domain_template,
-            capacity,
-            seed,
-            clock,
-        ))
+        PeerServer::spawn(l, None, domain_template, capacity, seed, clock, None)
+            .map_err(std::io::Error::other)
     }
 
     /// Serves the same peers on another listener too (a deliver URL that is unreachable
     /// until the case binds its port: store-and-forward, v1.1 §15.6).
-    pub fn serve_also(self: &Arc<Self>, listener: tokio::net::TcpListener) {
+    /// (Same transport as the main listener.)
+    pub fn serve_also(self: &Arc<Self>, listener: tokio::net::TcpListener) -> Result<(), String> {
         let router = Router::new()
             .fallback(handle)
             .with_state(Arc::downgrade(self));
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, router).await;
-        });
+        let acceptor = match &self.tls {
+            Some(t) => Some(t.acceptor()?),
+            None => None,
+        };
+        serve(listener, router, acceptor, std::future::pending());
+        Ok(())
     }
 
     /// The domain of peer `n`.
@@ -125,9 +140,36 @@ impl PeerServer {
         self.domain_template.replace("{n}", &n.to_string())
     }
 
-    /// The base URL of peer `n` (`{address}/peer/{n}`).
+    /// The base URL of peer `n`: `{address}/peer/{n}` in plain HTTP; with TLS the peer's own
+    /// origin `https://{domain}:{port}` (the port of the harness address), which the target
+    /// reaches by resolving the domain to the harness address ([`PeerServer::dial_address`]).
     pub fn base_url_of(&self, n: u32) -> String {
-        format!("{}/peer/{n}", self.address)
+        self.base_url(n, &self.domain_of(n))
+    }
+
+    /// The base URL of the peer at server index `index` with domain `domain` (see
+    /// [`PeerServer::base_url_of`]).
+    pub fn base_url(&self, index: u32, domain: &str) -> String {
+        match &self.tls {
+            Some(_) => format!("https://{domain}:{}", self.port()),
+            None => format!("{}/peer/{index}", self.address),
+        }
+    }
+
+    /// Where the target connects to reach any peer: the harness address's `host:port` (what
+    /// a peer domain must resolve to: `--resolve peer-3.test=HOST:PORT`).
+    pub fn dial_address(&self) -> String {
+        let (host, port) = split_authority(&self.address);
+        if host.contains(':') && !host.starts_with('[') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        }
+    }
+
+    /// The harness address's port (80/443 by scheme when it names none).
+    pub fn port(&self) -> u16 {
+        split_authority(&self.address).1
     }
 
     /// A fresh peer with its own domain and keys (a case's; negative cases each take one,
@@ -141,10 +183,14 @@ impl PeerServer {
             ));
         }
         let seed: [u8; 32] = Sha256::digest(format!("{}/peer/{n}", self.seed).as_bytes()).into();
+        let domain = self.domain_of(n);
+        if let Some(t) = &self.tls {
+            t.add_domain(&domain)?;
+        }
         let peer = Arc::new(PeerNode::new(
             n,
-            self.domain_of(n),
-            self.base_url_of(n),
+            domain.clone(),
+            self.base_url(n, &domain),
             seed,
             self.clock.clone(),
         ));
@@ -166,10 +212,14 @@ impl PeerServer {
         }
         let index = BLOCKED_INDEX_BASE + n;
         let seed: [u8; 32] = Sha256::digest(format!("{}/blocked/{n}", self.seed).as_bytes()).into();
+        let domain = template.replace("{n}", &n.to_string());
+        if let Some(t) = &self.tls {
+            t.add_domain(&domain)?;
+        }
         let peer = Arc::new(PeerNode::new(
             index,
-            template.replace("{n}", &n.to_string()),
-            self.base_url_of(index),
+            domain.clone(),
+            self.base_url(index, &domain),
             seed,
             self.clock.clone(),
         ));
@@ -194,6 +244,59 @@ impl PeerServer {
     }
 }
 
+/// The host and port of a base URL (`https://10.0.0.5:9900` → `("10.0.0.5", 9900)`;
+/// without a port, 443 for https and 80 otherwise).
+fn split_authority(url: &str) -> (String, u16) {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("http", url));
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let default = if scheme.eq_ignore_ascii_case("https") {
+        443
+    } else {
+        80
+    };
+    match authority.rsplit_once(':') {
+        Some((h, p)) if !h.is_empty() && (!h.contains(':') || h.ends_with(']')) => {
+            match p.parse::<u16>() {
+                Ok(port) => (
+                    h.trim_start_matches('[').trim_end_matches(']').to_owned(),
+                    port,
+                ),
+                Err(_) => (authority.to_owned(), default),
+            }
+        }
+        _ => (
+            authority
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_owned(),
+            default,
+        ),
+    }
+}
+
+/// Serves `router` on `listener` until `shutdown`: axum's plain HTTP/1.1 server, or with
+/// `tls` the reference node's connection loop (`loom_node::net::serve`: TLS handshakes on
+/// their own tasks, HTTP/2 or HTTP/1.1 by ALPN).
+fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) {
+    tokio::spawn(async move {
+        let _ = match tls {
+            Some(acceptor) => {
+                loom_node::net::serve(listener, router, Some(acceptor), shutdown).await
+            }
+            None => {
+                axum::serve(listener, router)
+                    .with_graceful_shutdown(shutdown)
+                    .await
+            }
+        };
+    });
+}
+
 fn error(status: StatusCode, code: &str, message: &str) -> Response {
     (
         status,
@@ -202,7 +305,7 @@ fn error(status: StatusCode, code: &str, message: &str) -> Response {
         .into_response()
 }
 
-/// Every request: find the peer (path prefix, else `Host`), record, answer.
+/// Every request: find the peer (path prefix, else `Host` or `:authority`), record, answer.
 async fn handle(State(server): State<std::sync::Weak<PeerServer>>, req: Request) -> Response {
     let Some(server) = server.upgrade() else {
         return error(
@@ -218,12 +321,16 @@ async fn handle(State(server): State<std::sync::Weak<PeerServer>>, req: Request)
     }) {
         Some((n, tail)) => (server.by_index(n), tail),
         None => {
+            // HTTP/1.1 names the peer in `Host`; HTTP/2 in the `:authority` pseudo-header,
+            // which arrives as the URI's authority.
             let host = req
                 .headers()
                 .get("host")
                 .and_then(|h| h.to_str().ok())
-                .unwrap_or("");
-            (server.by_host(host), raw_path.clone())
+                .map(str::to_owned)
+                .or_else(|| req.uri().host().map(str::to_owned))
+                .unwrap_or_default();
+            (server.by_host(&host), raw_path.clone())
         }
     };
     let method = req.method().as_str().to_owned();
