@@ -141,4 +141,17 @@ impl Case {
     pub fn area(&self) -> &'static str {
         self.id.split('.').nth(1).unwrap_or("other")
     }
+
+    /// Whether the case changes what *other* cases may do with the identities it uses, so
+    /// that under a profile pool (where every case gets the same pooled identities) it must
+    /// run with no other case in flight. Revoking a delegation is such a change: a node may
+    /// legally record a revocation for the delegator/delegate pair up to the revocation time
+    /// (the v1.0 §13 `delegation.revoked` notification names the pair, not the link), which
+    /// then also revokes the links a concurrent case just made for the same pooled pair.
+    pub fn alters_shared_identities(&self) -> bool {
+        matches!(
+            self.id,
+            "core.delegation.revocation.enforced" | "core.delegation.revocation.recorded"
+        )
+    }
 }

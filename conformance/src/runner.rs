@@ -313,6 +313,10 @@ pub async fn run_until_stopped(
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicBool, Ordering};
     let sem = Arc::new(tokio::sync::Semaphore::new(cfg.jobs.max(1)));
+    // Under a profile pool every case shares the same identities: a case that alters them
+    // for others runs alone (write), every other case alongside the rest (read).
+    let pooled = target.pool.is_some();
+    let shared = Arc::new(tokio::sync::RwLock::new(()));
     let stop = Arc::new(AtomicBool::new(false));
     let tally: Arc<Mutex<BTreeMap<SetupCause, usize>>> = Arc::default();
     let stopped_by: Arc<Mutex<Option<SetupCause>>> = Arc::default();
@@ -323,9 +327,15 @@ pub async fn run_until_stopped(
         let cfg = cfg.clone();
         let clock = clock.clone();
         let sem = sem.clone();
+        let shared = shared.clone();
         let (stop, tally, stopped_by) = (stop.clone(), tally.clone(), stopped_by.clone());
         handles.push(tokio::spawn(async move {
             let _permit = sem.acquire_owned().await;
+            let (_alone, _alongside) = if pooled && case.alters_shared_identities() {
+                (Some(shared.write().await), None)
+            } else {
+                (None, Some(shared.read().await))
+            };
             if stop.load(Ordering::SeqCst) {
                 return None;
             }
@@ -391,5 +401,23 @@ mod tests {
         assert!(!glob_match("core.auth.*", "core.envelope.x"));
         assert!(glob_match("core.a?th.x", "core.auth.x"));
         assert!(glob_match("*", ""));
+    }
+
+    /// The cases that run alone under a pool are named by id: a renamed case must not
+    /// silently lose that.
+    #[test]
+    fn the_cases_that_run_alone_under_a_pool_exist() {
+        let alone: Vec<&str> = crate::catalogue::all()
+            .into_iter()
+            .filter(|c| c.alters_shared_identities())
+            .map(|c| c.id)
+            .collect();
+        assert_eq!(
+            alone,
+            [
+                "core.delegation.revocation.enforced",
+                "core.delegation.revocation.recorded"
+            ]
+        );
     }
 }

@@ -417,8 +417,17 @@ fn the_readme_tls_example_parses() {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../reference/node/certify.toml"),
     )
     .expect("certify.toml");
-    let node = loom_node::NodeConfig::from_toml(&format!("{certify}\n{}", block("# node.toml")))
-        .expect("the README's node configuration parses");
+    // The node reads its CA file while parsing: stand a real certificate in for the file the
+    // README names (which exists only while a harness run is going on).
+    let ca_file = std::env::temp_dir().join(format!("readme-peer-ca-{}.pem", std::process::id()));
+    let ca = rcgen::generate_simple_self_signed(vec!["readme-ca.test".to_owned()]).unwrap();
+    std::fs::write(&ca_file, ca.cert.pem()).unwrap();
+    let node_toml = block("# node.toml");
+    assert!(node_toml.contains("/tmp/loom-peer-ca.pem"), "{node_toml}");
+    let node_toml = node_toml.replace("/tmp/loom-peer-ca.pem", &ca_file.display().to_string());
+    let node = loom_node::NodeConfig::from_toml(&format!("{certify}\n{node_toml}"));
+    let _ = std::fs::remove_file(&ca_file);
+    let node = node.expect("the README's node configuration parses");
     assert_eq!(node.federation.peer_ca.len(), 1);
     assert_eq!(
         node.federation.peers.get("peer-0.test").map(String::as_str),
