@@ -76,6 +76,9 @@ pub fn purge_nonces(conn: &Connection, cutoff_ms: i64) -> rusqlite::Result<usize
     conn.exec(PURGE_NONCES, [cutoff_ms])
 }
 
+/// A retired signing key as stored: `(key_id, base64url, retired_at)`.
+pub type RetiredRemoteKey = (String, String, Option<String>);
+
 /// A resolved remote identity: its type, active keys `(key_id, base64url)` and the keys its
 /// document keeps as `retired` (v1.0 §7.4).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,7 +88,7 @@ pub struct RemoteIdentity {
     /// Active signing keys.
     pub keys: Vec<(String, String)>,
     /// Retired signing keys `(key_id, base64url, retired_at)`, for historical envelopes.
-    pub retired: Vec<(String, String, Option<String>)>,
+    pub retired: Vec<RetiredRemoteKey>,
     /// When it was fetched.
     pub fetched_at: String,
 }
@@ -100,7 +103,7 @@ impl RemoteIdentity {
 
 /// The `keys` column: `{"active": [[key_id, key]…], "retired": [[key_id, key, retired_at]…]}`;
 /// rows written before retired keys were kept hold the bare active array.
-fn decode_keys(text: &str) -> (Vec<(String, String)>, Vec<(String, String, Option<String>)>) {
+fn decode_keys(text: &str) -> (Vec<(String, String)>, Vec<RetiredRemoteKey>) {
     let Ok(v) = serde_json::from_str::<Value>(text) else {
         return (Vec::new(), Vec::new());
     };
