@@ -6,7 +6,9 @@
 //! untrusted certificate is a transport failure, retried and, after the TTL on the manual
 //! clock, ended by a `receipt.failed@v1`; peers that know each other only by discovery
 //! (`https://{domain}/.well-known/loom.json`) exchange a message and its reply; the
-//! federation policy still applies to discovered peers.
+//! federation policy still applies to discovered peers. §15.3 "TLS server cert must match
+//! domain": a sender node whose address presents a certificate for another name, or serves
+//! a document naming another domain, is refused with the reason, and nothing is stored.
 
 mod support;
 
@@ -312,5 +314,116 @@ async fn a_failed_discovery_is_not_retried_per_inbound_request() {
     z.clock.advance_ms(interval);
     deliver().await;
     assert_eq!(count(), 2, "discovery is tried again after the interval");
+    let _ = std::fs::remove_dir_all(&p.dir);
+}
+
+/// A delivery claiming to come from `node`, signed with `signer`'s node key (an empty
+/// wrapper: it is refused before its envelopes are read, or accepted with nothing in it).
+fn delivery_as(signer: &TestNode, node: &str) -> (Vec<(String, String)>, Vec<u8>) {
+    use loom_protocol::federation::wrapper::DELIVER_PATH;
+    use loom_protocol::http_sig::{RequestParts, sign_request};
+    let now = signer.now();
+    let body = serde_json::to_vec(&serde_json::json!({
+        "loom": "1.1", "sender_node": node,
+        "delivery_id": format!("fdel_{}", signer.envelope_id().trim_start_matches("env_")),
+        "timestamp": now, "envelopes": [],
+    }))
+    .unwrap();
+    let (key_id, key) = signer.node.service().node_key();
+    let h = sign_request(
+        &RequestParts {
+            method: "POST",
+            path: DELIVER_PATH,
+            body: &body,
+        },
+        node,
+        key_id,
+        key,
+        loom_protocol::Timestamp::parse(&now).unwrap(),
+        signer.envelope_id().as_bytes(),
+    );
+    let pairs = h
+        .all_pairs()
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    (pairs, body)
+}
+
+#[tokio::test]
+async fn a_certificate_for_another_name_at_the_senders_address_is_refused() {
+    // §15.3 "TLS server cert must match domain": b.test discovers a.test at its address,
+    // which presents a certificate from the trusted CA — but for evil.test.
+    let p = pki("tls-wrong-name");
+    let (pa, pb) = (free_port().await, free_port().await);
+    let resolve = [("a.test", pa), ("b.test", pb)];
+    let a = tls_node("a.test", &resolve, &p.ca_pem, |_| {});
+    let b = tls_node("b.test", &resolve, &p.ca_pem, |_| {});
+    let alice = a.register("alice", "human", 1).await;
+    let bob = b.register("bob", "human", 2).await;
+    let wrong = serve_tls(&a, pa, p.ca.acceptor("evil.test")).await;
+    let env = alice.sign(alice.message(&a, &a.thread_id(), None, &[&bob], "who am I?"));
+    let id = env["id"].as_str().unwrap().to_owned();
+    let (h, body) = a.signed_delivery(vec![env.clone()]);
+    let r = b.deliver(&h, body).await;
+    assert_eq!(r.status.as_u16(), 401, "{}", r.body);
+    let e = &r.body["error"];
+    assert_eq!(e["code"], "SIGNATURE_INVALID");
+    assert_eq!(e["details"]["field"], "X-LOOM-Node");
+    let reason = e["details"]["reason"].as_str().unwrap_or("");
+    assert!(
+        reason.contains("a.test")
+            && reason.contains("TLS handshake")
+            && reason.contains("not valid for name"),
+        "the refusal names the certificate problem: {reason}"
+    );
+    b.get(&format!("/v1/envelopes/{id}"), &bob.token)
+        .await
+        .expect_error(404, "ENVELOPE_NOT_FOUND");
+
+    // The same node with a certificate for its own name: the delivery is accepted (once the
+    // failed discovery may be retried, federation.refetch_min_interval_ms later).
+    wrong.stop().await;
+    let _right = serve_tls(&a, pa, p.ca.acceptor("a.test")).await;
+    let interval = b.node.service().config.federation.refetch_min_interval_ms as i64;
+    for n in [&a, &b] {
+        n.clock.advance_ms(interval);
+    }
+    let (token, _) = b.login(&bob.address, &bob.key, &bob.key_id).await;
+    let bob = Ident { token, ..bob };
+    let (h, body) = a.signed_delivery(vec![env]);
+    b.deliver(&h, body).await.expect(202);
+    b.get(&format!("/v1/envelopes/{id}"), &bob.token)
+        .await
+        .expect(200);
+    let _ = std::fs::remove_dir_all(&p.dir);
+}
+
+#[tokio::test]
+async fn a_node_document_naming_another_domain_lends_its_keys_to_nobody() {
+    // At a.test's address, with a valid certificate for a.test, c.test's node answers: its
+    // document names c.test, so its keys must not verify requests from a.test (§15.2, §15.3).
+    let p = pki("tls-wrong-domain");
+    let (pa, pb) = (free_port().await, free_port().await);
+    let resolve = [("a.test", pa), ("b.test", pb)];
+    let c = tls_node("c.test", &resolve, &p.ca_pem, |_| {});
+    let b = tls_node("b.test", &resolve, &p.ca_pem, |_| {});
+    let _impostor = serve_tls(&c, pa, p.ca.acceptor("a.test")).await;
+    let (h, body) = delivery_as(&c, "a.test");
+    let r = b.deliver(&h, body).await;
+    assert_eq!(r.status.as_u16(), 401, "{}", r.body);
+    let e = &r.body["error"];
+    assert_eq!(
+        (e["code"].as_str(), e["details"]["field"].as_str()),
+        (Some("SIGNATURE_INVALID"), Some("X-LOOM-Node"))
+    );
+    let reason = e["details"]["reason"].as_str().unwrap_or("");
+    assert!(
+        reason.contains(r#"names node "c.test""#) && reason.contains(r#"fetched for "a.test""#),
+        "{reason}"
+    );
+    // Nothing was stored for a.test: a second request finds no document either.
+    let (h, body) = delivery_as(&c, "a.test");
+    assert_eq!(b.deliver(&h, body).await.status.as_u16(), 401);
     let _ = std::fs::remove_dir_all(&p.dir);
 }

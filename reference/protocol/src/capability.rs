@@ -288,6 +288,27 @@ fn address_member(obj: &Map<String, Value>, key: &str) -> Result<Address, Protoc
         .map_err(|e| deny(format!("capability_token.{key}"), e.reason, "v1.1 §6.1"))
 }
 
+/// Where an envelope presents a capability token (v1.1 §12.4, the preferred form):
+/// `content.structured.parameters.capability_token`.
+pub const PRESENTED_TOKEN_POINTER: &str = "/content/structured/parameters/capability_token";
+
+/// The issuer of the token `envelope` presents ([`PRESENTED_TOKEN_POINTER`]) and the key id
+/// its signature names: the identity whose key verifying the token needs. Tokens are
+/// "portable across federation: self-contained, signed, and verifiable offline" (v1.1 §12),
+/// so a node checking a token issued on another node resolves this identity from the
+/// issuer's home node first, as it resolves remote senders (§15.4). `None` when there is no
+/// token or it names no parsable issuer (then [`authorize_capability`] refuses it).
+pub fn presented_token_issuer(envelope: &Value) -> Option<(Address, String)> {
+    let token = envelope.pointer(PRESENTED_TOKEN_POINTER)?;
+    let issuer = Address::parse_wire(token.get("issued_by")?.as_str()?).ok()?;
+    let key_id = token
+        .pointer("/signature/key_id")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    Some((issuer, key_id))
+}
+
 /// Checks a presented token against an action (v1.1 §12.1–§12.6).
 pub fn authorize_capability(
     token: &Value,

@@ -566,3 +566,90 @@ proptest! {
         }
     }
 }
+
+/// alice rotated: `k_sign_alice_2` is active, `k_sign_alice_1` (seed 1, which [`msg`] signs
+/// with) is kept as `retired`, retired at `retired_at` (v1.0 §7.4).
+struct Rotated {
+    retired_at: Option<Timestamp>,
+}
+
+impl DelegationResolver for Rotated {
+    fn signing_keys(&self, _: &Address) -> Option<Vec<(String, VerifyingKey)>> {
+        None
+    }
+    fn identity_type(&self, _: &Address) -> Option<SenderType> {
+        Some(SenderType::Human)
+    }
+    fn is_revoked(&self, _: &LinkRef<'_>) -> bool {
+        false
+    }
+}
+
+impl Directory for Rotated {
+    fn registered_type(&self, _: &Address) -> Option<String> {
+        Some("human".into())
+    }
+    fn active_signing_key(&self, identity: &Address, key_id: &str) -> Option<VerifyingKey> {
+        (identity.to_string() == ALICE && key_id == "k_sign_alice_2")
+            .then(|| key(21).verifying_key())
+    }
+    fn retired_signing_key(
+        &self,
+        identity: &Address,
+        key_id: &str,
+    ) -> Option<loom_protocol::federation::RetiredKey> {
+        (identity.to_string() == ALICE && key_id == "k_sign_alice_1").then(|| {
+            loom_protocol::federation::RetiredKey {
+                key_id: key_id.into(),
+                key: key(1).verifying_key(),
+                retired_at: self.retired_at,
+            }
+        })
+    }
+}
+
+#[test]
+fn a_retired_key_verifies_delivered_historical_envelopes_only() {
+    let now = Timestamp::parse(NOW).unwrap();
+    let fed = Origin::Federated {
+        node: "node.test",
+        origin_event_seq: None,
+    };
+    let alice = Address::parse_wire(ALICE).unwrap();
+    let local = Origin::Local { caller: &alice };
+    let at = |s: &str| Some(Timestamp::parse(s).unwrap());
+    let run = |dir: &Rotated, env: Value, origin| {
+        admit(env, origin, dir, &SpecRules, &limits(), now).map(|_| ())
+    };
+    // msg() is created at 16:37 and signed with the since-retired k_sign_alice_1.
+    let retired_later = Rotated {
+        retired_at: at("2026-02-16T16:40:00Z"),
+    };
+    let no_time = Rotated { retired_at: None };
+    let retired_before = Rotated {
+        retired_at: at("2026-02-16T16:36:59Z"),
+    };
+    assert_eq!(
+        run(&retired_later, msg(1, 1, ALICE, BOB, None), fed),
+        Ok(())
+    );
+    assert_eq!(run(&no_time, msg(1, 1, ALICE, BOB, None), fed), Ok(()));
+    // Created after the retirement: not historical.
+    let e = run(&retired_before, msg(1, 1, ALICE, BOB, None), fed).unwrap_err();
+    assert_eq!(
+        (e.code, e.field.as_str()),
+        (ErrorCode::SignatureInvalid, "from.key_id")
+    );
+    // A local submission is a new envelope: a retired key never signs one.
+    let e = run(&retired_later, msg(1, 1, ALICE, BOB, None), local).unwrap_err();
+    assert_eq!(e.field, "from.key_id");
+    // A key the document does not list is still unknown.
+    let mut other = msg(1, 1, ALICE, BOB, None);
+    sign_envelope(&mut other, &key(9), &key_id("alice_9")).unwrap();
+    let e = run(&retired_later, other, fed).unwrap_err();
+    assert_eq!(e.code, ErrorCode::SignatureInvalid);
+    // The retired key does not verify what another key signed under its id.
+    let mut forged = msg(1, 1, ALICE, BOB, None);
+    sign_envelope(&mut forged, &key(9), &key_id("alice_1")).unwrap();
+    assert!(run(&retired_later, forged, fed).is_err());
+}

@@ -514,3 +514,23 @@ fn a_revocation_request_is_the_revoking_op_for_its_token_and_thread() {
         "type"
     );
 }
+
+#[test]
+fn the_presented_token_names_the_issuer_to_resolve() {
+    use loom_protocol::capability::presented_token_issuer;
+    let env = json!({"content": {"structured": {"intent": "thread.lock@v1", "parameters": {
+        "capability_token": {"issued_by": "loom://alice@a.test", "signature": {"key_id": "k_sign_alice_1"}}
+    }}}});
+    let (who, kid) = presented_token_issuer(&env).unwrap();
+    assert_eq!(
+        (who.to_string().as_str(), kid.as_str()),
+        ("loom://alice@a.test", "k_sign_alice_1")
+    );
+    // No token, or an issuer that is not an address: nothing to resolve.
+    assert_eq!(presented_token_issuer(&json!({"content": {}})), None);
+    let bad = json!({"content": {"structured": {"parameters": {"capability_token": {"issued_by": "alice"}}}}});
+    assert_eq!(presented_token_issuer(&bad), None);
+    // A token without a signature key id still names its issuer (the check refuses it later).
+    let unsigned = json!({"content": {"structured": {"parameters": {"capability_token": {"issued_by": "loom://alice@a.test"}}}}});
+    assert_eq!(presented_token_issuer(&unsigned).unwrap().1, "");
+}

@@ -67,6 +67,8 @@ impl Service {
     /// `POST /v1/envelopes` (§16.1): admits the envelope, then commits it through the
     /// writer; returns it as stored (with `meta`).
     pub async fn submit_envelope(&self, caller: &Caller, env: Value) -> ApiResult<Value> {
+        // A token issued on another node: its issuer's keys come from its home node (§12).
+        self.resolve_token_issuer(&env).await?;
         let admitted = {
             let conn = self.store.read();
             let directory = StoreResolver {

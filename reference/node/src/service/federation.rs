@@ -33,17 +33,20 @@ use crate::store::federation::{self as fed_store, RemoteIdentity};
 use crate::store::resolvers::{LocalDirectory, local_directory};
 use ed25519_dalek::VerifyingKey;
 use loom_protocol::accept::{Deviations, Directory, Facts, Origin, SpecRules, admit};
+use loom_protocol::capability::presented_token_issuer;
 use loom_protocol::delegation::{DelegationResolver, LinkRef};
 use loom_protocol::envelope::SenderType;
 use loom_protocol::federation::node_document::{
-    KeyLookup, identity_url, read_node_document, should_refetch_after, url_origin,
+    KeyLookup, configured_document_url, discovery_url, identity_url, read_node_document,
+    should_refetch_after, url_origin,
 };
 use loom_protocol::federation::node_name::parse_node_name;
 use loom_protocol::federation::replication::stamp_federated_meta;
 use loom_protocol::federation::wrapper::{DELIVER_PATH, MAX_ENVELOPES_PER_WRAPPER, WrapperLimits};
 use loom_protocol::federation::{
-    DeliveryReceipt, FederationPolicy, InboundContext, NodeKeys, PolicyDecision, RetryPolicy,
-    check_delivery_with, verify_identity_document,
+    DeliveryReceipt, DocumentSource, FederationPolicy, InboundContext, NodeKeys, PolicyDecision,
+    RetiredKey, RetryPolicy, authenticate_node_document, check_delivery_with,
+    verify_identity_document,
 };
 use loom_protocol::http_sig::{
     FRESHNESS_MS, NONCE_TTL_MS, NonceCache, NonceOutcome, RequestParts, SignedHeaders,
@@ -164,6 +167,28 @@ impl Directory for FedDirectory<'_> {
                 .map(|(_, v)| v)
         })
     }
+
+    /// A remote sender's key its home node lists as `retired` (v1.0 §7.4); local
+    /// identities have none (their keys are active or revoked).
+    fn retired_signing_key(&self, identity: &Address, key_id: &str) -> Option<RetiredKey> {
+        let (kid, pk, at) = self
+            .remote
+            .get(identity)?
+            .retired
+            .iter()
+            .find(|(k, _, _)| k == key_id)?;
+        let retired_at = match at {
+            None => None,
+            // Stored only after the document verified; a value that no longer parses is
+            // treated as the document's rule would be: the key cannot be judged, so unused.
+            Some(t) => Some(Timestamp::parse(t).ok()?),
+        };
+        Some(RetiredKey {
+            key_id: kid.clone(),
+            key: public_key_from_b64url(pk).ok()?,
+            retired_at,
+        })
+    }
 }
 
 impl DelegationResolver for FedDirectory<'_> {
@@ -193,6 +218,22 @@ fn ignore_lock(facts: &mut loom_protocol::accept::Facts) {
         s.intent = "thread.update@v1".into();
         s.parameters = None;
     }
+}
+
+/// A refusal for want of the sender node's keys (`X-LOOM-Node`: no authenticated document;
+/// `X-LOOM-Key-Id`: not among its keys) names why fetching its document failed, when a
+/// fetch was tried: a certificate for another name, a document for another domain, an
+/// unreachable node (v1.1 §15.2, §15.3).
+fn with_fetch_error(mut e: ApiError, fetch: Option<&ApiError>) -> ApiError {
+    if let Some(f) = fetch
+        && (e.field == "X-LOOM-Node" || e.field == "X-LOOM-Key-Id")
+    {
+        e.reason = format!(
+            "{}; fetching its node document failed: {} ({})",
+            e.reason, f.reason, f.section
+        );
+    }
+    e
 }
 
 fn transport_error(what: &str, e: &TransportError) -> ApiError {
@@ -227,9 +268,10 @@ fn rebase(url: &str, base: Option<&str>) -> String {
 }
 
 /// The `reject-old-envelopes` quirk: refuses `env` when its `created_at` is more than the
-/// The identities whose keys admitting `env` needs, with the key id each signed with: the
-/// sender (`from.key_id`, v1.1 §7.3) and every delegator of `from.delegation_chain` (the
-/// link's `key_id`, §13.3 step 2). Unparsable entries are left to admission to refuse.
+/// The identities whose keys accepting `env` needs, with the key id each signed with: the
+/// sender (`from.key_id`, v1.1 §7.3), every delegator of `from.delegation_chain` (the
+/// link's `key_id`, §13.3 step 2) and the issuer of a presented capability token (its
+/// `signature.key_id`, §12.4). Unparsable entries are left to acceptance to refuse.
 fn signers(env: &Value) -> Vec<(Address, String)> {
     let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_owned();
     let mut out = Vec::new();
@@ -252,6 +294,7 @@ fn signers(env: &Value) -> Vec<(Address, String)> {
             out.push((a, text(link.get("key_id"))));
         }
     }
+    out.extend(presented_token_issuer(env));
     out
 }
 
@@ -323,13 +366,21 @@ impl Service {
 
     /// Fetches and stores the node document of `node`: from its configured base URL when it
     /// is a static peer, else discovered at `https://{node}/.well-known/loom.json`
-    /// (v1.1 §15.1 discovery, §15.2 node document), or where its DNS SRV/TXT records point
-    /// when `federation.dns_server` is set ([`Service::discovered_document_url`]) — only for
-    /// a node the federation policy admits (§23.1), so a refused node cannot make this node
-    /// fetch anything.
+    /// (v1.1 §15.1 discovery, §15.2 node document) — only for a node the federation policy
+    /// admits (§23.1), so a refused node cannot make this node fetch anything. The document
+    /// is stored, and its keys used for `node`, only when
+    /// `loom_protocol::federation::authenticate_node_document` finds it authenticated for
+    /// `node` (§15.3: the URL, whose host the TLS certificate was checked against, and the
+    /// document's `domain`). The client follows no redirect: a 3xx is a failed fetch. With
+    /// `federation.dns_server` set, a discovered node's document is fetched where its DNS
+    /// SRV/TXT records point, if it has any ([`Service::dns_document_url`]).
     pub async fn fetch_peer(&self, node: &str) -> ApiResult<Peer> {
-        let url = match self.peer_base(node) {
-            Some(b) => format!("{}/.well-known/loom.json", b.trim_end_matches('/')),
+        let configured = self
+            .peer_base(node)
+            .map(|b| b.trim_end_matches('/').to_owned());
+        let mut from_dns = false;
+        let url = match &configured {
+            Some(b) => configured_document_url(b),
             None => {
                 let name = parse_node_name(node).map_err(|why| {
                     ApiError::new(
@@ -347,7 +398,13 @@ impl Service {
                         "v1.1 §15.1, §23.1",
                     ));
                 }
-                self.discovered_document_url(&name).await?
+                match self.dns_document_url(&name).await? {
+                    Some(found) => {
+                        from_dns = true;
+                        found
+                    }
+                    None => discovery_url(&name),
+                }
             }
         };
         let reply = self
@@ -372,7 +429,12 @@ impl Service {
                 "v1.1 §15.2",
             )
         })?;
-        read_node_document(&doc, node)?;
+        let source = match &configured {
+            Some(base) => DocumentSource::ConfiguredPeer { base, url: &url },
+            None if from_dns => DocumentSource::DnsDiscovery { url: &url },
+            None => DocumentSource::Discovery { url: &url },
+        };
+        authenticate_node_document(&doc, node, source)?;
         self.put_node_document(node, &doc)?;
         self.stored_peer(node)?
             .ok_or_else(|| ApiError::internal("peer document just stored"))
@@ -387,8 +449,9 @@ impl Service {
     }
 
     /// The peer `node` for a request naming `key_id`: re-fetched when the key is unknown
-    /// (v1.0 §7.4), at most once a minute.
-    async fn peer_for_key(&self, node: &str, key_id: &str) -> Option<Peer> {
+    /// (v1.0 §7.4), at most once a minute; with the fetch's error when one was tried and
+    /// failed (the refusal names it).
+    async fn peer_for_key(&self, node: &str, key_id: &str) -> (Option<Peer>, Option<ApiError>) {
         let stored = self.stored_peer(node).ok().flatten();
         let unknown = stored
             .as_ref()
@@ -402,14 +465,16 @@ impl Service {
         };
         if unknown && may_fetch {
             match self.fetch_peer(node).await {
-                Ok(p) => return Some(p),
-                Err(_) if stored.is_none() && self.peer_base(node).is_none() => {
-                    self.discovery_failed(node);
+                Ok(p) => return (Some(p), None),
+                Err(e) => {
+                    if stored.is_none() && self.peer_base(node).is_none() {
+                        self.discovery_failed(node);
+                    }
+                    return (stored, Some(e));
                 }
-                Err(_) => {}
             }
         }
-        stored
+        (stored, None)
     }
 
     /// Whether an inbound request from the unknown, unconfigured `node` may trigger its
@@ -453,7 +518,7 @@ impl Service {
         let stored = fed_store::remote_identity(&self.store.read(), &id)?;
         if let Some(r) = &stored {
             let fresh_enough = !self.may_refetch(Timestamp::parse(&r.fetched_at).ok());
-            if r.keys.iter().any(|(k, _)| k == key_id)
+            if r.lists_key(key_id)
                 || fresh_enough
                 || self.settings.federation.no_refetch_on_unknown_key
             {
@@ -483,10 +548,59 @@ impl Service {
                 .iter()
                 .map(|(k, pk)| (k.clone(), public_key_to_b64url(pk)))
                 .collect(),
+            retired: v
+                .retired_keys
+                .iter()
+                .map(|k| {
+                    (
+                        k.key_id.clone(),
+                        public_key_to_b64url(&k.key),
+                        k.retired_at.map(|t| t.to_rfc3339()),
+                    )
+                })
+                .collect(),
             fetched_at: self.env.now().to_rfc3339(),
         };
         self.put_remote_identity(&id, &peer.keys.node, &ident, &doc)?;
         Ok(Some(ident))
+    }
+
+    /// Resolves the issuer of the capability token `env` presents (v1.1 §12.4) when it is a
+    /// remote identity, from its home node as remote senders are (node-signed document,
+    /// cached in the store), so that the writer's capability check — which reads keys from
+    /// the store (`store::resolvers`) — can verify a token issued on another node (§12:
+    /// "portable across federation … verifiable offline"). Nothing to do for a local or
+    /// bridged issuer, or an envelope without a token. When the issuer cannot be resolved
+    /// (home node unreachable, or its document does not verify) and nothing is cached, the
+    /// envelope is refused here with `CAPABILITY_DENIED` naming why; nothing is stored.
+    pub(crate) async fn resolve_token_issuer(&self, env: &Value) -> ApiResult<()> {
+        let Some((issuer, key_id)) = presented_token_issuer(env) else {
+            return Ok(());
+        };
+        if self.is_local(&issuer) || issuer.is_bridge() {
+            return Ok(());
+        }
+        let home = issuer.domain().to_ascii_lowercase();
+        let denied = |why: String| {
+            ApiError::new(
+                ErrorCode::CapabilityDenied,
+                "content.structured.parameters.capability_token.issued_by",
+                format!("the token's issuer {issuer} cannot be verified: {why}"),
+                "v1.1 §12.1, §15.2",
+            )
+        };
+        let peer = self.peer(&home).await.map_err(|e| {
+            denied(format!(
+                "its home node {home} could not be reached: {}",
+                e.reason
+            ))
+        })?;
+        match self.remote_identity(&issuer, &peer, &key_id).await? {
+            Some(_) => Ok(()),
+            None => Err(denied(format!(
+                "its home node {home} did not answer with a verifiable identity document"
+            ))),
+        }
     }
 
     /// `POST /v1/federation/deliver` (module docs). `pairs` are the request headers, `path`
@@ -502,11 +616,15 @@ impl Service {
         let dev = self.settings.federation;
         let now = self.env.now();
         let mut keys: BTreeMap<String, NodeKeys> = BTreeMap::new();
+        let mut fetch_error = None;
         if let Ok(node) = parse_node_name(&headers.node)
             && !dev.inbound.accept_unsigned
-            && let Some(p) = self.peer_for_key(&node, &headers.key_id).await
         {
-            keys.insert(node, p.keys);
+            let (peer, error) = self.peer_for_key(&node, &headers.key_id).await;
+            fetch_error = error;
+            if let Some(p) = peer {
+                keys.insert(node, p.keys);
+            }
         }
         let limits = WrapperLimits {
             max_envelopes: MAX_ENVELOPES_PER_WRAPPER,
@@ -528,7 +646,8 @@ impl Service {
                 svc: self,
                 fresh: None,
             };
-            let checked = check_delivery_with(&req, &headers, &mut nonces, &ctx, &dev.inbound)?;
+            let checked = check_delivery_with(&req, &headers, &mut nonces, &ctx, &dev.inbound)
+                .map_err(|e| with_fetch_error(e.into(), fetch_error.as_ref()))?;
             (checked, nonces.fresh.take())
         };
         let node = checked.request.node.clone();

@@ -41,14 +41,13 @@ impl Service {
         }))
     }
 
-    /// The URL of the node document of `name` (a normalized node name, admitted by the
-    /// policy): from DNS when enabled and the domain has §15.1 records, else
-    /// `https://{name}/.well-known/loom.json`. A DNS failure or an unusable record is
-    /// `NODE_UNREACHABLE` (the outbox retries, §15.6).
-    pub(crate) async fn discovered_document_url(&self, name: &str) -> ApiResult<String> {
-        let fallback = || format!("https://{name}/.well-known/loom.json");
+    /// Where the DNS SRV/TXT records of `name` (a normalized node name, admitted by the
+    /// policy) put its node document, when `federation.dns_server` is set and the domain has
+    /// §15.1 records; `None` otherwise (the caller uses `https://{name}/.well-known/loom.json`).
+    /// A DNS failure or an unusable record is `NODE_UNREACHABLE` (the outbox retries, §15.6).
+    pub(crate) async fn dns_document_url(&self, name: &str) -> ApiResult<Option<String>> {
         let Some(discover) = &self.fed.discover else {
-            return Ok(fallback());
+            return Ok(None);
         };
         let unreachable = |why: String| {
             ApiError::new(
@@ -61,6 +60,6 @@ impl Service {
         let records = discover.lookup(name).await.map_err(unreachable)?;
         let url = node_document_url(name, &records).map_err(unreachable)?;
         tracing::debug!(node = %name, url = ?url, "DNS discovery (§15.1)");
-        Ok(url.unwrap_or_else(fallback))
+        Ok(url)
     }
 }

@@ -76,15 +76,52 @@ pub fn purge_nonces(conn: &Connection, cutoff_ms: i64) -> rusqlite::Result<usize
     conn.exec(PURGE_NONCES, [cutoff_ms])
 }
 
-/// A resolved remote identity: its type and active keys `(key_id, base64url)`.
+/// A retired signing key as stored: `(key_id, base64url, retired_at)`.
+pub type RetiredRemoteKey = (String, String, Option<String>);
+
+/// A resolved remote identity: its type, active keys `(key_id, base64url)` and the keys its
+/// document keeps as `retired` (v1.0 §7.4).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RemoteIdentity {
     /// `type` as its home node published it.
     pub kind: Option<String>,
     /// Active signing keys.
     pub keys: Vec<(String, String)>,
+    /// Retired signing keys `(key_id, base64url, retired_at)`, for historical envelopes.
+    pub retired: Vec<RetiredRemoteKey>,
     /// When it was fetched.
     pub fetched_at: String,
+}
+
+impl RemoteIdentity {
+    /// Whether `key_id` is among its keys, active or retired.
+    pub fn lists_key(&self, key_id: &str) -> bool {
+        self.keys.iter().any(|(k, _)| k == key_id)
+            || self.retired.iter().any(|(k, _, _)| k == key_id)
+    }
+}
+
+/// The `keys` column: `{"active": [[key_id, key]…], "retired": [[key_id, key, retired_at]…]}`;
+/// rows written before retired keys were kept hold the bare active array.
+fn decode_keys(text: &str) -> (Vec<(String, String)>, Vec<RetiredRemoteKey>) {
+    let Ok(v) = serde_json::from_str::<Value>(text) else {
+        return (Vec::new(), Vec::new());
+    };
+    let active = |v: Option<&Value>| -> Vec<(String, String)> {
+        v.cloned()
+            .and_then(|a| serde_json::from_value(a).ok())
+            .unwrap_or_default()
+    };
+    match &v {
+        Value::Array(_) => (active(Some(&v)), Vec::new()),
+        _ => (
+            active(v.get("active")),
+            v.get("retired")
+                .cloned()
+                .and_then(|a| serde_json::from_value(a).ok())
+                .unwrap_or_default(),
+        ),
+    }
 }
 
 /// A remote identity as resolved earlier.
@@ -94,10 +131,14 @@ pub fn remote_identity(conn: &Connection, id: &str) -> rusqlite::Result<Option<R
             Ok((r.get(0)?, r.get(1)?, r.get(2)?))
         })
         .optional()?;
-    Ok(row.map(|(kind, keys, fetched_at)| RemoteIdentity {
-        kind,
-        keys: serde_json::from_str(&keys).unwrap_or_default(),
-        fetched_at,
+    Ok(row.map(|(kind, keys, fetched_at)| {
+        let (keys, retired) = decode_keys(&keys);
+        RemoteIdentity {
+            kind,
+            keys,
+            retired,
+            fetched_at,
+        }
     }))
 }
 
@@ -109,7 +150,7 @@ pub fn put_remote_identity(
     ident: &RemoteIdentity,
     document: &Value,
 ) -> rusqlite::Result<()> {
-    let keys = serde_json::to_string(&ident.keys).unwrap_or_else(|_| "[]".into());
+    let keys = serde_json::json!({"active": ident.keys, "retired": ident.retired}).to_string();
     conn.exec(
         PUT_REMOTE_IDENTITY,
         params![

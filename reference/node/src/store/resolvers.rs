@@ -152,12 +152,31 @@ impl Directory for StoreResolver<'_> {
     }
 }
 
+impl StoreResolver<'_> {
+    /// The active key `key_id` of a remote identity resolved earlier from its home node
+    /// (node-signed document, `service::federation`): tokens are "portable across
+    /// federation … verifiable offline" (v1.1 §12), so a token issued on another node is
+    /// checked with the issuer's keys as its home node vouched for them.
+    fn remote_key(&self, identity: &Address, key_id: &str) -> Option<VerifyingKey> {
+        let remote = super::federation::remote_identity(self.conn, &identity.to_string())
+            .ok()
+            .flatten()?;
+        remote
+            .keys
+            .iter()
+            .find(|(k, _)| k == key_id)
+            .and_then(|(_, pk)| public_key_from_b64url(pk).ok())
+    }
+}
+
 impl CapabilityResolver for StoreResolver<'_> {
+    /// A local identity's active key, else a resolved remote identity's (v1.1 §12).
     fn signing_key(&self, identity: &Address, key_id: &str) -> Option<VerifyingKey> {
         self.keys(identity, Some(key_id))
             .into_iter()
             .next()
             .map(|(_, k)| k)
+            .or_else(|| self.remote_key(identity, key_id))
     }
 
     fn pop_key(&self, holder: &Address, key_id: &str) -> Option<VerifyingKey> {

@@ -58,7 +58,7 @@ pub async fn free_port() -> u16 {
 
 /// A listener on `127.0.0.1:port`: the reservation from [`free_port`] if there is one, else a
 /// fresh bind (a restart on the same port), retried for up to 5 s while the port is busy.
-async fn listen(port: u16) -> TcpListener {
+pub async fn listen(port: u16) -> TcpListener {
     let reserved = RESERVED.lock().unwrap().remove(&port);
     if let Some(socket) = reserved {
         return socket.listen(1024).unwrap();

@@ -146,6 +146,7 @@ pub fn admit(
     if !dev.skip_signature {
         let key = directory
             .active_signing_key(&facts.sender, &facts.key_id)
+            .or_else(|| historical_key(directory, origin, &facts))
             .ok_or_else(|| {
                 ProtocolError::new(
                     ErrorCode::SignatureInvalid,
@@ -180,6 +181,25 @@ pub fn admit(
         registered_type: registered,
         canonical,
     })
+}
+
+/// Step 5 for an envelope another node delivered: the sender's `retired` key `from.key_id`,
+/// when v1.0 §7.4 lets it verify this envelope — a historical one, created before the key
+/// was retired ([`crate::federation::RetiredKey::verifies_envelope_created_at`]), which
+/// store-and-forward (§15.5, §15.6) can deliver after the sender rotated. A local submission
+/// is a new envelope: only active keys sign those.
+fn historical_key(
+    directory: &dyn Directory,
+    origin: Origin<'_>,
+    facts: &Facts,
+) -> Option<VerifyingKey> {
+    match origin {
+        Origin::Local { .. } => None,
+        Origin::Federated { .. } => directory
+            .retired_signing_key(&facts.sender, &facts.key_id)
+            .filter(|k| k.verifies_envelope_created_at(facts.created_at))
+            .map(|k| k.key),
+    }
 }
 
 /// What the node decides for one admitted envelope.

@@ -37,6 +37,17 @@ pub trait Directory: DelegationResolver {
     fn registered_type(&self, identity: &Address) -> Option<String>;
     /// The active signing key `key_id` of `identity`, if there is one.
     fn active_signing_key(&self, identity: &Address, key_id: &str) -> Option<VerifyingKey>;
+    /// The signing key `key_id` that `identity`'s document keeps as `retired` (v1.0 §7.4),
+    /// if there is one. Only envelopes delivered by another node consult it
+    /// ([`crate::federation::RetiredKey::verifies_envelope_created_at`]); a directory that
+    /// knows no retired keys keeps the default.
+    fn retired_signing_key(
+        &self,
+        _identity: &Address,
+        _key_id: &str,
+    ) -> Option<crate::federation::RetiredKey> {
+        None
+    }
 }
 
 /// One thread as acceptance needs it: its DAG, replicated state and last `event_seq`.

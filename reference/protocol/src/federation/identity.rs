@@ -16,7 +16,10 @@
 //!   order; entries without a `key_id` first); absent both, an empty array.
 //!
 //! Ed25519 without a context prefix, base64url. The keys a verifier then uses are exactly
-//! the signed ones, minus entries that are not active or do not parse.
+//! the signed ones, minus entries that do not parse: the active ones, and — kept apart, with
+//! their retirement time — the `retired` ones, which v1.0 §7.4 keeps in the document "for
+//! signature verification of historical envelopes" ([`RetiredKey::verifies_envelope_created_at`]).
+//! Revoked keys and unknown statuses are dropped.
 
 use crate::LOOM_VERSION;
 use crate::address::Address;
@@ -25,6 +28,7 @@ use crate::federation::node_document::{KeyStatus, NodeKeys};
 use crate::federation::node_name::same_node;
 use crate::jcs::to_canonical_bytes;
 use crate::keys::{public_key_from_any, sign_b64url, signature_from_b64url, verify};
+use crate::time::Timestamp;
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use serde_json::{Map, Value, json};
 
@@ -101,6 +105,59 @@ pub struct VerifiedIdentity {
     pub kind: Option<String>,
     /// The active signing keys the signature covers, `(key_id, key)`, in `key_id` order.
     pub signing_keys: Vec<(String, VerifyingKey)>,
+    /// The `retired` signing keys the signature covers, in `key_id` order (v1.0 §7.4).
+    pub retired_keys: Vec<RetiredKey>,
+}
+
+/// A signing key its identity retired by a rotation (v1.0 §7.4: "Old keys MUST be retained
+/// in the identity document (marked `retired`) for signature verification of historical
+/// envelopes").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetiredKey {
+    /// `key_id`.
+    pub key_id: String,
+    /// The public key.
+    pub key: VerifyingKey,
+    /// The entry's `retired_at`, when the document gives one. §6.2 shows no such member; a
+    /// document that has it bounds which envelopes count as historical.
+    pub retired_at: Option<Timestamp>,
+}
+
+impl RetiredKey {
+    /// Whether this retired key may verify the signature of an envelope created at
+    /// `created_at` (v1.0 §7.4). Our reading of "historical envelopes": an envelope whose
+    /// `created_at` is not after the key's `retired_at`; when the document gives no
+    /// retirement time the spec gives nothing to compare with, so every envelope signed by
+    /// the key counts as historical (lenient where the spec is silent). `created_at` is the
+    /// sender's claim, so this bounds honest late arrivals (store-and-forward, §15.5), not a
+    /// thief of the retired key — which is what revocation (`revoked`, never accepted) is for.
+    /// It is a rule for envelopes *received* from another node: a node's own clients submit
+    /// new envelopes, which only active keys sign (`crate::accept::admit`).
+    pub fn verifies_envelope_created_at(&self, created_at: Timestamp) -> bool {
+        self.retired_at.is_none_or(|r| created_at <= r)
+    }
+}
+
+/// One signing key entry of a document: `(key_id, key, status, retired_at)`; `None` when
+/// it does not parse. An unparsable `retired_at` makes the entry unusable: the bound it
+/// states cannot be honoured, and guessing it away would widen what the key verifies.
+fn key_entry(k: &Value) -> Option<(String, VerifyingKey, KeyStatus, Option<Timestamp>)> {
+    let kid = k.get("key_id")?.as_str()?;
+    let material = k
+        .get("public_key")
+        .or_else(|| k.get("public_key_pem"))?
+        .as_str()?;
+    let status = KeyStatus::parse(k.get("status").and_then(Value::as_str));
+    let retired_at = match k.get("retired_at") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(Timestamp::parse(v.as_str()?).ok()?),
+    };
+    Some((
+        kid.to_owned(),
+        public_key_from_any(material).ok()?,
+        status,
+        retired_at,
+    ))
 }
 
 /// Verifies a remote identity document against the node keys of its home node: the
@@ -138,23 +195,26 @@ pub fn verify_identity_document(
             "Ed25519 signature over the canonical identity payload does not verify",
         ));
     }
-    let mut signing_keys: Vec<(String, VerifyingKey)> = key_list(obj)
-        .iter()
-        .filter(|k| KeyStatus::parse(k.get("status").and_then(Value::as_str)) == KeyStatus::Active)
-        .filter_map(|k| {
-            let kid = k.get("key_id")?.as_str()?;
-            let material = k
-                .get("public_key")
-                .or_else(|| k.get("public_key_pem"))?
-                .as_str()?;
-            Some((kid.to_owned(), public_key_from_any(material).ok()?))
-        })
-        .collect();
+    let mut signing_keys: Vec<(String, VerifyingKey)> = Vec::new();
+    let mut retired_keys: Vec<RetiredKey> = Vec::new();
+    for (key_id, key, status, retired_at) in key_list(obj).iter().filter_map(key_entry) {
+        match status {
+            KeyStatus::Active => signing_keys.push((key_id, key)),
+            KeyStatus::Retired => retired_keys.push(RetiredKey {
+                key_id,
+                key,
+                retired_at,
+            }),
+            KeyStatus::Revoked | KeyStatus::Other(_) => {}
+        }
+    }
     signing_keys.sort_by(|a, b| a.0.cmp(&b.0));
+    retired_keys.sort_by(|a, b| a.key_id.cmp(&b.key_id));
     Ok(VerifiedIdentity {
         id,
         kind: obj.get("type").and_then(Value::as_str).map(str::to_owned),
         signing_keys,
+        retired_keys,
     })
 }
 
@@ -252,6 +312,64 @@ mod tests {
                 .field,
             "node_signature"
         );
+    }
+
+    #[test]
+    fn retired_keys_are_kept_apart_with_their_retirement_time() {
+        // v1.0 §7.4: the rotated-out key stays in the document as `retired`.
+        let mut d = doc();
+        d["signing_keys"] = json!([
+            {"key_id": "k_sign_bob_2", "public_key_pem": public_key_to_spki_pem(&key(11).verifying_key())},
+            {"key_id": "k_sign_bob_1", "public_key": public_key_to_b64url(&key(10).verifying_key()), "status": "retired", "retired_at": "2026-03-01T00:00:00Z"},
+            {"key_id": "k_sign_bob_0", "public_key": public_key_to_b64url(&key(9).verifying_key()), "status": "retired"},
+            {"key_id": "k_sign_bob_z", "public_key": public_key_to_b64url(&key(8).verifying_key()), "status": "retired", "retired_at": "yesterday"},
+            {"key_id": "k_sign_bob_r", "public_key": public_key_to_b64url(&key(7).verifying_key()), "status": "revoked"}
+        ]);
+        sign_identity_document(&mut d, "k_node_sign_b", &key(2)).unwrap();
+        let v = verify_identity_document(&d, &node_keys()).unwrap();
+        assert_eq!(
+            v.signing_keys,
+            vec![("k_sign_bob_2".to_owned(), key(11).verifying_key())]
+        );
+        let at = |s: &str| Timestamp::parse(s).unwrap();
+        // Revoked keys and a retirement time that does not parse are dropped.
+        assert_eq!(
+            v.retired_keys,
+            vec![
+                RetiredKey {
+                    key_id: "k_sign_bob_0".into(),
+                    key: key(9).verifying_key(),
+                    retired_at: None
+                },
+                RetiredKey {
+                    key_id: "k_sign_bob_1".into(),
+                    key: key(10).verifying_key(),
+                    retired_at: Some(at("2026-03-01T00:00:00Z"))
+                },
+            ]
+        );
+        // The retirement time is inside the node signature: moving it breaks the signature.
+        let mut moved = d.clone();
+        moved["signing_keys"][1]["retired_at"] = "2099-01-01T00:00:00Z".into();
+        assert!(verify_identity_document(&moved, &node_keys()).is_err());
+    }
+
+    #[test]
+    fn a_retired_key_verifies_only_envelopes_created_before_its_retirement() {
+        let at = |s: &str| Timestamp::parse(s).unwrap();
+        let bounded = RetiredKey {
+            key_id: "k_sign_bob_1".into(),
+            key: key(10).verifying_key(),
+            retired_at: Some(at("2026-03-01T00:00:00Z")),
+        };
+        assert!(bounded.verifies_envelope_created_at(at("2026-02-28T23:59:59Z")));
+        assert!(bounded.verifies_envelope_created_at(at("2026-03-01T00:00:00Z")));
+        assert!(!bounded.verifies_envelope_created_at(at("2026-03-01T00:00:00.001Z")));
+        let unbounded = RetiredKey {
+            retired_at: None,
+            ..bounded
+        };
+        assert!(unbounded.verifies_envelope_created_at(at("2030-01-01T00:00:00Z")));
     }
 
     proptest! {

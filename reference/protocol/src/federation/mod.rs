@@ -7,7 +7,7 @@
 //! |---|---|
 //! | [`dns_discovery`] | §15.1 DNS record names and the `_loom` TXT value |
 //! | [`node_name`] | node names (`X-LOOM-Node`, `sender_node`, `domain`) |
-//! | [`node_document`] | reading a peer's §15.2 document leniently; key lookup and rotation |
+//! | [`node_document`] | reading a peer's §15.2 document leniently; whether it is authenticated for a node (§15.3); key lookup and rotation |
 //! | [`wrapper`] | the §15.4 delivery wrapper: parse, check, build, batch |
 //! | [`inbound`] | the receiving checks of a delivery request, in order |
 //! | [`authority`] | loom-core-1 sender authority |
@@ -40,13 +40,16 @@ pub mod wrapper;
 pub(crate) mod testing;
 
 pub use authority::check_sender_authority;
-pub use identity::{VerifiedIdentity, sign_identity_document, verify_identity_document};
+pub use identity::{
+    RetiredKey, VerifiedIdentity, sign_identity_document, verify_identity_document,
+};
 pub use inbound::{
     CheckedDelivery, InboundContext, InboundDeviations, NodeKeySource, check_delivery,
     check_delivery_with,
 };
 pub use node_document::{
-    KeyLookup, KeyStatus, NodeDocumentView, NodeKey, NodeKeys, read_node_document,
+    DocumentSource, KeyLookup, KeyStatus, NodeDocumentView, NodeKey, NodeKeys,
+    authenticate_node_document, read_node_document,
 };
 pub use policy::{FederationPolicy, PolicyDecision, PolicyMode};
 pub use receipt::{

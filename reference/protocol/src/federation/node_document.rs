@@ -244,6 +244,107 @@ fn read_key(entry: &Value) -> Result<NodeKey, String> {
     })
 }
 
+/// Where a node document came from, as the node that fetched it knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DocumentSource<'a> {
+    /// Discovery: fetched from `url` over HTTPS, where the client verified the server
+    /// certificate for the URL's host (SNI and name check; the node's client always does).
+    Discovery {
+        /// The URL fetched.
+        url: &'a str,
+    },
+    /// The operator's configured peer entry for the node (`federation.peers`): fetched from
+    /// `url` under the entry's `base`. The entry is the operator's statement of where the
+    /// node lives; an `https` base is checked against its own host by the client, a plain
+    /// `http` one is reached only on loopback/private addresses (`allow_private_http`).
+    ConfiguredPeer {
+        /// The configured base URL.
+        base: &'a str,
+        /// The URL fetched.
+        url: &'a str,
+    },
+    /// DNS discovery (§15.1): `url` is where the node's `_loom` TXT `wellknown=` or
+    /// `_loom._tcp` SRV record, asked of the DNS server the operator configured
+    /// (`federation.dns_server`, off by default), points. §15.1 lets that location be another
+    /// host (`api=https://loom.example.com/v1`), so the operator's choice of resolver is the
+    /// trust statement here, as the peer entry is for [`DocumentSource::ConfiguredPeer`]: any
+    /// `https` URL qualifies (the client verified the certificate for the URL's host),
+    /// plain `http` never.
+    DnsDiscovery {
+        /// The URL fetched.
+        url: &'a str,
+    },
+}
+
+/// §15.2's discovery URL of `node`: `https://{node}/.well-known/loom.json`.
+pub fn discovery_url(node: &str) -> String {
+    format!(
+        "https://{}/.well-known/loom.json",
+        node.trim_end_matches('.').to_ascii_lowercase()
+    )
+}
+
+/// The document URL under a configured peer base URL.
+pub fn configured_document_url(base: &str) -> String {
+    format!("{}/.well-known/loom.json", base.trim_end_matches('/'))
+}
+
+/// The one decision "is this node document authenticated for node `node`": whether its keys
+/// may verify requests that carry `X-LOOM-Node: {node}` (v1.1 §15.3 "TLS server cert must
+/// match domain", "signature verified using node signing key from Node Document"; §15.2
+/// "Every node MUST serve `GET https://{domain}/.well-known/loom.json`"). It is, when both
+/// hold:
+/// 1. it came from where `node` is authoritatively found: §15.2's URL
+///    `https://{node}/.well-known/loom.json` exactly ([`DocumentSource::Discovery`]: the TLS
+///    certificate was verified for that host, so for `node` — another host, another scheme,
+///    or a redirect target never qualifies), or the document URL under the operator's
+///    configured peer entry for `node` ([`DocumentSource::ConfiguredPeer`]);
+/// 2. the document names `node` in `domain` (or `node_id`) ([`read_node_document`]), so a
+///    document served for one node can never lend its keys to another.
+///
+/// A caller stores the keys under `node` only after this passed.
+pub fn authenticate_node_document(
+    doc: &Value,
+    node: &str,
+    source: DocumentSource<'_>,
+) -> Result<NodeDocumentView, ProtocolError> {
+    let (url, expected) = match source {
+        DocumentSource::Discovery { url } => (url, discovery_url(node)),
+        DocumentSource::ConfiguredPeer { base, url } => (url, configured_document_url(base)),
+        DocumentSource::DnsDiscovery { url } => {
+            let https = url
+                .get(..8)
+                .is_some_and(|s| s.eq_ignore_ascii_case("https://"));
+            if !https {
+                return Err(ProtocolError::new(
+                    ErrorCode::SignatureInvalid,
+                    "X-LOOM-Node",
+                    format!(
+                        "the node document of {node:?} was found through DNS at {url}, which is not https: only TLS authenticates where DNS points"
+                    ),
+                    "v1.1 §15.1, §15.3",
+                ));
+            }
+            return read_node_document(doc, node);
+        }
+    };
+    let same = match (url_origin(url), url_origin(&expected)) {
+        (Some(a), Some(b)) => a.eq_ignore_ascii_case(b) && url[a.len()..] == expected[b.len()..],
+        _ => false,
+    };
+    if !same {
+        return Err(ProtocolError::new(
+            ErrorCode::SignatureInvalid,
+            "X-LOOM-Node",
+            format!(
+                "the node document of {node:?} must come from {expected} (its domain's well-known URL or the configured peer entry), not {url}"
+            ),
+            "v1.1 §15.2, §15.3",
+        ));
+    }
+    read_node_document(doc, node)
+}
+
 /// Reads the node document fetched for `expected_node` (see the module docs).
 pub fn read_node_document(
     doc: &Value,
@@ -486,6 +587,101 @@ mod tests {
 
     fn pk(seed: u8) -> VerifyingKey {
         SigningKey::from_bytes(&[seed; 32]).verifying_key()
+    }
+
+    #[test]
+    fn a_document_is_authenticated_only_from_its_domain_or_its_configured_entry() {
+        let d = ours();
+        let disc = |url| DocumentSource::Discovery { url };
+        // §15.2's URL for b.test (the client checked the certificate for that host).
+        assert!(
+            authenticate_node_document(&d, "b.test", disc("https://b.test/.well-known/loom.json"))
+                .is_ok()
+        );
+        assert!(
+            authenticate_node_document(&d, "B.Test.", disc("https://B.TEST/.well-known/loom.json"))
+                .is_ok()
+        );
+        // Another host (a certificate for another name), plain http, another path or port.
+        for url in [
+            "https://evil.test/.well-known/loom.json",
+            "http://b.test/.well-known/loom.json",
+            "https://b.test/other/loom.json",
+            "https://b.test:8443/.well-known/loom.json",
+            "https://b.test.evil.test/.well-known/loom.json",
+            "not a url",
+        ] {
+            let e = authenticate_node_document(&d, "b.test", disc(url)).unwrap_err();
+            assert_eq!(
+                (e.code, e.field.as_str(), e.section),
+                (
+                    ErrorCode::SignatureInvalid,
+                    "X-LOOM-Node",
+                    "v1.1 §15.2, §15.3"
+                ),
+                "{url}"
+            );
+        }
+        // The operator's entry: exactly the document URL under the configured base.
+        let peer = |base, url| DocumentSource::ConfiguredPeer { base, url };
+        assert!(
+            authenticate_node_document(
+                &d,
+                "b.test",
+                peer(
+                    "http://127.0.0.1:9/",
+                    "http://127.0.0.1:9/.well-known/loom.json"
+                )
+            )
+            .is_ok()
+        );
+        assert!(
+            authenticate_node_document(
+                &d,
+                "b.test",
+                peer(
+                    "http://127.0.0.1:9",
+                    "http://127.0.0.1:10/.well-known/loom.json"
+                )
+            )
+            .is_err()
+        );
+        // Where the operator's DNS server pointed (§15.1 may name another host): https only,
+        // and the document must still name the node.
+        let dns = |url| DocumentSource::DnsDiscovery { url };
+        assert!(
+            authenticate_node_document(
+                &d,
+                "b.test",
+                dns("https://loom.b-hosting.test:8443/.well-known/loom.json")
+            )
+            .is_ok()
+        );
+        let e = authenticate_node_document(&d, "b.test", dns("http://b.test/.well-known/loom.json"))
+            .unwrap_err();
+        assert_eq!(
+            (e.code, e.field.as_str(), e.section),
+            (
+                ErrorCode::SignatureInvalid,
+                "X-LOOM-Node",
+                "v1.1 §15.1, §15.3"
+            )
+        );
+        let e = authenticate_node_document(
+            &d,
+            "c.test",
+            dns("https://loom.b-hosting.test/.well-known/loom.json"),
+        )
+        .unwrap_err();
+        assert_eq!(e.field.as_str(), "domain");
+        // The right place, but a document naming another node.
+        let e =
+            authenticate_node_document(&d, "c.test", disc("https://c.test/.well-known/loom.json"))
+                .unwrap_err();
+        assert_eq!(
+            (e.code, e.field.as_str()),
+            (ErrorCode::SignatureInvalid, "domain")
+        );
     }
 
     fn ours() -> Value {
