@@ -43,7 +43,7 @@ fn migration_3_keeps_every_row_and_the_event_sequence() {
     schema_2_store(&dir);
 
     let store = Store::open(&Storage::Dir(dir.clone())).unwrap();
-    assert_eq!(store.schema_version().unwrap(), 5);
+    assert_eq!(store.schema_version().unwrap(), 6);
     {
         let conn = store.conn();
         for (table, n) in [
@@ -104,7 +104,7 @@ fn migration_3_keeps_every_row_and_the_event_sequence() {
     drop(store);
     // Opening again applies nothing.
     let store = Store::open(&Storage::Dir(dir.clone())).unwrap();
-    assert_eq!(store.schema_version().unwrap(), 5);
+    assert_eq!(store.schema_version().unwrap(), 6);
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -9,7 +9,8 @@ use loom_protocol::id::{EventId, ThreadId};
 use rusqlite::{OptionalExtension, params};
 
 const THREAD_ROW: &str = "SELECT created_at, updated_at, envelope_count, last_event_seq, (SELECT id FROM envelopes WHERE thread_id = ?1 AND parent_id IS NULL ORDER BY event_seq LIMIT 1) FROM threads WHERE id = ?1";
-const READABLE_IN_THREAD: &str = "SELECT COUNT(*) FROM envelope_readers r JOIN envelopes e ON e.id = r.envelope_id WHERE e.thread_id = ?1 AND r.identity = ?2";
+/// How many envelopes of a thread a reader is recorded for (found from the thread).
+pub const READABLE_IN_THREAD: &str = "SELECT COUNT(*) FROM envelope_readers r JOIN envelopes e ON e.id = r.envelope_id WHERE e.thread_id = ?1 AND r.identity = ?2";
 const EVENT_SEQ_FOR_READER: &str = "SELECT e.seq FROM events e JOIN event_readers r ON r.event_seq = e.seq AND r.identity = ?2 WHERE e.id = ?1";
 /// A page of the caller's events: one range of `event_readers`' primary key (identity,
 /// event_seq), read in order, so the cost is the page, not the caller's history (issue 14).

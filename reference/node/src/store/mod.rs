@@ -89,6 +89,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("schema_4.sql"),
     // Issue 19: token families and the audit anchor.
     include_str!("schema_5.sql"),
+    // Issue 14: drop indexes no statement reads (fewer dirty pages per envelope).
+    include_str!("schema_6.sql"),
 ];
 
 /// The writer's page cache, in KiB. Small on purpose: at the end of every write transaction
