@@ -138,6 +138,17 @@ pub struct Workload {
     /// to a local or remote user, carrying `from.delegation_chain`.
     #[serde(default)]
     pub agent_ratio: f64,
+    /// Share of issued capability tokens that are `single_use` (§12.1): after the holder's
+    /// first accepted use, its next capability action uses the token again, which the node
+    /// must refuse (§12.3, op `capability.reuse`).
+    #[serde(default)]
+    pub single_use_ratio: f64,
+    /// Share of capability actions in which an owner revokes a token it issued that its
+    /// holder has not used yet (`DELETE /v1/capabilities/{id}` with the signed
+    /// `capability.revoked@v1` operation, §12.3, §16.4); the holder still tries it, which
+    /// must be refused. Later tokens on the thread carry the advanced `cap_epoch`.
+    #[serde(default)]
+    pub revoke_ratio: f64,
 }
 
 impl Workload {
@@ -306,6 +317,10 @@ impl Scenario {
             ("workload.reply_ratio", self.workload.reply_ratio),
             ("workload.op_ratio", self.workload.op_ratio),
             ("workload.retract_ratio", self.workload.retract_ratio),
+            ("workload.capability_ratio", self.workload.capability_ratio),
+            ("workload.agent_ratio", self.workload.agent_ratio),
+            ("workload.single_use_ratio", self.workload.single_use_ratio),
+            ("workload.revoke_ratio", self.workload.revoke_ratio),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(format!("scenario: {field} must be within 0..=1, not {v}"));
