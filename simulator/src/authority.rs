@@ -150,6 +150,19 @@ pub(crate) async fn capability_action(
     locked: &dyn Fn(&str) -> bool,
     pick: u64,
 ) -> Result<bool, Box<dyn std::error::Error>> {
+    if frac(pick, 1) < plan.workload.revoke_ratio {
+        let target = plan.shared.lock().grants.iter().position(|g| {
+            !g.revoked && !g.spent && g.node == plan.domain && plan.users.contains(&g.issuer)
+        });
+        if let Some(i) = target
+            && let Some(owner) = {
+                let issuer = plan.shared.lock().grants[i].issuer.clone();
+                users.iter_mut().find(|u| u.id.address() == issuer)
+            }
+        {
+            return revoke_grant(plan, owner, factory, i).await;
+        }
+    }
     let pending = {
         let mut rec = plan.shared.lock();
         rec.grants
@@ -164,6 +177,70 @@ pub(crate) async fn capability_action(
         return use_grant(plan, holder, factory, everyone, grant, pick).await;
     }
     issue_grant(plan, &mut users[ui], factory, locked, pick).await
+}
+
+/// A number in `[0, 1)` drawn from `pick` and `salt` (splitmix64), so new choices do not
+/// consume the workload's random stream (older scenarios keep their runs).
+fn frac(pick: u64, salt: u64) -> f64 {
+    let mut z = pick ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// The owner revokes the pending grant `i` it issued (`DELETE /v1/capabilities/{id}` with the
+/// signed `capability.revoked@v1` operation, v1.1 §12.3, §16.4). On 200 the grant stays
+/// pending, marked revoked — its holder still tries it, which must be refused — and the
+/// thread's `cap_epoch` advances for later tokens.
+async fn revoke_grant(
+    plan: &ClientPlan,
+    owner: &mut User,
+    factory: &mut EnvelopeFactory<SkewClock>,
+    i: usize,
+) -> Result<bool, Box<dyn std::error::Error>> {
+    let (thread, cid) = {
+        let rec = plan.shared.lock();
+        let g = &rec.grants[i];
+        (
+            g.thread.clone(),
+            g.token["id"].as_str().unwrap_or_default().to_owned(),
+        )
+    };
+    let me = owner.id.address().to_owned();
+    let intent = "capability.revoked@v1";
+    let op = factory.thread_op(&owner.id, &thread, intent, json!({"capability_id": cid}))?;
+    let t = owner
+        .client
+        .call("DELETE", &format!("/v1/capabilities/{cid}"), Some(&op))
+        .await;
+    let (status, digest) = crate::trace::outcome(&t);
+    let mut rec = plan.shared.lock();
+    rec.line(
+        "http",
+        json!({"client": plan.domain, "user": me, "op": "capability.revoke", "capability": cid,
+               "envelope": op["id"], "thread": thread, "status": status, "body": digest}),
+    );
+    if status == 200 {
+        if let Some(g) = rec
+            .grants
+            .iter_mut()
+            .find(|g| g.token["id"].as_str() == Some(cid.as_str()))
+        {
+            g.revoked = true;
+        }
+        *rec.cap_epochs.entry(thread.clone()).or_default() += 1;
+        rec.acks.push(Ack {
+            node: plan.domain.clone(),
+            id: op["id"].as_str().unwrap_or_default().to_owned(),
+            thread,
+            parent: None,
+            sender: me.clone(),
+            to: vec![me],
+            kind: "thread_op".into(),
+        });
+    }
+    Ok(true)
 }
 
 /// The owner issues a token granting `add_participant` on one of its threads to one of the
@@ -198,6 +275,14 @@ async fn issue_grant(
     let root = &roots[usize::try_from(pick % roots.len() as u64).unwrap_or(0)];
     let others: Vec<&String> = root.to.iter().filter(|t| **t != me).collect();
     let holder = others[usize::try_from((pick >> 20) % others.len() as u64).unwrap_or(0)].clone();
+    let single_use = frac(pick, 2) < plan.workload.single_use_ratio;
+    let epoch = plan
+        .shared
+        .lock()
+        .cap_epochs
+        .get(&root.thread)
+        .copied()
+        .unwrap_or(0);
     let mut token = json!({
         "loom": "1.1",
         "id": factory.capability_id(),
@@ -205,8 +290,8 @@ async fn issue_grant(
         "issued_to": holder,
         "created_at": factory.now().to_rfc3339(),
         "expires_at": null,
-        "single_use": false,
-        "epoch": 0,
+        "single_use": single_use,
+        "epoch": epoch,
         "grants": ["add_participant"],
         "scope": {"thread_id": root.thread},
     });
@@ -224,16 +309,22 @@ async fn issue_grant(
     rec.line(
         "http",
         json!({"client": plan.domain, "user": me, "op": "capability.issue", "capability": token["id"],
-               "thread": root.thread, "holder": holder, "status": status, "body": digest}),
+               "thread": root.thread, "holder": holder, "single_use": single_use, "epoch": epoch,
+               "status": status, "body": digest}),
     );
     if status == 201 {
         let mut exclude = root.to.clone();
-        exclude.push(me);
+        exclude.push(me.clone());
         rec.grants.push(Grant {
             holder,
             thread: root.thread.clone(),
             token,
             exclude,
+            issuer: me.clone(),
+            node: plan.domain.clone(),
+            single_use,
+            spent: false,
+            revoked: false,
         });
     }
     Ok(true)
@@ -269,12 +360,29 @@ async fn use_grant(
     let (status, digest) = status_of(&sent);
     let id = env["id"].as_str().unwrap_or_default().to_owned();
     let mut rec = plan.shared.lock();
+    // A second use of a single-use token is `capability.reuse`; a revoked token's use says so.
+    let op = if grant.spent {
+        "capability.reuse"
+    } else {
+        "capability.use"
+    };
     rec.line(
         "http",
-        json!({"client": plan.domain, "user": me, "op": "capability.use", "intent": intent,
+        json!({"client": plan.domain, "user": me, "op": op, "intent": intent,
                "envelope": id, "thread": grant.thread, "capability": grant.token["id"],
-               "issuer": grant.token["issued_by"], "subject": who, "status": status, "body": digest}),
+               "issuer": grant.token["issued_by"], "issuer_node": grant.node,
+               "single_use": grant.single_use, "revoked": grant.revoked,
+               "subject": who, "status": status, "body": digest}),
     );
+    if sent.is_ok() && grant.single_use && !grant.spent && !grant.revoked {
+        let mut exclude = grant.exclude.clone();
+        exclude.push(who.clone());
+        rec.grants.push(Grant {
+            spent: true,
+            exclude,
+            ..grant.clone()
+        });
+    }
     if sent.is_ok() {
         rec.acks.push(Ack {
             node: plan.domain.clone(),

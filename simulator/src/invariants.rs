@@ -56,16 +56,21 @@ impl std::fmt::Debug for Prober {
 }
 
 impl Prober {
+    /// The read-only connection to the store in `dir`, opened on first use.
+    fn conn(&mut self, dir: &Path) -> Option<&Connection> {
+        if !self.conns.contains_key(dir)
+            && let Some(c) = open(dir)
+        {
+            self.conns.insert(dir.to_path_buf(), c);
+        }
+        self.conns.get(dir)
+    }
+
     /// Counts queued deliveries and stored envelopes on every node.
     pub fn probe(&mut self, dirs: &[PathBuf]) -> Probe {
         let mut p = Probe::default();
         for d in dirs {
-            if !self.conns.contains_key(d)
-                && let Some(c) = open(d)
-            {
-                self.conns.insert(d.clone(), c);
-            }
-            let Some(c) = self.conns.get(d) else {
+            let Some(c) = self.conn(d) else {
                 p.digest.push_str("absent;");
                 continue;
             };
@@ -184,16 +189,19 @@ fn domain_of(address: &str) -> &str {
     address.rsplit_once('@').map(|(_, d)| d).unwrap_or("")
 }
 
-/// Every end-of-run invariant; `(invariant, detail)` in the table's order.
+/// Every end-of-run invariant; `(invariant, detail)` in the table's order. Reads through
+/// `prober`'s connections (each new read transaction sees the last commit; opening a
+/// connection parses the whole schema, so the settle probes' connections are reused).
 pub fn check_all(
     shared: &Shared,
+    prober: &mut Prober,
     dirs: &BTreeMap<String, PathBuf>,
     permanently_down: &BTreeSet<String>,
 ) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     let mut views = BTreeMap::new();
     for (d, dir) in dirs {
-        match open(dir).map(|c| load(&c)) {
+        match prober.conn(dir).map(load) {
             Some(Ok(v)) => {
                 views.insert(d.clone(), v);
             }

@@ -170,10 +170,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                 if r.violations.len() > 1 {
                     println!("({} more violations in this run)", r.violations.len() - 1);
                 }
-                println!(
-                    "replay: {}",
-                    loom_sim::world::replay_command(&scenario, seed, &quirk)
-                );
+                println!("replay: {}", r.replay_command());
                 code = ExitCode::from(1);
             } else {
                 println!("every invariant held");
@@ -258,7 +255,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
                             v.invariant,
                             v.step,
                             v.detail,
-                            loom_sim::world::replay_command(&scenario, r.seed, &quirk)
+                            r.replay_command()
                         );
                     }
                     let width = 30usize;

@@ -61,6 +61,15 @@ pub struct Scenario {
     /// Faults.
     #[serde(default)]
     pub faults: Faults,
+    /// Host slots (`[[hosts]]`): extra hosts beside the nodes and their clients — the
+    /// bridge, an external mail host, agents — filled at run time by a
+    /// [`crate::hosts::HostSlot`] of the same name; scripted link faults may name them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<SlotDecl>,
+    /// How the scenario was named when loaded ([`Scenario::load`]): a shipped name or the
+    /// file path; replay commands use it. Not part of the file.
+    #[serde(skip)]
+    pub source: Option<String>,
 }
 
 /// `[federation]`: the node's `FederationConfig` timing (v1.1 §15.6).
@@ -129,6 +138,17 @@ pub struct Workload {
     /// to a local or remote user, carrying `from.delegation_chain`.
     #[serde(default)]
     pub agent_ratio: f64,
+    /// Share of issued capability tokens that are `single_use` (§12.1): after the holder's
+    /// first accepted use, its next capability action uses the token again, which the node
+    /// must refuse (§12.3, op `capability.reuse`).
+    #[serde(default)]
+    pub single_use_ratio: f64,
+    /// Share of capability actions in which an owner revokes a token it issued that its
+    /// holder has not used yet (`DELETE /v1/capabilities/{id}` with the signed
+    /// `capability.revoked@v1` operation, §12.3, §16.4); the holder still tries it, which
+    /// must be refused. Later tokens on the thread carry the advanced `cap_epoch`.
+    #[serde(default)]
+    pub revoke_ratio: f64,
 }
 
 impl Workload {
@@ -137,6 +157,21 @@ impl Workload {
     pub fn has_special(&self) -> bool {
         self.op_ratio + self.retract_ratio + self.capability_ratio + self.agent_ratio > 0.0
     }
+}
+
+/// One `[[hosts]]` entry: a host slot the scenario expects.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlotDecl {
+    /// Host name (a DNS-like name: lowercase letters, digits, `-` and `.`; not a node
+    /// domain, not `client.*`, not `replayer`).
+    pub name: String,
+    /// What the slot is for (documentation only, e.g. `bridge`, `mail`, `agent`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub role: String,
+    /// A run without a host for this slot proceeds without it instead of failing.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub optional: bool,
 }
 
 /// `[faults]`: a seeded random schedule plus scripted faults.
@@ -244,13 +279,20 @@ impl Scenario {
         if path.exists() {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            return Scenario::from_toml(&text);
+            let mut s = Scenario::from_toml(&text)?;
+            s.source = Some(name_or_path.to_owned());
+            return Ok(s);
         }
         let names: Vec<&str> = SHIPPED.iter().map(|(n, _)| *n).collect();
         Err(format!(
             "no scenario {name_or_path:?}: give a file path or one of {}",
             names.join(", ")
         ))
+    }
+
+    /// How a replay command names this scenario: the path it was loaded from, else its name.
+    pub fn reference(&self) -> &str {
+        self.source.as_deref().unwrap_or(&self.name)
     }
 
     /// Checks what serde cannot.
@@ -275,6 +317,10 @@ impl Scenario {
             ("workload.reply_ratio", self.workload.reply_ratio),
             ("workload.op_ratio", self.workload.op_ratio),
             ("workload.retract_ratio", self.workload.retract_ratio),
+            ("workload.capability_ratio", self.workload.capability_ratio),
+            ("workload.agent_ratio", self.workload.agent_ratio),
+            ("workload.single_use_ratio", self.workload.single_use_ratio),
+            ("workload.revoke_ratio", self.workload.revoke_ratio),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(format!("scenario: {field} must be within 0..=1, not {v}"));
@@ -291,10 +337,49 @@ impl Scenario {
         if self.faults.duration_secs[0] > self.faults.duration_secs[1] {
             return Err("scenario: faults.duration_secs must be [min, max] with min <= max".into());
         }
+        let mut slots = std::collections::BTreeSet::new();
+        for (i, h) in self.hosts.iter().enumerate() {
+            let n = h.name.as_str();
+            let well_formed = !n.is_empty()
+                && n.len() <= 253
+                && n.bytes().all(|b| {
+                    b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.'
+                })
+                && !n.starts_with(['.', '-'])
+                && !n.ends_with(['.', '-'])
+                && !n.contains("..");
+            if !well_formed {
+                return Err(format!(
+                    "scenario: hosts[{i}].name {n:?} is not a host name (lowercase letters, digits, '-' and '.', no empty label)"
+                ));
+            }
+            if self.nodes.iter().any(|d| d == n) {
+                return Err(format!(
+                    "scenario: hosts[{i}].name {n:?} is a node domain; a slot needs its own host name"
+                ));
+            }
+            if n.starts_with("client.") || n == "replayer" {
+                return Err(format!(
+                    "scenario: hosts[{i}].name {n:?} is reserved (client.* and replayer are the simulator's own hosts)"
+                ));
+            }
+            if !slots.insert(n) {
+                return Err(format!("scenario: hosts[{i}].name {n:?} is declared twice"));
+            }
+        }
         for (i, f) in self.faults.script.iter().enumerate() {
+            let link_kind = matches!(
+                f.kind.as_str(),
+                "partition" | "repair" | "hold" | "release" | "slow" | "fast"
+            );
             let node = |n: &str| {
-                if self.nodes.iter().any(|d| d == n) {
+                if self.nodes.iter().any(|d| d == n) || (link_kind && slots.contains(n)) {
                     Ok(())
+                } else if slots.contains(n) {
+                    Err(format!(
+                        "scenario: faults.script[{i}] ({}) names host slot {n:?}; only link faults may name a slot, {} needs a node",
+                        f.kind, f.kind
+                    ))
                 } else {
                     Err(format!(
                         "scenario: faults.script[{i}] names unknown node {n:?}"
@@ -356,5 +441,52 @@ mod tests {
         ))
         .unwrap_err();
         assert!(e.contains("z.test"), "{e}");
+    }
+
+    #[test]
+    fn host_slots_are_checked_with_the_field_named() {
+        let base = SHIPPED[0].1;
+        let with = |hosts: &str| Scenario::from_toml(&format!("{base}\n{hosts}"));
+        let ok = with(
+            "[[hosts]]\nname = \"bridge.test\"\nrole = \"bridge\"\n[[hosts]]\nname = \"mail.test\"\noptional = true\n",
+        )
+        .unwrap();
+        assert_eq!(ok.hosts.len(), 2);
+        assert_eq!(ok.hosts[0].role, "bridge");
+        assert!(ok.hosts[1].optional);
+        for (hosts, needle) in [
+            (
+                "[[hosts]]\nname = \"Bridge!\"\n",
+                "hosts[0].name \"Bridge!\" is not a host name",
+            ),
+            (
+                "[[hosts]]\nname = \"\"\n",
+                "hosts[0].name \"\" is not a host name",
+            ),
+            (
+                "[[hosts]]\nname = \"a.test\"\n",
+                "hosts[0].name \"a.test\" is a node domain",
+            ),
+            (
+                "[[hosts]]\nname = \"client.x\"\n",
+                "hosts[0].name \"client.x\" is reserved",
+            ),
+            (
+                "[[hosts]]\nname = \"b.x\"\n[[hosts]]\nname = \"b.x\"\n",
+                "hosts[1].name \"b.x\" is declared twice",
+            ),
+            ("[[hosts]]\nnom = \"b.x\"\n", "nom"),
+            (
+                "[[hosts]]\nname = \"b.x\"\n[[faults.script]]\nat_secs = 1\nkind = \"crash\"\na = \"b.x\"\n",
+                "only link faults may name a slot",
+            ),
+        ] {
+            let e = with(hosts).unwrap_err();
+            assert!(e.contains(needle), "{hosts}: {e}");
+        }
+        // A link fault may name a declared slot, not an undeclared host.
+        with("[[hosts]]\nname = \"b.x\"\n[[faults.script]]\nat_secs = 1\nkind = \"slow\"\na = \"a.test\"\nb = \"b.x\"\nms = 300\n").unwrap();
+        let e = with("[[faults.script]]\nat_secs = 1\nkind = \"slow\"\na = \"a.test\"\nb = \"b.x\"\nms = 300\n").unwrap_err();
+        assert!(e.contains("unknown node \"b.x\""), "{e}");
     }
 }

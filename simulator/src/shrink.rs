@@ -61,6 +61,7 @@ fn fails(
 pub fn scripted(scenario: &Scenario, seed: u64, sched: &[Scheduled]) -> Scenario {
     let mut s = scenario.clone();
     s.name = format!("{}-shrunk-{seed}", scenario.name);
+    s.source = None;
     s.description = format!(
         "The schedule of {} seed {seed}, shrunk by `loom-sim shrink`: run it with --seed {seed}.",
         scenario.name

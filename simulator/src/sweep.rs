@@ -198,6 +198,9 @@ mod tests {
             trace: None,
             simulated_ms: 1000,
             steps: 100,
+            scenario_ref: "mine.toml".into(),
+            quirks: vec!["omit-event-seq".into()],
+            custom_schedule: false,
             acknowledged: 1,
         }
     }
@@ -215,6 +218,11 @@ mod tests {
         assert_eq!(
             s["failures"][0]["replay"],
             "cargo run --release -p loom-sim --features quirks -- run --scenario /tmp/mine.toml --seed 7 --quirk ignore-delivered-lock --trace trace-7.jsonl"
+        );
+        // The report's own command carries its scenario file and quirks.
+        assert_eq!(
+            failing(7).replay_command(),
+            "cargo run --release -p loom-sim --features quirks -- run --scenario mine.toml --seed 7 --quirk omit-event-seq --trace trace-7.jsonl"
         );
         // A shipped scenario by name on a correct node: no features, no quirk.
         let s = result.summary("mine", "mine", &[]);

@@ -38,6 +38,16 @@ pub struct Grant {
     pub token: Value,
     /// Addresses the holder should not add (the issuer and the thread's first recipients).
     pub exclude: Vec<String>,
+    /// `issued_by`.
+    pub issuer: String,
+    /// The node the token was registered on (the issuer's).
+    pub node: String,
+    /// `single_use` (§12.1): one accepted use spends it.
+    pub single_use: bool,
+    /// A single-use token already used once (201): the next use must be refused (§12.3).
+    pub spent: bool,
+    /// Revoked by its issuer (§12.3, `DELETE /v1/capabilities/{id}`): a use must be refused.
+    pub revoked: bool,
 }
 
 /// A violation found while the run goes on (or at quiescence).
@@ -79,6 +89,9 @@ pub struct Record {
     /// Capability tokens issued and not yet used, handed from the issuing client host to
     /// the holder's (out of band, as a token travels by mail or chat).
     pub grants: Vec<Grant>,
+    /// Thread id → its `cap_epoch` as the owner's revocations advanced it (§12.3): tokens
+    /// issued later carry it as `epoch`.
+    pub cap_epochs: BTreeMap<String, u64>,
     /// Violations seen during the run.
     pub violations: Vec<Violation>,
     /// The current turmoil step (the controller updates it).

@@ -60,6 +60,14 @@ pub struct RunReport {
     pub steps: u64,
     /// Envelopes acknowledged by the nodes.
     pub acknowledged: usize,
+    /// The scenario as a replay command names it (its file path, or the shipped name).
+    pub scenario_ref: String,
+    /// Names of the quirks the nodes ran with (`--quirk NAME` each).
+    pub quirks: Vec<String>,
+    /// Whether the run used a fault schedule given in [`RunOptions::schedule`] instead of
+    /// the seed's (a shrink step): the replay command then reproduces the seed's own
+    /// schedule, not this one (`loom-sim shrink` writes a scenario that does).
+    pub custom_schedule: bool,
 }
 
 impl RunReport {
@@ -68,9 +76,11 @@ impl RunReport {
         self.violations.is_empty()
     }
 
-    /// The command that replays this run (a shipped scenario by its name).
+    /// The command that replays this run: the scenario as it was loaded (a file path or a
+    /// shipped name), the seed, and `--features quirks` with every `--quirk` the nodes ran
+    /// with.
     pub fn replay_command(&self) -> String {
-        replay_command(&self.scenario, self.seed, &[])
+        replay_command(&self.scenario_ref, self.seed, &self.quirks)
     }
 }
 
@@ -86,6 +96,15 @@ pub fn replay_command(scenario: &str, seed: u64, quirks: &[String]) -> String {
             " --features quirks"
         }
     )
+}
+
+/// The names of the quirks in `quirks`, in `Quirk::ALL` order.
+pub fn quirk_names(quirks: &Quirks) -> Vec<String> {
+    loom_node::Quirk::ALL
+        .into_iter()
+        .filter(|q| quirks.has(*q))
+        .map(loom_node::Quirk::name)
+        .collect()
 }
 
 static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -284,8 +303,19 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
         .read()
         .map(|p| p.clone())
         .map_err(|_| "peer map poisoned")?;
+    for (i, decl) in scenario.hosts.iter().enumerate() {
+        if !decl.optional && !opts.hosts.iter().any(|h| h.name == decl.name) {
+            return Err(format!(
+                "scenario {} declares host slot {:?} (hosts[{i}].name) but the run provides no host for it (RunOptions::hosts); mark it `optional = true` to run without it",
+                scenario.name, decl.name
+            ));
+        }
+    }
     for slot in &opts.hosts {
-        if scenario.nodes.contains(&slot.name) || slot.name.starts_with("client.") {
+        if scenario.nodes.contains(&slot.name)
+            || slot.name.starts_with("client.")
+            || slot.name == "replayer"
+        {
             return Err(format!(
                 "host slot {:?} clashes with a node or client host name",
                 slot.name
@@ -405,7 +435,7 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
         .iter()
         .map(|(d, s)| (d.clone(), s.dir.clone()))
         .collect();
-    let end_checks = invariants::check_all(&shared, &dirs, &st.down);
+    let end_checks = invariants::check_all(&shared, &mut prober, &dirs, &st.down);
     let mut rec = shared.lock();
     rec.step = steps;
     if !settled {
@@ -436,6 +466,9 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
         simulated_ms,
         steps,
         acknowledged: rec.acks.len(),
+        scenario_ref: scenario.reference().to_owned(),
+        quirks: quirk_names(&opts.quirks),
+        custom_schedule: opts.schedule.is_some(),
     })
 }
 
