@@ -657,8 +657,9 @@ mod tests {
             )
             .is_ok()
         );
-        let e = authenticate_node_document(&d, "b.test", dns("http://b.test/.well-known/loom.json"))
-            .unwrap_err();
+        let e =
+            authenticate_node_document(&d, "b.test", dns("http://b.test/.well-known/loom.json"))
+                .unwrap_err();
         assert_eq!(
             (e.code, e.field.as_str(), e.section),
             (
