@@ -20,9 +20,8 @@ use loom_node::dns::{TYPE_SRV, TYPE_TXT, decode_response};
 use loom_node::{Quirks, Storage};
 use loom_protocol::clock::Clock;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use support::fed::{Served, TestCa, free_port, serve_tls, temp_dir};
+use support::fed::{Pki, Served, free_port, pki, serve_tls};
 use support::{Ident, TestNode};
 
 /// What the fake server does for one `(name, type)`.
@@ -137,21 +136,6 @@ impl FakeDns {
             }
         }
     }
-}
-
-struct Pki {
-    dir: PathBuf,
-    ca: TestCa,
-    ca_pem: PathBuf,
-}
-
-fn pki(name: &str) -> Pki {
-    let dir = temp_dir(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    let ca = TestCa::new("LOOM DNS test CA");
-    let ca_pem = dir.join("ca.pem");
-    ca.write_pem(&ca_pem);
-    Pki { dir, ca, ca_pem }
 }
 
 fn tls_node(domain: &str, ca: &std::path::Path, tweak: impl FnOnce(&mut NodeConfig)) -> TestNode {

@@ -16,8 +16,7 @@ use loom_node::config::NodeConfig;
 use loom_node::{Quirks, Storage};
 use loom_protocol::clock::Clock;
 use serde_json::Value;
-use std::path::PathBuf;
-use support::fed::{Served, TestCa, free_port, serve_tls, temp_dir};
+use support::fed::{Pki, Served, TestCa, free_port, pki, serve_tls};
 use support::{Ident, TestNode};
 
 const HOUR_MS: i64 = 3_600_000;
@@ -44,21 +43,6 @@ fn tls_node(
         c.federation.request_timeout_ms = 5_000;
         tweak(c);
     })
-}
-
-struct Pki {
-    dir: PathBuf,
-    ca: TestCa,
-    ca_pem: PathBuf,
-}
-
-fn pki(name: &str) -> Pki {
-    let dir = temp_dir(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    let ca = TestCa::new("LOOM test CA");
-    let ca_pem = dir.join("ca.pem");
-    ca.write_pem(&ca_pem);
-    Pki { dir, ca, ca_pem }
 }
 
 async fn send(

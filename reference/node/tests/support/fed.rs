@@ -110,6 +110,24 @@ pub async fn serve_tls(node: &TestNode, port: u16, acceptor: tokio_rustls::TlsAc
     }
 }
 
+/// A test CA in a fresh temporary directory `dir`, its certificate written to `ca_pem` (what
+/// a node's `federation.peer_ca` names).
+pub struct Pki {
+    pub dir: PathBuf,
+    pub ca: TestCa,
+    pub ca_pem: PathBuf,
+}
+
+/// A fresh [`Pki`] under a temporary directory named after `name`.
+pub fn pki(name: &str) -> Pki {
+    let dir = temp_dir(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = TestCa::new("LOOM test CA");
+    let ca_pem = dir.join("ca.pem");
+    ca.write_pem(&ca_pem);
+    Pki { dir, ca, ca_pem }
+}
+
 /// A test certificate authority (rcgen): issues server certificates for node domains.
 pub struct TestCa {
     issuer: rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
