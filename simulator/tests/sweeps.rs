@@ -527,8 +527,8 @@ fn a_failing_quirk_runs_replay_command_reproduces_it() {
 fn revoked_and_spent_tokens_are_refused() {
     let mut s = Scenario::load("three-node-federation").unwrap();
     assert!(s.workload.single_use_ratio > 0.0 && s.workload.revoke_ratio > 0.0);
-    // More capability actions, mostly local threads (a token is usable through its
-    // issuer's node only, today), so every case shows up within a few seeds.
+    // More capability actions, mostly local threads (where a revoked token's use is judged by
+    // the node that recorded the revocation), so every case shows up within a few seeds.
     s.workload.capability_ratio = 0.4;
     s.workload.remote_ratio = 0.2;
     s.workload.single_use_ratio = 0.5;
@@ -575,4 +575,43 @@ fn revoked_and_spent_tokens_are_refused() {
     panic!(
         "over 12 seeds: {revoked_ok} revocations accepted, {revoked_tried} revoked tokens tried on their node, {single_ok} single-use tokens accepted, {reused} reuses"
     );
+}
+
+/// A token issued by an identity on one node and used by its holder through another node
+/// (§12: the holder's node resolves the issuer from its home node) is accepted, and the
+/// operation replicates without breaking an invariant. Until the node resolved remote
+/// issuers every such use was `403 CAPABILITY_DENIED`.
+#[test]
+fn tokens_issued_on_another_node_are_accepted_through_the_holders_node() {
+    let s = Scenario::load("three-node-federation").unwrap();
+    let opts = RunOptions {
+        keep_trace: true,
+        ..RunOptions::default()
+    };
+    let mut accepted = 0;
+    for seed in 0..12 {
+        let r = run(&s, seed, &opts).unwrap();
+        assert!(r.ok(), "seed {seed}: {:?}", r.violations);
+        for l in r.trace.unwrap().lines() {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let cross_node_first_use = v["kind"] == "http"
+                && v["op"] == "capability.use"
+                && v["client"] != v["issuer_node"]
+                && v["revoked"] == false;
+            if !cross_node_first_use {
+                continue;
+            }
+            assert_ne!(
+                v["body"], "CAPABILITY_DENIED",
+                "seed {seed}: a valid token from another node's issuer was refused: {v}"
+            );
+            if v["status"] == 201 {
+                accepted += 1;
+            }
+        }
+        if accepted >= 3 {
+            return;
+        }
+    }
+    panic!("over 12 seeds only {accepted} cross-node token uses were accepted");
 }
