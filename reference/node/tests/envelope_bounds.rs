@@ -7,9 +7,8 @@
 
 mod support;
 
-use loom_node::{Quirks, Storage};
 use serde_json::{Value, json};
-use support::fed::{fed_node, free_port, serve};
+use support::fed::{fed_pair, serve};
 use support::{Ident, Resp, TestNode};
 
 fn fingerprint(n: &TestNode) -> String {
@@ -234,27 +233,15 @@ async fn pair() -> (
     support::fed::Served,
     support::fed::Served,
 ) {
-    let (pa, pb) = (free_port().await, free_port().await);
-    let a = fed_node(
-        "a.test",
-        "b.test",
-        pb,
-        Storage::Memory,
-        Quirks::none(),
+    let (a, b, pa, pb) = fed_pair(
         |c| {
             // The sender lets everything out; the receiver's own limits decide.
             c.limits.max_recipients = 0;
             c.limits.max_recipient_domains = 0;
         },
-    );
-    let b = fed_node(
-        "b.test",
-        "a.test",
-        pa,
-        Storage::Memory,
-        Quirks::none(),
         |c| c.limits.max_recipients = 10,
-    );
+    )
+    .await;
     let sa = serve(&a, pa).await;
     let sb = serve(&b, pb).await;
     (a, b, sa, sb)

@@ -9,7 +9,7 @@ mod support;
 use loom_node::{Quirks, Storage};
 use loom_protocol::clock::Clock;
 use serde_json::Value;
-use support::fed::{fed_node, free_port, serve, temp_dir};
+use support::fed::{fed_node, fed_pair, free_port, serve, temp_dir};
 use support::{Ident, TestNode};
 
 const HOUR_MS: i64 = 3_600_000;
@@ -20,23 +20,7 @@ async fn pair() -> (
     support::fed::Served,
     support::fed::Served,
 ) {
-    let (pa, pb) = (free_port().await, free_port().await);
-    let a = fed_node(
-        "a.test",
-        "b.test",
-        pb,
-        Storage::Memory,
-        Quirks::none(),
-        |_| {},
-    );
-    let b = fed_node(
-        "b.test",
-        "a.test",
-        pa,
-        Storage::Memory,
-        Quirks::none(),
-        |_| {},
-    );
+    let (a, b, pa, pb) = fed_pair(|_| {}, |_| {}).await;
     let sa = serve(&a, pa).await;
     let sb = serve(&b, pb).await;
     (a, b, sa, sb)
@@ -328,27 +312,15 @@ async fn a_foreign_sender_is_refused() {
 
 #[tokio::test]
 async fn the_federation_policy_is_enforced_both_ways() {
-    let (pa, pb) = (free_port().await, free_port().await);
-    let a = fed_node(
-        "a.test",
-        "b.test",
-        pb,
-        Storage::Memory,
-        Quirks::none(),
+    let (a, b, pa, pb) = fed_pair(
         |c| {
             c.federation.blocklist = vec!["b.test".into()];
         },
-    );
-    let b = fed_node(
-        "b.test",
-        "a.test",
-        pa,
-        Storage::Memory,
-        Quirks::none(),
         |c| {
             c.federation_policy = "allowlist".into();
         },
-    );
+    )
+    .await;
     let (_sa, _sb) = (serve(&a, pa).await, serve(&b, pb).await);
     let alice = a.register("alice", "human", 1).await;
     let bob = b.register("bob", "human", 2).await;
@@ -417,25 +389,13 @@ async fn the_node_document_and_hello_describe_federation() {
 
 #[tokio::test]
 async fn quarantine_holds_deliveries_from_unlisted_peers() {
-    let (pa, pb) = (free_port().await, free_port().await);
-    let a = fed_node(
-        "a.test",
-        "b.test",
-        pb,
-        Storage::Memory,
-        Quirks::none(),
+    let (a, b, pa, pb) = fed_pair(
         |_| {},
-    );
-    let b = fed_node(
-        "b.test",
-        "a.test",
-        pa,
-        Storage::Memory,
-        Quirks::none(),
         |c| {
             c.federation_policy = "quarantine".into();
         },
-    );
+    )
+    .await;
     let (_sa, _sb) = (serve(&a, pa).await, serve(&b, pb).await);
     let alice = a.register("alice", "human", 1).await;
     let bob = b.register("bob", "human", 2).await;
@@ -516,25 +476,13 @@ async fn a_delivered_agent_envelope_is_judged_by_its_delegation_chain() {
 
 #[tokio::test]
 async fn a_rotated_sender_key_is_fetched_again_once_the_refetch_interval_passed() {
-    let (pa, pb) = (free_port().await, free_port().await);
-    let a = fed_node(
-        "a.test",
-        "b.test",
-        pb,
-        Storage::Memory,
-        Quirks::none(),
+    let (a, b, pa, pb) = fed_pair(
         |_| {},
-    );
-    let b = fed_node(
-        "b.test",
-        "a.test",
-        pa,
-        Storage::Memory,
-        Quirks::none(),
         |c| {
             c.federation.refetch_min_interval_ms = 5_000;
         },
-    );
+    )
+    .await;
     let (_sa, _sb) = (serve(&a, pa).await, serve(&b, pb).await);
     let alice = a.register("alice", "human", 1).await;
     let bob = b.register("bob", "human", 2).await;

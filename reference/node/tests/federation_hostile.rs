@@ -5,29 +5,12 @@
 
 mod support;
 
-use loom_node::{Quirks, Storage};
 use serde_json::{Value, json};
-use support::fed::{fed_node, free_port, serve};
+use support::fed::{fed_pair, serve};
 
 #[tokio::test]
 async fn hostile_deliveries_get_spec_errors_and_change_nothing() {
-    let (pa, pb) = (free_port().await, free_port().await);
-    let a = fed_node(
-        "a.test",
-        "b.test",
-        pb,
-        Storage::Memory,
-        Quirks::none(),
-        |_| {},
-    );
-    let b = fed_node(
-        "b.test",
-        "a.test",
-        pa,
-        Storage::Memory,
-        Quirks::none(),
-        |_| {},
-    );
+    let (a, b, pa, pb) = fed_pair(|_| {}, |_| {}).await;
     let _s = (serve(&a, pa).await, serve(&b, pb).await);
     let alice = a.register("alice", "human", 1).await;
     let bob = b.register("bob", "human", 2).await;

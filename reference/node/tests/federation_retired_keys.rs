@@ -9,12 +9,11 @@ mod support;
 
 use axum::Router;
 use axum::routing::get;
-use loom_node::{Quirks, Storage};
 use loom_protocol::clock::Clock;
 use loom_protocol::id::{KeyId, KeyKind};
 use loom_protocol::keys::{public_key_to_b64url, public_key_to_spki_pem};
 use serde_json::{Value, json};
-use support::fed::{fed_node, free_port};
+use support::fed::fed_pair;
 use support::{Ident, TestNode};
 
 const HOUR_MS: i64 = 3_600_000;
@@ -66,24 +65,7 @@ async fn stand_in(a: &TestNode, identity: Value, port: u16) {
 
 #[tokio::test]
 async fn an_envelope_signed_before_a_rotation_is_accepted_after_it() {
-    let pa = free_port().await;
-    let pb = free_port().await;
-    let a = fed_node(
-        "a.test",
-        "b.test",
-        pb,
-        Storage::Memory,
-        Quirks::none(),
-        |_| {},
-    );
-    let b = fed_node(
-        "b.test",
-        "a.test",
-        pa,
-        Storage::Memory,
-        Quirks::none(),
-        |_| {},
-    );
+    let (a, b, pa, _pb) = fed_pair(|_| {}, |_| {}).await;
     let alice = a.register("alice", "human", 1).await;
     let bob = b.register("bob", "human", 2).await;
     let start = a.clock.now().unix_ms();

@@ -23,6 +23,33 @@ pub fn federation_quirks() -> &'static [Quirk] {
     &Quirk::ALL[first..]
 }
 
+/// a.test and b.test with in-memory stores and no quirks, each the other's static peer on a
+/// reserved loopback port (see [`free_port`]); `tweak_a`/`tweak_b` adjust their configs.
+/// Not served yet: returns `(a, b, port of a, port of b)` for [`serve`].
+pub async fn fed_pair(
+    tweak_a: impl FnOnce(&mut NodeConfig),
+    tweak_b: impl FnOnce(&mut NodeConfig),
+) -> (TestNode, TestNode, u16, u16) {
+    let (pa, pb) = (free_port().await, free_port().await);
+    let a = fed_node(
+        "a.test",
+        "b.test",
+        pb,
+        Storage::Memory,
+        Quirks::none(),
+        tweak_a,
+    );
+    let b = fed_node(
+        "b.test",
+        "a.test",
+        pa,
+        Storage::Memory,
+        Quirks::none(),
+        tweak_b,
+    );
+    (a, b, pa, pb)
+}
+
 /// A served router: drop or [`Served::stop`] to close the listener.
 pub struct Served {
     stop: Option<oneshot::Sender<()>>,
