@@ -83,6 +83,19 @@ async fn thread(n: &TestNode, who: &Ident, t: &str) -> Value {
         .body
 }
 
+/// alice (on `a`) starts a thread with bob (on `b`), delivered to b.test: `(alice, bob, t)`.
+async fn alices_thread_on_b(a: &TestNode, b: &TestNode) -> (Ident, Ident, String) {
+    let alice = a.register("alice", "human", 1).await;
+    let bob = b.register("bob", "human", 2).await;
+    let t = a.thread_id();
+    alice
+        .send(a, alice.message(a, &t, None, &[&bob], "hello"))
+        .await
+        .expect(201);
+    assert_eq!(a.tick().await.delivered, 1);
+    (alice, bob, t)
+}
+
 #[tokio::test]
 async fn a_token_issued_on_another_node_authorizes_on_the_holders_node_and_on_delivery() {
     let (nodes, _served, _) = trio().await;
@@ -140,15 +153,8 @@ async fn a_token_issued_on_another_node_authorizes_on_the_holders_node_and_on_de
 async fn bad_remote_tokens_are_still_refused_and_change_nothing() {
     let (nodes, _served, _) = trio().await;
     let (a, b) = (&nodes[0], &nodes[1]);
-    let alice = a.register("alice", "human", 1).await;
-    let bob = b.register("bob", "human", 2).await;
+    let (alice, bob, t) = alices_thread_on_b(a, b).await;
     let mallory = b.register("mallory", "human", 9).await;
-    let t = a.thread_id();
-    alice
-        .send(a, alice.message(a, &t, None, &[&bob], "hello"))
-        .await
-        .expect(201);
-    assert_eq!(a.tick().await.delivered, 1);
     let other_thread = a.thread_id();
     let forged_key = ed25519_dalek::SigningKey::from_bytes(&[77; 32]);
     let past = "2020-01-01T00:00:00Z";
@@ -207,15 +213,8 @@ async fn bad_remote_tokens_are_still_refused_and_change_nothing() {
 async fn an_unreachable_issuer_home_node_is_a_clear_refusal() {
     let (nodes, served, _) = trio().await;
     let (a, b, c) = (&nodes[0], &nodes[1], &nodes[2]);
-    let alice = a.register("alice", "human", 1).await;
-    let bob = b.register("bob", "human", 2).await;
+    let (_alice, bob, t) = alices_thread_on_b(a, b).await;
     let carol = c.register("carol", "human", 3).await;
-    let t = a.thread_id();
-    alice
-        .send(a, alice.message(a, &t, None, &[&bob], "hello"))
-        .await
-        .expect(201);
-    assert_eq!(a.tick().await.delivered, 1);
     // c.test goes down before b.test ever resolved carol; her token cannot be checked.
     let mut served = served;
     served.pop().unwrap().stop().await;

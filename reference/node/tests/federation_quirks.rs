@@ -455,39 +455,7 @@ async fn linear_backoff() {
 #[tokio::test]
 async fn drop_outbox_on_restart() {
     for (q, left) in [(None, 1), (Some(Quirk::DropOutboxOnRestart), 0)] {
-        let dir = temp_dir(&format!("drop-{}", q.is_some()));
-        let pb = free_port().await;
-        let a = fed_node(
-            "a.test",
-            "b.test",
-            pb,
-            Storage::Dir(dir.clone()),
-            quirks(q),
-            |_| {},
-        );
-        let b = fed_node(
-            "b.test",
-            "a.test",
-            9,
-            Storage::Memory,
-            Quirks::none(),
-            |_| {},
-        );
-        let alice = a.register("alice", "human", 1).await;
-        let bob = b.register("bob", "human", 2).await;
-        alice
-            .send(&a, alice.message(&a, &a.thread_id(), None, &[&bob], "x"))
-            .await
-            .expect(201);
-        drop(a);
-        let a = fed_node(
-            "a.test",
-            "b.test",
-            pb,
-            Storage::Dir(dir.clone()),
-            quirks(q),
-            |_| {},
-        );
+        let (a, _alice, _id, dir) = restarted(q, "drop").await;
         let queued = a.outbox().iter().filter(|r| r.state == "queued").count();
         assert_eq!(queued, left, "{q:?}");
         drop(a);

@@ -57,6 +57,34 @@ async fn send(
     from.send(node, env).await.expect(201).body
 }
 
+/// alice on `a` sends `text` to bob on `b` in thread `t`; one outbox tick on `a` delivers
+/// it and bob reads it on `b`. Returns the message id.
+async fn delivered_and_read(
+    a: &TestNode,
+    b: &TestNode,
+    alice: &Ident,
+    bob: &Ident,
+    t: &str,
+    text: &str,
+) -> String {
+    let root = send(alice, a, t, None, bob, text).await;
+    let rid = root["id"].as_str().unwrap().to_owned();
+    let r = a.tick().await;
+    assert_eq!(
+        (r.delivered, r.failed, r.retried),
+        (1, 0, 0),
+        "{:?}",
+        a.outbox()
+    );
+    let got = b
+        .get(&format!("/v1/envelopes/{rid}"), &bob.token)
+        .await
+        .expect(200)
+        .body;
+    assert_eq!(got["content"]["human"]["text"], text);
+    rid
+}
+
 /// Two TLS nodes; `static_peers` makes each a configured `https://` peer of the other,
 /// otherwise they know each other only through discovery.
 async fn tls_pair(p: &Pki, static_peers: bool) -> (TestNode, TestNode, Served, Served) {
@@ -88,21 +116,7 @@ async fn a_static_https_peer_is_reached_with_the_configured_ca() {
     let alice = a.register("alice", "human", 1).await;
     let bob = b.register("bob", "human", 2).await;
     let t = a.thread_id();
-    let root = send(&alice, &a, &t, None, &bob, "over TLS").await;
-    let rid = root["id"].as_str().unwrap();
-    let r = a.tick().await;
-    assert_eq!(
-        (r.delivered, r.failed, r.retried),
-        (1, 0, 0),
-        "{:?}",
-        a.outbox()
-    );
-    let got = b
-        .get(&format!("/v1/envelopes/{rid}"), &bob.token)
-        .await
-        .expect(200)
-        .body;
-    assert_eq!(got["content"]["human"]["text"], "over TLS");
+    delivered_and_read(&a, &b, &alice, &bob, &t, "over TLS").await;
     let _ = std::fs::remove_dir_all(&p.dir);
 }
 
@@ -176,21 +190,7 @@ async fn nodes_known_only_by_discovery_exchange_a_message_and_a_reply() {
     let alice = a.register("alice", "human", 1).await;
     let bob = b.register("bob", "human", 2).await;
     let t = a.thread_id();
-    let root = send(&alice, &a, &t, None, &bob, "found you by name").await;
-    let rid = root["id"].as_str().unwrap().to_owned();
-    let r = a.tick().await;
-    assert_eq!(
-        (r.delivered, r.failed, r.retried),
-        (1, 0, 0),
-        "{:?}",
-        a.outbox()
-    );
-    let got = b
-        .get(&format!("/v1/envelopes/{rid}"), &bob.token)
-        .await
-        .expect(200)
-        .body;
-    assert_eq!(got["content"]["human"]["text"], "found you by name");
+    let rid = delivered_and_read(&a, &b, &alice, &bob, &t, "found you by name").await;
 
     // b discovered a.test to check the delivery; the reply travels back the same way.
     let reply = send(&bob, &b, &t, Some(&rid), &alice, "and you too").await;
