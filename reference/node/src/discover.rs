@@ -128,8 +128,9 @@ pub fn node_document_url(domain: &str, records: &DnsRecords) -> Result<Option<St
         .txt
         .iter()
         .filter(|t| {
-            let t = t.trim_start();
-            t.len() >= 6 && t[..6].eq_ignore_ascii_case("v=loom")
+            // Bytes, not a str slice: a TXT record may hold any UTF-8 (fuzz: `node_dns`).
+            let t = t.trim_start().as_bytes();
+            t.len() >= 6 && t[..6].eq_ignore_ascii_case(b"v=loom")
         })
         .collect();
     if loom.len() > 1 {
@@ -179,6 +180,21 @@ mod tests {
             port,
             target: target.into(),
         }
+    }
+
+    /// Fuzz crash (`node_dns`, corpus `crash-5966…`): a multi-byte character inside the first
+    /// six bytes of a TXT record cut a str slice in half. Such a record is another service's.
+    #[test]
+    fn txt_with_a_multibyte_character_up_front_is_not_a_loom_record() {
+        let r = DnsRecords {
+            srv: vec![],
+            srv_unavailable: false,
+            txt: vec![
+                "v=L:\u{2002}.amplei=https://loom.example.com/v1".into(),
+                "\u{e9}v=LOOM1.1".into(),
+            ],
+        };
+        assert_eq!(node_document_url("b.test", &r), Ok(None));
     }
 
     #[test]
