@@ -2,9 +2,10 @@
 # Flat as data grows (issue 14 "Done when"): a release loom-node with a durable store is
 # filled to COUNT envelopes in COUNT threads (thread length 1) by loom-load's growth mode,
 # in slices of SLICE envelopes; after each slice loom-load times a page of threads, a page
-# of events and a search (median of READS requests). Rate limits off, 16 identities,
-# 16 connections, load tool on the same machine. Prints loom-load's table, the node's CPU
-# per accepted envelope and the store size.
+# of events and a search (median of READS rounds after a 1 s pause and 3 untimed rounds;
+# default 101).
+# Rate limits off, 16 identities, 16 connections, load tool on the same machine. Prints
+# loom-load's table, the node's CPU per accepted envelope and the store size.
 #
 # usage: growth-bench.sh BIN_DIR [COUNT] [SLICE] [READS] [OUT_DIR]
 #   BIN_DIR holds loom-node and loom-load (copies: other builds overwrite target/).
@@ -14,7 +15,7 @@ set -euo pipefail
 bin=${1:?usage: growth-bench.sh BIN_DIR [COUNT] [SLICE] [READS] [OUT_DIR]}
 count=${2:-200000}
 slice=${3:-20000}
-reads=${4:-7}
+reads=${4:-101}
 out=${5:-$bin/results}
 mkdir -p "$out"
 tick=$(getconf CLK_TCK)

@@ -1199,25 +1199,34 @@ impl Rules for QuirkRules<'_> {
         }
     }
 
-    fn stored_form(&self, env: &mut Value) {
+    fn stored_form(&self, env: &mut Value) -> bool {
+        let mut changed = false;
         if let Some(filled) = self.filled.borrow_mut().take() {
+            changed |= *env != filled;
             *env = filled;
         }
         if self.q(Quirk::DropNullMembers) {
-            drop_nulls(env);
+            changed |= drop_nulls(env);
         }
+        changed
     }
 }
 
-/// Removes every `null` member, recursively (the `drop-null-members` quirk).
-fn drop_nulls(v: &mut Value) {
+/// Removes every `null` member, recursively (the `drop-null-members` quirk); true when one
+/// was removed.
+fn drop_nulls(v: &mut Value) -> bool {
     match v {
         Value::Object(o) => {
+            let before = o.len();
             o.retain(|_, m| !m.is_null());
-            o.values_mut().for_each(drop_nulls);
+            let mut changed = o.len() != before;
+            for m in o.values_mut() {
+                changed |= drop_nulls(m);
+            }
+            changed
         }
-        Value::Array(a) => a.iter_mut().for_each(drop_nulls),
-        _ => {}
+        Value::Array(a) => a.iter_mut().fold(false, |c, m| drop_nulls(m) | c),
+        _ => false,
     }
 }
 
@@ -1231,5 +1240,17 @@ mod tests {
             assert_eq!(Quirk::parse(&q.name()), Some(q));
         }
         assert_eq!(Quirk::AcceptBadSignature.name(), "accept-bad-signature");
+    }
+
+    /// Admission re-canonicalizes the stored form only when `stored_form` says it changed.
+    #[test]
+    fn drop_nulls_reports_whether_it_removed_a_member() {
+        let mut v = serde_json::json!({"a": 1, "b": [{"c": "x"}], "d": {"e": false}});
+        let before = v.clone();
+        assert!(!drop_nulls(&mut v));
+        assert_eq!(v, before);
+        let mut v = serde_json::json!({"a": 1, "b": [{"c": null}], "d": {"e": false}});
+        assert!(drop_nulls(&mut v));
+        assert_eq!(v, serde_json::json!({"a": 1, "b": [{}], "d": {"e": false}}));
     }
 }

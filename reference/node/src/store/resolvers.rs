@@ -12,6 +12,8 @@ use loom_protocol::id::{CapabilityId, ThreadId};
 use loom_protocol::keys::public_key_from_b64url;
 use loom_protocol::thread::ThreadState;
 use rusqlite::{Connection, OptionalExtension, params};
+use std::collections::BTreeMap;
+use std::sync::{LazyLock, Mutex};
 
 pub use super::identities::{ACTIVE_SIGNING_KEY, IDENTITY_TYPE, SIGNING_KEYS};
 
@@ -138,8 +140,32 @@ impl StoreResolver<'_> {
                 |r| r.get(0),
             )
             .optional()?;
-        Ok(pk.and_then(|p| public_key_from_b64url(&p).ok()))
+        Ok(pk.and_then(|p| decode_key(&p)))
     }
+}
+
+/// Most decoded keys [`decode_key`] keeps; beyond it the memo starts over.
+const KEY_MEMO_CAPACITY: usize = 8192;
+
+/// Decoded public keys by their stored base64url text. Decoding decompresses a curve point
+/// (a field exponentiation, ~3 µs) and every envelope needs its sender's key (§7.3); the
+/// text is the key itself, so a memo entry can never go stale (revocation is decided by the
+/// query that returned the text, not here).
+static KEY_MEMO: LazyLock<Mutex<BTreeMap<String, VerifyingKey>>> =
+    LazyLock::new(|| Mutex::new(BTreeMap::new()));
+
+/// `public_key_from_b64url`, remembered.
+fn decode_key(text: &str) -> Option<VerifyingKey> {
+    let mut memo = KEY_MEMO.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(k) = memo.get(text) {
+        return Some(*k);
+    }
+    let key = public_key_from_b64url(text).ok()?;
+    if memo.len() >= KEY_MEMO_CAPACITY {
+        memo.clear();
+    }
+    memo.insert(text.to_owned(), key);
+    Some(key)
 }
 
 impl Directory for StoreResolver<'_> {

@@ -168,12 +168,10 @@ pub fn admit(
             &FixedClock(now),
         )?;
     }
-    let before = envelope.clone();
-    rules.stored_form(&mut envelope);
-    let canonical = if envelope == before {
-        canonical
-    } else {
+    let canonical = if rules.stored_form(&mut envelope) {
         to_canonical_bytes_without(&envelope, &["meta"]).unwrap_or_default()
+    } else {
+        canonical
     };
     Ok(Admitted {
         envelope,

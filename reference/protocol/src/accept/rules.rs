@@ -138,8 +138,10 @@ pub trait Rules {
     }
 
     /// The envelope as it will be stored, after verification (the specification stores it
-    /// unaltered, §7.2).
-    fn stored_form(&self, _envelope: &mut Value) {}
+    /// unaltered, §7.2); true when it changed, so admission re-canonicalizes only then.
+    fn stored_form(&self, _envelope: &mut Value) -> bool {
+        false
+    }
 }
 
 /// The specification.
