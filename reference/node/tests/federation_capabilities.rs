@@ -237,3 +237,27 @@ async fn an_unreachable_issuer_home_node_is_a_clear_refusal() {
     assert_eq!(thread(b, &bob, &t).await, before);
     assert!(b.outbox().is_empty());
 }
+
+/// The issuer's home node is asked only about a token in an envelope admission accepted:
+/// a junk envelope (here a broken signature, §7.3) is refused for what is wrong with it,
+/// without the node reaching out to the domain its token names.
+#[tokio::test]
+async fn a_junk_envelope_is_refused_before_its_token_issuer_is_fetched() {
+    let (nodes, served, _) = trio().await;
+    let (a, b, c) = (&nodes[0], &nodes[1], &nodes[2]);
+    let (_alice, bob, t) = alices_thread_on_b(a, b).await;
+    let carol = c.register("carol", "human", 3).await;
+    let mut served = served;
+    served.pop().unwrap().stop().await;
+    let tok = token(c, &carol, &bob, &t, &["resolve"], None, &carol.key);
+    let mut env = bob.sign(resolve_op(b, &bob, &t, &tok));
+    let sig = env["signature"]["value"].as_str().unwrap().to_owned();
+    let flipped = if sig.starts_with('A') { "B" } else { "A" };
+    env["signature"]["value"] = json!(format!("{flipped}{}", &sig[1..]));
+    let r = b
+        .call("POST", "/v1/envelopes", Some(&bob.token), Some(env))
+        .await
+        .expect_error(401, "SIGNATURE_INVALID");
+    let msg = r.body["error"].to_string();
+    assert!(!msg.contains("could not be reached"), "{msg}");
+}

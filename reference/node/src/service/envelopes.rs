@@ -67,8 +67,6 @@ impl Service {
     /// `POST /v1/envelopes` (§16.1): admits the envelope, then commits it through the
     /// writer; returns it as stored (with `meta`).
     pub async fn submit_envelope(&self, caller: &Caller, env: Value) -> ApiResult<Value> {
-        // A token issued on another node: its issuer's keys come from its home node (§12).
-        self.resolve_token_issuer(&env).await?;
         let admitted = {
             let conn = self.store.read();
             let directory = StoreResolver {
@@ -87,6 +85,11 @@ impl Service {
                 admit(env, origin, &directory, &rules, limit, now)?
             }
         };
+        // A token issued on another node: its issuer's keys come from its home node (§12),
+        // and the writer's decision needs them. Fetched only for an envelope that admission
+        // accepted (within the limits, well formed, signed by the caller), so a client
+        // cannot make the node reach out to arbitrary domains with junk.
+        self.resolve_token_issuer(&admitted.envelope).await?;
         self.commit_envelope(admitted, caller).await
     }
 
