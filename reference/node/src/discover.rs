@@ -2,16 +2,16 @@
 //! [`Discover`] seam and its optional DNS implementation, [`DnsDiscover`], which asks one
 //! configured DNS server for SRV `_loom._tcp.{domain}` and TXT `_loom.{domain}`.
 //!
-//! [`node_document_url`] turns the records into the URL to fetch, in this order:
+//! [`node_document_urls`] turns the records into the URLs to try, in this order:
 //! 1. the `wellknown=` URL of the `_loom` TXT record (read by
-//!    `loom_protocol::federation::dns_discovery::parse_loom_txt`);
-//! 2. else the first SRV target in RFC 2782 order (priority, then weight drawn from the
-//!    seeded RNG): `https://{target}:{port}/.well-known/loom.json`;
+//!    `loom_protocol::federation::dns_discovery::parse_loom_txt`), alone;
+//! 2. else every SRV target in RFC 2782 order (priority, then weight drawn from the seeded
+//!    RNG): `https://{target}:{port}/.well-known/loom.json`. As RFC 2782 asks of a client,
+//!    the next target is tried when one fails (`Service::fetch_peer`);
 //! 3. else (no records, NXDOMAIN) `https://{domain}/.well-known/loom.json`, as without DNS.
 //!
 //! A DNS failure (timeout, SERVFAIL, malformed answer) or an unusable `_loom` record is an
-//! error, not a silent fall-back: the outbox retries the delivery later (§15.6). Only the
-//! first candidate is fetched; further SRV targets are not tried when it fails. Whatever
+//! error, not a silent fall-back: the outbox retries the delivery later (§15.6). Whatever
 //! URL is chosen, the document is fetched by the same function as without DNS
 //! (`Service::fetch_peer`): TLS verifies the certificate of the host actually contacted
 //! (§14.1), and the document's `domain` must name the domain being resolved (§15.2).
@@ -119,11 +119,12 @@ impl Discover for DnsDiscover {
     }
 }
 
-/// The node document URL `records` point to for `domain` (module docs give the order), or
-/// `None` when they name none (fall back to `https://{domain}/.well-known/loom.json`).
-/// TXT records not starting with `v=LOOM` are other services' and ignored; more than one
-/// `v=LOOM` record, or one that does not read, is an error naming the rule.
-pub fn node_document_url(domain: &str, records: &DnsRecords) -> Result<Option<String>, String> {
+/// The node document URLs `records` point to for `domain`, in the order to try them
+/// (module docs), or none when they name none (fall back to
+/// `https://{domain}/.well-known/loom.json`). TXT records not starting with `v=LOOM` are
+/// other services' and ignored; more than one `v=LOOM` record, or one that does not read,
+/// is an error naming the rule.
+pub fn node_document_urls(domain: &str, records: &DnsRecords) -> Result<Vec<String>, String> {
     let loom: Vec<&String> = records
         .txt
         .iter()
@@ -151,7 +152,7 @@ pub fn node_document_url(domain: &str, records: &DnsRecords) -> Result<Option<St
             )
         })?;
         if let Some(url) = txt.wellknown {
-            return Ok(Some(url));
+            return Ok(vec![url]);
         }
     }
     if records.srv_unavailable {
@@ -160,13 +161,17 @@ pub fn node_document_url(domain: &str, records: &DnsRecords) -> Result<Option<St
             srv_name(domain)
         ));
     }
-    Ok(records.srv.first().map(|s| {
-        if s.port == 443 {
-            format!("https://{}/.well-known/loom.json", s.target)
-        } else {
-            format!("https://{}:{}/.well-known/loom.json", s.target, s.port)
-        }
-    }))
+    Ok(records
+        .srv
+        .iter()
+        .map(|s| {
+            if s.port == 443 {
+                format!("https://{}/.well-known/loom.json", s.target)
+            } else {
+                format!("https://{}:{}/.well-known/loom.json", s.target, s.port)
+            }
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -194,7 +199,7 @@ mod tests {
                 "\u{e9}v=LOOM1.1".into(),
             ],
         };
-        assert_eq!(node_document_url("b.test", &r), Ok(None));
+        assert_eq!(node_document_urls("b.test", &r), Ok(vec![]));
     }
 
     #[test]
@@ -208,22 +213,25 @@ mod tests {
             ],
         };
         assert_eq!(
-            node_document_url("b.test", &r).unwrap().as_deref(),
-            Some("https://b.test/x/loom.json")
+            node_document_urls("b.test", &r).unwrap(),
+            ["https://b.test/x/loom.json"]
         );
         r.txt = vec!["v=LOOM1.1; api=https://api.b.test/v1".into()];
         assert_eq!(
-            node_document_url("b.test", &r).unwrap().as_deref(),
-            Some("https://node.b.test:8443/.well-known/loom.json")
+            node_document_urls("b.test", &r).unwrap(),
+            [
+                "https://node.b.test:8443/.well-known/loom.json",
+                "https://other.b.test/.well-known/loom.json"
+            ]
         );
         r.srv.remove(0);
         assert_eq!(
-            node_document_url("b.test", &r).unwrap().as_deref(),
-            Some("https://other.b.test/.well-known/loom.json")
+            node_document_urls("b.test", &r).unwrap(),
+            ["https://other.b.test/.well-known/loom.json"]
         );
         assert_eq!(
-            node_document_url("b.test", &DnsRecords::default()),
-            Ok(None)
+            node_document_urls("b.test", &DnsRecords::default()),
+            Ok(vec![])
         );
     }
 
@@ -233,7 +241,7 @@ mod tests {
             txt: vec!["v=LOOM1.1; wellknown=ftp://b.test/x".into()],
             ..DnsRecords::default()
         };
-        let e = node_document_url("b.test", &r).unwrap_err();
+        let e = node_document_urls("b.test", &r).unwrap_err();
         assert!(
             e.contains("_loom.b.test") && e.contains("wellknown") && e.contains("§15.1"),
             "{e}"
@@ -243,7 +251,7 @@ mod tests {
             ..DnsRecords::default()
         };
         assert!(
-            node_document_url("b.test", &r)
+            node_document_urls("b.test", &r)
                 .unwrap_err()
                 .contains("2 v=LOOM")
         );
@@ -252,7 +260,7 @@ mod tests {
             ..DnsRecords::default()
         };
         assert!(
-            node_document_url("b.test", &r)
+            node_document_urls("b.test", &r)
                 .unwrap_err()
                 .contains("no LOOM service")
         );

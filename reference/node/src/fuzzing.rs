@@ -9,7 +9,7 @@
 //! |---|---|---|
 //! | `node_request_body` | [`request_body`] | strict JSON, the typed bodies of registration, auth challenge/token/refresh, key add, thread ops and envelopes, capabilities, delegations and blobs |
 //! | `node_query` | [`query`] | query strings of `/v1/search`, `/v1/threads`, `/v1/events`; [`query_terms`] and [`Terms`] against SQLite FTS5 |
-//! | `node_dns` | [`dns_answer`] | [`crate::dns`] response decoding, SRV ordering, §15.1 TXT reading and [`crate::discover::node_document_url`] |
+//! | `node_dns` | [`dns_answer`] | [`crate::dns`] response decoding, SRV ordering, §15.1 TXT reading and [`crate::discover::node_document_urls`] |
 
 use crate::error::ApiError;
 use crate::service::auth::{RefreshRequest, TokenRequest};
@@ -293,10 +293,10 @@ pub fn query(data: &[u8]) {
 /// records (bar `.` targets) by ascending priority, each once, whatever the weight draws;
 /// every TXT value, and the raw input read as text, either reads as a §15.1 `_loom` record
 /// with `http(s)://` URLs or is refused naming field, rule and `v1.1 §15.1`; and
-/// [`crate::discover::node_document_url`] gives an `https://`/`http://` URL, nothing, or
-/// an error naming §15.1.
+/// [`crate::discover::node_document_urls`] gives `https://`/`http://` URLs (one per SRV
+/// target, or the TXT's one), nothing, or an error naming §15.1.
 pub fn dns_answer(data: &[u8]) {
-    use crate::discover::{DnsRecords, node_document_url};
+    use crate::discover::{DnsRecords, node_document_urls};
     use crate::dns::{RData, decode_response, order_srv};
     use loom_protocol::federation::dns_discovery::parse_loom_txt;
 
@@ -354,9 +354,17 @@ pub fn dns_answer(data: &[u8]) {
     }
     records.srv_unavailable = srv.len() == 1 && srv[0].target.is_empty();
     records.srv = ordered;
-    match node_document_url("fuzz.test", &records) {
-        Ok(Some(url)) => assert!(url.starts_with("https://") || url.starts_with("http://")),
-        Ok(None) => assert!(records.srv.is_empty()),
+    match node_document_urls("fuzz.test", &records) {
+        Ok(urls) if urls.is_empty() => assert!(records.srv.is_empty()),
+        Ok(urls) => {
+            assert!(
+                urls.len() == 1 || urls.len() == records.srv.len(),
+                "{urls:?}"
+            );
+            for url in urls {
+                assert!(url.starts_with("https://") || url.starts_with("http://"));
+            }
+        }
         Err(e) => assert!(e.contains("§15.1"), "{e}"),
     }
 }

@@ -291,6 +291,52 @@ async fn srv_records_alone_lead_to_the_peer_in_priority_order_also_over_tcp() {
     let _ = std::fs::remove_dir_all(&p.dir);
 }
 
+/// RFC 2782: "A client MUST attempt to contact the target host with the lowest-numbered
+/// priority it can reach" — a target that does not answer is skipped for the next one.
+#[tokio::test]
+async fn a_dead_srv_target_is_skipped_for_the_next_one() {
+    let p = pki("dns-srv-next");
+    let dns = FakeDns::start().await;
+    let pr = pair(&p, &dns, true).await;
+    dns.set("_loom.b.test", TYPE_TXT, Reply::Records(vec![]));
+    // Priority 5 names a port nothing listens on; priority 10 is the node.
+    dns.set(
+        "_loom._tcp.b.test",
+        TYPE_SRV,
+        Reply::Records(vec![
+            Answer::Srv(10, 0, pr.pb, "localhost.".into()),
+            Answer::Srv(5, 0, 1, "localhost.".into()),
+        ]),
+    );
+    let (id, bob) = alice_writes_to_bob(&pr, "second target").await;
+    let r = pr.a.tick().await;
+    assert_eq!((r.delivered, r.retried), (1, 0), "{:?}", pr.a.outbox());
+    bob_has(&pr, &bob, &id, "second target").await;
+
+    // With every target dead, the refusal names each one.
+    dns.set(
+        "_loom._tcp.c.test",
+        TYPE_SRV,
+        Reply::Records(vec![
+            Answer::Srv(5, 0, 1, "localhost.".into()),
+            Answer::Srv(10, 0, 2, "localhost.".into()),
+        ]),
+    );
+    dns.set("_loom.c.test", TYPE_TXT, Reply::Records(vec![]));
+    let e = pr.a.node.service().fetch_peer("c.test").await.unwrap_err();
+    assert_eq!(e.code, loom_protocol::ErrorCode::NodeUnreachable);
+    assert!(
+        e.reason.contains("none of the 2 SRV targets of c.test")
+            && e.reason
+                .contains("https://localhost:1/.well-known/loom.json")
+            && e.reason
+                .contains("https://localhost:2/.well-known/loom.json"),
+        "{}",
+        e.reason
+    );
+    let _ = std::fs::remove_dir_all(&p.dir);
+}
+
 #[tokio::test]
 async fn without_records_the_node_falls_back_to_the_well_known_url() {
     let p = pki("dns-none");

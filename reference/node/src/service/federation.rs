@@ -373,14 +373,15 @@ impl Service {
     /// `node` (§15.3: the URL, whose host the TLS certificate was checked against, and the
     /// document's `domain`). The client follows no redirect: a 3xx is a failed fetch. With
     /// `federation.dns_server` set, a discovered node's document is fetched where its DNS
-    /// SRV/TXT records point, if it has any ([`Service::dns_document_url`]).
+    /// SRV/TXT records point, if it has any ([`Service::dns_document_urls`]); when they name
+    /// several SRV targets, each is tried in RFC 2782 order until one serves an
+    /// authenticated document, and the refusal names what every target answered.
     pub async fn fetch_peer(&self, node: &str) -> ApiResult<Peer> {
         let configured = self
             .peer_base(node)
             .map(|b| b.trim_end_matches('/').to_owned());
-        let mut from_dns = false;
-        let url = match &configured {
-            Some(b) => configured_document_url(b),
+        let (urls, from_dns) = match &configured {
+            Some(b) => (vec![configured_document_url(b)], false),
             None => {
                 let name = parse_node_name(node).map_err(|why| {
                     ApiError::new(
@@ -398,19 +399,62 @@ impl Service {
                         "v1.1 §15.1, §23.1",
                     ));
                 }
-                match self.dns_document_url(&name).await? {
-                    Some(found) => {
-                        from_dns = true;
-                        found
-                    }
-                    None => discovery_url(&name),
+                let found = self.dns_document_urls(&name).await?;
+                if found.is_empty() {
+                    (vec![discovery_url(&name)], false)
+                } else {
+                    (found, true)
                 }
             }
         };
+        let mut failures = Vec::new();
+        for url in &urls {
+            let source = match &configured {
+                Some(base) => DocumentSource::ConfiguredPeer { base, url },
+                None if from_dns => DocumentSource::DnsDiscovery { url },
+                None => DocumentSource::Discovery { url },
+            };
+            match self.fetch_node_document(node, url, source).await {
+                Ok(doc) => {
+                    self.put_node_document(node, &doc)?;
+                    return self
+                        .stored_peer(node)?
+                        .ok_or_else(|| ApiError::internal("peer document just stored"));
+                }
+                Err(e) => failures.push((url, e)),
+            }
+        }
+        match failures.len() {
+            0 => Err(ApiError::internal("no node document URL to try")),
+            1 => Err(failures.remove(0).1),
+            n => Err(ApiError::new(
+                ErrorCode::NodeUnreachable,
+                "X-LOOM-Node",
+                format!(
+                    "none of the {n} SRV targets of {node} served its node document: {}",
+                    failures
+                        .iter()
+                        .map(|(url, e)| format!("{url}: {}", e.reason))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+                "v1.1 §15.1, §15.2",
+            )),
+        }
+    }
+
+    /// GETs the node document of `node` at `url` and authenticates it for `node` (§15.2,
+    /// §15.3); nothing is stored.
+    async fn fetch_node_document(
+        &self,
+        node: &str,
+        url: &str,
+        source: DocumentSource<'_>,
+    ) -> ApiResult<Value> {
         let reply = self
             .fed
             .client
-            .request("GET", &url, &[], Vec::new())
+            .request("GET", url, &[], Vec::new())
             .await
             .map_err(|e| transport_error(&format!("node document of {node}"), &e))?;
         if reply.status != 200 {
@@ -429,15 +473,8 @@ impl Service {
                 "v1.1 §15.2",
             )
         })?;
-        let source = match &configured {
-            Some(base) => DocumentSource::ConfiguredPeer { base, url: &url },
-            None if from_dns => DocumentSource::DnsDiscovery { url: &url },
-            None => DocumentSource::Discovery { url: &url },
-        };
         authenticate_node_document(&doc, node, source)?;
-        self.put_node_document(node, &doc)?;
-        self.stored_peer(node)?
-            .ok_or_else(|| ApiError::internal("peer document just stored"))
+        Ok(doc)
     }
 
     /// The peer `node`: stored, else fetched.

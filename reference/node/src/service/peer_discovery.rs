@@ -6,7 +6,7 @@
 
 use super::Service;
 use crate::config::NodeConfig;
-use crate::discover::{Discover, DnsDiscover, node_document_url};
+use crate::discover::{Discover, DnsDiscover, node_document_urls};
 use crate::dns::DnsClient;
 use crate::env::Env;
 use crate::error::{ApiError, ApiResult};
@@ -42,12 +42,13 @@ impl Service {
     }
 
     /// Where the DNS SRV/TXT records of `name` (a normalized node name, admitted by the
-    /// policy) put its node document, when `federation.dns_server` is set and the domain has
-    /// §15.1 records; `None` otherwise (the caller uses `https://{name}/.well-known/loom.json`).
-    /// A DNS failure or an unusable record is `NODE_UNREACHABLE` (the outbox retries, §15.6).
-    pub(crate) async fn dns_document_url(&self, name: &str) -> ApiResult<Option<String>> {
+    /// policy) put its node document, in the order to try them, when
+    /// `federation.dns_server` is set and the domain has §15.1 records; none otherwise (the
+    /// caller uses `https://{name}/.well-known/loom.json`). A DNS failure or an unusable
+    /// record is `NODE_UNREACHABLE` (the outbox retries, §15.6).
+    pub(crate) async fn dns_document_urls(&self, name: &str) -> ApiResult<Vec<String>> {
         let Some(discover) = &self.fed.discover else {
-            return Ok(None);
+            return Ok(Vec::new());
         };
         let unreachable = |why: String| {
             ApiError::new(
@@ -58,8 +59,8 @@ impl Service {
             )
         };
         let records = discover.lookup(name).await.map_err(unreachable)?;
-        let url = node_document_url(name, &records).map_err(unreachable)?;
-        tracing::debug!(node = %name, url = ?url, "DNS discovery (§15.1)");
-        Ok(url)
+        let urls = node_document_urls(name, &records).map_err(unreachable)?;
+        tracing::debug!(node = %name, urls = ?urls, "DNS discovery (§15.1)");
+        Ok(urls)
     }
 }
