@@ -52,6 +52,11 @@ pub const READS: [(&str, &str, &str); 3] = [
     ("search", "/v1/search?q=needle&limit=20", "envelopes"),
 ];
 
+/// Timed with the reads, as a control: a request whose cost does not depend on what is
+/// stored (the node document, §15.2). When a read and the control are slow in the same
+/// slice, the machine was slow, not the store; the verdict still judges the reads alone.
+pub const CONTROL: &str = "/.well-known/loom.json";
+
 /// One slice's measurements.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Slice {
@@ -71,6 +76,8 @@ pub struct Slice {
     pub reads_ms: [f64; 3],
     /// How many items each read returned (the last of its requests).
     pub read_items: [usize; 3],
+    /// Median of [`CONTROL`], ms.
+    pub control_ms: f64,
 }
 
 /// The result of a growth run.
@@ -118,6 +125,13 @@ impl GrowthReport {
         Some(out)
     }
 
+    /// The control's worst value relative to its first ([`CONTROL`]).
+    pub fn control_ratio(&self) -> Option<f64> {
+        let first = self.slices.first()?.control_ms;
+        let worst = self.slices.iter().map(|s| s.control_ms).fold(0.0, f64::max);
+        (first > 0.0).then(|| worst / first)
+    }
+
     /// Whether the run meets the flatness targets (and every post succeeded).
     pub fn flat(&self) -> bool {
         self.slices.iter().all(|s| s.failures == 0)
@@ -150,6 +164,7 @@ impl GrowthReport {
                 "events_page_ms": s.reads_ms[1],
                 "search_ms": s.reads_ms[2],
                 "read_items": s.read_items,
+                "control_ms": s.control_ms,
             })).collect::<Vec<_>>(),
             "throughput_ratio": self.throughput_ratio(),
             "read_ratios": self.read_ratios(),
@@ -168,10 +183,10 @@ impl GrowthReport {
             self.slice,
             self.reads
         );
-        s.push_str("  slice   stored    env/s   p50 ms   p99 ms  failed  threads ms  events ms  search ms\n");
+        s.push_str("  slice   stored    env/s   p50 ms   p99 ms  failed  threads ms  events ms  search ms  control ms\n");
         for (i, x) in self.slices.iter().enumerate() {
             s.push_str(&format!(
-                "  {:>5} {:>8} {:>8.0} {:>8.2} {:>8.2} {:>7} {:>11.2} {:>10.2} {:>10.2}\n",
+                "  {:>5} {:>8} {:>8.0} {:>8.2} {:>8.2} {:>7} {:>11.2} {:>10.2} {:>10.2} {:>11.2}\n",
                 i + 1,
                 x.stored,
                 x.envelopes_per_sec,
@@ -180,7 +195,8 @@ impl GrowthReport {
                 x.failures,
                 x.reads_ms[0],
                 x.reads_ms[1],
-                x.reads_ms[2]
+                x.reads_ms[2],
+                x.control_ms
             ));
         }
         if let (Some(t), Some(r)) = (self.throughput_ratio(), self.read_ratios()) {
@@ -193,6 +209,11 @@ impl GrowthReport {
                 r[2],
                 1.0 + READ_TOLERANCE,
                 if self.flat() { "flat" } else { "NOT flat" }
+            ));
+        }
+        if let Some(c) = self.control_ratio() {
+            s.push_str(&format!(
+                "  worst/first control ({CONTROL}, independent of the store) {c:.2}\n"
             ));
         }
         s
@@ -286,9 +307,9 @@ async fn time_reads<D: Dial + Clone>(
     client: &mut Client<D>,
     token: &str,
     reads: usize,
-) -> Result<([f64; 3], [usize; 3]), ClientError> {
+) -> Result<([f64; 3], [usize; 3], f64), ClientError> {
     tokio::time::sleep(SETTLE).await;
-    let mut ms: [Vec<f64>; 3] = Default::default();
+    let mut ms: [Vec<f64>; 4] = Default::default();
     let mut items = [0; 3];
     for round in 0..WARMUP_READS + reads.max(1) {
         for (i, (_, path, list)) in READS.iter().enumerate() {
@@ -298,13 +319,17 @@ async fn time_reads<D: Dial + Clone>(
                 ms[i].push(t);
             }
         }
+        let (t, _) = read_once(client, CONTROL, "", token).await?;
+        if round >= WARMUP_READS {
+            ms[3].push(t);
+        }
     }
-    let mut medians = [0.0; 3];
+    let mut medians = [0.0; 4];
     for (m, mut v) in medians.iter_mut().zip(ms) {
         v.sort_by(f64::total_cmp);
         *m = v[v.len() / 2];
     }
-    Ok((medians, items))
+    Ok(([medians[0], medians[1], medians[2]], items, medians[3]))
 }
 
 /// Runs the growth benchmark: `cfg` as for an ordinary run, `slice` envelopes per slice,
@@ -341,12 +366,14 @@ where
             ..
         } = posted.tally();
         stored += successes;
-        let (mut reads_ms, read_items) = time_reads(&mut s.admin, &token, reads).await?;
+        let (mut reads_ms, read_items, mut control_ms) =
+            time_reads(&mut s.admin, &token, reads).await?;
         for _ in 1..PASSES {
-            let (again, _) = time_reads(&mut s.admin, &token, reads).await?;
+            let (again, _, control) = time_reads(&mut s.admin, &token, reads).await?;
             for (r, a) in reads_ms.iter_mut().zip(again) {
                 *r = r.min(a);
             }
+            control_ms = control_ms.min(control);
         }
         out.push(Slice {
             posted: posted_n,
@@ -361,6 +388,7 @@ where
             failures,
             reads_ms,
             read_items,
+            control_ms,
         });
         clients = posted.clients;
     }
@@ -421,6 +449,7 @@ mod tests {
             failures: 0,
             reads_ms: reads,
             read_items: [50, 50, 20],
+            control_ms: 0.1,
         }
     }
 
@@ -445,5 +474,10 @@ mod tests {
         r.slices[1].reads_ms[2] = 1.3;
         assert!(!r.flat());
         assert!(r.render().contains("NOT flat"));
+        // The control is reported, never judged: a slow machine is shown, not excused.
+        r.slices[1].control_ms = 0.13;
+        assert_eq!(r.control_ratio().map(|c| (c * 100.0).round()), Some(130.0));
+        assert!(!r.flat());
+        assert!(r.render().contains("worst/first control"), "{}", r.render());
     }
 }

@@ -370,7 +370,12 @@ fn loom_load_growth_mode_times_reads_after_every_slice() {
     for s in slices {
         assert_eq!(s["failures"], 0, "{report}");
         assert!(s["envelopes_per_sec"].as_f64().unwrap() > 0.0);
-        for read in ["threads_page_ms", "events_page_ms", "search_ms"] {
+        for read in [
+            "threads_page_ms",
+            "events_page_ms",
+            "search_ms",
+            "control_ms",
+        ] {
             assert!(s[read].as_f64().unwrap() > 0.0, "{read}: {report}");
         }
         // The search finds exactly the envelopes that carry the searched word (all in the
