@@ -209,16 +209,23 @@ async fn bad_remote_tokens_are_still_refused_and_change_nothing() {
     assert!(b.outbox().is_empty(), "nothing refused was queued");
 }
 
-#[tokio::test]
-async fn an_unreachable_issuer_home_node_is_a_clear_refusal() {
-    let (nodes, served, _) = trio().await;
+/// alice's thread on b.test and a `resolve` token for bob from carol@c.test, whose node
+/// then goes down before b.test ever resolved her: `(nodes, served, bob, t, token)`.
+async fn carols_token_with_her_node_down() -> (Vec<TestNode>, Vec<Served>, Ident, String, Value) {
+    let (nodes, mut served, _) = trio().await;
     let (a, b, c) = (&nodes[0], &nodes[1], &nodes[2]);
     let (_alice, bob, t) = alices_thread_on_b(a, b).await;
     let carol = c.register("carol", "human", 3).await;
-    // c.test goes down before b.test ever resolved carol; her token cannot be checked.
-    let mut served = served;
     served.pop().unwrap().stop().await;
     let tok = token(c, &carol, &bob, &t, &["resolve"], None, &carol.key);
+    (nodes, served, bob, t, tok)
+}
+
+#[tokio::test]
+async fn an_unreachable_issuer_home_node_is_a_clear_refusal() {
+    // c.test is down; carol's token cannot be checked.
+    let (nodes, _served, bob, t, tok) = carols_token_with_her_node_down().await;
+    let b = &nodes[1];
     let before = thread(b, &bob, &t).await;
     let r = bob
         .send(b, resolve_op(b, &bob, &t, &tok))
@@ -243,13 +250,8 @@ async fn an_unreachable_issuer_home_node_is_a_clear_refusal() {
 /// without the node reaching out to the domain its token names.
 #[tokio::test]
 async fn a_junk_envelope_is_refused_before_its_token_issuer_is_fetched() {
-    let (nodes, served, _) = trio().await;
-    let (a, b, c) = (&nodes[0], &nodes[1], &nodes[2]);
-    let (_alice, bob, t) = alices_thread_on_b(a, b).await;
-    let carol = c.register("carol", "human", 3).await;
-    let mut served = served;
-    served.pop().unwrap().stop().await;
-    let tok = token(c, &carol, &bob, &t, &["resolve"], None, &carol.key);
+    let (nodes, _served, bob, t, tok) = carols_token_with_her_node_down().await;
+    let b = &nodes[1];
     let mut env = bob.sign(resolve_op(b, &bob, &t, &tok));
     let sig = env["signature"]["value"].as_str().unwrap().to_owned();
     let flipped = if sig.starts_with('A') { "B" } else { "A" };

@@ -263,22 +263,28 @@ async fn the_txt_wellknown_url_leads_to_the_peer_and_a_message_is_delivered() {
     let _ = std::fs::remove_dir_all(&p.dir);
 }
 
-#[tokio::test]
-async fn srv_records_alone_lead_to_the_peer_in_priority_order_also_over_tcp() {
-    let p = pki("dns-srv");
+/// A [`pair`] whose `b.test` has no TXT record (NOERROR, no records) and the SRV answer
+/// `srv(port of b.test)`.
+async fn srv_only(name: &str, srv: impl FnOnce(u16) -> Reply) -> (Pki, FakeDns, Pair) {
+    let p = pki(name);
     let dns = FakeDns::start().await;
     let pr = pair(&p, &dns, true).await;
-    // No TXT (NOERROR, no records); the SRV answer is truncated over UDP, so the client
-    // asks again over TCP; priority 5 wins over the earlier-listed priority 10.
     dns.set("_loom.b.test", TYPE_TXT, Reply::Records(vec![]));
-    dns.set(
-        "_loom._tcp.b.test",
-        TYPE_SRV,
+    dns.set("_loom._tcp.b.test", TYPE_SRV, srv(pr.pb));
+    (p, dns, pr)
+}
+
+#[tokio::test]
+async fn srv_records_alone_lead_to_the_peer_in_priority_order_also_over_tcp() {
+    // The SRV answer is truncated over UDP, so the client asks again over TCP; priority 5
+    // wins over the earlier-listed priority 10.
+    let (p, dns, pr) = srv_only("dns-srv", |pb| {
         Reply::Truncated(vec![
             Answer::Srv(10, 0, 1, "localhost.".into()),
-            Answer::Srv(5, 0, pr.pb, "localhost.".into()),
-        ]),
-    );
+            Answer::Srv(5, 0, pb, "localhost.".into()),
+        ])
+    })
+    .await;
     let (id, bob) = alice_writes_to_bob(&pr, "via SRV").await;
     let r = pr.a.tick().await;
     assert_eq!((r.delivered, r.retried), (1, 0), "{:?}", pr.a.outbox());
@@ -295,19 +301,14 @@ async fn srv_records_alone_lead_to_the_peer_in_priority_order_also_over_tcp() {
 /// priority it can reach" — a target that does not answer is skipped for the next one.
 #[tokio::test]
 async fn a_dead_srv_target_is_skipped_for_the_next_one() {
-    let p = pki("dns-srv-next");
-    let dns = FakeDns::start().await;
-    let pr = pair(&p, &dns, true).await;
-    dns.set("_loom.b.test", TYPE_TXT, Reply::Records(vec![]));
     // Priority 5 names a port nothing listens on; priority 10 is the node.
-    dns.set(
-        "_loom._tcp.b.test",
-        TYPE_SRV,
+    let (p, dns, pr) = srv_only("dns-srv-next", |pb| {
         Reply::Records(vec![
-            Answer::Srv(10, 0, pr.pb, "localhost.".into()),
+            Answer::Srv(10, 0, pb, "localhost.".into()),
             Answer::Srv(5, 0, 1, "localhost.".into()),
-        ]),
-    );
+        ])
+    })
+    .await;
     let (id, bob) = alice_writes_to_bob(&pr, "second target").await;
     let r = pr.a.tick().await;
     assert_eq!((r.delivered, r.retried), (1, 0), "{:?}", pr.a.outbox());
