@@ -6,8 +6,10 @@
 //! 1. the `wellknown=` URL of the `_loom` TXT record (read by
 //!    `loom_protocol::federation::dns_discovery::parse_loom_txt`), alone;
 //! 2. else every SRV target in RFC 2782 order (priority, then weight drawn from the seeded
-//!    RNG): `https://{target}:{port}/.well-known/loom.json`. As RFC 2782 asks of a client,
-//!    the next target is tried when one fails (`Service::fetch_peer`);
+//!    RNG), at most [`MAX_SRV_TARGETS`] of them: `https://{target}:{port}/.well-known/loom.json`.
+//!    As RFC 2782 asks of a client, the next target is tried when one fails
+//!    (`Service::fetch_peer`); the bound keeps a hostile answer (a 64 KiB message holds
+//!    thousands of SRV records) from making one discovery contact thousands of hosts;
 //! 3. else (no records, NXDOMAIN) `https://{domain}/.well-known/loom.json`, as without DNS.
 //!
 //! A DNS failure (timeout, SERVFAIL, malformed answer) or an unusable `_loom` record is an
@@ -119,6 +121,9 @@ impl Discover for DnsDiscover {
     }
 }
 
+/// Most SRV targets one discovery tries (module docs).
+pub const MAX_SRV_TARGETS: usize = 8;
+
 /// The node document URLs `records` point to for `domain`, in the order to try them
 /// (module docs), or none when they name none (fall back to
 /// `https://{domain}/.well-known/loom.json`). TXT records not starting with `v=LOOM` are
@@ -164,6 +169,7 @@ pub fn node_document_urls(domain: &str, records: &DnsRecords) -> Result<Vec<Stri
     Ok(records
         .srv
         .iter()
+        .take(MAX_SRV_TARGETS)
         .map(|s| {
             if s.port == 443 {
                 format!("https://{}/.well-known/loom.json", s.target)
@@ -233,6 +239,20 @@ mod tests {
             node_document_urls("b.test", &DnsRecords::default()),
             Ok(vec![])
         );
+    }
+
+    #[test]
+    fn at_most_max_srv_targets_are_tried_in_order() {
+        let r = DnsRecords {
+            srv: (0..20)
+                .map(|i| srv(&format!("n{i}.b.test"), 8443))
+                .collect(),
+            ..DnsRecords::default()
+        };
+        let urls = node_document_urls("b.test", &r).unwrap();
+        assert_eq!(urls.len(), MAX_SRV_TARGETS);
+        assert_eq!(urls[0], "https://n0.b.test:8443/.well-known/loom.json");
+        assert_eq!(urls[7], "https://n7.b.test:8443/.well-known/loom.json");
     }
 
     #[test]
