@@ -4,7 +4,6 @@
 
 mod support;
 
-use loom_protocol::id::{KeyId, KeyKind};
 use serde_json::{Value, json};
 use support::{Ident, TestNode};
 
@@ -18,21 +17,8 @@ fn token(
     epoch: u64,
     single_use: bool,
 ) -> Value {
-    let mut t = json!({
-        "loom": "1.1",
-        "id": n.node.service().env.ids().capability().to_string(),
-        "issued_by": issuer.address,
-        "issued_to": holder.address,
-        "created_at": n.now(),
-        "expires_at": null,
-        "single_use": single_use,
-        "epoch": epoch,
-        "grants": grants,
-        "scope": {"thread_id": thread},
-    });
-    let kid = KeyId::parse(&issuer.key_id, KeyKind::Signing).unwrap();
-    loom_protocol::capability::sign_capability_token(&mut t, &issuer.key, &kid).unwrap();
-    t
+    let fields = json!({"epoch": epoch, "single_use": single_use});
+    support::capability_token(n, issuer, holder, thread, grants, &issuer.key, fields)
 }
 
 /// alice owns a thread with bob in it; carol is outside.

@@ -168,23 +168,8 @@ async fn failure_receipts(node: &TestNode, who: &Ident) -> Vec<Value> {
 
 #[tokio::test]
 async fn the_ttl_ends_in_a_failure_receipt_for_the_sender() {
-    let pb = free_port().await;
-    let a = fed_node(
-        "a.test",
-        "b.test",
-        pb,
-        Storage::Memory,
-        Quirks::none(),
-        |_| {},
-    );
-    let b = fed_node(
-        "b.test",
-        "a.test",
-        9,
-        Storage::Memory,
-        Quirks::none(),
-        |_| {},
-    );
+    // Neither node is served: every delivery attempt of a fails.
+    let (a, b, _, _) = fed_pair(|_| {}, |_| {}).await;
     let alice = a.register("alice", "human", 1).await;
     let bob = b.register("bob", "human", 2).await;
     let t = a.thread_id();

@@ -7,7 +7,6 @@
 mod support;
 
 use loom_node::{Quirks, Storage};
-use loom_protocol::id::{KeyId, KeyKind};
 use serde_json::{Value, json};
 use support::fed::{Served, fed_node, free_port, serve};
 use support::{Ident, TestNode};
@@ -40,7 +39,8 @@ async fn trio() -> (Vec<TestNode>, Vec<Served>, Vec<u16>) {
     (nodes, served, ports.to_vec())
 }
 
-/// A token from `issuer` (signed with `key`/`key_id`) to `holder` on `thread`.
+/// A token from `issuer` (signed with `key` under the issuer's key id) to `holder` on
+/// `thread`.
 fn token(
     n: &TestNode,
     issuer: &Ident,
@@ -50,21 +50,8 @@ fn token(
     expires_at: Option<&str>,
     key: &ed25519_dalek::SigningKey,
 ) -> Value {
-    let mut t = json!({
-        "loom": "1.1",
-        "id": n.node.service().env.ids().capability().to_string(),
-        "issued_by": issuer.address,
-        "issued_to": holder.address,
-        "created_at": n.now(),
-        "expires_at": expires_at,
-        "single_use": false,
-        "epoch": 0,
-        "grants": grants,
-        "scope": {"thread_id": thread},
-    });
-    let kid = KeyId::parse(&issuer.key_id, KeyKind::Signing).unwrap();
-    loom_protocol::capability::sign_capability_token(&mut t, key, &kid).unwrap();
-    t
+    let fields = json!({"expires_at": expires_at});
+    support::capability_token(n, issuer, holder, thread, grants, key, fields)
 }
 
 fn resolve_op(n: &TestNode, actor: &Ident, t: &str, token: &Value) -> Value {

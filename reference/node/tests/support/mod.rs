@@ -18,6 +18,38 @@ use tower::ServiceExt;
 
 pub mod fed;
 
+/// A capability token (v1.1 §12.1) from `issuer` to `holder` for `grants` on `thread`,
+/// signed with `key` under the issuer's key id. Defaults: a fresh id, no expiry, reusable,
+/// epoch 0; each member of `fields` replaces its default before signing.
+pub fn capability_token(
+    n: &TestNode,
+    issuer: &Ident,
+    holder: &Ident,
+    thread: &str,
+    grants: &[&str],
+    key: &SigningKey,
+    fields: Value,
+) -> Value {
+    let mut t = json!({
+        "loom": "1.1",
+        "id": n.node.service().env.ids().capability().to_string(),
+        "issued_by": issuer.address,
+        "issued_to": holder.address,
+        "created_at": n.now(),
+        "expires_at": null,
+        "single_use": false,
+        "epoch": 0,
+        "grants": grants,
+        "scope": {"thread_id": thread},
+    });
+    if let (Some(t), Value::Object(f)) = (t.as_object_mut(), fields) {
+        t.extend(f);
+    }
+    let kid = KeyId::parse(&issuer.key_id, KeyKind::Signing).unwrap();
+    loom_protocol::capability::sign_capability_token(&mut t, key, &kid).unwrap();
+    t
+}
+
 /// The domain every test node serves.
 pub const DOMAIN: &str = "node.test";
 /// The time every test starts at.
