@@ -60,3 +60,62 @@ async fn a_refusal_after_the_envelope_rows_were_written_leaves_nothing_behind() 
     alice.send(&a, local).await.expect(201);
     assert_ne!(fingerprint(&a), before);
 }
+
+/// Sixteen tasks post threads of eight envelopes at once to a durable node on a
+/// multi-threaded runtime with `workers` workers. The leader runs each group on its own
+/// worker when there are two or more (the others take over that worker's queued tasks) and
+/// under `block_in_place` when there is one (`write_group::needs_block_in_place`); either
+/// way every envelope is accepted once, and each thread's `meta.event_seq` runs 1..=8 in
+/// the order its envelopes were sent (§11.6).
+fn sixteen_threads_at_once(workers: usize) {
+    let dir =
+        std::env::temp_dir().join(format!("loom-write-group-{workers}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let n = std::sync::Arc::new(TestNode::with(|c| c.storage = Storage::Dir(dir.clone())));
+        let alice = n.register("alice", "human", 1).await;
+        let bob = n.register("bob", "human", 2).await;
+        let mut tasks = Vec::new();
+        for t in 0..16 {
+            let (n, alice, bob) = (n.clone(), alice.clone(), bob.clone());
+            tasks.push(tokio::spawn(async move {
+                let thread = n.thread_id();
+                let mut parent: Option<String> = None;
+                let mut seqs = Vec::new();
+                for i in 0..8 {
+                    let env =
+                        alice.message(&n, &thread, parent.as_deref(), &[&bob], &format!("{t}/{i}"));
+                    parent = env["id"].as_str().map(str::to_owned);
+                    let r = alice.send(&n, env).await.expect(201);
+                    seqs.push(r.body["meta"]["event_seq"].as_u64().unwrap());
+                }
+                seqs
+            }));
+        }
+        for task in tasks {
+            assert_eq!(task.await.unwrap(), (1..=8).collect::<Vec<u64>>());
+        }
+        let r = n
+            .call("GET", "/v1/threads?limit=50", Some(&bob.token), None)
+            .await
+            .expect(200);
+        assert_eq!(r.body["threads"].as_array().unwrap().len(), 16);
+    });
+    drop(rt);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn concurrent_posts_with_two_workers() {
+    sixteen_threads_at_once(2);
+}
+
+#[test]
+fn concurrent_posts_with_one_worker() {
+    sixteen_threads_at_once(1);
+}

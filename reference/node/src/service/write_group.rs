@@ -11,8 +11,8 @@
 //!
 //! The leader is an ordinary request task (no thread of its own), so the node behaves the
 //! same under tokio and inside the turmoil simulator, where one seed must give one trace.
-//! On a multi-threaded runtime the leader runs the batch under `block_in_place`, so the
-//! other tasks of its worker move on while SQLite waits for the disk.
+//! The leader runs the batch on its own worker thread ([`needs_block_in_place`] says when
+//! it hands that worker's other tasks to a new thread first).
 //!
 //! Order and caches: envelopes are decided in the order they queued, each against the
 //! state the earlier ones left (the transaction sees their rows; thread runtimes changed by
@@ -108,6 +108,25 @@ impl Slot {
 
     fn take(&self) -> Option<ApiResult<Value>> {
         self.result.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// Whether the leader must run its batch under `block_in_place`: only on a multi-threaded
+/// runtime with a single worker, where blocking that worker would stop every connection
+/// while SQLite waits for the disk. With two or more workers the leader blocks its own
+/// worker, and the others take over the tasks queued on it (tokio's work stealing);
+/// handing the worker to a new thread instead (`block_in_place`) cost two thread switches
+/// per group, measured at ~10% of the node's CPU per envelope and ~20% of its throughput
+/// under load (issue 14, node README "Benchmarks"). At most one worker blocks this way:
+/// there is one leader at a time. A current-thread runtime (the turmoil simulator, tests)
+/// runs the batch in place either way.
+fn needs_block_in_place() -> bool {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) => {
+            h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+                && h.metrics().num_workers() < 2
+        }
+        Err(_) => false,
     }
 }
 
@@ -352,9 +371,10 @@ impl Service {
     fn lead_one_batch(&self) {
         let jobs = self.write_group.take();
         let run = || self.commit_batch(jobs);
-        match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
-            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(run),
-            _ => run(),
+        if needs_block_in_place() {
+            tokio::task::block_in_place(run)
+        } else {
+            run()
         }
         let mut q = self.write_group.lock();
         WriteGroup::hand_off(&mut q);

@@ -40,6 +40,7 @@ pub mod resolvers;
 pub mod search;
 pub mod threads;
 pub mod tokens;
+pub mod wal_vfs;
 
 /// The SQLite connection type store functions take (a [`Tx`], a [`ReadConn`] or the
 /// writer's group transaction all dereference to it).
@@ -220,9 +221,13 @@ impl Store {
                         dir.display()
                     ))
                 })?;
-                Connection::open_with_flags(
+                // The writer gathers its WAL writes (`wal_vfs`); `prepare` sets the
+                // `synchronous = FULL` that VFS relies on.
+                wal_vfs::register().map_err(StoreError)?;
+                Connection::open_with_flags_and_vfs(
                     dir.join("loom.db"),
                     OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
+                    wal_vfs::NAME,
                 )
             }
         }
