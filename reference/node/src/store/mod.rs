@@ -16,9 +16,13 @@
 //! lookups, listings) never wait for a group commit's fsync (WAL readers see the last
 //! committed state). An in-memory store has one connection for both.
 //!
-//! Durability: `journal_mode = WAL`, `synchronous = FULL`: every commit fsyncs the WAL, so
+//! Durability: `journal_mode = WAL`, `synchronous = FULL`: every commit syncs the WAL, so
 //! an acknowledged envelope survives a power loss, not only a process crash; the writer
-//! commits many envelopes per transaction to share that fsync (`service::write_group`).
+//! commits many envelopes per transaction to share that sync (`service::write_group`). The
+//! writer opens the store through [`wal_vfs`], which hands a commit's WAL frames to the
+//! kernel in one write instead of two per page. SQLite is built with `HAVE_FDATASYNC`
+//! (`.cargo/config.toml`), so a sync is `fdatasync`: the data and the file size, without an
+//! inode write for the modification time at every commit.
 
 use crate::config::Storage;
 pub mod accept;
