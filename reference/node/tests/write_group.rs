@@ -119,3 +119,59 @@ fn concurrent_posts_with_two_workers() {
 fn concurrent_posts_with_one_worker() {
     sixteen_threads_at_once(1);
 }
+
+/// `mxFrame` (frames in the WAL) and `nBackfill` (frames copied into the database file) from
+/// the WAL index: the first header's bytes 16..20 and the checkpoint info's first field
+/// (bytes 96..100), both in native byte order (SQLite's `wal.c`).
+fn wal_frames(dir: &std::path::Path) -> (u32, u32) {
+    let shm = std::fs::read(dir.join("loom.db-shm")).unwrap();
+    let word = |at: usize| u32::from_ne_bytes(shm[at..at + 4].try_into().unwrap());
+    (word(16), word(96))
+}
+
+/// After a burst, the WAL is copied back once the writer has been idle
+/// (`write_group::run_idle_checkpoints`), so reads no longer consult it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wal_is_checkpointed_once_the_writer_is_idle() {
+    let dir = std::env::temp_dir().join(format!("loom-idle-checkpoint-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let n = std::sync::Arc::new(TestNode::with(|c| c.storage = Storage::Dir(dir.clone())));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = {
+        let n = n.clone();
+        tokio::spawn(async move {
+            n.node
+                .serve(listener, None, async {
+                    let _ = stopped.await;
+                })
+                .await
+        })
+    };
+    let alice = n.register("alice", "human", 1).await;
+    let bob = n.register("bob", "human", 2).await;
+    for i in 0..20 {
+        let env = alice.message(&n, &n.thread_id(), None, &[&bob], &format!("m{i}"));
+        alice.send(&n, env).await.expect(201);
+    }
+    let (frames, copied) = wal_frames(&dir);
+    assert!(
+        frames > copied,
+        "the burst left frames in the WAL: {frames} > {copied}"
+    );
+    let idle = loom_node::service::write_group::IDLE_CHECKPOINT;
+    let mut waited = std::time::Duration::ZERO;
+    while wal_frames(&dir).1 < frames && waited < idle * 20 {
+        tokio::time::sleep(idle / 4).await;
+        waited += idle / 4;
+    }
+    let (now_frames, now_copied) = wal_frames(&dir);
+    assert_eq!(
+        (now_frames, now_copied),
+        (frames, frames),
+        "every frame copied back within {waited:?} of idleness"
+    );
+    let _ = stop.send(());
+    served.await.unwrap().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
