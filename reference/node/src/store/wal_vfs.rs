@@ -13,22 +13,30 @@
 //!
 //! Before anything can observe the WAL through this file handle: before a sync, a read, a
 //! size query, a truncate, a lock change, a file control or a close, and when a write does
-//! not continue the buffered run or would grow it past [`BUFFER_LIMIT`]. An error of that
-//! delayed write is returned by the call that caused it; SQLite treats it like a failed
-//! write of its own and rolls the transaction back.
+//! not continue the buffered run or would grow it past [`BUFFER_LIMIT`]. And before anything
+//! can observe it through another handle: the connection's database file flushes its WAL's
+//! buffer before every call on the shared-memory wal-index ([`flush_wal_of`]), so before
+//! SQLite publishes a commit there (`walIndexWriteHdr` calls `xShmBarrier` between the two
+//! header copies) and before it releases the WAL's write lock (`xShmLock`), after which
+//! another connection may write at the same offsets. A failed delayed write is reported as
+//! `SQLITE_IOERR_WRITE` by the call that caused it (never `SQLITE_FULL`, which SQLite may
+//! answer by rolling back only the statement), so SQLite rolls the transaction back.
 //!
 //! # Why other connections never see a frame that is still buffered
 //!
-//! Readers (the read-only pool, `audit verify`) open the WAL with their own handles and read
-//! a frame only if the wal-index says it belongs to a committed transaction. The writer
-//! connection runs with `synchronous = FULL` ([`super::Store::open`] sets it right after
-//! opening through this VFS): SQLite then syncs the WAL at every commit *before* it
-//! publishes the commit in the wal-index (`walFrames`: sync, then `walIndexWriteHdr`), and
-//! the sync flushes the buffer first. Frames written without a commit (a transaction larger
-//! than the page cache spills) are invisible to readers until that commit, and the writer
-//! reads them back through this handle, which flushes. With `synchronous = NORMAL` or `OFF`
-//! a commit would be published before its frames reach the file, so this VFS must only be
-//! used with `FULL` (the store's tests check the writer's setting).
+//! Readers (the read-only pool, `audit verify`, another process) open the WAL with their own
+//! handles and read a frame only if the wal-index says it belongs to a committed
+//! transaction; the flush before the wal-index barrier puts every frame of a commit in the
+//! file before the commit is published, whatever `synchronous` says. Frames written
+//! without a commit (a transaction larger than the page cache spills) are invisible to
+//! readers until that commit, and the writer reads them back through this handle, which
+//! flushes; if the transaction rolls back instead, they reach the file while the write lock
+//! is still held, beyond the last committed frame, where nobody reads them.
+//!
+//! The store's writer runs with `synchronous = FULL` ([`super::Store::open`]): SQLite then
+//! syncs the WAL at every commit, the sync flushes first, and an error writing a commit's
+//! frames fails that commit. (With `NORMAL` the flush at the barrier would be the first
+//! write of a commit's frames, and the barrier cannot report an error.)
 //!
 //! Durability is unchanged: the bytes reach the file before the `fsync` that makes a commit
 //! durable, exactly as without the shim; a crash before that `fsync` loses the transaction
@@ -41,7 +49,7 @@
 
 use rusqlite::ffi;
 use std::ffi::{CStr, c_int, c_void};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// The name this VFS is registered under (never the default VFS).
 pub const NAME: &CStr = c"loom-wal-gather";
@@ -50,8 +58,7 @@ pub const NAME: &CStr = c"loom-wal-gather";
 pub const BUFFER_LIMIT: usize = 1 << 20;
 
 /// Largest single write handed to the default VFS: the unix VFS masks a write's length with
-/// `0x1ffff` (`seekAndWriteFd`), so a write of 128 KiB or more would be cut short. 124 KiB
-/// keeps pieces page-aligned.
+/// `0x1ffff` (`seekAndWriteFd`), so a write of 128 KiB or more would be cut short.
 const WRITE_PIECE: usize = 124 << 10;
 
 /// Registers the VFS once per process; later calls return the first call's result.
@@ -72,6 +79,12 @@ fn register_once() -> Result<(), String> {
     // changes only the name, the file size and xOpen. It is leaked on purpose: SQLite keeps
     // a pointer to a registered VFS for the life of the process.
     unsafe {
+        if (*inner).iVersion < 3 {
+            return Err(format!(
+                "the default VFS has version {}; the WAL needs shared memory (version 3)",
+                (*inner).iVersion
+            ));
+        }
         let inner_file_size = usize::try_from((*inner).szOsFile)
             .map_err(|_| "the default VFS reports a negative file size".to_string())?;
         let mut vfs = *inner;
@@ -107,6 +120,10 @@ struct GatherFile {
     inner: *mut ffi::sqlite3_file,
     /// Writes are gathered only for the WAL file.
     wal: bool,
+    /// The address of the database's file name as SQLite passed it to `xOpen` (the main
+    /// database file's own name; for a WAL, `sqlite3_filename_database` of its name): one
+    /// value per connection, so it pairs a database file with its WAL ([`WALS`]).
+    db_key: usize,
     /// Offset in the file of `buf[0]`.
     buf_offset: i64,
     buf: Vec<u8>,
@@ -114,7 +131,36 @@ struct GatherFile {
 
 impl GatherFile {
     fn inner_offset() -> usize {
-        std::mem::size_of::<GatherFile>().next_multiple_of(16)
+        std::mem::size_of::<GatherFile>().next_multiple_of(8)
+    }
+}
+
+// SQLite allocates file objects 8-byte aligned (ROUND8 in `sqlite3.c`): the header, and the
+// default VFS's object after it, need no more.
+const _: () = assert!(std::mem::align_of::<GatherFile>() <= 8);
+
+/// The open WAL files of this VFS, by [`GatherFile::db_key`], as addresses (`x_open` adds,
+/// `x_close` removes). A connection uses its files from one thread at a time, and only the
+/// connection's own database file looks up its WAL.
+static WALS: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+
+/// Flushes the buffer of the WAL paired with database key `db_key`, if that WAL is open.
+unsafe fn flush_wal_of(db_key: usize) -> c_int {
+    if db_key == 0 {
+        return ffi::SQLITE_OK;
+    }
+    let wal = WALS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .find(|(key, _)| *key == db_key)
+        .map(|(_, wal)| *wal);
+    match wal {
+        // SAFETY: the address is a live WAL header of the calling connection (only its own
+        // `x_close` removes it, before dropping it), and a connection runs on one thread at
+        // a time, so nothing else uses that header now.
+        Some(wal) => unsafe { flush(&mut *(wal as *mut GatherFile)) },
+        None => ffi::SQLITE_OK,
     }
 }
 
@@ -135,8 +181,16 @@ unsafe extern "C" fn x_open(
             .cast::<u8>()
             .add(GatherFile::inner_offset())
             .cast::<ffi::sqlite3_file>();
-        // SAFETY: SQLite allocated szOsFile bytes at `file`, aligned for any object; the header
-        // is written before anything reads it.
+        let wal = flags & ffi::SQLITE_OPEN_WAL != 0;
+        let db_key = if wal {
+            ffi::sqlite3_filename_database(name) as usize
+        } else if flags & ffi::SQLITE_OPEN_MAIN_DB != 0 {
+            name as usize
+        } else {
+            0
+        };
+        // SAFETY: SQLite allocated szOsFile bytes at `file`, 8-byte aligned (the const
+        // assertion above); the header is written before anything reads it.
         std::ptr::write(
             this,
             GatherFile {
@@ -144,7 +198,8 @@ unsafe extern "C" fn x_open(
                     pMethods: std::ptr::null(),
                 },
                 inner,
-                wal: flags & ffi::SQLITE_OPEN_WAL != 0,
+                wal,
+                db_key,
                 buf_offset: 0,
                 buf: Vec::new(),
             },
@@ -165,6 +220,11 @@ unsafe extern "C" fn x_open(
             };
         }
         (*this).base.pMethods = &METHODS;
+        if wal && db_key != 0 {
+            WALS.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((db_key, this as usize));
+        }
         rc
     }
 }
@@ -217,8 +277,11 @@ unsafe fn flush(f: &mut GatherFile) -> c_int {
         let mut offset = f.buf_offset;
         for piece in f.buf.chunks(WRITE_PIECE) {
             // A piece is at most WRITE_PIECE bytes, so the length fits a c_int.
-            rc = write(f.inner, piece.as_ptr().cast(), piece.len() as c_int, offset);
-            if rc != ffi::SQLITE_OK {
+            if write(f.inner, piece.as_ptr().cast(), piece.len() as c_int, offset) != ffi::SQLITE_OK
+            {
+                // Whatever the cause (a full disk too): an I/O error, so that SQLite rolls
+                // the whole transaction back (module docs).
+                rc = ffi::SQLITE_IOERR_WRITE;
                 break;
             }
             offset += piece.len() as i64;
@@ -242,6 +305,12 @@ macro_rules! after_flush {
 unsafe extern "C" fn x_close(file: *mut ffi::sqlite3_file) -> c_int {
     unsafe {
         let f = this(file);
+        if f.wal {
+            let key = (f.db_key, file as usize);
+            WALS.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .retain(|entry| *entry != key);
+        }
         let flushed = flush(f);
         let closed = match inner_methods(f).xClose {
             Some(close) => close(f.inner),
@@ -447,6 +516,11 @@ unsafe extern "C" fn x_shm_lock(
 ) -> c_int {
     unsafe {
         let f = this(file);
+        // Before the WAL's write lock is released (or any other lock changes): module docs.
+        let rc = flush_wal_of(f.db_key);
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
         match (inner_methods(f).iVersion >= 2, inner_methods(f).xShmLock) {
             (true, Some(lock)) => lock(f.inner, offset, n, flags),
             _ => ffi::SQLITE_IOERR_SHMLOCK,
@@ -457,6 +531,9 @@ unsafe extern "C" fn x_shm_lock(
 unsafe extern "C" fn x_shm_barrier(file: *mut ffi::sqlite3_file) {
     unsafe {
         let f = this(file);
+        // Before a commit is published in the wal-index (module docs). The barrier cannot
+        // report an error; under `synchronous = FULL` the commit's sync flushed already.
+        let _ = flush_wal_of(f.db_key);
         if let (true, Some(barrier)) =
             (inner_methods(f).iVersion >= 2, inner_methods(f).xShmBarrier)
         {
@@ -468,6 +545,7 @@ unsafe extern "C" fn x_shm_barrier(file: *mut ffi::sqlite3_file) {
 unsafe extern "C" fn x_shm_unmap(file: *mut ffi::sqlite3_file, delete: c_int) -> c_int {
     unsafe {
         let f = this(file);
+        let _ = flush_wal_of(f.db_key);
         match (inner_methods(f).iVersion >= 2, inner_methods(f).xShmUnmap) {
             (true, Some(unmap)) => unmap(f.inner, delete),
             _ => ffi::SQLITE_OK,
@@ -550,6 +628,26 @@ mod tests {
         Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap()
     }
 
+    /// Bytes the connection's WAL holds back right now (0 when its WAL is not open or not
+    /// opened through this VFS).
+    fn buffered(c: &Connection) -> usize {
+        let mut wal: *mut ffi::sqlite3_file = std::ptr::null_mut();
+        // SAFETY: SQLITE_FCNTL_JOURNAL_POINTER stores the pager's journal file, in WAL mode
+        // the WAL (`sqlite3PagerJrnlFile`); it is one of ours when its methods are.
+        unsafe {
+            let rc = ffi::sqlite3_file_control(
+                c.handle(),
+                c"main".as_ptr(),
+                ffi::SQLITE_FCNTL_JOURNAL_POINTER,
+                (&raw mut wal).cast(),
+            );
+            if rc != ffi::SQLITE_OK || wal.is_null() || !std::ptr::eq((*wal).pMethods, &METHODS) {
+                return 0;
+            }
+            (*wal.cast::<GatherFile>()).buf.len()
+        }
+    }
+
     fn count(c: &Connection) -> i64 {
         c.query_row("SELECT count(*), sum(length(v)) FROM t", [], |r| r.get(0))
             .unwrap()
@@ -565,6 +663,7 @@ mod tests {
         for i in 1..=50i64 {
             w.execute("INSERT INTO t VALUES (randomblob(3000))", [])
                 .unwrap();
+            assert_eq!(buffered(&w), 0, "nothing held back after commit {i}");
             assert_eq!(count(&r), i, "commit {i} visible to another connection");
         }
     }
@@ -665,5 +764,89 @@ mod tests {
             .query_row("PRAGMA journal_mode", [], |r| r.get(0))
             .unwrap();
         assert_eq!((sync, mode.as_str()), (2, "wal"), "2 is FULL");
+    }
+
+    /// A writer through this VFS opened with `uri` and `synchronous = sync`.
+    fn writer_with(uri: &str, sync: &str) -> Connection {
+        register().unwrap();
+        let c = Connection::open_with_flags_and_vfs(
+            uri,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_URI,
+            NAME,
+        )
+        .unwrap();
+        c.pragma_update(None, "journal_mode", "WAL").unwrap();
+        c.pragma_update(None, "synchronous", sync).unwrap();
+        c
+    }
+
+    /// Commits reach the file before SQLite publishes them, whatever the sync setting:
+    /// `NORMAL` does not sync at a commit, and without power-safe overwrite (`psow=0`) the
+    /// commit's sync falls inside its last padding frame.
+    #[test]
+    fn a_reader_sees_every_commit_without_a_sync_at_commit_or_with_sector_padding() {
+        for (name, query, sync) in [
+            ("normal", "", "NORMAL"),
+            ("off", "", "OFF"),
+            ("psow", "?psow=0", "FULL"),
+        ] {
+            let dir = TempDir::new(name);
+            let path = dir.path().join("db");
+            let w = writer_with(&format!("file:{}{query}", path.display()), sync);
+            w.execute_batch("CREATE TABLE t(v BLOB)").unwrap();
+            let r = reader(&path);
+            for i in 1..=30i64 {
+                w.execute("INSERT INTO t VALUES (randomblob(3000))", [])
+                    .unwrap();
+                assert_eq!(
+                    buffered(&w),
+                    0,
+                    "{name}: nothing held back after commit {i}"
+                );
+                assert_eq!(
+                    count(&r),
+                    i,
+                    "{name}: commit {i} visible to another connection"
+                );
+            }
+        }
+    }
+
+    /// Frames a transaction spilled and then rolled back must not reach the file after the
+    /// WAL's write lock is released: another writer may have committed at those offsets.
+    #[test]
+    fn a_rolled_back_spill_never_overwrites_another_writers_commit() {
+        let dir = TempDir::new("spill-rollback");
+        let path = dir.path().join("db");
+        let a = writer(&path);
+        a.pragma_update(None, "cache_size", 10).unwrap();
+        a.execute_batch("CREATE TABLE t(v BLOB); INSERT INTO t VALUES (x'01')")
+            .unwrap();
+        a.execute_batch("BEGIN").unwrap();
+        // ~100 pages: the cache of 10 spills them, and they fit the 1 MiB buffer.
+        for _ in 0..100 {
+            a.execute("INSERT INTO t VALUES (randomblob(4000))", [])
+                .unwrap();
+        }
+        a.execute_batch("ROLLBACK").unwrap();
+        assert_eq!(
+            buffered(&a),
+            0,
+            "nothing held back once the write lock is released"
+        );
+        let b = Connection::open(&path).unwrap();
+        b.pragma_update(None, "synchronous", "FULL").unwrap();
+        for _ in 0..50 {
+            b.execute("INSERT INTO t VALUES (randomblob(3000))", [])
+                .unwrap();
+        }
+        drop(a);
+        let r = reader(&path);
+        let check: String = r
+            .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!((count(&r), check.as_str()), (51, "ok"));
     }
 }
