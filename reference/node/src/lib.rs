@@ -95,9 +95,8 @@ impl Node {
     }
 
     /// Serves on `listener` until `shutdown` completes, with the federation outbox worker
-    /// ([`service::outbox::run_worker`]) and the idle WAL checkpoint
-    /// ([`service::write_group::run_idle_checkpoints`]) running beside it, signing an audit
-    /// checkpoint every `audit_checkpoint_secs` and once more on the way out.
+    /// ([`service::outbox::run_worker`]) running beside it, signing an audit checkpoint every
+    /// `audit_checkpoint_secs` and once more on the way out.
     pub async fn serve<A: net::Accept>(
         &self,
         listener: A,
@@ -123,11 +122,7 @@ impl Node {
             }
         });
         let worker = tokio::spawn(service::outbox::run_worker(self.service.clone()));
-        let idle = tokio::spawn(service::write_group::run_idle_checkpoints(
-            self.service.clone(),
-        ));
         let served = net::serve_with(listener, self.router(), tls, hygiene, shutdown).await;
-        idle.abort();
         worker.abort();
         checkpoints.abort();
         // §25.1 anchoring: the head at shutdown is signed too.

@@ -45,46 +45,6 @@ pub const MAX_GROUP: usize = 256;
 #[derive(Debug, Default)]
 pub struct WriteGroup {
     queue: Mutex<Queue>,
-    /// Group transactions begun so far ([`run_idle_checkpoints`] watches it).
-    groups: std::sync::atomic::AtomicU64,
-}
-
-/// How long the writer must have had no group before the WAL is checkpointed.
-pub const IDLE_CHECKPOINT: std::time::Duration = std::time::Duration::from_millis(200);
-
-/// Copies the WAL back into the database file once the writer has run no group for
-/// [`IDLE_CHECKPOINT`] since its last one (`PRAGMA wal_checkpoint(PASSIVE)`,
-/// [`crate::store::Store::checkpoint`]); runs beside the server ([`crate::Node::serve`]).
-///
-/// Why: SQLite checkpoints on its own only when the WAL passes `wal_autocheckpoint` pages,
-/// so after a burst the WAL holds up to 16 MB of frames until the next burst, and every read
-/// transaction meanwhile consults it. Reads after a burst then depended on how full the WAL
-/// happened to be: in the growth benchmark (issue 14) a page of threads took 0.37 ms or
-/// 0.63 ms from one slice to the next with the same store size. Once the WAL is fully
-/// copied back, readers use the database file alone, and the reads stayed at 0.37–0.39 ms
-/// at every slice. A burst that resumes meanwhile waits for the checkpoint (it holds the
-/// writer); a passive checkpoint never waits for readers.
-pub async fn run_idle_checkpoints(service: Arc<Service>) {
-    let mut tick = tokio::time::interval(IDLE_CHECKPOINT);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut seen = service.write_group.groups.load(Ordering::SeqCst);
-    let mut done = seen;
-    loop {
-        tick.tick().await;
-        let now = service.write_group.groups.load(Ordering::SeqCst);
-        if now == seen && now != done {
-            let run = || service.store.checkpoint();
-            let copied = match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
-                Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(run),
-                _ => run(),
-            };
-            if let Err(e) = copied {
-                tracing::warn!(error = %e, "idle WAL checkpoint failed");
-            }
-            done = now;
-        }
-        seen = now;
-    }
 }
 
 #[derive(Debug, Default)]
@@ -409,7 +369,6 @@ impl Service {
     }
 
     fn lead_one_batch(&self) {
-        self.write_group.groups.fetch_add(1, Ordering::SeqCst);
         let jobs = self.write_group.take();
         let run = || self.commit_batch(jobs);
         if needs_block_in_place() {

@@ -311,19 +311,6 @@ impl Store {
         Ok(())
     }
 
-    /// Copies the WAL's committed frames into the database file without waiting for
-    /// readers (`PRAGMA wal_checkpoint(PASSIVE)`); a no-op for an in-memory store. Returns
-    /// the frames in the WAL and how many of them are now in the database file.
-    pub fn checkpoint(&self) -> StoreResult<(i64, i64)> {
-        if self.path.is_none() {
-            return Ok((0, 0));
-        }
-        self.conn()
-            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
-                Ok((r.get(1)?, r.get(2)?))
-            })
-    }
-
     /// The writer connection, for one short critical section.
     pub fn conn(&self) -> MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
