@@ -43,7 +43,8 @@
 //! either way (`tests/crash.rs`).
 //!
 //! Every other method, and every method of every other file (the database file, its
-//! shared-memory wal-index, journals), goes straight to the default VFS.
+//! shared-memory wal-index, journals), goes straight to the default VFS; the database
+//! file's wal-index methods only flush the connection's WAL first.
 
 #![allow(unsafe_code)] // The only unsafe code of the workspace: SQLite calls these functions through C pointers.
 
