@@ -823,14 +823,27 @@ mod tests {
         let path = dir.path().join("db");
         let a = writer(&path);
         a.pragma_update(None, "cache_size", 10).unwrap();
-        a.execute_batch("CREATE TABLE t(v BLOB); INSERT INTO t VALUES (x'01')")
-            .unwrap();
+        a.execute_batch(
+            "CREATE TABLE t(v BLOB); INSERT INTO t VALUES (x'01');
+             CREATE TABLE other(v BLOB);
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200)
+             INSERT INTO other SELECT randomblob(3000) FROM n;",
+        )
+        .unwrap();
+        // Everything so far in the database file, so reading `other` below never reads
+        // (and so never flushes) the WAL.
+        a.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").unwrap();
         a.execute_batch("BEGIN").unwrap();
         // ~100 pages: the cache of 10 spills them, and they fit the 1 MiB buffer.
         for _ in 0..100 {
             a.execute("INSERT INTO t VALUES (randomblob(4000))", [])
                 .unwrap();
         }
+        // Reading 200 other pages pushes the spilled ones out of the cache, so the rollback
+        // has none to reload from the WAL: only the release of the write lock flushes.
+        let _: i64 = a
+            .query_row("SELECT sum(length(v)) FROM other", [], |r| r.get(0))
+            .unwrap();
         a.execute_batch("ROLLBACK").unwrap();
         assert_eq!(
             buffered(&a),
