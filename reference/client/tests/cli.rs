@@ -378,6 +378,9 @@ fn loom_load_growth_mode_times_reads_after_every_slice() {
         ] {
             assert!(s[read].as_f64().unwrap() > 0.0, "{read}: {report}");
         }
+        // Two timing passes at least; more only while the control is slow (at most six).
+        let passes = s["passes"].as_u64().unwrap();
+        assert!((2..=6).contains(&passes), "{report}");
         // The search finds exactly the envelopes that carry the searched word (all in the
         // first slice: 20 per identity per slice).
         assert_eq!(s["read_items"][2], 20, "{report}");
@@ -386,6 +389,8 @@ fn loom_load_growth_mode_times_reads_after_every_slice() {
     assert_eq!(slices[0]["read_items"][0], 40, "{report}");
     assert_eq!(slices[1]["read_items"][0], 50, "{report}");
     assert!(report["flat"].is_boolean());
+    assert!(report["baseline_control_ms"].as_f64().unwrap() > 0.0, "{report}");
+    assert!(report["slow_machine_slices"].is_u64(), "{report}");
 }
 
 #[test]
