@@ -1,8 +1,9 @@
 //! `loom-load --slice N`: does the node stay flat as data grows? (issue 14 "Done when").
 //!
 //! The run pre-signs `count` envelopes like an ordinary run (threads of `thread_length`,
-//! each identity writing to the next), deals them into slices of `slice` envelopes with
-//! every identity's threads spread evenly over the slices, and posts the slices one after
+//! each identity writing to the next, the identities' threads taking turns), cuts them
+//! into slices of `slice` envelopes, so every identity's threads are spread evenly over
+//! the slices, and posts the slices one after
 //! the other over the same `concurrency` connections. After each slice, with no posts in
 //! flight, it times three reads as the first identity, each the median of `reads` requests
 //! (`time_reads`: after a pause and untimed rounds, the three reads take turns; of
@@ -277,26 +278,6 @@ fn text(bytes: usize) -> impl Fn(usize, usize) -> String {
     }
 }
 
-/// Orders threads so that every prefix holds each identity's threads in proportion:
-/// round-robin over identities (presigning yields them identity by identity).
-fn spread(chains: Vec<Vec<Post>>, identities: usize) -> Vec<Vec<Post>> {
-    let mut by_identity: Vec<std::collections::VecDeque<Vec<Post>>> =
-        (0..identities).map(|_| Default::default()).collect();
-    for c in chains {
-        let i = c.first().map_or(0, |p| p.sender);
-        by_identity[i % identities].push_back(c);
-    }
-    let mut out = Vec::new();
-    while by_identity.iter().any(|q| !q.is_empty()) {
-        for q in &mut by_identity {
-            if let Some(c) = q.pop_front() {
-                out.push(c);
-            }
-        }
-    }
-    out
-}
-
 /// Cuts `chains` into slices of at least `slice` envelopes (whole threads).
 fn cut(chains: Vec<Vec<Post>>, slice: usize) -> Vec<Vec<Vec<Post>>> {
     let mut out: Vec<Vec<Vec<Post>>> = Vec::new();
@@ -396,7 +377,7 @@ where
     }
     let mut s = setup(cfg, &dial, clock).await?;
     let chains = presign(cfg, &mut s, &text(cfg.payload_bytes))?;
-    let slices = cut(spread(chains, cfg.identities), slice);
+    let slices = cut(chains, slice);
     let token = s.tokens.first().cloned().unwrap_or_default();
     let mut clients = connect_all(cfg, &dial).await?;
     let mut baseline_control_ms = f64::INFINITY;
@@ -471,12 +452,9 @@ mod tests {
     }
 
     #[test]
-    fn spread_alternates_identities_and_cut_keeps_threads_whole() {
-        let chains = vec![vec![p(0), p(0)], vec![p(0)], vec![p(1)], vec![p(1), p(1)]];
-        let spread = spread(chains, 2);
-        let senders: Vec<usize> = spread.iter().map(|c| c[0].sender).collect();
-        assert_eq!(senders, [0, 1, 0, 1]);
-        let slices = cut(spread, 3);
+    fn cut_keeps_threads_whole() {
+        let chains = vec![vec![p(0), p(0)], vec![p(1)], vec![p(0)], vec![p(1), p(1)]];
+        let slices = cut(chains, 3);
         let sizes: Vec<Vec<usize>> = slices
             .iter()
             .map(|s| s.iter().map(Vec::len).collect())

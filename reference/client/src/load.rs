@@ -323,7 +323,12 @@ fn new_client<D: Dial + Clone>(cfg: &LoadConfig, dial: D) -> Result<Client<D>, C
 
 /// Pre-signs `cfg.count` envelopes, thread by thread: each identity's share in threads of
 /// `cfg.thread_length`, addressed to the next identity. `text(identity, n)` is the message
-/// text of that identity's `n`th envelope.
+/// text of that identity's `n`th envelope. The threads come back with the identities taking
+/// turns ([`spread`]), so [`deal`] gives each connection its own identities and the
+/// connections post as different identities at the same time, as 16 users would. (Dealt
+/// identity by identity, all connections posted as one identity at a time at thread
+/// length 1: every group commit then shared that identity's index pages, which flattered
+/// the node.)
 pub(crate) fn presign<C: Clock + Clone>(
     cfg: &LoadConfig,
     s: &mut Setup<impl Dial + Clone, C>,
@@ -360,7 +365,27 @@ pub(crate) fn presign<C: Clock + Clone>(
             chains.push(chain);
         }
     }
-    Ok(chains)
+    Ok(spread(chains, cfg.identities))
+}
+
+/// Orders threads so that every prefix holds each identity's threads in proportion:
+/// round-robin over identities (they are signed identity by identity).
+fn spread(chains: Vec<Vec<Post>>, identities: usize) -> Vec<Vec<Post>> {
+    let mut by_identity: Vec<std::collections::VecDeque<Vec<Post>>> =
+        (0..identities).map(|_| Default::default()).collect();
+    for c in chains {
+        let i = c.first().map_or(0, |p| p.sender);
+        by_identity[i % identities].push_back(c);
+    }
+    let mut out = Vec::new();
+    while by_identity.iter().any(|q| !q.is_empty()) {
+        for q in &mut by_identity {
+            if let Some(c) = q.pop_front() {
+                out.push(c);
+            }
+        }
+    }
+    out
 }
 
 /// Deals whole threads to `concurrency` workers; each worker interleaves its threads.
@@ -626,6 +651,24 @@ mod tests {
         );
         assert_eq!(percentiles(&[]), Latency::default());
         assert_eq!(percentiles(&[7.0]).p99, 7.0);
+    }
+
+    #[test]
+    fn spread_lets_identities_take_turns_and_deal_keeps_them_per_connection() {
+        let p = |s: usize| Post {
+            body: vec![],
+            sender: s,
+        };
+        let chains = vec![vec![p(0), p(0)], vec![p(0)], vec![p(1)], vec![p(1), p(1)]];
+        let spread = spread(chains, 2);
+        let senders: Vec<usize> = spread.iter().map(|c| c[0].sender).collect();
+        assert_eq!(senders, [0, 1, 0, 1]);
+        let queues = deal(spread, 2);
+        let per_queue: Vec<Vec<usize>> = queues
+            .iter()
+            .map(|q| q.iter().map(|p| p.sender).collect())
+            .collect();
+        assert_eq!(per_queue, [vec![0, 0, 0], vec![1, 1, 1]]);
     }
 
     #[test]
