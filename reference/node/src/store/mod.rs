@@ -270,9 +270,15 @@ impl Store {
             conn.pragma_update(None, "journal_mode", "WAL")?;
             // FULL: a commit returns only after the WAL is fsynced (module docs).
             conn.pragma_update(None, "synchronous", "FULL")?;
-            // Checkpoint after ~16 MB of WAL instead of 4 MB: pages that many envelopes
-            // touch (indexes, the event log) are copied back once per checkpoint.
-            conn.pragma_update(None, "wal_autocheckpoint", 4000)?;
+            // Checkpoint after ~64 MB of WAL (16,000 pages) instead of SQLite's 4 MB: a
+            // checkpoint copies each page once, however many commits rewrote it, and with
+            // sixteen senders writing at once every identity's index leaves are rewritten by
+            // many groups before they fill. Measured (issue 14, `load-bench.sh`, loom-load
+            // dealing each connection its own identities): 4,000 → 16,000 pages took node
+            // CPU per envelope from 152–157 to 136–138 µs at thread length 50 and from
+            // 176–184 to 162–164 µs at thread length 1; p99 at thread length 1 rose from
+            // ~9 to ~12.5 ms (a longer checkpoint now and then).
+            conn.pragma_update(None, "wal_autocheckpoint", 16_000)?;
         }
         // Savepoint journals (one per envelope of a group) stay in memory, not a temp file.
         conn.pragma_update(None, "temp_store", "MEMORY")?;
