@@ -218,6 +218,25 @@ async fn bcc_copies_reach_only_their_recipient() {
     n.get(&path, &bob.token)
         .await
         .expect_error(403, "AUDIENCE_DENIED");
+    // Carol is no participant: only the copy's recorded readers (§8.3) let her list the
+    // thread's envelopes and find the copy by search; the message to Bob stays hidden.
+    let listed = n
+        .get(&format!("/v1/threads/{t}/envelopes"), &carol.token)
+        .await
+        .expect(200);
+    assert!(listed.body.to_string().contains(copy["id"].as_str().unwrap()));
+    let found = n.get("/v1/search?q=hello", &carol.token).await.expect(200);
+    let found: Vec<&str> = found.body["envelopes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(found, [copy["id"].as_str().unwrap()]);
+    let stranger = n.register("dave", "human", 9).await;
+    n.get(&format!("/v1/threads/{t}/envelopes"), &stranger.token)
+        .await
+        .expect_error(404, "THREAD_NOT_FOUND");
     // A bcc recipient listed next to visible ones would leak: refused.
     let mut leaky = alice.message(&n, &t, visible["id"].as_str(), &[&bob], "x");
     leaky["to"]

@@ -1,6 +1,6 @@
 //! Migration 3 (issue 14: fewer B-trees per envelope) rebuilds the reader, participant, label
 //! and event tables: a store written at schema 2 keeps every row, and the event log goes on
-//! from its last `seq`.
+//! from its last `seq`. Migration 7 moves each envelope's readers into its row.
 
 use loom_node::Storage;
 use loom_node::store::Store;
@@ -22,7 +22,10 @@ fn schema_2_store(dir: &std::path::Path) {
          INSERT INTO thread_labels VALUES ('thr_1', 'ops');
          INSERT INTO envelopes (id, thread_id, event_seq, type, sender, created_at, received_at, body, body_sha256)
              VALUES ('env_1', 'thr_1', 1, 'message', 'loom://a@x.test', 't', 't', '{}', 'h');
+         INSERT INTO envelope_readers VALUES ('env_1', 'loom://b@x.test', 'reader');
          INSERT INTO envelope_readers VALUES ('env_1', 'loom://a@x.test', 'sender');
+         INSERT INTO envelopes (id, thread_id, event_seq, type, sender, created_at, received_at, body, body_sha256)
+             VALUES ('env_2', 'thr_1', 2, 'message', 'loom://a@x.test', 't', 't', '{}', 'h');
          INSERT INTO events (seq, id, type, payload, created_at) VALUES (41, 'evt_41', 'envelope.new', '{}', 't');
          INSERT INTO events (id, type, payload, created_at) VALUES ('evt_42', 'envelope.new', '{}', 't');
          INSERT INTO event_readers VALUES (41, 'loom://a@x.test');
@@ -43,15 +46,14 @@ fn migration_3_keeps_every_row_and_the_event_sequence() {
     schema_2_store(&dir);
 
     let store = Store::open(&Storage::Dir(dir.clone())).unwrap();
-    assert_eq!(store.schema_version().unwrap(), 6);
+    assert_eq!(store.schema_version().unwrap(), 7);
     {
         let conn = store.conn();
         for (table, n) in [
             ("threads", 1),
             ("thread_participants", 1),
             ("thread_labels", 1),
-            ("envelopes", 1),
-            ("envelope_readers", 1),
+            ("envelopes", 2),
             ("events", 2),
             ("event_readers", 2),
         ] {
@@ -67,12 +69,29 @@ fn migration_3_keeps_every_row_and_the_event_sequence() {
         assert_eq!(
             without_rowid,
             [
-                "envelope_readers",
                 "event_readers",
                 "thread_labels",
                 "thread_participants"
             ]
         );
+        // Migration 7: the readers are in the envelope row, in string order ('[]' when an
+        // envelope had none), and their table is gone.
+        let readers: Vec<String> = conn
+            .prepare("SELECT readers FROM envelopes ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(readers, [r#"["loom://a@x.test","loom://b@x.test"]"#, "[]"]);
+        let tables: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_schema WHERE name = 'envelope_readers'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(tables, 0);
         let keys: (String, String) = conn
             .query_row(
                 "SELECT created_at, updated_at FROM thread_participants WHERE thread_id = 'thr_1'",
@@ -104,7 +123,7 @@ fn migration_3_keeps_every_row_and_the_event_sequence() {
     drop(store);
     // Opening again applies nothing.
     let store = Store::open(&Storage::Dir(dir.clone())).unwrap();
-    assert_eq!(store.schema_version().unwrap(), 6);
+    assert_eq!(store.schema_version().unwrap(), 7);
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -9,9 +9,8 @@ use loom_node::store::{Store, accept, audit, envelopes, resolvers, threads};
 use loom_protocol::Address;
 
 /// Tables whose size grows with envelopes, threads or identities.
-const GROWING: [&str; 16] = [
+const GROWING: [&str; 15] = [
     "envelopes",
-    "envelope_readers",
     "envelope_search",
     "threads",
     "thread_participants",

@@ -1,5 +1,6 @@
-//! Envelopes (§16.1): the stored document with its readers (§8.3) and search row (§16.6),
-//! reads by id, retraction's erasure (§20.7, §25.2).
+//! Envelopes (§16.1): the stored document with its readers (§8.3, a JSON array of
+//! addresses in the row, migration 7) and search row (§16.6), reads by id, retraction's
+//! erasure (§20.7, §25.2).
 
 use super::Cached;
 use loom_protocol::Address;
@@ -12,9 +13,7 @@ use std::collections::BTreeSet;
 pub const EXISTS: &str = "SELECT 1 FROM envelopes WHERE id = ?1";
 /// The stored body (NULL once erased).
 pub const SELECT_BODY: &str = "SELECT body FROM envelopes WHERE id = ?1";
-const INSERT: &str = "INSERT INTO envelopes (id, thread_id, event_seq, parent_id, type, intent, sender, created_at, received_at, body, body_sha256) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
-const INSERT_READER: &str =
-    "INSERT OR IGNORE INTO envelope_readers (envelope_id, identity, role) VALUES (?1, ?2, ?3)";
+const INSERT: &str = "INSERT INTO envelopes (id, thread_id, event_seq, parent_id, type, intent, sender, created_at, received_at, body, body_sha256, readers) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
 /// An envelope's search row, keyed by the envelope row's rowid.
 pub const INSERT_SEARCH: &str = "INSERT INTO envelope_search (rowid, envelope_id, thread_id, text, intent, parameters) VALUES ((SELECT rowid FROM envelopes WHERE id = ?1), ?1, ?2, ?3, ?4, ?5)";
 /// The search row of an envelope, found by the envelope row's rowid (migration 2).
@@ -69,8 +68,8 @@ pub fn exists(conn: &Connection, id: &EnvelopeId) -> rusqlite::Result<bool> {
         .is_some())
 }
 
-/// Deletes the newest envelope a user of `domain` submitted (not the node's own receipts),
-/// with its reader rows; returns its id. Only the `ForgetLastEnvelopeOnRestart` quirk calls
+/// Deletes the newest envelope a user of `domain` submitted (not the node's own receipts);
+/// returns its id. Only the `ForgetLastEnvelopeOnRestart` quirk calls
 /// this: a real node never loses what it acknowledged.
 pub fn forget_newest_local(conn: &Connection, domain: &str) -> rusqlite::Result<Option<String>> {
     let id: Option<String> = conn
@@ -82,7 +81,6 @@ pub fn forget_newest_local(conn: &Connection, domain: &str) -> rusqlite::Result<
         )
         .optional()?;
     if let Some(id) = &id {
-        conn.execute("DELETE FROM envelope_readers WHERE envelope_id = ?1", [id])?;
         conn.execute("DELETE FROM envelopes WHERE id = ?1", [id])?;
     }
     Ok(id)
@@ -96,7 +94,16 @@ pub fn body(conn: &Connection, id: &EnvelopeId) -> rusqlite::Result<Option<Value
     Ok(body.flatten().and_then(|s| serde_json::from_str(&s).ok()))
 }
 
-/// Stores the envelope row and its readers (the sender as `sender`, others as `reader`).
+/// The readers column: the addresses as a JSON array, in string order (what migration 7
+/// writes for older rows too).
+pub fn readers_json(readers: &BTreeSet<Address>) -> String {
+    let mut all: Vec<String> = readers.iter().map(Address::to_string).collect();
+    all.sort_unstable();
+    all.dedup();
+    Value::from(all).to_string()
+}
+
+/// Stores the envelope row with its readers (the sender among them, §8.3).
 pub fn insert(
     conn: &Connection,
     e: &NewEnvelope<'_>,
@@ -116,19 +123,10 @@ pub fn insert(
             e.created_at,
             e.received_at,
             e.body.to_string(),
-            e.body_sha256
+            e.body_sha256,
+            readers_json(readers)
         ],
     )?;
-    for r in readers {
-        conn.exec(
-            INSERT_READER,
-            params![
-                id,
-                r.to_string(),
-                if r == e.sender { "sender" } else { "reader" }
-            ],
-        )?;
-    }
     Ok(())
 }
 

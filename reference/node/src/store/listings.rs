@@ -9,8 +9,8 @@ use loom_protocol::id::{EventId, ThreadId};
 use rusqlite::{OptionalExtension, params};
 
 const THREAD_ROW: &str = "SELECT created_at, updated_at, envelope_count, last_event_seq, (SELECT id FROM envelopes WHERE thread_id = ?1 AND parent_id IS NULL ORDER BY event_seq LIMIT 1) FROM threads WHERE id = ?1";
-/// How many envelopes of a thread a reader is recorded for (found from the thread).
-pub const READABLE_IN_THREAD: &str = "SELECT COUNT(*) FROM envelope_readers r JOIN envelopes e ON e.id = r.envelope_id WHERE e.thread_id = ?1 AND r.identity = ?2";
+/// Whether any envelope of a thread records a reader (found from the thread).
+pub const READABLE_IN_THREAD: &str = "SELECT EXISTS (SELECT 1 FROM envelopes e, json_each(e.readers) r WHERE e.thread_id = ?1 AND r.value = ?2)";
 const EVENT_SEQ_FOR_READER: &str = "SELECT e.seq FROM events e JOIN event_readers r ON r.event_seq = e.seq AND r.identity = ?2 WHERE e.id = ?1";
 /// A page of the caller's events: one range of `event_readers`' primary key (identity,
 /// event_seq), read in order, so the cost is the page, not the caller's history (issue 14).
@@ -56,12 +56,11 @@ pub fn thread_row(conn: &Connection, id: &ThreadId) -> StoreResult<Option<Thread
 /// Whether `who` is a recorded reader of any envelope of `thread` (a bcc recipient or
 /// custom-audience reader who is no participant).
 pub fn reads_in_thread(conn: &Connection, thread: &ThreadId, who: &Address) -> StoreResult<bool> {
-    let n: i64 = conn.row(
+    Ok(conn.row(
         READABLE_IN_THREAD,
         params![thread.to_string(), who.to_string()],
         |r| r.get(0),
-    )?;
-    Ok(n > 0)
+    )?)
 }
 
 /// The order of a thread listing.

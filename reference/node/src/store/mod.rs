@@ -96,6 +96,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("schema_5.sql"),
     // Issue 14: drop indexes no statement reads (fewer dirty pages per envelope).
     include_str!("schema_6.sql"),
+    // Issue 14: envelope readers in the envelope row (one B-tree fewer per envelope).
+    include_str!("schema_7.sql"),
 ];
 
 /// The writer's page cache, in KiB. Small on purpose: at the end of every write transaction

@@ -88,7 +88,7 @@ pub fn envelopes<E: From<rusqlite::Error>>(
     let mut sql = String::from(
         "SELECT e.body, e.thread_id FROM envelope_search s JOIN envelopes e ON e.id = s.envelope_id \
          WHERE e.body IS NOT NULL AND (\
-           EXISTS (SELECT 1 FROM envelope_readers r WHERE r.envelope_id = e.id AND r.identity = ?1) \
+           EXISTS (SELECT 1 FROM json_each(e.readers) r WHERE r.value = ?1) \
            OR EXISTS (SELECT 1 FROM thread_participants p WHERE p.thread_id = e.thread_id AND p.identity = ?1 AND p.active = 1))",
     );
     if let Some(text) = q.text {
