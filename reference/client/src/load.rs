@@ -5,8 +5,10 @@
 //! Workload shape: each identity owns its own threads of `thread_length` envelopes — a root
 //! message, then replies each to the previous one — addressed to the next identity, so the
 //! node does real per-thread work (DAG checks, `event_seq`, delivery to another mailbox).
-//! Threads are dealt to connections whole, and a connection interleaves its threads, so a
-//! reply never overtakes its parent and consecutive requests touch different threads.
+//! The identities' threads take turns before they are dealt to connections whole, so each
+//! connection posts as its own identities and the connections post as different identities
+//! at the same time; a connection interleaves its threads, so a reply never overtakes its
+//! parent and consecutive requests touch different threads.
 
 use crate::client::Client;
 use crate::dial::Dial;
