@@ -389,7 +389,10 @@ fn loom_load_growth_mode_times_reads_after_every_slice() {
     assert_eq!(slices[0]["read_items"][0], 40, "{report}");
     assert_eq!(slices[1]["read_items"][0], 50, "{report}");
     assert!(report["flat"].is_boolean());
-    assert!(report["baseline_control_ms"].as_f64().unwrap() > 0.0, "{report}");
+    assert!(
+        report["baseline_control_ms"].as_f64().unwrap() > 0.0,
+        "{report}"
+    );
     assert!(report["slow_machine_slices"].is_u64(), "{report}");
 }
 

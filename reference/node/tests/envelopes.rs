@@ -224,7 +224,12 @@ async fn bcc_copies_reach_only_their_recipient() {
         .get(&format!("/v1/threads/{t}/envelopes"), &carol.token)
         .await
         .expect(200);
-    assert!(listed.body.to_string().contains(copy["id"].as_str().unwrap()));
+    assert!(
+        listed
+            .body
+            .to_string()
+            .contains(copy["id"].as_str().unwrap())
+    );
     let found = n.get("/v1/search?q=hello", &carol.token).await.expect(200);
     let found: Vec<&str> = found.body["envelopes"]
         .as_array()

@@ -68,11 +68,7 @@ fn migration_3_keeps_every_row_and_the_event_sequence() {
             .collect();
         assert_eq!(
             without_rowid,
-            [
-                "event_readers",
-                "thread_labels",
-                "thread_participants"
-            ]
+            ["event_readers", "thread_labels", "thread_participants"]
         );
         // Migration 7: the readers are in the envelope row, in string order ('[]' when an
         // envelope had none), and their table is gone.

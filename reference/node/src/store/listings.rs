@@ -56,11 +56,11 @@ pub fn thread_row(conn: &Connection, id: &ThreadId) -> StoreResult<Option<Thread
 /// Whether `who` is a recorded reader of any envelope of `thread` (a bcc recipient or
 /// custom-audience reader who is no participant).
 pub fn reads_in_thread(conn: &Connection, thread: &ThreadId, who: &Address) -> StoreResult<bool> {
-    Ok(conn.row(
+    conn.row(
         READABLE_IN_THREAD,
         params![thread.to_string(), who.to_string()],
         |r| r.get(0),
-    )?)
+    )
 }
 
 /// The order of a thread listing.
