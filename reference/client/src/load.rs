@@ -8,7 +8,8 @@
 //! The identities' threads take turns before they are dealt to connections whole, so each
 //! connection posts as its own identities and the connections post as different identities
 //! at the same time; a connection interleaves its threads, so a reply never overtakes its
-//! parent and consecutive requests touch different threads.
+//! parent and consecutive requests touch different threads. Ids and `created_at` are minted
+//! in posting order ([`presign`]).
 
 use crate::client::Client;
 use crate::dial::Dial;
@@ -323,57 +324,124 @@ fn new_client<D: Dial + Clone>(cfg: &LoadConfig, dial: D) -> Result<Client<D>, C
     }
 }
 
-/// Pre-signs `cfg.count` envelopes, thread by thread: each identity's share in threads of
-/// `cfg.thread_length`, addressed to the next identity. `text(identity, n)` is the message
-/// text of that identity's `n`th envelope. The threads come back with the identities taking
-/// turns ([`spread`]), so [`deal`] gives each connection its own identities and the
-/// connections post as different identities at the same time, as 16 users would. (Dealt
-/// identity by identity, all connections posted as one identity at a time at thread
-/// length 1: every group commit then shared that identity's index pages, which flattered
-/// the node.)
-pub(crate) fn presign<C: Clock + Clone>(
-    cfg: &LoadConfig,
-    s: &mut Setup<impl Dial + Clone, C>,
-    text: &dyn Fn(usize, usize) -> String,
-) -> Result<Vec<Vec<Post>>, ClientError> {
-    let mut chains: Vec<Vec<Post>> = Vec::new();
-    for (i, ident) in s.idents.iter().enumerate() {
+/// One envelope of the plan: who sends it, which thread of the plan it belongs to, and
+/// its number among its sender's envelopes (for the message text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Slot {
+    pub(crate) sender: usize,
+    pub(crate) thread: usize,
+    pub(crate) n: usize,
+}
+
+/// The run's threads, before anything is signed: each identity's share of `cfg.count` in
+/// threads of `cfg.thread_length`, taking turns by identity ([`spread`]), so [`deal`] gives
+/// each connection its own identities and the connections post as different identities at
+/// the same time, as 16 users would. (Dealt identity by identity, all connections posted as
+/// one identity at a time at thread length 1: every group commit then shared that
+/// identity's index pages, which flattered the node.)
+pub(crate) fn plan(cfg: &LoadConfig) -> Vec<Vec<Slot>> {
+    let mut chains: Vec<Vec<Slot>> = Vec::new();
+    for i in 0..cfg.identities {
         let share = cfg.count / cfg.identities + usize::from(i < cfg.count % cfg.identities);
-        let to = vec![s.idents[(i + 1) % s.idents.len()].address().to_owned()];
         let mut left = share;
         let mut n = 0;
         while left > 0 {
             let len = left.min(cfg.thread_length);
             left -= len;
-            let thread = s.factory.thread_id();
-            let mut parent: Option<String> = None;
-            let mut chain = Vec::with_capacity(len);
-            for _ in 0..len {
-                let env = s.factory.message(
-                    ident,
-                    &MessageDraft {
-                        thread_id: Some(thread.clone()),
-                        parent_id: parent.clone(),
-                        to: to.clone(),
-                        text: text(i, n),
-                    },
-                )?;
-                n += 1;
-                parent = env.get("id").and_then(Value::as_str).map(str::to_owned);
-                let body = serde_json::to_vec(&env)
-                    .map_err(|e| ClientError::Input(format!("serializing an envelope: {e}")))?;
-                chain.push(Post { body, sender: i });
-            }
-            chains.push(chain);
+            let thread = chains.len();
+            chains.push(
+                (n..n + len)
+                    .map(|n| Slot {
+                        sender: i,
+                        thread,
+                        n,
+                    })
+                    .collect(),
+            );
+            n += len;
         }
     }
-    Ok(spread(chains, cfg.identities))
+    spread(chains, cfg.identities)
+}
+
+/// Signs the planned envelopes, batch by batch (a growth slice, or the whole run), and
+/// returns each batch as one queue per connection ([`deal`]). Every thread root is a
+/// message addressed to the next identity, every other envelope replies to the one before
+/// it; `text(identity, n)` is the message text of that identity's `n`th envelope.
+///
+/// Ids and `created_at` are minted in the order the envelopes will be posted (the
+/// connections' queues taken a step at a time), as clients that mint a ULID when they send
+/// do (§8.4: ids are ULIDs, which lead with their creation time). Minted thread by thread instead, each
+/// identity's ids fell in one block of time, and sixteen connections posting as sixteen
+/// identities then inserted at sixteen places of every id-keyed index at once, which no
+/// real traffic does.
+pub(crate) fn presign<C: Clock + Clone>(
+    concurrency: usize,
+    idents: &[Identity],
+    factory: &mut EnvelopeFactory<C>,
+    batches: Vec<Vec<Vec<Slot>>>,
+    text: &dyn Fn(usize, usize) -> String,
+) -> Result<Vec<Vec<Vec<Post>>>, ClientError> {
+    // Per thread of the plan: its id and the id of its latest envelope, once minted.
+    let threads = batches
+        .iter()
+        .flatten()
+        .flatten()
+        .map(|s| s.thread + 1)
+        .max()
+        .unwrap_or(0);
+    let mut minted: Vec<Option<(String, String)>> = vec![None; threads];
+    let mut out = Vec::with_capacity(batches.len());
+    for batch in batches {
+        let queues = deal(batch, concurrency);
+        let steps = queues.iter().map(Vec::len).max().unwrap_or(0);
+        let mut posts: Vec<Vec<Post>> =
+            queues.iter().map(|q| Vec::with_capacity(q.len())).collect();
+        for step in 0..steps {
+            for (q, posts) in queues.iter().zip(&mut posts) {
+                let Some(slot) = q.get(step) else { continue };
+                let ident = &idents[slot.sender];
+                let to = vec![
+                    idents[(slot.sender + 1) % idents.len()]
+                        .address()
+                        .to_owned(),
+                ];
+                let (thread_id, parent_id) = match &minted[slot.thread] {
+                    Some((t, last)) => (t.clone(), Some(last.clone())),
+                    None => (factory.thread_id(), None),
+                };
+                let env = factory.message(
+                    ident,
+                    &MessageDraft {
+                        thread_id: Some(thread_id.clone()),
+                        parent_id,
+                        to,
+                        text: text(slot.sender, slot.n),
+                    },
+                )?;
+                let id = env
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                minted[slot.thread] = Some((thread_id, id));
+                let body = serde_json::to_vec(&env)
+                    .map_err(|e| ClientError::Input(format!("serializing an envelope: {e}")))?;
+                posts.push(Post {
+                    body,
+                    sender: slot.sender,
+                });
+            }
+        }
+        out.push(posts);
+    }
+    Ok(out)
 }
 
 /// Orders threads so that every prefix holds each identity's threads in proportion:
-/// round-robin over identities (they are signed identity by identity).
-fn spread(chains: Vec<Vec<Post>>, identities: usize) -> Vec<Vec<Post>> {
-    let mut by_identity: Vec<std::collections::VecDeque<Vec<Post>>> =
+/// round-robin over identities (the plan lists them identity by identity).
+fn spread(chains: Vec<Vec<Slot>>, identities: usize) -> Vec<Vec<Slot>> {
+    let mut by_identity: Vec<std::collections::VecDeque<Vec<Slot>>> =
         (0..identities).map(|_| Default::default()).collect();
     for c in chains {
         let i = c.first().map_or(0, |p| p.sender);
@@ -391,8 +459,8 @@ fn spread(chains: Vec<Vec<Post>>, identities: usize) -> Vec<Vec<Post>> {
 }
 
 /// Deals whole threads to `concurrency` workers; each worker interleaves its threads.
-pub(crate) fn deal(chains: Vec<Vec<Post>>, concurrency: usize) -> Vec<Vec<Post>> {
-    let mut per_worker: Vec<Vec<Vec<Post>>> = (0..concurrency).map(|_| Vec::new()).collect();
+fn deal<T>(chains: Vec<Vec<T>>, concurrency: usize) -> Vec<Vec<T>> {
+    let mut per_worker: Vec<Vec<Vec<T>>> = (0..concurrency).map(|_| Vec::new()).collect();
     for (n, chain) in chains.into_iter().enumerate() {
         per_worker[n % concurrency].push(chain);
     }
@@ -552,10 +620,18 @@ where
     let mut s = setup(cfg, &dial, clock).await?;
     let presign_started = Instant::now();
     let text = payload(cfg.payload_bytes);
-    let chains = presign(cfg, &mut s, &|_, _| text.clone())?;
-    let threads = chains.len();
-    let total_bytes: usize = chains.iter().flatten().map(|p| p.body.len()).sum();
-    let queues = deal(chains, cfg.concurrency);
+    let plan = plan(cfg);
+    let threads = plan.len();
+    let queues = presign(
+        cfg.concurrency,
+        &s.idents,
+        &mut s.factory,
+        vec![plan],
+        &|_, _| text.clone(),
+    )?
+    .pop()
+    .unwrap_or_default();
+    let total_bytes: usize = queues.iter().flatten().map(|p| p.body.len()).sum();
     let presign_secs = presign_started.elapsed().as_secs_f64();
 
     let clients = connect_all(cfg, &dial).await?;
@@ -600,7 +676,7 @@ where
 }
 
 /// Round-robin over `chains`, keeping each chain's order.
-fn interleave(chains: Vec<Vec<Post>>) -> Vec<Post> {
+fn interleave<T>(chains: Vec<Vec<T>>) -> Vec<T> {
     let total = chains.iter().map(Vec::len).sum();
     let mut iters: Vec<_> = chains.into_iter().map(Vec::into_iter).collect();
     let mut out = Vec::with_capacity(total);
@@ -655,37 +731,113 @@ mod tests {
         assert_eq!(percentiles(&[7.0]).p99, 7.0);
     }
 
+    fn cfg(identities: usize, count: usize, thread_length: usize) -> LoadConfig {
+        LoadConfig {
+            target: "http://127.0.0.1:1".into(),
+            identities,
+            concurrency: identities,
+            count,
+            payload_bytes: 0,
+            thread_length,
+            seed: 1,
+            trust: None,
+            timeout: Duration::from_secs(1),
+        }
+    }
+
     #[test]
-    fn spread_lets_identities_take_turns_and_deal_keeps_them_per_connection() {
-        let p = |s: usize| Post {
-            body: vec![],
-            sender: s,
-        };
-        let chains = vec![vec![p(0), p(0)], vec![p(0)], vec![p(1)], vec![p(1), p(1)]];
-        let spread = spread(chains, 2);
-        let senders: Vec<usize> = spread.iter().map(|c| c[0].sender).collect();
-        assert_eq!(senders, [0, 1, 0, 1]);
-        let queues = deal(spread, 2);
+    fn plan_lets_identities_take_turns_and_deal_keeps_them_per_connection() {
+        let plan = plan(&cfg(2, 6, 2));
+        let shape: Vec<(usize, Vec<usize>)> = plan
+            .iter()
+            .map(|c| (c[0].sender, c.iter().map(|s| s.n).collect()))
+            .collect();
+        assert_eq!(
+            shape,
+            [(0, vec![0, 1]), (1, vec![0, 1]), (0, vec![2]), (1, vec![2])]
+        );
+        assert!(
+            plan.iter()
+                .all(|c| c.iter().all(|s| s.thread == c[0].thread))
+        );
+        let queues = deal(plan, 2);
         let per_queue: Vec<Vec<usize>> = queues
             .iter()
-            .map(|q| q.iter().map(|p| p.sender).collect())
+            .map(|q| q.iter().map(|s| s.sender).collect())
             .collect();
         assert_eq!(per_queue, [vec![0, 0, 0], vec![1, 1, 1]]);
     }
 
+    /// A clock one millisecond later at every reading, so ids minted later sort later.
+    #[derive(Debug, Clone)]
+    struct Ticking(std::sync::Arc<std::sync::atomic::AtomicI64>);
+
+    impl Clock for Ticking {
+        fn now(&self) -> loom_protocol::Timestamp {
+            let ms = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            loom_protocol::Timestamp::from_unix_ms(1_700_000_000_000 + ms)
+        }
+    }
+
+    #[test]
+    fn presign_mints_ids_in_posting_order_and_chains_replies() {
+        let idents: Vec<Identity> = (0..3)
+            .map(|i| Identity::from_seed(&format!("loom://u{i}@load.test"), &[i as u8; 32]))
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let mut factory = EnvelopeFactory::new(Ticking(Default::default()), 7);
+        let plan = plan(&cfg(3, 12, 2));
+        let batches = presign(3, &idents, &mut factory, vec![plan], &|i, n| {
+            format!("{i}:{n}")
+        })
+        .unwrap()
+        .pop()
+        .unwrap();
+        let envs: Vec<Vec<Value>> = batches
+            .iter()
+            .map(|q| {
+                q.iter()
+                    .map(|p| serde_json::from_slice(&p.body).unwrap())
+                    .collect()
+            })
+            .collect();
+        let field = |e: &Value, f: &str| e[f].as_str().unwrap_or_default().to_owned();
+        // The order the connections post in, a step at a time, is the order of the ids.
+        let steps = envs.iter().map(Vec::len).max().unwrap();
+        let posting: Vec<String> = (0..steps)
+            .flat_map(|t| envs.iter().filter_map(move |q| q.get(t)))
+            .map(|e| field(e, "id"))
+            .collect();
+        let mut sorted = posting.clone();
+        sorted.sort();
+        assert_eq!(posting, sorted);
+        assert_eq!(posting.len(), 12);
+        // Each connection posts as one identity, and every reply follows its parent.
+        let mut seen = std::collections::BTreeMap::new();
+        for (q, envs) in batches.iter().zip(&envs) {
+            assert!(q.iter().all(|p| p.sender == q[0].sender));
+            for e in envs {
+                let thread = field(e, "thread_id");
+                let parent = e["parent_id"].as_str().map(str::to_owned);
+                assert_eq!(seen.get(&thread).cloned(), parent, "{e}");
+                assert_eq!(
+                    e["content"]["human"]["text"]
+                        .as_str()
+                        .unwrap()
+                        .split(':')
+                        .next(),
+                    Some(q[0].sender.to_string().as_str())
+                );
+                seen.insert(thread, field(e, "id"));
+            }
+        }
+        assert_eq!(seen.len(), 6);
+    }
+
     #[test]
     fn interleave_keeps_chain_order() {
-        let p = |s: usize| Post {
-            body: vec![],
-            sender: s,
-        };
-        let out = interleave(vec![
-            vec![p(1), p(2), p(3)],
-            vec![p(10)],
-            vec![p(20), p(21)],
-        ]);
-        let order: Vec<usize> = out.iter().map(|p| p.sender).collect();
-        assert_eq!(order, [1, 10, 20, 2, 21, 3]);
+        let out = interleave(vec![vec![1, 2, 3], vec![10], vec![20, 21]]);
+        assert_eq!(out, [1, 10, 20, 2, 21, 3]);
     }
 
     #[test]

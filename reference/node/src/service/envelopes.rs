@@ -10,7 +10,7 @@
 use super::{Caller, Service};
 use crate::error::{ApiError, ApiResult};
 use crate::quirks::{Quirk, QuirkRules};
-use crate::store::resolvers::StoreResolver;
+use crate::store::resolvers::local_directory;
 use crate::store::{envelopes, events, threads};
 use loom_protocol::accept::{Origin, SpecRules, ThreadRuntime, admit};
 use loom_protocol::envelope::AudienceMode;
@@ -68,11 +68,10 @@ impl Service {
     /// writer; returns it as stored (with `meta`).
     pub async fn submit_envelope(&self, caller: &Caller, env: Value) -> ApiResult<Value> {
         let admitted = {
-            let conn = self.store.read();
-            let directory = StoreResolver {
-                conn: &conn,
-                thread: None,
-            };
+            // Sender type and keys through the authentication cache (exactly invalidated
+            // by the transactions that change them, `store::cache`): the request's bearer
+            // token was just resolved the same way.
+            let directory = local_directory(&self.store);
             let origin = Origin::Local {
                 caller: &caller.identity,
             };

@@ -236,8 +236,8 @@ impl CapabilityResolver for StoreResolver<'_> {
 /// The identity directory of admission (`loom_protocol::accept::Directory`) through the
 /// authentication cache ([`super::cache`]): registered types and active signing keys for
 /// the request tasks that admit envelopes without holding the writer. It answers as
-/// [`StoreResolver`] over a read connection does (`tests/auth_cache.rs`); admission in
-/// `service/envelopes.rs` (the write-path work) still uses [`StoreResolver`].
+/// [`StoreResolver`] over a read connection does, and an envelope signed with a key
+/// revoked a request earlier is refused (`tests/auth_cache.rs`).
 #[derive(Debug, Clone, Copy)]
 pub struct CachedDirectory<'a>(pub &'a super::Store);
 
@@ -286,8 +286,8 @@ impl DelegationResolver for CachedDirectory<'_> {
     }
 }
 
-/// The local identity directory of admission outside the envelope write path (federated
-/// deliveries, the node's own receipts): [`CachedDirectory`].
+/// The local identity directory of admission (submitted envelopes, federated deliveries,
+/// the node's own receipts): [`CachedDirectory`].
 pub type LocalDirectory<'a> = CachedDirectory<'a>;
 
 /// The [`LocalDirectory`] of `store`.
