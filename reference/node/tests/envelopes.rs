@@ -254,6 +254,59 @@ async fn bcc_copies_reach_only_their_recipient() {
         .expect_error(400, "ENVELOPE_INVALID");
 }
 
+/// Search applies the same §8.3 audience rule as `GET /v1/envelopes/{id}`, membership
+/// included: a participant removed from the thread (§11.5) no longer finds a message she
+/// only saw as a participant, and still finds one addressed to her.
+#[tokio::test]
+async fn search_sees_a_removed_participant_as_get_does() {
+    let n = TestNode::new();
+    let (alice, bob, carol) = trio(&n).await;
+    let t = n.thread_id();
+    let kickoff = alice.message(&n, &t, None, &[&bob, &carol], "kickoff");
+    alice.send(&n, kickoff.clone()).await.expect(201);
+    let budget = alice.message(&n, &t, kickoff["id"].as_str(), &[&bob], "budget");
+    alice.send(&n, budget.clone()).await.expect(201);
+    let found = |q: &'static str| {
+        let n = &n;
+        let token = carol.token.clone();
+        async move {
+            let r = n
+                .get(&format!("/v1/search?q={q}"), &token)
+                .await
+                .expect(200);
+            r.body["envelopes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["id"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    let budget_id = budget["id"].as_str().unwrap().to_owned();
+    let kickoff_id = kickoff["id"].as_str().unwrap().to_owned();
+    assert_eq!(found("budget").await, [budget_id.clone()]);
+    alice
+        .send(
+            &n,
+            alice.op(
+                &n,
+                &t,
+                "thread.remove_participant@v1",
+                json!({"identity": carol.address}),
+            ),
+        )
+        .await
+        .expect(201);
+    n.get(&format!("/v1/envelopes/{budget_id}"), &carol.token)
+        .await
+        .expect_error(403, "AUDIENCE_DENIED");
+    assert_eq!(found("budget").await, Vec::<String>::new());
+    n.get(&format!("/v1/envelopes/{kickoff_id}"), &carol.token)
+        .await
+        .expect(200);
+    assert_eq!(found("kickoff").await, [kickoff_id]);
+}
+
 #[tokio::test]
 async fn pending_parents_cycles_and_size_limits() {
     let n = TestNode::with(|c| {

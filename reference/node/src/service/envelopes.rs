@@ -169,6 +169,17 @@ impl Service {
         caller: &Caller,
         state: &ThreadState,
     ) -> Result<(), ProtocolError> {
+        self.check_visible_as(env, caller, state.is_active_participant(&caller.identity))
+    }
+
+    /// [`Service::check_visible`] given whether the caller is an active participant of the
+    /// envelope's thread.
+    pub(crate) fn check_visible_as(
+        &self,
+        env: &Value,
+        caller: &Caller,
+        active_participant: bool,
+    ) -> Result<(), ProtocolError> {
         if self.quirk(Quirk::IgnoreAudience) {
             return Ok(());
         }
@@ -179,10 +190,7 @@ impl Service {
         {
             audience.mode = Some(AudienceMode::Recipients);
         }
-        audience.check(
-            &caller.identity,
-            state.is_active_participant(&caller.identity),
-        )
+        audience.check(&caller.identity, active_participant)
     }
 
     /// `DELETE /v1/envelopes/{id}` (§20.7 retract, §25.2 erasure): only the sender, within

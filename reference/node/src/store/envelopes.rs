@@ -96,7 +96,7 @@ pub fn body(conn: &Connection, id: &EnvelopeId) -> rusqlite::Result<Option<Value
 
 /// The readers column: the addresses as a JSON array, in string order (what migration 7
 /// writes for older rows too).
-pub fn readers_json(readers: &BTreeSet<Address>) -> String {
+fn readers_json(readers: &BTreeSet<Address>) -> String {
     let mut all: Vec<String> = readers.iter().map(Address::to_string).collect();
     all.sort_unstable();
     all.dedup();

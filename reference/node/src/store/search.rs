@@ -6,6 +6,7 @@
 use super::{Connection, StoreResult};
 use loom_protocol::Address;
 use loom_protocol::id::ThreadId;
+use loom_protocol::thread::ThreadState;
 use rusqlite::params;
 
 /// User search terms in FTS5's query form: each term an FTS5 string (quoted, internal `"`
@@ -47,17 +48,20 @@ pub struct SearchQuery<'a> {
     pub thread: Option<&'a ThreadId>,
 }
 
-/// Ids of the caller's threads matching `text`, best match first (bm25, ties by id).
+/// The caller's threads matching `text` with their stored states, best match first (bm25,
+/// ties by id). The state comes with the row, so a page costs the same whether or not the
+/// threads are still in the thread cache.
 pub fn threads(
     conn: &Connection,
     caller: &Address,
     text: &Terms,
     thread: Option<&ThreadId>,
     limit: usize,
-) -> StoreResult<Vec<String>> {
+) -> StoreResult<Vec<(String, ThreadState)>> {
     let mut sql = String::from(
-        "SELECT s.thread_id FROM thread_search s \
+        "SELECT s.thread_id, t.state FROM thread_search s \
          JOIN thread_participants p ON p.thread_id = s.thread_id AND p.identity = ?2 AND p.active = 1 \
+         JOIN threads t ON t.id = s.thread_id \
          WHERE thread_search MATCH ?1",
     );
     if thread.is_some() {
@@ -66,30 +70,39 @@ pub fn threads(
     sql += &format!(" ORDER BY bm25(thread_search), s.thread_id LIMIT {limit}");
     let mut stmt = conn.prepare(&sql)?;
     let me = caller.to_string();
+    let row = |r: &rusqlite::Row<'_>| -> rusqlite::Result<(String, ThreadState)> {
+        let state: String = r.get(1)?;
+        Ok((r.get(0)?, super::threads::state_from_json(&state)?))
+    };
     match thread {
         Some(t) => stmt
-            .query_map(params![text.as_str(), me, t.to_string()], |r| r.get(0))?
+            .query_map(params![text.as_str(), me, t.to_string()], row)?
             .collect(),
-        None => stmt
-            .query_map(params![text.as_str(), me], |r| r.get(0))?
-            .collect(),
+        None => stmt.query_map(params![text.as_str(), me], row)?.collect(),
     }
 }
 
+/// Whether the caller (`?1`) is an active participant of envelope `e`'s thread: its
+/// participant rows are the thread state's (`threads::index`), so this is
+/// `ThreadState::is_active_participant` without loading the state.
+const CALLER_IS_MEMBER: &str = "EXISTS (SELECT 1 FROM thread_participants p WHERE p.thread_id = e.thread_id AND p.identity = ?1 AND p.active = 1)";
+
 /// Visits the caller's matching envelopes that are not erased, best match first (bm25,
 /// then thread and `event_seq`; without text by thread and `event_seq`): `visit` gets each
-/// body and thread id and says whether to keep going.
+/// body, its thread id and whether the caller is an active participant of that thread
+/// (the §8.3 audience check needs nothing else of the thread), and says whether to keep
+/// going.
 pub fn envelopes<E: From<rusqlite::Error>>(
     conn: &Connection,
     q: &SearchQuery<'_>,
-    mut visit: impl FnMut(&str, &str) -> Result<bool, E>,
+    mut visit: impl FnMut(&str, &str, bool) -> Result<bool, E>,
 ) -> Result<(), E> {
     let mut args: Vec<String> = vec![q.caller.to_string()];
-    let mut sql = String::from(
-        "SELECT e.body, e.thread_id FROM envelope_search s JOIN envelopes e ON e.id = s.envelope_id \
+    let mut sql = format!(
+        "SELECT e.body, e.thread_id, {CALLER_IS_MEMBER} FROM envelope_search s JOIN envelopes e ON e.id = s.envelope_id \
          WHERE e.body IS NOT NULL AND (\
            EXISTS (SELECT 1 FROM json_each(e.readers) r WHERE r.value = ?1) \
-           OR EXISTS (SELECT 1 FROM thread_participants p WHERE p.thread_id = e.thread_id AND p.identity = ?1 AND p.active = 1))",
+           OR {CALLER_IS_MEMBER})",
     );
     if let Some(text) = q.text {
         args.push(text.as_str().to_owned());
@@ -112,8 +125,9 @@ pub fn envelopes<E: From<rusqlite::Error>>(
     let mut rows = stmt.query(rusqlite::params_from_iter(args.iter()))?;
     // Quoted terms cannot be FTS5 syntax errors; any error here is the node's.
     while let Some(row) = rows.next()? {
-        let (body, thread): (String, String) = (row.get(0)?, row.get(1)?);
-        if !visit(&body, &thread)? {
+        let (body, thread, member): (String, String, bool) =
+            (row.get(0)?, row.get(1)?, row.get(2)?);
+        if !visit(&body, &thread, member)? {
             break;
         }
     }

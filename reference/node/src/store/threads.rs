@@ -92,8 +92,12 @@ pub fn stored_state(conn: &Connection, id: &ThreadId) -> rusqlite::Result<Option
     let row: Option<String> = conn
         .row(SELECT_STATE, [id.to_string()], |r| r.get(0))
         .optional()?;
-    row.map(|s| serde_json::from_str(&s).map_err(bad_row))
-        .transpose()
+    row.map(|s| state_from_json(&s)).transpose()
+}
+
+/// A thread state as the `threads.state` column stores it.
+pub(super) fn state_from_json(json: &str) -> rusqlite::Result<ThreadState> {
+    serde_json::from_str(json).map_err(bad_row)
 }
 
 /// The envelope's own thread row: created, or its state and counters moved.
