@@ -371,10 +371,10 @@ pub(crate) fn plan(cfg: &LoadConfig) -> Vec<Vec<Slot>> {
 ///
 /// Ids and `created_at` are minted in the order the envelopes will be posted (the
 /// connections' queues taken a step at a time), as clients that mint a ULID when they send
-/// do (§8.4: ids are ULIDs, which lead with their creation time). Minted thread by thread instead, each
-/// identity's ids fell in one block of time, and sixteen connections posting as sixteen
-/// identities then inserted at sixteen places of every id-keyed index at once, which no
-/// real traffic does.
+/// do (v1.1 §8.4: ids are ULIDs, which lead with their creation time). Minted thread by
+/// thread instead, each identity's ids fell in one block of time, and sixteen connections
+/// posting as sixteen identities then inserted at sixteen places of every id-keyed index
+/// at once, which no real traffic does.
 pub(crate) fn presign<C: Clock + Clone>(
     concurrency: usize,
     idents: &[Identity],

@@ -284,7 +284,7 @@ async fn search_sees_a_removed_participant_as_get_does() {
     };
     let budget_id = budget["id"].as_str().unwrap().to_owned();
     let kickoff_id = kickoff["id"].as_str().unwrap().to_owned();
-    assert_eq!(found("budget").await, [budget_id.clone()]);
+    assert_eq!(found("budget").await, std::slice::from_ref(&budget_id));
     alice
         .send(
             &n,
