@@ -129,7 +129,7 @@ impl Service {
         };
         // The thread's membership comes with each row, so no thread state is loaded: a
         // search over threads long gone from the thread cache costs what a fresh one does.
-        search::envelopes(conn, &query, |body, _thread, member| -> ApiResult<bool> {
+        search::envelopes(conn, &query, |body, member| -> ApiResult<bool> {
             let env: Value = serde_json::from_str(body).map_err(ApiError::internal)?;
             if self.check_visible_as(&env, caller, member).is_ok() {
                 out.push(env);

@@ -89,17 +89,16 @@ const CALLER_IS_MEMBER: &str = "EXISTS (SELECT 1 FROM thread_participants p WHER
 
 /// Visits the caller's matching envelopes that are not erased, best match first (bm25,
 /// then thread and `event_seq`; without text by thread and `event_seq`): `visit` gets each
-/// body, its thread id and whether the caller is an active participant of that thread
-/// (the §8.3 audience check needs nothing else of the thread), and says whether to keep
-/// going.
+/// body and whether the caller is an active participant of its thread (the §8.3 audience
+/// check needs nothing else of the thread), and says whether to keep going.
 pub fn envelopes<E: From<rusqlite::Error>>(
     conn: &Connection,
     q: &SearchQuery<'_>,
-    mut visit: impl FnMut(&str, &str, bool) -> Result<bool, E>,
+    mut visit: impl FnMut(&str, bool) -> Result<bool, E>,
 ) -> Result<(), E> {
     let mut args: Vec<String> = vec![q.caller.to_string()];
     let mut sql = format!(
-        "SELECT e.body, e.thread_id, {CALLER_IS_MEMBER} FROM envelope_search s JOIN envelopes e ON e.id = s.envelope_id \
+        "SELECT e.body, {CALLER_IS_MEMBER} FROM envelope_search s JOIN envelopes e ON e.id = s.envelope_id \
          WHERE e.body IS NOT NULL AND (\
            EXISTS (SELECT 1 FROM json_each(e.readers) r WHERE r.value = ?1) \
            OR {CALLER_IS_MEMBER})",
@@ -125,9 +124,8 @@ pub fn envelopes<E: From<rusqlite::Error>>(
     let mut rows = stmt.query(rusqlite::params_from_iter(args.iter()))?;
     // Quoted terms cannot be FTS5 syntax errors; any error here is the node's.
     while let Some(row) = rows.next()? {
-        let (body, thread, member): (String, String, bool) =
-            (row.get(0)?, row.get(1)?, row.get(2)?);
-        if !visit(&body, &thread, member)? {
+        let (body, member): (String, bool) = (row.get(0)?, row.get(1)?);
+        if !visit(&body, member)? {
             break;
         }
     }
