@@ -28,10 +28,10 @@ async fn a_root_and_a_reply_get_increasing_event_seq() {
     let (alice, bob, _) = trio(&n).await;
     let t = n.thread_id();
     let root = alice.message(&n, &t, None, &[&bob], "hello");
-    let r = alice.send(&n, root.clone()).await.expect(201);
-    assert_eq!(r.body["meta"]["event_seq"], 1);
-    assert_eq!(r.body["meta"]["pending_parent"], false);
-    assert_eq!(r.body["meta"]["node_id"], "node.test");
+    let created = alice.send(&n, root.clone()).await.expect(201);
+    assert_eq!(created.body["meta"]["event_seq"], 1);
+    assert_eq!(created.body["meta"]["pending_parent"], false);
+    assert_eq!(created.body["meta"]["node_id"], "node.test");
     let reply = bob.message(&n, &t, root["id"].as_str(), &[&alice], "hi");
     let r = bob.send(&n, reply).await.expect(201);
     assert_eq!(r.body["meta"]["event_seq"], 2);
@@ -43,6 +43,16 @@ async fn a_root_and_a_reply_get_increasing_event_seq() {
         .await
         .expect(200);
     assert_eq!(got.body["content"]["human"]["text"], "hello");
+    // §16.1: the 201 answers with the envelope as stored, `meta` included: the same bytes
+    // a GET reads back, with the §14.1 content type.
+    assert_eq!(
+        String::from_utf8_lossy(&created.raw),
+        String::from_utf8_lossy(&got.raw)
+    );
+    assert_eq!(
+        created.headers["content-type"],
+        "application/json; charset=utf-8"
+    );
     // The stored envelope still verifies: meta is outside the signature (§7.2).
     let key = alice.key.verifying_key();
     loom_protocol::envelope::verify_envelope_signature(&got.body, &key).unwrap();

@@ -1,8 +1,9 @@
 //! Envelope (§16.1) and thread (§16.2) routes; create endpoints honour `Idempotency-Key`
 //! (§14.4).
 
-use super::{AppState, Authed, StrictJson, json_response};
+use super::{AppState, Authed, StrictJson, json_response, json_text_response};
 use crate::error::ApiError;
+use crate::service::Document;
 use crate::service::envelopes::request_hash;
 use crate::service::idempotency::Outcome;
 use crate::service::threads::ThreadQuery;
@@ -44,7 +45,7 @@ pub(super) async fn create_once(
     headers: &HeaderMap,
     route: &str,
     raw: &[u8],
-    f: impl std::future::Future<Output = crate::error::ApiResult<serde_json::Value>>,
+    f: impl std::future::Future<Output = crate::error::ApiResult<impl Into<Document>>>,
 ) -> R {
     let key = idempotency_key(headers)?;
     // The body's hash is compared only when an Idempotency-Key names the request (§14.4).
@@ -56,7 +57,7 @@ pub(super) async fn create_once(
     let outcome = s
         .idempotent(c, key, route, &hash, async {
             match f.await {
-                Ok(v) => Outcome::Ok(201, v),
+                Ok(v) => Outcome::Ok(201, v.into()),
                 Err(e) => Outcome::Err(e),
             }
         })
@@ -67,7 +68,11 @@ pub(super) async fn create_once(
 pub(super) fn respond(outcome: Outcome) -> Response {
     match outcome {
         Outcome::Ok(status, body) => {
-            json_response(StatusCode::from_u16(status).unwrap_or(StatusCode::OK), body)
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+            match body.text {
+                Some(text) => json_text_response(status, text),
+                None => json_response(status, body.value),
+            }
         }
         Outcome::Err(e) => e.into_response(),
     }
@@ -77,15 +82,15 @@ async fn submit(
     State(s): State<AppState>,
     Authed(c): Authed,
     headers: HeaderMap,
-    body: StrictJson,
+    StrictJson { raw, value }: StrictJson,
 ) -> R {
     create_once(
         &s,
         &c,
         &headers,
         "POST /v1/envelopes",
-        &body.raw,
-        s.submit_envelope(&c, body.value.clone()),
+        &raw,
+        s.submit_envelope(&c, value),
     )
     .await
 }
@@ -124,7 +129,7 @@ async fn post_op(
     Authed(c): Authed,
     Path(id): Path<String>,
     headers: HeaderMap,
-    body: StrictJson,
+    StrictJson { raw, value }: StrictJson,
 ) -> R {
     let route = format!("POST /v1/threads/{id}/ops");
     create_once(
@@ -132,8 +137,8 @@ async fn post_op(
         &c,
         &headers,
         &route,
-        &body.raw,
-        s.post_thread_op(&c, &id, body.value.clone()),
+        &raw,
+        s.post_thread_op(&c, &id, value),
     )
     .await
 }

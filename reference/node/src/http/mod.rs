@@ -195,6 +195,19 @@ fn render(svc: &Service, rid: &str, e: ApiError) -> Response {
     resp
 }
 
+/// A JSON response with the §14.1 content type, from text already serialized.
+pub fn json_text_response(status: StatusCode, text: String) -> Response {
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json; charset=utf-8"),
+        )],
+        text,
+    )
+        .into_response()
+}
+
 /// A JSON response with the §14.1 content type.
 pub fn json_response(status: StatusCode, value: serde_json::Value) -> Response {
     let mut r = (status, axum::Json(value)).into_response();

@@ -225,7 +225,7 @@ impl Service {
         check_revocation_op(&op, &thread, &cid)?;
         // The pipeline marks the token revoked, bumps cap_epoch and emits the
         // `capability.revoked` event and audit entry in the operation's own transaction.
-        let stored = self.submit_envelope(caller, op).await?;
+        let stored = self.submit_envelope(caller, op).await?.value;
         let conn = self.store.read();
         let state = self
             .thread_state(&conn, &thread)?

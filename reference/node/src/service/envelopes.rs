@@ -7,7 +7,7 @@
 //! writer ([`super::write_group`]), which decides it in order, applies its effects through
 //! the store and answers once the group's transaction is durable.
 
-use super::{Caller, Service};
+use super::{Caller, Document, Service};
 use crate::error::{ApiError, ApiResult};
 use crate::quirks::{Quirk, QuirkRules};
 use crate::store::resolvers::local_directory;
@@ -66,7 +66,7 @@ fn hash_hex(bytes: &[u8]) -> String {
 impl Service {
     /// `POST /v1/envelopes` (§16.1): admits the envelope, then commits it through the
     /// writer; returns it as stored (with `meta`).
-    pub async fn submit_envelope(&self, caller: &Caller, env: Value) -> ApiResult<Value> {
+    pub async fn submit_envelope(&self, caller: &Caller, env: Value) -> ApiResult<Document> {
         let admitted = {
             // Sender type and keys through the authentication cache (exactly invalidated
             // by the transactions that change them, `store::cache`): the request's bearer

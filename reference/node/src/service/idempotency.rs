@@ -2,17 +2,16 @@
 //! same result — success or error — byte for byte; the same key with a different request is
 //! a deterministic 409. Keys are scoped to the authenticated identity.
 
-use super::{Caller, Service};
+use super::{Caller, Document, Service};
 use crate::error::{ApiError, ApiResult};
 use crate::store::idempotency::{self, Remembered, Response, StoredError};
 use loom_protocol::ErrorCode;
-use serde_json::Value;
 
 /// A stored or fresh result: HTTP status and body (an error is stored as its §24.1 parts).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
     /// A success with its status and JSON body.
-    Ok(u16, Value),
+    Ok(u16, Document),
     /// An error.
     Err(ApiError),
 }
@@ -53,7 +52,7 @@ impl Service {
         }
         let outcome = f.await;
         let (status, body) = match &outcome {
-            Outcome::Ok(s, b) => (*s, Response::Success(b.clone())),
+            Outcome::Ok(s, b) => (*s, Response::Success(b.value.clone())),
             Outcome::Err(e)
                 if e.code == ErrorCode::InternalError || e.code == ErrorCode::RateLimitExceeded =>
             {
@@ -95,6 +94,6 @@ fn replay(status: u16, response: Response) -> Outcome {
             err.status = e.status;
             Outcome::Err(err)
         }
-        Response::Success(body) => Outcome::Ok(status, body),
+        Response::Success(body) => Outcome::Ok(status, body.into()),
     }
 }

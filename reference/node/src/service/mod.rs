@@ -36,6 +36,23 @@ use loom_protocol::keys::{public_key_to_b64url, signing_key_from_seed};
 use serde_json::Value;
 use std::sync::Arc;
 
+/// A JSON answer, with its serialized text when whoever produced it already wrote those
+/// bytes: the writer stores an envelope's document as text (its `body` row) and the
+/// `201` answers with that same text (§16.1), instead of serializing the document again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    /// The value.
+    pub value: Value,
+    /// `value` serialized (compact, as `serde_json` writes it), when already at hand.
+    pub text: Option<String>,
+}
+
+impl From<Value> for Document {
+    fn from(value: Value) -> Self {
+        Document { value, text: None }
+    }
+}
+
 /// The authenticated caller of a request (§14.2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {

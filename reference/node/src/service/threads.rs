@@ -1,7 +1,7 @@
 //! Threads (v1.1 §16.2): listing with filters, sorting and offset or cursor pagination; the
 //! §10.1 thread object; envelopes in §10.3 rendering order under audience rules.
 
-use super::{Caller, Service};
+use super::{Caller, Document, Service};
 use crate::error::{ApiError, ApiResult};
 use crate::quirks::Output;
 use crate::store::listings::{self, ThreadPage, ThreadSort};
@@ -243,7 +243,12 @@ impl Service {
     }
 
     /// `POST /v1/threads/{id}/ops`: a `thread_op` envelope for this thread (§16.2).
-    pub async fn post_thread_op(&self, caller: &Caller, id: &str, env: Value) -> ApiResult<Value> {
+    pub async fn post_thread_op(
+        &self,
+        caller: &Caller,
+        id: &str,
+        env: Value,
+    ) -> ApiResult<Document> {
         let tid = parse_thread_id(id)?;
         check_op_for_thread(&env, &tid)?;
         self.submit_envelope(caller, env).await

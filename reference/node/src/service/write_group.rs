@@ -20,7 +20,7 @@
 //! the commit succeeded; a failed commit answers every envelope of the group with
 //! `INTERNAL_ERROR` and changes no cache.
 
-use super::{Caller, Service};
+use super::{Caller, Document, Service};
 use crate::error::{ApiError, ApiResult};
 use crate::store::accept::{WriterView, apply};
 use crate::store::batch::{self, Deferred};
@@ -78,7 +78,7 @@ pub(crate) enum Submitter {
 /// Where a request waits for its answer or for leadership.
 #[derive(Debug, Default)]
 struct Slot {
-    result: Mutex<Option<ApiResult<Value>>>,
+    result: Mutex<Option<ApiResult<Document>>>,
     lead: AtomicBool,
     abandoned: AtomicBool,
     notify: Notify,
@@ -87,7 +87,7 @@ struct Slot {
 }
 
 impl Slot {
-    fn finish(&self, r: ApiResult<Value>) {
+    fn finish(&self, r: ApiResult<Document>) {
         *self.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
         self.wake();
     }
@@ -106,7 +106,7 @@ impl Slot {
             .is_some()
     }
 
-    fn take(&self) -> Option<ApiResult<Value>> {
+    fn take(&self) -> Option<ApiResult<Document>> {
         self.result.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 }
@@ -271,7 +271,7 @@ impl Service {
         &self,
         admitted: Admitted,
         caller: &Caller,
-    ) -> ApiResult<Value> {
+    ) -> ApiResult<Document> {
         self.commit_from(admitted, Submitter::Local(caller.clone()))
             .await
     }
@@ -281,7 +281,7 @@ impl Service {
         &self,
         admitted: Admitted,
         submitter: Submitter,
-    ) -> ApiResult<Value> {
+    ) -> ApiResult<Document> {
         let slot = Arc::new(Slot::default());
         let group = &self.write_group;
         let mut lead = group.enqueue(Job {
@@ -315,7 +315,7 @@ impl Service {
     pub(crate) async fn commit_many(
         &self,
         items: Vec<(Admitted, Submitter)>,
-    ) -> Vec<ApiResult<Value>> {
+    ) -> Vec<ApiResult<Document>> {
         if items.is_empty() {
             return Vec::new();
         }
@@ -420,7 +420,7 @@ impl Service {
         conn: &Connection,
         jobs: &[Job],
         savepoints: bool,
-    ) -> Result<(Overlay, Vec<ApiResult<Value>>), GroupAbort> {
+    ) -> Result<(Overlay, Vec<ApiResult<Document>>), GroupAbort> {
         let mut overlay = Overlay::default();
         let mut results = Vec::with_capacity(jobs.len());
         batch::transaction(conn, |c| {
@@ -432,22 +432,27 @@ impl Service {
                 } else {
                     match self.decide_in_batch(c, job, &mut overlay) {
                         Ok(Decided::Accept(a, at)) => {
-                            if self.apply_in_batch(c, job, &a, &at, &mut mine).is_err() {
-                                return Err(GroupAbort::Retry);
+                            match self.apply_in_batch(c, job, &a, &at, &mut mine) {
+                                Ok(text) => Ok((Decided::Accept(a, at), text)),
+                                Err(_) => return Err(GroupAbort::Retry),
                             }
-                            Ok(Decided::Accept(a, at))
                         }
-                        other => other,
+                        Ok(stored) => Ok((stored, None)),
+                        Err(e) => Err(e),
                     }
                 };
                 results.push(match r {
-                    Ok(Decided::Accept(mut a, _)) => {
+                    Ok((Decided::Accept(mut a, _), text)) => {
                         overlay.advance(&a);
                         search.absorb(mine);
-                        // The answer is the stored document: moved out, not copied.
-                        Ok(std::mem::take(&mut a.envelope))
+                        // The answer is the stored document, moved out, not copied, with
+                        // the text its row was written with.
+                        Ok(Document {
+                            value: std::mem::take(&mut a.envelope),
+                            text,
+                        })
                     }
-                    Ok(Decided::Stored(v)) => Ok(v),
+                    Ok((Decided::Stored(v), _)) => Ok(v.into()),
                     Err(e) => Err(e),
                 });
             }
@@ -456,19 +461,21 @@ impl Service {
         })
     }
 
-    /// One envelope of a batch in its savepoint: decide, then apply the effects.
+    /// One envelope of a batch in its savepoint: decide, then apply the effects; with the
+    /// stored document's text when it was stored.
     fn accept_in_batch(
         &self,
         c: &Connection,
         job: &Job,
         overlay: &mut Overlay,
         search: &mut Deferred,
-    ) -> ApiResult<Decided> {
+    ) -> ApiResult<(Decided, Option<String>)> {
         let decided = self.decide_in_batch(c, job, overlay)?;
-        if let Decided::Accept(a, at) = &decided {
-            self.apply_in_batch(c, job, a, at, search)?;
-        }
-        Ok(decided)
+        let text = match &decided {
+            Decided::Accept(a, at) => self.apply_in_batch(c, job, a, at, search)?,
+            Decided::Stored(_) => None,
+        };
+        Ok((decided, text))
     }
 
     /// One envelope of a batch, decided against the writer's view; reads only (a refusal
@@ -551,7 +558,8 @@ impl Service {
         }
     }
 
-    /// Writes an accepted envelope's effects (and its outbox rows, §15.6).
+    /// Writes an accepted envelope's effects (and its outbox rows, §15.6); returns the
+    /// stored document's text.
     fn apply_in_batch(
         &self,
         c: &Connection,
@@ -559,12 +567,12 @@ impl Service {
         a: &Acceptance,
         at: &str,
         search: &mut Deferred,
-    ) -> ApiResult<()> {
-        apply(c, a, at, &mut || self.new_event_id(), search)?;
+    ) -> ApiResult<Option<String>> {
+        let text = apply(c, a, at, &mut || self.new_event_id(), search)?;
         if let Submitter::Local(_) = &job.submitter {
             self.queue_remote_readers(c, a)?;
         }
-        Ok(())
+        Ok(text)
     }
 }
 

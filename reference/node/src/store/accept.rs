@@ -36,15 +36,17 @@ pub const UPDATE_TASK: &str =
 
 /// Applies every effect of `a` in order. `now`: the receipt time; `event_id`: a fresh event
 /// id for each appended event; search rows go to `search`, for the group to write after its
-/// last savepoint ([`Deferred`]).
+/// last savepoint ([`Deferred`]). Returns the stored document's text (its `body` row) when
+/// `a` stored the envelope.
 pub fn apply(
     conn: &Connection,
     a: &Acceptance,
     now: &str,
     event_id: &mut dyn FnMut() -> String,
     search: &mut Deferred,
-) -> rusqlite::Result<()> {
+) -> rusqlite::Result<Option<String>> {
     let f = &a.facts;
+    let mut stored = None;
     let seq = i64::try_from(a.event_seq).unwrap_or(i64::MAX);
     for effect in &a.effects {
         match effect {
@@ -121,29 +123,33 @@ pub fn apply(
                 fresh,
                 searchable,
             } => {
-                threads::index(conn, state, *fresh)?;
+                threads::index(conn, state, *fresh, now)?;
                 search.thread(state, *fresh, *searchable);
             }
             Effect::PutEnvelope {
                 readers,
                 signed_hash,
-            } => envelopes::insert(
-                conn,
-                &envelopes::NewEnvelope {
-                    id: &f.id,
-                    thread: &f.thread,
-                    event_seq: seq,
-                    parent: f.parent.as_ref(),
-                    kind: &f.kind,
-                    intent: f.intent(),
-                    sender: &f.sender,
-                    created_at: a.envelope.get("created_at").and_then(|v| v.as_str()),
-                    received_at: now,
-                    body: &a.envelope,
-                    body_sha256: signed_hash,
-                },
-                readers,
-            )?,
+            } => {
+                let text = a.envelope.to_string();
+                envelopes::insert(
+                    conn,
+                    &envelopes::NewEnvelope {
+                        id: &f.id,
+                        thread: &f.thread,
+                        event_seq: seq,
+                        parent: f.parent.as_ref(),
+                        kind: &f.kind,
+                        intent: f.intent(),
+                        sender: &f.sender,
+                        created_at: a.envelope.get("created_at").and_then(|v| v.as_str()),
+                        received_at: now,
+                        body: &text,
+                        body_sha256: signed_hash,
+                    },
+                    readers,
+                )?;
+                stored = Some(text);
+            }
             Effect::IndexEnvelope {
                 text,
                 intent,
@@ -176,7 +182,7 @@ pub fn apply(
             )?,
         }
     }
-    Ok(())
+    Ok(stored)
 }
 
 /// What the writer knows: its connection inside the batch transaction and the runtime of

@@ -54,8 +54,8 @@ pub struct NewEnvelope<'a> {
     pub created_at: Option<&'a str>,
     /// Receipt time.
     pub received_at: &'a str,
-    /// The document.
-    pub body: &'a Value,
+    /// The document as stored (serialized once by the caller, which answers with it).
+    pub body: &'a str,
     /// hex SHA-256 of `JCS(document − meta)`.
     pub body_sha256: &'a str,
 }
@@ -122,7 +122,7 @@ pub fn insert(
             e.sender.to_string(),
             e.created_at,
             e.received_at,
-            e.body.to_string(),
+            e.body,
             e.body_sha256,
             readers_json(readers)
         ],

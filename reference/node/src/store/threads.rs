@@ -29,6 +29,9 @@ pub const UPDATE_OTHER: &str =
 pub const DELETE_PARTICIPANTS: &str = "DELETE FROM thread_participants WHERE thread_id = ?1";
 /// A participant row, with its thread's sort keys (migration 3).
 pub const INSERT_PARTICIPANT: &str = "INSERT INTO thread_participants (thread_id, identity, role, active, created_at, updated_at) SELECT ?1, ?2, ?3, ?4, created_at, updated_at FROM threads WHERE id = ?1";
+/// A participant row of a thread created in the same transaction: its sort keys are the
+/// receipt time the thread row was written with ([`put`]), bound instead of read back.
+const INSERT_FRESH_PARTICIPANT: &str = "INSERT INTO thread_participants (thread_id, identity, role, active, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)";
 /// A thread's new `updated_at` in its participant rows (listing order, migration 3).
 pub const TOUCH_PARTICIPANTS: &str =
     "UPDATE thread_participants SET updated_at = ?2 WHERE thread_id = ?1";
@@ -174,23 +177,31 @@ pub fn put_other(
     Ok(())
 }
 
-/// Keeps the participants and labels equal to `state` (`fresh`: the thread was just
-/// created and has none yet); the thread row must be written first (participant rows copy
-/// its sort keys). The search row is written separately ([`search_row`],
-/// [`put_search`]), once per group (`batch::Deferred`).
-pub fn index(conn: &Connection, state: &ThreadState, fresh: bool) -> rusqlite::Result<()> {
+/// Keeps the participants and labels equal to `state`; the thread row must be written
+/// first, participant rows copy its sort keys. `fresh`: the thread was created by this
+/// envelope at `now` ([`put`] wrote `created_at = updated_at = now`) and has no rows yet.
+/// The search row is written separately ([`search_row`], [`put_search`]), once per group
+/// (`batch::Deferred`).
+pub fn index(
+    conn: &Connection,
+    state: &ThreadState,
+    fresh: bool,
+    now: &str,
+) -> rusqlite::Result<()> {
     let id = state.id.to_string();
     if !fresh {
         conn.exec(DELETE_PARTICIPANTS, [&id])?;
     }
     for (a, p) in &state.participants {
-        let role = serde_json::to_value(p.role)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned));
-        conn.exec(
-            INSERT_PARTICIPANT,
-            params![id, a.to_string(), role, p.left_at.is_none()],
-        )?;
+        let (identity, role, active) = (a.to_string(), p.role.as_str(), p.left_at.is_none());
+        if fresh {
+            conn.exec(
+                INSERT_FRESH_PARTICIPANT,
+                params![id, identity, role, active, now],
+            )?;
+        } else {
+            conn.exec(INSERT_PARTICIPANT, params![id, identity, role, active])?;
+        }
     }
     if !fresh {
         conn.exec(DELETE_LABELS, [&id])?;

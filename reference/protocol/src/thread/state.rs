@@ -101,6 +101,17 @@ pub enum ParticipantRole {
     Observer,
 }
 
+impl ParticipantRole {
+    /// The wire name (§10.1), as serde writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParticipantRole::Owner => "owner",
+            ParticipantRole::Participant => "participant",
+            ParticipantRole::Observer => "observer",
+        }
+    }
+}
+
 /// One participant record (v1.1 §10.1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Participant {
