@@ -26,7 +26,8 @@ use axum::body::Bytes;
 use loom_protocol::accept::{Deviations, Facts, Rules, Structured};
 use loom_protocol::envelope::validate::CORE_TYPES;
 use loom_protocol::envelope::{
-    Priority, SignatureMode, validate_envelope, validate_envelope_all, verify_envelope_signature,
+    Priority, SignatureMode, validate_envelope, validate_envelope_all,
+    verify_envelope_signature_over,
 };
 use loom_protocol::id::{EnvelopeId, ThreadId};
 use loom_protocol::jcs::to_canonical_bytes;
@@ -1147,13 +1148,14 @@ impl Rules for QuirkRules<'_> {
     fn verify_signature(
         &self,
         env: &Value,
+        payload: &[u8],
         key: &ed25519_dalek::VerifyingKey,
     ) -> Result<(), ProtocolError> {
         let mutant = self.q(Quirk::UnprefixedSignaturesOnly)
             || self.q(Quirk::NonCanonicalSigningForm)
             || self.q(Quirk::SignOverMeta);
         if !mutant {
-            let mode = verify_envelope_signature(env, key)?;
+            let mode = verify_envelope_signature_over(env, payload, key)?;
             if mode == SignatureMode::Legacy && self.q(Quirk::RejectLegacySignatures) {
                 return Err(ProtocolError::new(
                     ErrorCode::SignatureInvalid,

@@ -417,6 +417,26 @@ pub fn to_canonical_bytes_without(v: &Value, excluded: &[&str]) -> Option<Vec<u8
     })
 }
 
+/// Two canonical forms of an object in one pass: without the top-level members `excluded`,
+/// and without those and `also` (an envelope's stored form and its signed form, §7.2).
+/// RFC 8785 writes each member on its own, so the second is the first with `also` and its
+/// separating comma cut out. `None` if `v` is not an object.
+pub fn to_canonical_bytes_without_and(
+    v: &Value,
+    excluded: &[&str],
+    also: &str,
+) -> Option<(Vec<u8>, Vec<u8>)> {
+    let map = v.as_object()?;
+    let mut out = String::with_capacity(1024);
+    let cut = write_object(&mut out, map, excluded, Some(also));
+    let full = out.into_bytes();
+    let less = match cut {
+        Some(r) => [&full[..r.start], &full[r.end..]].concat(),
+        None => full.clone(),
+    };
+    Some((full, less))
+}
+
 /// `excluded` applies to the members of `v` itself, not to nested objects.
 fn write_value(out: &mut String, v: &Value, excluded: &[&str]) {
     match v {
@@ -436,33 +456,54 @@ fn write_value(out: &mut String, v: &Value, excluded: &[&str]) {
             out.push(']');
         }
         Value::Object(map) => {
-            let mut members: Vec<(&String, &Value)> = map
-                .iter()
-                .filter(|(k, _)| !excluded.contains(&k.as_str()))
-                .collect();
-            // Code-point order first (cheap, and already true for a BTreeMap, but never
-            // assumed: `serde_json/preserve_order` would make maps insertion-ordered). UTF-16
-            // order differs from it only between a supplementary character and one in
-            // U+E000..=U+FFFF, so the UTF-16 sort runs only when a key holds such a character.
-            members.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            if members
-                .iter()
-                .any(|(k, _)| k.chars().any(|c| c >= '\u{e000}'))
-            {
-                members.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
-            }
-            out.push('{');
-            for (i, (k, val)) in members.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_string(out, k);
-                out.push(':');
-                write_value(out, val, &[]);
-            }
-            out.push('}');
+            write_object(out, map, excluded, None);
         }
     }
+}
+
+/// Writes an object without its members `excluded`; returns the byte range of member
+/// `mark` together with the comma that separates it from a neighbour (the one before it,
+/// or for the first member the one after it), so that cutting the range out leaves the
+/// canonical form without `mark`.
+fn write_object(
+    out: &mut String,
+    map: &serde_json::Map<String, Value>,
+    excluded: &[&str],
+    mark: Option<&str>,
+) -> Option<std::ops::Range<usize>> {
+    let mut members: Vec<(&String, &Value)> = map
+        .iter()
+        .filter(|(k, _)| !excluded.contains(&k.as_str()))
+        .collect();
+    // Code-point order first (cheap, and already true for a BTreeMap, but never
+    // assumed: `serde_json/preserve_order` would make maps insertion-ordered). UTF-16
+    // order differs from it only between a supplementary character and one in
+    // U+E000..=U+FFFF, so the UTF-16 sort runs only when a key holds such a character.
+    members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    if members
+        .iter()
+        .any(|(k, _)| k.chars().any(|c| c >= '\u{e000}'))
+    {
+        members.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+    }
+    let count = members.len();
+    let mut cut = None;
+    out.push('{');
+    for (i, (k, val)) in members.into_iter().enumerate() {
+        let start = out.len();
+        if i > 0 {
+            out.push(',');
+        }
+        write_string(out, k);
+        out.push(':');
+        write_value(out, val, &[]);
+        if mark == Some(k.as_str()) {
+            let comma_after = usize::from(i == 0 && count > 1);
+            cut = Some(start..out.len() + comma_after);
+        }
+    }
+    out.push('}');
+    cut
 }
 
 /// Largest magnitude below which every integer is exactly a double (2^53).
@@ -750,5 +791,65 @@ mod tests {
             r#"{"a":{},"b":[true,false,null]}"#
         );
         assert_eq!(canon("[]"), "[]");
+    }
+
+    mod forms {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Keys that sort around `signature` and `meta`, and keys whose UTF-16 order
+        /// differs from their code-point order.
+        fn key() -> impl Strategy<Value = String> {
+            prop::sample::select(vec![
+                "signature",
+                "meta",
+                "a",
+                "sig",
+                "signaturf",
+                "z",
+                "\u{e000}",
+                "\u{1f600}",
+            ])
+            .prop_map(str::to_owned)
+        }
+
+        fn json() -> impl Strategy<Value = Value> {
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                any::<i32>().prop_map(Value::from),
+                "[a-z\"\\\u{0}-\u{1f}\u{e9}]{0,6}".prop_map(Value::String),
+            ];
+            leaf.prop_recursive(3, 24, 4, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                    prop::collection::btree_map(key(), inner, 0..5)
+                        .prop_map(|m| Value::Object(m.into_iter().collect())),
+                ]
+            })
+        }
+
+        proptest! {
+            /// Cutting `also` out of the first form is the canonical form without it, for
+            /// every position `also` can take (first, last, only, absent, excluded).
+            #[test]
+            fn the_second_form_is_the_first_without_the_member(
+                members in prop::collection::btree_map(key(), json(), 0..7),
+                excluded in prop::sample::subsequence(vec!["meta", "signature", "z"], 0..=2),
+            ) {
+                let v = Value::Object(members.into_iter().collect());
+                let (full, less) = to_canonical_bytes_without_and(&v, &excluded, "signature")
+                    .unwrap();
+                prop_assert_eq!(&full, &to_canonical_bytes_without(&v, &excluded).unwrap());
+                let mut both = excluded.clone();
+                both.push("signature");
+                prop_assert_eq!(&less, &to_canonical_bytes_without(&v, &both).unwrap());
+            }
+        }
+
+        #[test]
+        fn only_objects_have_forms() {
+            assert!(to_canonical_bytes_without_and(&Value::Null, &[], "a").is_none());
+        }
     }
 }

@@ -55,7 +55,7 @@ use crate::delegation::{ChainPolicy, verify_delegation_chain};
 use crate::envelope::validate::THREAD_OP_NAMESPACES;
 use crate::error::{ErrorCode, ProtocolError};
 use crate::id::{CapabilityId, ThreadId};
-use crate::jcs::to_canonical_bytes_without;
+use crate::jcs::{to_canonical_bytes_without, to_canonical_bytes_without_and};
 use crate::policy::require_encryption;
 use crate::task::{TaskRole, TaskState, check_task_transition};
 use crate::thread::{
@@ -97,7 +97,9 @@ pub fn admit(
 ) -> Result<Admitted, ProtocolError> {
     let dev = rules.deviations();
     crate::bounds::check(&envelope, limits)?;
-    let canonical = to_canonical_bytes_without(&envelope, &["meta"]).unwrap_or_default();
+    // The stored form (the size limit and `body_sha256`) and the signed form, in one pass.
+    let (canonical, signed_form) =
+        to_canonical_bytes_without_and(&envelope, &["meta"], "signature").unwrap_or_default();
     if !dev.ignore_size_limit {
         crate::envelope::check_envelope_size(canonical.len(), limits.max_envelope_bytes)?;
     }
@@ -158,7 +160,7 @@ pub fn admit(
                     "v1.1 §7.3",
                 )
             })?;
-        rules.verify_signature(&envelope, &key)?;
+        rules.verify_signature(&envelope, &signed_form, &key)?;
     }
     if registered == "agent" && !dev.skip_delegation_chain {
         verify_delegation_chain(

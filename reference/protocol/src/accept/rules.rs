@@ -5,7 +5,7 @@
 //! should (DESIGN.md §4).
 
 use super::facts::Facts;
-use crate::envelope::{validate_envelope, verify_envelope_signature};
+use crate::envelope::{validate_envelope, verify_envelope_signature_over};
 use crate::error::ProtocolError;
 use crate::policy::check_bcc_copy;
 use ed25519_dalek::VerifyingKey;
@@ -132,9 +132,15 @@ pub trait Rules {
     }
 
     /// §7.3 verification with the sender's key: the context prefix when
-    /// `signature.context` says so, the legacy form as the migration fallback.
-    fn verify_signature(&self, envelope: &Value, key: &VerifyingKey) -> Result<(), ProtocolError> {
-        verify_envelope_signature(envelope, key).map(|_| ())
+    /// `signature.context` says so, the legacy form as the migration fallback. `payload`:
+    /// the signed form, `JCS(envelope − signature − meta)` (§7.2).
+    fn verify_signature(
+        &self,
+        envelope: &Value,
+        payload: &[u8],
+        key: &VerifyingKey,
+    ) -> Result<(), ProtocolError> {
+        verify_envelope_signature_over(envelope, payload, key).map(|_| ())
     }
 
     /// The envelope as it will be stored, after verification (the specification stores it

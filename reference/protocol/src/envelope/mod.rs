@@ -7,6 +7,6 @@ pub mod validate;
 pub use model::*;
 pub use sign::{
     SignatureMode, envelope_signing_payload, sign_envelope, sign_envelope_legacy,
-    verify_envelope_signature,
+    verify_envelope_signature, verify_envelope_signature_over,
 };
 pub use validate::{check_envelope_size, validate_envelope, validate_envelope_all};

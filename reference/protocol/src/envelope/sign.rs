@@ -89,6 +89,18 @@ pub fn verify_envelope_signature(
     envelope: &Value,
     key: &VerifyingKey,
 ) -> Result<SignatureMode, ProtocolError> {
+    let payload = envelope_signing_payload(envelope).unwrap_or_default();
+    verify_envelope_signature_over(envelope, &payload, key)
+}
+
+/// [`verify_envelope_signature`] given the signed form, `JCS(envelope − signature − meta)`
+/// ([`envelope_signing_payload`]), which admission already wrote alongside the stored form
+/// (`jcs::to_canonical_bytes_without_and`).
+pub fn verify_envelope_signature_over(
+    envelope: &Value,
+    payload: &[u8],
+    key: &VerifyingKey,
+) -> Result<SignatureMode, ProtocolError> {
     let sig = envelope
         .get("signature")
         .and_then(Value::as_object)
@@ -105,11 +117,10 @@ pub fn verify_envelope_signature(
         .ok_or_else(|| sig_err("signature.value", "signature.value is required"))?;
     let signature =
         signature_from_b64url(value).map_err(|e| sig_err("signature.value", e.reason))?;
-    let payload = envelope_signing_payload(envelope).unwrap_or_default();
     // An explicit `null` context is the same as none: §7.3 distinguishes present from absent.
     match sig.get("context").filter(|c| !c.is_null()) {
         Some(Value::String(ctx)) if ctx == SigContext::ENVELOPE.0 => {
-            if verify(key, Some(SigContext::ENVELOPE), &payload, &signature) {
+            if verify(key, Some(SigContext::ENVELOPE), payload, &signature) {
                 Ok(SignatureMode::ContextPrefixed)
             } else {
                 Err(sig_err(
@@ -123,9 +134,9 @@ pub fn verify_envelope_signature(
             "unknown signature context; only LOOM-ENVELOPE-SIG-v1 is defined",
         )),
         None => {
-            if verify(key, Some(SigContext::ENVELOPE), &payload, &signature) {
+            if verify(key, Some(SigContext::ENVELOPE), payload, &signature) {
                 Ok(SignatureMode::ContextPrefixed)
-            } else if verify(key, None, &payload, &signature) {
+            } else if verify(key, None, payload, &signature) {
                 Ok(SignatureMode::Legacy)
             } else {
                 Err(sig_err(
