@@ -75,6 +75,7 @@ fn no_write_path_statement_scans_a_growing_table() {
         threads::INSERT_PARTICIPANT,
         threads::TOUCH_PARTICIPANTS,
         threads::DELETE_LABELS,
+        threads::SELECT_ROWID,
         threads::DELETE_SEARCH,
         threads::INSERT_SEARCH,
         accept::SPEND_CAPABILITY,

@@ -118,14 +118,101 @@ impl Deferred {
         }
     }
 
-    /// Writes every queued row.
+    /// Writes every queued row, each table's in ascending rowid order. FTS5 keeps a
+    /// transaction's new rows in memory while their rowids ascend; a smaller rowid first
+    /// writes what it holds to a segment of its own (`sqlite3Fts5IndexBeginWrite`), which
+    /// costs pages now and merge work later. Envelope rows are queued in the order their
+    /// rows were inserted, so their rowids ascend; thread rows are sorted by theirs (thread
+    /// ids are chosen by clients, and threads created earlier get their rows updated too).
     pub fn flush(self, conn: &Connection) -> rusqlite::Result<()> {
         for e in &self.envelopes {
             envelopes::index(conn, &e.id, &e.thread, &e.text, &e.intent, &e.parameters)?;
         }
+        let mut rows = Vec::with_capacity(self.threads.len());
         for (id, t) in &self.threads {
-            threads::put_search(conn, id, t.fresh, t.row.as_ref())?;
+            rows.push((threads::search_rowid(conn, id)?, id, t));
+        }
+        rows.sort_by_key(|(rowid, ..)| *rowid);
+        for (rowid, id, t) in rows {
+            threads::put_search(conn, rowid, id, t.fresh, t.row.as_ref())?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Storage;
+    use crate::store::Store;
+    use loom_protocol::{Address, Timestamp};
+
+    const NOW: &str = "2026-11-25T12:00:00Z";
+
+    /// `n` thread rows whose ids descend while their rowids ascend: clients choose thread
+    /// ids, so id order (the queue's) is not the order the rows were inserted in.
+    fn threads_with_descending_ids(conn: &Connection, n: usize) -> Vec<ThreadState> {
+        let owner = Address::parse("loom://alice@node.test").unwrap();
+        let bob = Address::parse("loom://bob@node.test").unwrap();
+        (0..n)
+            .rev()
+            .map(|i| {
+                let id = ThreadId::parse(&format!("thr_01JMKB7X9Q2RVHF3KN4TYZP{i:03}")).unwrap();
+                let at = Timestamp::parse(NOW).unwrap();
+                let state = ThreadState::new(id, owner.clone(), std::slice::from_ref(&bob), at);
+                threads::put(conn, &state, true, true, 1, NOW).unwrap();
+                state
+            })
+            .collect()
+    }
+
+    fn data_rows(conn: &Connection) -> i64 {
+        conn.query_row("SELECT count(*) FROM thread_search_data", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    /// FTS5 index pages after writing the search rows of `n` new threads in one
+    /// transaction, either through [`Deferred`] or directly in the given rowid order.
+    fn pages_after(n: usize, write: impl Fn(&Connection, &[ThreadState])) -> i64 {
+        let store = Store::open(&Storage::Memory).unwrap();
+        let conn = store.conn();
+        transaction(&conn, |c| {
+            let states = threads_with_descending_ids(c, n);
+            write(c, &states);
+            Ok::<_, rusqlite::Error>(())
+        })
+        .unwrap();
+        data_rows(&conn)
+    }
+
+    fn direct(c: &Connection, states: &[&ThreadState]) {
+        for s in states {
+            let rowid = threads::search_rowid(c, &s.id).unwrap();
+            let row = threads::search_row(s);
+            threads::put_search(c, rowid, &s.id, true, Some(&row)).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_groups_thread_rows_reach_the_index_as_one_segment() {
+        let n = 32;
+        let through_deferred = pages_after(n, |c, states| {
+            let mut d = Deferred::default();
+            for s in states {
+                d.thread(s, true, true);
+            }
+            d.flush(c).unwrap();
+        });
+        let ascending = pages_after(n, |c, states| direct(c, &states.iter().collect::<Vec<_>>()));
+        // The order the queue holds them in (by thread id): each row's rowid is below the
+        // last one's, and FTS5 writes a segment per row.
+        let by_id = pages_after(n, |c, states| {
+            direct(c, &states.iter().rev().collect::<Vec<_>>())
+        });
+        assert!(
+            by_id > ascending,
+            "{by_id} pages by id, {ascending} by rowid"
+        );
+        assert_eq!(through_deferred, ascending);
     }
 }

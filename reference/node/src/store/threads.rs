@@ -38,11 +38,12 @@ pub const TOUCH_PARTICIPANTS: &str =
 /// Label rows of a thread, before re-indexing.
 pub const DELETE_LABELS: &str = "DELETE FROM thread_labels WHERE thread_id = ?1";
 const INSERT_LABEL: &str = "INSERT INTO thread_labels (thread_id, label) VALUES (?1, ?2)";
-/// The search row of a thread, found by the thread row's rowid (migration 2).
-pub const DELETE_SEARCH: &str =
-    "DELETE FROM thread_search WHERE rowid = (SELECT rowid FROM threads WHERE id = ?1)";
+/// The rowid of a thread's row, which keys its search row (migration 2).
+pub const SELECT_ROWID: &str = "SELECT rowid FROM threads WHERE id = ?1";
+/// The search row of a thread, by the thread row's rowid.
+pub const DELETE_SEARCH: &str = "DELETE FROM thread_search WHERE rowid = ?1";
 /// A thread's search row, keyed by the thread row's rowid.
-pub const INSERT_SEARCH: &str = "INSERT INTO thread_search (rowid, thread_id, subject, labels, participants) VALUES ((SELECT rowid FROM threads WHERE id = ?1), ?1, ?2, ?3, ?4)";
+pub const INSERT_SEARCH: &str = "INSERT INTO thread_search (rowid, thread_id, subject, labels, participants) VALUES (?1, ?2, ?3, ?4, ?5)";
 
 fn state_json(state: &ThreadState) -> rusqlite::Result<String> {
     serde_json::to_string(state).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
@@ -234,21 +235,28 @@ pub fn search_row(state: &ThreadState) -> SearchRow {
     }
 }
 
-/// Replaces a thread's search row (`fresh`: it has none yet; `row` `None`: only remove it).
+/// The rowid of thread `id`'s row (its search row's key), `None` when it has none.
+pub fn search_rowid(conn: &Connection, id: &ThreadId) -> rusqlite::Result<Option<i64>> {
+    conn.row(SELECT_ROWID, [id.to_string()], |r| r.get(0))
+        .optional()
+}
+
+/// Replaces the search row of thread `id`, keyed by its row's `rowid` ([`search_rowid`]);
+/// `fresh`: it has none yet; `row` `None`: only remove it.
 pub fn put_search(
     conn: &Connection,
+    rowid: Option<i64>,
     id: &ThreadId,
     fresh: bool,
     row: Option<&SearchRow>,
 ) -> rusqlite::Result<()> {
-    let id = id.to_string();
     if !fresh {
-        conn.exec(DELETE_SEARCH, [&id])?;
+        conn.exec(DELETE_SEARCH, [rowid])?;
     }
     if let Some(r) = row {
         conn.exec(
             INSERT_SEARCH,
-            params![id, r.subject, r.labels, r.participants],
+            params![rowid, id.to_string(), r.subject, r.labels, r.participants],
         )?;
     }
     Ok(())
