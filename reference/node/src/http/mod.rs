@@ -210,10 +210,5 @@ pub fn json_text_response(status: StatusCode, text: String) -> Response {
 
 /// A JSON response with the §14.1 content type.
 pub fn json_response(status: StatusCode, value: serde_json::Value) -> Response {
-    let mut r = (status, axum::Json(value)).into_response();
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json; charset=utf-8"),
-    );
-    r
+    json_text_response(status, value.to_string())
 }

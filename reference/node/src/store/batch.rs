@@ -171,8 +171,9 @@ mod tests {
             .unwrap()
     }
 
-    /// FTS5 index pages after writing the search rows of `n` new threads in one
-    /// transaction, either through [`Deferred`] or directly in the given rowid order.
+    /// Rows of `thread_search`'s data table (segment leaves, structure and averages
+    /// records) after writing the search rows of `n` new threads in one transaction,
+    /// either through [`Deferred`] or directly in the given order.
     fn pages_after(n: usize, write: impl Fn(&Connection, &[ThreadState])) -> i64 {
         let store = Store::open(&Storage::Memory).unwrap();
         let conn = store.conn();
@@ -211,7 +212,7 @@ mod tests {
         });
         assert!(
             by_id > ascending,
-            "{by_id} pages by id, {ascending} by rowid"
+            "{by_id} index rows by id, {ascending} by rowid"
         );
         assert_eq!(through_deferred, ascending);
     }

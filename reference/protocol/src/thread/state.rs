@@ -645,3 +645,22 @@ impl ThreadState {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ParticipantRole;
+
+    #[test]
+    fn a_role_is_stored_under_its_wire_name() {
+        for role in [
+            ParticipantRole::Owner,
+            ParticipantRole::Participant,
+            ParticipantRole::Observer,
+        ] {
+            assert_eq!(
+                serde_json::to_value(role).unwrap(),
+                serde_json::Value::from(role.as_str())
+            );
+        }
+    }
+}
