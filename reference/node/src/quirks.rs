@@ -24,6 +24,7 @@
 use crate::env::Env;
 use axum::body::Bytes;
 use loom_protocol::accept::{Deviations, Facts, Rules, Structured};
+use loom_protocol::delegation::ChainPolicy;
 use loom_protocol::envelope::validate::CORE_TYPES;
 use loom_protocol::envelope::{
     Priority, SignatureMode, validate_envelope, validate_envelope_all,
@@ -290,12 +291,33 @@ pub enum Quirk {
     /// this node while the nodes that applied the lock hold it locked (v1.1 §10.4 lock,
     /// §11.5 operations are replicated to the participants' nodes, §15.4 "Store envelopes").
     IgnoreDeliveredLock,
+    /// Refuse a delivery whose valid five-line LOOM-HTTP-SIG-1 signature comes with an
+    /// `X-LOOM-Trust-Epoch` header, insisting on the six-line form (v1.1 §15.3 defines only
+    /// the five lines; the existing v1.1 node sends them beside the header, DESIGN.md §9).
+    RequireSignedTrustEpoch,
+    /// Sign served identity documents' `node_signature` over whole key entries (our older
+    /// form) instead of the registration form other nodes verify (DESIGN.md §9, v1.1 §15.4).
+    FullKeyNodeSignature,
+    /// Answer a delivery with the receipt's members at the top level instead of under
+    /// `receipt`, where the existing v1.1 node reads it (DESIGN.md §9, v1.1 §15.4).
+    TopLevelReceipt,
+    /// Take a peer receipt's per-envelope `ENVELOPE_DUPLICATE` as a refusal: give the envelope
+    /// up and send its sender `receipt.failed@v1` although the peer holds it (v1.1 §15.4,
+    /// §15.6, §23.2; DESIGN.md §9).
+    DuplicateRejectionIsFailure,
+    /// Verify delegation links only with `signature_context` outside the signed bytes,
+    /// refusing the other reading of the silent §13.3.1 (DESIGN.md §9).
+    OneDelegationReading,
+    /// Never re-fetch a peer's node document when a delivery's signature fails under a key id
+    /// it publishes, so a peer that rotated its key under the same id is refused for good
+    /// (v1.1 §15.3, v1.0 §7.4; DESIGN.md §9).
+    NoRefetchOnSignatureFailure,
 }
 
 impl Quirk {
     /// Every quirk, in declaration order; the federation quirks come last, from
     /// `AcceptUnsignedDelivery` on (the node tests take them as that tail).
-    pub const ALL: [Quirk; 115] = [
+    pub const ALL: [Quirk; 121] = [
         Quirk::AcceptBadSignature,
         Quirk::AllowDuplicateIds,
         Quirk::SkipEnvelopeValidation,
@@ -411,6 +433,12 @@ impl Quirk {
         Quirk::PruneAuditOnRestart,
         Quirk::OrphanDeliveredReplies,
         Quirk::IgnoreDeliveredLock,
+        Quirk::RequireSignedTrustEpoch,
+        Quirk::FullKeyNodeSignature,
+        Quirk::TopLevelReceipt,
+        Quirk::DuplicateRejectionIsFailure,
+        Quirk::OneDelegationReading,
+        Quirk::NoRefetchOnSignatureFailure,
     ];
 
     /// The kebab-case name used on the command line and in reports.
@@ -546,6 +574,7 @@ impl Quirks {
             Q::NonCanonicalSigningForm,
             Q::SignOverMeta,
             Q::DropNullMembers,
+            Q::OneDelegationReading,
         ]
         .into_iter()
         .any(|x| self.has(x))
@@ -623,6 +652,14 @@ pub struct FederationDeviations {
     pub orphan_delivered_replies: bool,
     /// Delivered `thread.lock@v1` operations stored but not applied (§10.4, §11.5).
     pub ignore_delivered_lock: bool,
+    /// Identity documents signed over whole key entries (DESIGN.md §9 registration form).
+    pub full_key_node_signature: bool,
+    /// Delivery answers with the receipt at the top level, not under `receipt` (DESIGN.md §9).
+    pub top_level_receipt: bool,
+    /// A peer's per-envelope `ENVELOPE_DUPLICATE` taken as a refusal (§15.4, §23.2).
+    pub duplicate_rejection_is_failure: bool,
+    /// No node-document re-fetch when a signature fails under a known key id (§15.3).
+    pub no_refetch_on_signature_failure: bool,
 }
 
 /// Deviations of identity storage and key management (v1.1 §6, §16.3).
@@ -921,6 +958,7 @@ impl Quirks {
                     accept_foreign_sender: q(Q::AcceptForeignSender),
                     ignore_policy: q(Q::IgnoreFederationPolicy),
                     ignore_wrapper_limit: q(Q::IgnoreWrapperLimit),
+                    require_signed_trust_epoch: q(Q::RequireSignedTrustEpoch),
                 },
                 skip_envelope_signature: q(Q::SkipEnvelopeSignatureOnDelivery),
                 skip_delegation: q(Q::SkipDelegationOnDelivery),
@@ -943,6 +981,10 @@ impl Quirks {
                 prune_audit_on_restart: q(Q::PruneAuditOnRestart),
                 orphan_delivered_replies: q(Q::OrphanDeliveredReplies),
                 ignore_delivered_lock: q(Q::IgnoreDeliveredLock),
+                full_key_node_signature: q(Q::FullKeyNodeSignature),
+                top_level_receipt: q(Q::TopLevelReceipt),
+                duplicate_rejection_is_failure: q(Q::DuplicateRejectionIsFailure),
+                no_refetch_on_signature_failure: q(Q::NoRefetchOnSignatureFailure),
             },
             edits: EDITS.into_iter().filter(|e| q(e.quirk)).collect(),
         }
@@ -1112,6 +1154,13 @@ fn lenient_facts(env: &Value, multi_parent: bool) -> Result<Facts, ProtocolError
 impl Rules for QuirkRules<'_> {
     fn deviations(&self) -> &Deviations {
         &self.deviations
+    }
+
+    fn chain_policy(&self) -> ChainPolicy {
+        ChainPolicy {
+            accept_context_in_payload: !self.q(Quirk::OneDelegationReading),
+            ..ChainPolicy::default()
+        }
     }
 
     fn structure(&self, env: &Value) -> Result<Facts, ProtocolError> {

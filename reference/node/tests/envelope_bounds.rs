@@ -278,8 +278,11 @@ async fn federated_deliveries_are_held_to_the_receivers_limits() {
     let bad = over_limit(&alice, &a, &bob, 11);
     let (h, body) = a.signed_delivery(vec![good.clone(), bad.clone()]);
     let r = b.deliver(&h, body).await.expect(202);
-    assert_eq!(r.body["status"], "partial");
-    assert_eq!(r.body["accepted_envelope_ids"], json!([good["id"]]));
+    assert_eq!(r.body["receipt"]["status"], "partial");
+    assert_eq!(
+        r.body["receipt"]["accepted_envelope_ids"],
+        json!([good["id"]])
+    );
     assert_eq!(r.body["rejected"][0]["envelope_id"], bad["id"]);
     assert_eq!(r.body["rejected"][0]["error"]["code"], "PAYLOAD_TOO_LARGE");
     assert_eq!(
@@ -290,7 +293,7 @@ async fn federated_deliveries_are_held_to_the_receivers_limits() {
     // At the limit it is accepted.
     let (h, body) = a.signed_delivery(vec![over_limit(&alice, &a, &bob, 10)]);
     let r = b.deliver(&h, body).await.expect(202);
-    assert_eq!(r.body["status"], "accepted");
+    assert_eq!(r.body["receipt"]["status"], "accepted");
 }
 
 #[tokio::test]

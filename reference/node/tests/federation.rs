@@ -223,10 +223,10 @@ async fn identical_redelivery_is_accepted_once_and_a_replay_is_refused() {
     let env = alice.sign(alice.message(&a, &t, None, &[&bob], "once"));
     let (h, body) = a.signed_delivery(vec![env.clone()]);
     let r = b.deliver(&h, body.clone()).await.expect(202);
-    assert_eq!(r.body["status"], "accepted");
-    assert_eq!(r.body["accepted_envelope_ids"][0], env["id"]);
-    assert_eq!(r.body["sender_node"], "b.test");
-    assert!(r.body["signature"]["value"].is_string());
+    assert_eq!(r.body["receipt"]["status"], "accepted");
+    assert_eq!(r.body["receipt"]["accepted_envelope_ids"][0], env["id"]);
+    assert_eq!(r.body["receipt"]["sender_node"], "b.test");
+    assert!(r.body["receipt"]["signature"]["value"].is_string());
     // The same request again: a replayed nonce (§15.3).
     let replay = b
         .deliver(&h, body)
@@ -237,7 +237,7 @@ async fn identical_redelivery_is_accepted_once_and_a_replay_is_refused() {
     let before = b.node.service().store.fingerprint().unwrap();
     let (h2, body2) = a.signed_delivery(vec![env.clone()]);
     let r = b.deliver(&h2, body2).await.expect(202);
-    assert_eq!(r.body["status"], "accepted");
+    assert_eq!(r.body["receipt"]["status"], "accepted");
     let after = b.node.service().store.fingerprint().unwrap();
     let envelopes = |f: &str| {
         f.split(';')
@@ -265,9 +265,9 @@ async fn a_bad_envelope_in_a_batch_leaves_the_receipt_partial() {
     bad["content"]["human"]["text"] = "tampered".into();
     let (h, body) = a.signed_delivery(vec![good.clone(), bad.clone()]);
     let r = b.deliver(&h, body).await.expect(202);
-    assert_eq!(r.body["status"], "partial");
+    assert_eq!(r.body["receipt"]["status"], "partial");
     assert_eq!(
-        r.body["accepted_envelope_ids"],
+        r.body["receipt"]["accepted_envelope_ids"],
         serde_json::json!([good["id"]])
     );
     assert_eq!(r.body["rejected"][0]["envelope_id"], bad["id"]);
@@ -387,7 +387,7 @@ async fn quarantine_holds_deliveries_from_unlisted_peers() {
     let env = alice.sign(alice.message(&a, &a.thread_id(), None, &[&bob], "held"));
     let (h, body) = a.signed_delivery(vec![env.clone()]);
     let r = b.deliver(&h, body).await.expect(202);
-    assert_eq!(r.body["status"], "accepted");
+    assert_eq!(r.body["receipt"]["status"], "accepted");
     // Held, not threaded: bob cannot read it.
     b.get(
         &format!("/v1/envelopes/{}", env["id"].as_str().unwrap()),

@@ -8,6 +8,7 @@ mod support;
 use loom_node::{Quirk, Quirks, Storage};
 use loom_protocol::clock::Clock;
 use serde_json::{Value, json};
+use support::defacto::with_defacto;
 use support::fed::{Served, fed_node, federation_quirks, free_port, serve, temp_dir};
 use support::{Ident, TestNode};
 
@@ -224,7 +225,11 @@ async fn unsigned_receipt() {
     for (q, signed) in [(None, true), (Some(Quirk::UnsignedReceipt), false)] {
         let p = pair(None, q, |_| {}).await;
         let r = p.deliver(vec![p.message("x")]).await.expect(202);
-        assert_eq!(r.body["signature"]["value"].is_string(), signed, "{q:?}");
+        assert_eq!(
+            r.body["receipt"]["signature"]["value"].is_string(),
+            signed,
+            "{q:?}"
+        );
     }
 }
 
@@ -312,7 +317,11 @@ async fn drop_delivered_envelopes() {
         let env = p.message("x");
         let id = env["id"].as_str().unwrap().to_owned();
         let r = p.deliver(vec![env]).await.expect(202);
-        assert_eq!(r.body["accepted_envelope_ids"], json!([id]), "{q:?}");
+        assert_eq!(
+            r.body["receipt"]["accepted_envelope_ids"],
+            json!([id]),
+            "{q:?}"
+        );
         p.b.get(&format!("/v1/envelopes/{id}"), &p.bob.token)
             .await
             .expect(stored);
@@ -598,7 +607,12 @@ async fn expire(q: Option<Quirk>) -> (Option<String>, usize) {
     a.tick().await;
     a.clock.advance_ms(73 * HOUR_MS);
     a.tick().await;
-    let (token, _) = a.login(&alice.address, &alice.key, &alice.key_id).await;
+    (a.outbox()[0].reason.clone(), receipts_of(&a, &alice).await)
+}
+
+/// The number of receipt envelopes `who` can read on `a` (logged in afresh).
+async fn receipts_of(a: &TestNode, who: &Ident) -> usize {
+    let (token, _) = a.login(&who.address, &who.key, &who.key_id).await;
     let list = a.get("/v1/threads?limit=50", &token).await.expect(200).body;
     let mut receipts = 0;
     for t in list["threads"].as_array().unwrap() {
@@ -615,7 +629,7 @@ async fn expire(q: Option<Quirk>) -> (Option<String>, usize) {
             .filter(|e| e["type"] == "receipt")
             .count();
     }
-    (a.outbox()[0].reason.clone(), receipts)
+    receipts
 }
 
 #[tokio::test]
@@ -646,5 +660,131 @@ fn every_federation_quirk_has_a_test_here() {
             src.contains(&format!("async fn {test}()")),
             "{q:?} has no test"
         );
+    }
+}
+
+#[tokio::test]
+async fn require_signed_trust_epoch() {
+    // DESIGN.md §9: five signed lines beside `X-LOOM-Trust-Epoch: 1`.
+    for (q, status) in [(None, 202), (Some(Quirk::RequireSignedTrustEpoch), 401)] {
+        let w = with_defacto(quirks(q)).await;
+        let r = w.from_js(w.carol_message()).await;
+        assert_eq!(r.status.as_u16(), status, "{q:?}: {}", r.body);
+    }
+}
+
+#[tokio::test]
+async fn top_level_receipt() {
+    // The de-facto node reads the receipt under `receipt` and checks its nine-line signature.
+    for (q, read) in [(None, true), (Some(Quirk::TopLevelReceipt), false)] {
+        let w = with_defacto(quirks(q)).await;
+        let env = w.carol_message();
+        let id = env["id"].as_str().unwrap().to_owned();
+        let r = w.from_js(env).await.expect(202);
+        let key = w.a.node.service().node_key().1.verifying_key();
+        assert_eq!(
+            support::defacto::receipt_accepts(&r.body, &key, &id),
+            read,
+            "{q:?}: {}",
+            r.body
+        );
+    }
+}
+
+#[tokio::test]
+async fn full_key_node_signature() {
+    // The de-facto node verifies our senders' documents over the registration form.
+    for (q, state) in [
+        (None, "delivered"),
+        (Some(Quirk::FullKeyNodeSignature), "failed"),
+    ] {
+        let w = with_defacto(quirks(q)).await;
+        let (id, got) = w.to_js().await;
+        assert_eq!(got, state, "{q:?}: {:?}", w.js.refusals());
+        assert_eq!(w.js.stored().contains_key(&id), q.is_none());
+        if q.is_some() {
+            assert!(
+                w.js.refusals().iter().any(|r| r.contains("node_signature")),
+                "{:?}",
+                w.js.refusals()
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn duplicate_rejection_is_failure() {
+    // The first answer is lost after the envelope was stored; the re-send is answered with a
+    // partial receipt naming it `ENVELOPE_DUPLICATE` (a string, or `{code}`).
+    for error_as_object in [false, true] {
+        for (q, state, failures) in [
+            (None, "delivered", 0),
+            (Some(Quirk::DuplicateRejectionIsFailure), "failed", 1),
+        ] {
+            let w = with_defacto(quirks(q)).await;
+            w.js.set(support::defacto::Behaviour {
+                error_as_object,
+                lose_next_answer: true,
+                ..Default::default()
+            });
+            let (id, first) = w.to_js().await;
+            assert_eq!(first, "queued", "a 503 is retried");
+            assert!(w.js.stored().contains_key(&id));
+            w.a.clock.advance_ms(HOUR_MS);
+            w.a.tick().await;
+            let row =
+                w.a.outbox()
+                    .into_iter()
+                    .find(|r| r.envelope_id == id)
+                    .unwrap();
+            assert_eq!(row.state, state, "{q:?} {error_as_object}");
+            assert_eq!(
+                receipts_of(&w.a, &w.alice).await,
+                failures,
+                "{q:?} {error_as_object}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn one_delegation_reading() {
+    // js.test's agent acts under carol's link, whose signature covers `signature_context`.
+    for (q, status) in [(None, 202), (Some(Quirk::OneDelegationReading), 403)] {
+        let w = with_defacto(quirks(q)).await;
+        let id = w.a.envelope_id();
+        let mut env =
+            w.js.message(&w.bot, &w.alice.address, &w.a.thread_id(), None, &id);
+        env["from"]["delegation_chain"] =
+            json!([w.js.delegation_link(&w.carol, &w.bot, &["message.*"])]);
+        let env = w.resign(env);
+        let r = w.from_js(env).await;
+        assert_eq!(r.status.as_u16(), status, "{q:?}: {}", r.body);
+        if status == 403 {
+            assert_eq!(r.body["error"]["code"], "DELEGATION_INVALID");
+        }
+    }
+}
+
+#[tokio::test]
+async fn no_refetch_on_signature_failure() {
+    for (q, after_rotation) in [(None, 202), (Some(Quirk::NoRefetchOnSignatureFailure), 401)] {
+        let w = with_defacto(quirks(q)).await;
+        w.from_js(w.carol_message()).await.expect(202);
+        assert_eq!(w.js.document_fetches(), 1);
+        // A restart of js.test: a new node key under the same key id (DESIGN.md §9).
+        w.js.rotate_node_key_same_id(2);
+        w.a.clock.advance_ms(HOUR_MS);
+        let r = w.from_js(w.carol_message()).await;
+        assert_eq!(r.status.as_u16(), after_rotation, "{q:?}: {}", r.body);
+        if q.is_none() {
+            assert_eq!(w.js.document_fetches(), 2, "one re-fetch");
+            // A second rotation within the interval is not fetched again: one fetch per
+            // `refetch_min_interval_ms`, so forged signatures cannot make us fetch per request.
+            w.js.rotate_node_key_same_id(3);
+            let r = w.from_js(w.carol_message()).await;
+            assert_eq!(r.status.as_u16(), 401, "{}", r.body);
+            assert_eq!(w.js.document_fetches(), 2);
+        }
     }
 }

@@ -106,7 +106,7 @@ async fn an_envelope_signed_before_a_rotation_is_accepted_after_it() {
     let (h, body) = a.signed_delivery(vec![historical.clone()]);
     let r = b.deliver(&h, body).await.expect(202);
     let id = historical["id"].as_str().unwrap();
-    assert_eq!(r.body["accepted_envelope_ids"], json!([id]));
+    assert_eq!(r.body["receipt"]["accepted_envelope_ids"], json!([id]));
     let got = b
         .get(&format!("/v1/envelopes/{id}"), &bob.token)
         .await

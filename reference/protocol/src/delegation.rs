@@ -4,8 +4,11 @@
 //! `LOOM-DELEGATION-SIG-v1 ‖ 0x00 ‖ JCS(link − signature − signature_context)` (§13.3.1; the
 //! existing v1.1 node's published delegation vector verifies only with `signature_context`
 //! left out, which matches how `signature.context` sits outside an envelope's signed form,
-//! §7.2); legacy unprefixed signatures are accepted when `signature_context` is absent,
-//! as for envelopes (§7.3). The signing key is named by the link's `key_id` (the existing
+//! §7.2). §13.3.1 does not say whether the `signature_context` member is inside the signed
+//! bytes, and the existing node's verifier includes it (DESIGN.md §9), so a verifier accepts
+//! both readings — the member outside or inside the JCS, the context prefix always
+//! ([`ChainPolicy::accept_context_in_payload`]). Legacy unprefixed signatures are accepted when
+//! `signature_context` is absent, as for envelopes (§7.3). The signing key is named by the link's `key_id` (the existing
 //! v1.1 node also reads `signature_key_id`); without one the delegator must have exactly
 //! one signing key. Chains are verified in the order of §13.3 and every failure is
 //! `DELEGATION_INVALID` naming the link and member.
@@ -35,6 +38,9 @@ pub struct ChainPolicy {
     pub max_created_at_future_skew_ms: i64,
     /// Accept unprefixed (legacy) link signatures during the migration window (§13.3.1).
     pub accept_legacy_signatures: bool,
+    /// Also verify the reading of §13.3.1 in which `signature_context` is inside the signed
+    /// bytes (the spec is silent; the existing node verifies that way, DESIGN.md §9).
+    pub accept_context_in_payload: bool,
 }
 
 impl Default for ChainPolicy {
@@ -44,6 +50,7 @@ impl Default for ChainPolicy {
             enforce_root_delegator_type: true,
             max_created_at_future_skew_ms: 5 * 60 * 1000,
             accept_legacy_signatures: true,
+            accept_context_in_payload: true,
         }
     }
 }
@@ -112,6 +119,12 @@ pub const UNSIGNED_LINK_MEMBERS: [&str; 2] = ["signature", "signature_context"];
 /// `signature_context` (§13.3.1).
 pub fn delegation_signing_payload(link: &Value) -> Option<Vec<u8>> {
     to_canonical_bytes_without(link, &UNSIGNED_LINK_MEMBERS)
+}
+
+/// The other reading of §13.3.1: JCS of the link without `signature` only, so that
+/// `signature_context` is signed (how the existing node verifies, DESIGN.md §9).
+pub fn delegation_signing_payload_with_context(link: &Value) -> Option<Vec<u8>> {
+    to_canonical_bytes_without(link, &["signature"])
 }
 
 /// Signs a delegation link in place: sets `key_id`, `signature_context` and `signature`.
@@ -501,7 +514,7 @@ fn verify_link_signature(
             "v1.1 §13.3",
         )
     })?;
-    verify_link_with(raw, obj, &sig, &keys, policy.accept_legacy_signatures).map_err(|f| match f {
+    verify_link_with(raw, obj, &sig, &keys, policy).map_err(|f| match f {
         LinkSignatureFailure::UnknownKey | LinkSignatureFailure::KeyIdRequired => {
             deny(field("key_id"), f.rule(), "v1.1 §13.3")
         }
@@ -564,14 +577,16 @@ pub fn link_signature(
 }
 
 /// §13.3.1 with the delegator's active signing `keys` (`(key_id, key)`): the key named by
-/// `key_id` (or `signature_key_id`), else the delegator's only key; the prefixed form, or
-/// the legacy form when `signature_context` is absent and `accept_legacy` (§7.3 migration).
+/// `key_id` (or `signature_key_id`), else the delegator's only key; the prefixed form (with
+/// `signature_context` outside the signed bytes, or inside them when the policy accepts that
+/// reading), or the legacy form when `signature_context` is absent and the policy accepts
+/// legacy signatures (§7.3 migration).
 pub fn verify_link_with(
     raw: &Value,
     obj: &Map<String, Value>,
     sig: &ed25519_dalek::Signature,
     keys: &[(String, VerifyingKey)],
-    accept_legacy: bool,
+    policy: &ChainPolicy,
 ) -> Result<(), LinkSignatureFailure> {
     let key_id = obj
         .get("key_id")
@@ -587,14 +602,17 @@ pub fn verify_link_with(
         None => return Err(LinkSignatureFailure::KeyIdRequired),
     };
     let payload = delegation_signing_payload(raw).unwrap_or_default();
+    let prefixed = |payload: &[u8]| verify(&key, Some(SigContext::DELEGATION), payload, sig);
     let ok = match obj.get("signature_context") {
         Some(Value::String(c)) if c == SigContext::DELEGATION.0 => {
-            verify(&key, Some(SigContext::DELEGATION), &payload, sig)
+            prefixed(&payload)
+                || (policy.accept_context_in_payload
+                    && prefixed(&delegation_signing_payload_with_context(raw).unwrap_or_default()))
         }
         Some(_) => return Err(LinkSignatureFailure::UnknownContext),
         None => {
-            verify(&key, Some(SigContext::DELEGATION), &payload, sig)
-                || (accept_legacy && verify(&key, None, &payload, sig))
+            prefixed(&payload)
+                || (policy.accept_legacy_signatures && verify(&key, None, &payload, sig))
         }
     };
     if ok {
@@ -757,7 +775,7 @@ pub fn check_new_link(
         Some(_) => return Err(link_invalid("id", "id must be 1-64 of [A-Za-z0-9_-]")),
     };
     let sig = link_signature(o).map_err(|f| link_invalid("signature", f.rule()))?;
-    verify_link_with(link, o, &sig, caller.keys, true).map_err(|f| match f {
+    verify_link_with(link, o, &sig, caller.keys, &ChainPolicy::default()).map_err(|f| match f {
         LinkSignatureFailure::UnknownKey => deny("key_id", f.rule(), "v1.1 §13.3"),
         LinkSignatureFailure::KeyIdRequired => link_invalid("key_id", f.rule()),
         LinkSignatureFailure::UnknownContext => link_invalid("signature_context", f.rule()),

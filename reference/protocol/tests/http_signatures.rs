@@ -263,8 +263,28 @@ mod v2 {
         );
     }
 
+    /// DESIGN.md §9, v1.1 §15.3: the existing node sends `X-LOOM-Trust-Epoch: 1` beside a
+    /// five-line signature; that signature is valid, and the unsigned epoch is not handed on.
     #[test]
-    fn a_trust_epoch_header_must_be_signed() {
+    fn a_five_line_signature_verifies_beside_an_epoch_header() {
+        let mut added = signed();
+        added.trust_epoch = Some("1".into());
+        let v = verify_request_detailed(
+            &req(BODY),
+            &added,
+            &key(40).verifying_key(),
+            &mut MemoryNonceCache::default(),
+            now(),
+        )
+        .unwrap();
+        assert_eq!((v.form, v.trust_epoch), (SigningForm::V1, None));
+        // Even beside an epoch that could never be signed.
+        added.trust_epoch = Some("not-a-number".into());
+        assert_eq!(verify(&added), Ok(SigningForm::V1));
+    }
+
+    #[test]
+    fn a_signed_trust_epoch_is_bound_to_its_signature() {
         let h = sign_request_with_epoch(
             &req(BODY),
             "a.test",
@@ -283,10 +303,6 @@ mod v2 {
         let mut dropped = h.clone();
         dropped.trust_epoch = None;
         assert_eq!(verify(&dropped).unwrap_err().field, "X-LOOM-Signature");
-        // A v1 signature does not verify once an epoch header is added in flight.
-        let mut added = signed();
-        added.trust_epoch = Some("3".into());
-        assert_eq!(verify(&added).unwrap_err().field, "X-LOOM-Signature");
         let mut junk = h.clone();
         junk.trust_epoch = Some("3\n".into());
         assert_eq!(verify(&junk).unwrap_err().field, "X-LOOM-Trust-Epoch");

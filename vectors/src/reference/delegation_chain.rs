@@ -109,6 +109,8 @@ fn policy(v: &Value) -> Result<ChainPolicy, BadRequest> {
         accept_legacy_signatures: v["accept_legacy_signatures"]
             .as_bool()
             .ok_or_else(|| bad("accept_legacy_signatures"))?,
+        // Both readings of §13.3.1 are legal (DESIGN.md §9); the vectors hold no switch.
+        accept_context_in_payload: true,
     })
 }
 

@@ -45,6 +45,18 @@ async fn receipt(cx: &mut Ctx) -> Verdict {
     )
 }
 
+/// A valid five-line signature with `X-LOOM-Trust-Epoch: 1` beside it, as the existing v1.1
+/// node sends its deliveries (DESIGN.md §9): §15.3 defines only the five lines, so the
+/// header changes nothing.
+async fn five_lines_beside_epoch(cx: &mut Ctx) -> Verdict {
+    let (bob, f, _, env) = scene(cx).await?;
+    let mut req = delivery(cx, &f.peer, vec![env.clone()], f.peer.now());
+    req.headers.trust_epoch = Some("1".into());
+    let ex = send(cx, &req).await?;
+    cx.net.expect_ok(ex)?;
+    expect_stored(cx, &bob, &id_of(&env)).await
+}
+
 /// An otherwise valid delivery without `header`.
 async fn missing(cx: &mut Ctx, header: &str) -> Verdict {
     let (bob, f, _, env) = scene(cx).await?;
@@ -372,6 +384,19 @@ pub const CASES: &[Case] = &[
         None,
         Mutant::Quirk("no-receipt"),
         receipt
+    ),
+    inbound!(
+        "fed.inbound.five-lines-beside-epoch",
+        Must,
+        SIG,
+        &["R-15.3-05"],
+        "A node MUST accept a valid five-line LOOM-HTTP-SIG-1 signature whether or not an X-LOOM-Trust-Epoch header comes with it.",
+        "a fresh fake peer sends a valid delivery signed over the five-line canonical string with `X-LOOM-Trust-Epoch: 1` added; expect 2xx and bob reads the envelope",
+        Some(
+            "§15.3 defines only the five-line canonical string and no X-LOOM-Trust-Epoch header; the existing v1.1 node sends that header beside a five-line signature (DESIGN.md §9), so a receiver that demands a signed epoch refuses every delivery of it"
+        ),
+        Mutant::Quirk("require-signed-trust-epoch"),
+        five_lines_beside_epoch
     ),
     inbound!(
         "fed.inbound.missing-header.node",

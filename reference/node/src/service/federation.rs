@@ -19,9 +19,12 @@
 //! 6. the nonce is recorded in the store once something was accepted (a racing copy loses
 //!    the insert and is refused as a replay), so a restart does not reopen a replay window;
 //!    a request refused as a whole records nothing and changes nothing;
-//! 7. the answer: 202 with the signed receipt (`accepted`/`partial`, the accepted ids, and an
-//!    unsigned `rejected[]` naming each refused envelope's §24.1 error), or — when nothing was
-//!    accepted — the first envelope's error as the §24.1 body.
+//! 7. the answer: 202 `{receipt, rejected}` — the signed receipt (`accepted`/`partial`, the
+//!    accepted ids) where the existing v1.1 node reads it (DESIGN.md §9), and an unsigned
+//!    `rejected[]` naming each refused envelope's §24.1 error — or, when nothing was
+//!    accepted, the first envelope's error as the §24.1 body (an envelope whose sender's
+//!    home node served an identity document that does not verify is refused with
+//!    `SIGNATURE_INVALID` naming `node_signature` and that node).
 
 use super::Service;
 use super::rate_limit::LimitClass;
@@ -49,7 +52,8 @@ use loom_protocol::federation::{
     verify_identity_document,
 };
 use loom_protocol::http_sig::{
-    FRESHNESS_MS, NONCE_TTL_MS, NonceCache, NonceOutcome, RequestParts, SignedHeaders,
+    FRESHNESS_MS, HEADER_SIGNATURE, NONCE_TTL_MS, NonceCache, NonceOutcome, RequestParts,
+    SignedHeaders,
 };
 use loom_protocol::keys::{public_key_from_b64url, public_key_to_b64url, public_key_to_spki_pem};
 use loom_protocol::{Address, ErrorCode, ProtocolError, Timestamp};
@@ -75,8 +79,9 @@ pub struct Federation {
     /// When (injected clock, unix ms) the nonce cache was last purged
     /// (`FederationConfig::nonce_purge_ms`); `i64::MIN` before the first pass.
     pub(crate) last_purge_ms: std::sync::atomic::AtomicI64,
-    /// When (injected clock, unix ms) discovering each unknown node for an inbound request
-    /// last failed: such requests trigger at most one discovery per
+    /// When (injected clock, unix ms) fetching each node's document for an inbound request
+    /// last failed (discovering an unknown node, or re-fetching after a signature failed
+    /// under a known key id): such requests trigger at most one fetch per
     /// `federation.refetch_min_interval_ms` per node name, so made-up `X-LOOM-Node` values
     /// cannot make this node fetch `https://{name}/…` per request. Bounded by
     /// [`MAX_DISCOVERY_FAILURES`] (cleared when full).
@@ -514,8 +519,9 @@ impl Service {
         (stored, None)
     }
 
-    /// Whether an inbound request from the unknown, unconfigured `node` may trigger its
-    /// discovery now (not within `refetch_min_interval_ms` of a failed one).
+    /// Whether an inbound request from `node` may trigger a fetch of its document now: not
+    /// within `refetch_min_interval_ms` of a failed one (discovery of an unknown node, or a
+    /// re-fetch after a bad signature).
     fn may_discover(&self, node: &str) -> bool {
         let Ok(failures) = self.fed.discovery_failures.lock() else {
             return false;
@@ -526,7 +532,7 @@ impl Service {
         self.may_refetch(last)
     }
 
-    /// Remembers that discovering `node` failed now.
+    /// Remembers that fetching `node`'s document for an inbound request failed now.
     fn discovery_failed(&self, node: &str) {
         if let Ok(mut failures) = self.fed.discovery_failures.lock() {
             if failures.len() >= MAX_DISCOVERY_FAILURES {
@@ -544,13 +550,17 @@ impl Service {
     }
 
     /// Resolves the remote `who` from its home node `peer` (or the store's earlier answer),
-    /// re-fetching when `key_id` is not among its keys.
+    /// re-fetching when `key_id` is not among its keys. Beside the identity: why the home
+    /// node's answer was refused, when it served a document that does not verify — a
+    /// `node_signature` in neither form, or a document for someone else (§15.4, DESIGN.md
+    /// §9) — so the refusal names it instead of calling the identity unknown. Each such
+    /// refusal is logged (§23.2 "log security events").
     async fn remote_identity(
         &self,
         who: &Address,
         peer: &Peer,
         key_id: &str,
-    ) -> ApiResult<Option<RemoteIdentity>> {
+    ) -> ApiResult<(Option<RemoteIdentity>, Option<ApiError>)> {
         let id = who.to_string();
         let stored = fed_store::remote_identity(&self.store.read(), &id)?;
         if let Some(r) = &stored {
@@ -559,24 +569,46 @@ impl Service {
                 || fresh_enough
                 || self.settings.federation.no_refetch_on_unknown_key
             {
-                return Ok(stored);
+                return Ok((stored, None));
             }
         }
         let url = identity_url(&peer.identity_template, &id);
         let Ok(reply) = self.fed.client.request("GET", &url, &[], Vec::new()).await else {
-            return Ok(stored);
+            return Ok((stored, None));
         };
         if reply.status != 200 {
-            return Ok(stored);
+            return Ok((stored, None));
         }
         let Ok(doc) = loom_protocol::jcs::parse_strict_bytes(&reply.body) else {
-            return Ok(stored);
+            return Ok((stored, None));
         };
-        let Ok(v) = verify_identity_document(&doc, &peer.keys) else {
-            return Ok(stored);
+        let refused = |field: &str, why: String| {
+            tracing::warn!(peer = %peer.keys.node, identity = %id, %url, field, reason = %why,
+                "federation: remote identity document refused");
+            ApiError::new(
+                ErrorCode::SignatureInvalid,
+                field,
+                format!(
+                    "the identity document of {id} served by node {}: {why}",
+                    peer.keys.node
+                ),
+                "v1.1 §15.4; DESIGN.md §9",
+            )
+        };
+        let v = match verify_identity_document(&doc, &peer.keys) {
+            Ok(v) => v,
+            Err(e) => {
+                let field = if e.field.starts_with("node_signature") {
+                    "node_signature".to_owned()
+                } else {
+                    format!("node_signature ({})", e.field)
+                };
+                return Ok((stored, Some(refused(&field, e.rule))));
+            }
         };
         if v.id != *who {
-            return Ok(stored);
+            let why = format!("the document is for {}", v.id);
+            return Ok((stored, Some(refused("id", why))));
         }
         let ident = RemoteIdentity {
             kind: v.kind,
@@ -599,7 +631,7 @@ impl Service {
             fetched_at: self.env.now().to_rfc3339(),
         };
         self.put_remote_identity(&id, &peer.keys.node, &ident, &doc)?;
-        Ok(Some(ident))
+        Ok((Some(ident), None))
     }
 
     /// Resolves the issuer of the capability token `env` presents (v1.1 §12.4) when it is a
@@ -633,8 +665,9 @@ impl Service {
             ))
         })?;
         match self.remote_identity(&issuer, &peer, &key_id).await? {
-            Some(_) => Ok(()),
-            None => Err(denied(format!(
+            (Some(_), _) => Ok(()),
+            (None, Some(refused)) => Err(denied(refused.reason)),
+            (None, None) => Err(denied(format!(
                 "its home node {home} did not answer with a verifiable identity document"
             ))),
         }
@@ -654,39 +687,45 @@ impl Service {
         let now = self.env.now();
         let mut keys: BTreeMap<String, NodeKeys> = BTreeMap::new();
         let mut fetch_error = None;
+        let mut stored_peer = None;
         if let Ok(node) = parse_node_name(&headers.node)
             && !dev.inbound.accept_unsigned
         {
             let (peer, error) = self.peer_for_key(&node, &headers.key_id).await;
             fetch_error = error;
             if let Some(p) = peer {
-                keys.insert(node, p.keys);
+                keys.insert(node.clone(), p.keys.clone());
+                stored_peer = Some((node, p));
             }
         }
-        let limits = WrapperLimits {
-            max_envelopes: MAX_ENVELOPES_PER_WRAPPER,
-            max_bytes: self.config.federation.max_wrapper_bytes,
+        let req = RequestParts {
+            method: "POST",
+            path,
+            body,
         };
-        let (checked, fresh) = {
-            let ctx = InboundContext {
-                keys: &keys,
-                policy: &self.fed.policy,
-                limits,
-                now,
-            };
-            let req = RequestParts {
-                method: "POST",
-                path,
-                body,
-            };
-            let mut nonces = StoreNonces {
-                svc: self,
-                fresh: None,
-            };
-            let checked = check_delivery_with(&req, &headers, &mut nonces, &ctx, &dev.inbound)
-                .map_err(|e| with_fetch_error(e.into(), fetch_error.as_ref()))?;
-            (checked, nonces.fresh.take())
-        };
+        let mut checked = self.check_signed_delivery(&req, &headers, &keys, now);
+        if let (Err(e), Some((node, peer))) = (&checked, &stored_peer)
+            && e.code == ErrorCode::SignatureInvalid
+            && e.field == HEADER_SIGNATURE
+            && self.may_refetch_after_bad_signature(node, peer)
+        {
+            // The key id is published but its key does not verify: the peer may have
+            // rotated its key under the same id (DESIGN.md §9). One re-fetch, then judge.
+            match self.fetch_peer(node).await {
+                Ok(p) => {
+                    tracing::info!(peer = %node, key_id = %headers.key_id,
+                        "federation: signature failed under a known key id; node document re-fetched");
+                    keys.insert(node.clone(), p.keys);
+                    checked = self.check_signed_delivery(&req, &headers, &keys, now);
+                }
+                Err(e) => {
+                    self.discovery_failed(node);
+                    fetch_error = Some(e);
+                }
+            }
+        }
+        let (checked, fresh) =
+            checked.map_err(|e| with_fetch_error(e.into(), fetch_error.as_ref()))?;
         let node = checked.request.node.clone();
         if let Some(d) = self.rate_check(LimitClass::Federation, &node)
             && !d.allowed
@@ -720,6 +759,55 @@ impl Service {
         Ok(answer)
     }
 
+    /// Steps 1–6 of `loom_protocol::federation::check_delivery` with the peer `keys` known
+    /// now; the nonce is probed, not recorded (module docs), and handed back for recording.
+    fn check_signed_delivery(
+        &self,
+        req: &RequestParts<'_>,
+        headers: &SignedHeaders,
+        keys: &BTreeMap<String, NodeKeys>,
+        now: Timestamp,
+    ) -> Result<
+        (
+            loom_protocol::federation::CheckedDelivery,
+            Option<(String, String)>,
+        ),
+        ProtocolError,
+    > {
+        let ctx = InboundContext {
+            keys,
+            policy: &self.fed.policy,
+            limits: WrapperLimits {
+                max_envelopes: MAX_ENVELOPES_PER_WRAPPER,
+                max_bytes: self.config.federation.max_wrapper_bytes,
+            },
+            now,
+        };
+        let mut nonces = StoreNonces {
+            svc: self,
+            fresh: None,
+        };
+        let checked = check_delivery_with(
+            req,
+            headers,
+            &mut nonces,
+            &ctx,
+            &self.settings.federation.inbound,
+        )?;
+        Ok((checked, nonces.fresh.take()))
+    }
+
+    /// Whether a signature that failed under a key id `peer`'s stored document publishes as
+    /// active (a signature error is only reached with such a key) may trigger a re-fetch of that document: not one fetched just now, at most once per
+    /// `federation.refetch_min_interval_ms` per peer, and not within that interval of a
+    /// failed fetch (so forged requests cannot make this node fetch per request).
+    fn may_refetch_after_bad_signature(&self, node: &str, peer: &Peer) -> bool {
+        !self.settings.federation.no_refetch_on_signature_failure
+            && peer.fetched_at != Some(self.env.now())
+            && self.may_refetch(peer.fetched_at)
+            && self.may_discover(node)
+    }
+
     async fn accept_delivery(
         &self,
         checked: loom_protocol::federation::CheckedDelivery,
@@ -730,17 +818,28 @@ impl Service {
         let total = checked.wrapper.envelopes.len();
         // Resolve senders first (IO), then admit (no IO), then commit in wrapper order.
         let mut remote: BTreeMap<Address, RemoteIdentity> = BTreeMap::new();
+        let mut refused: BTreeMap<Address, ApiError> = BTreeMap::new();
         for env in &checked.wrapper.envelopes {
             for (who, key_id) in signers(env) {
-                if self.is_local(&who) || who.is_bridge() || remote.contains_key(&who) {
+                if self.is_local(&who)
+                    || who.is_bridge()
+                    || remote.contains_key(&who)
+                    || refused.contains_key(&who)
+                {
                     continue;
                 }
                 let home = who.domain().to_ascii_lowercase();
                 let Ok(peer) = self.peer(&home).await else {
                     continue;
                 };
-                if let Some(r) = self.remote_identity(&who, &peer, &key_id).await? {
-                    remote.insert(who, r);
+                match self.remote_identity(&who, &peer, &key_id).await? {
+                    (Some(r), _) => {
+                        remote.insert(who, r);
+                    }
+                    (None, Some(e)) => {
+                        refused.insert(who, e);
+                    }
+                    (None, None) => {}
                 }
             }
         }
@@ -757,6 +856,10 @@ impl Service {
             .enumerate()
         {
             let id = env.get("id").and_then(Value::as_str).map(str::to_owned);
+            if let Some(e) = signers(env).iter().find_map(|(who, _)| refused.get(who)) {
+                outcomes.push((id, Err(e.clone())));
+                continue;
+            }
             let admitted = (|| -> Result<_, ProtocolError> {
                 authority.clone()?;
                 if dev.reject_old_envelopes {
@@ -922,15 +1025,22 @@ impl Service {
             }));
         };
         let (key_id, key) = self.node_key();
-        let mut body = if self.settings.federation.unsigned_receipt {
+        let dev = &self.settings.federation;
+        let receipt = if dev.unsigned_receipt {
             receipt.unsigned_value()
         } else {
             receipt.sign(key_id, key)
         };
-        body["rejected"] = Value::Array(rejected);
-        if self.settings.federation.no_receipt {
-            body = json!({});
-        }
+        // DESIGN.md §9: the existing node reads the receipt under `receipt`.
+        let body = if dev.no_receipt {
+            json!({})
+        } else if dev.top_level_receipt {
+            let mut body = receipt;
+            body["rejected"] = Value::Array(rejected);
+            body
+        } else {
+            json!({"receipt": receipt, "rejected": rejected})
+        };
         Ok(DeliveryAnswer { status: 202, body })
     }
 

@@ -10,6 +10,7 @@ use super::{Caller, Service};
 use crate::error::{ApiError, ApiResult};
 use crate::quirks::Output;
 use crate::store::{challenges, identities, tokens};
+use loom_protocol::federation::NodeSignatureForm;
 use loom_protocol::id::{KeyId, KeyKind};
 use loom_protocol::registration::{
     IdentityPatch, Registration, check_agent_delegation, parse_added_key, public_key_entry,
@@ -187,9 +188,11 @@ impl Service {
         }
         drop(conn);
         // The existing v1.1 node's shape beside §6.2's: `signing_keys` with PEM keys, which
-        // the node signature covers (DESIGN.md §9).
+        // the node signature covers (DESIGN.md §9). Its registration form does not cover a
+        // key's `status`, so a revoked key is left out rather than marked.
         let pem: Vec<Value> = signing
             .iter()
+            .filter(|k| k["status"] != "revoked")
             .map(|k| {
                 let pem = k["public_key"]
                     .as_str()
@@ -205,7 +208,12 @@ impl Service {
             .shape(Output::IdentityDocument, &mut doc, &self.env);
         // §15.4: remote nodes verify senders' keys through the home node's signature.
         let (key_id, key) = self.node_key();
-        loom_protocol::federation::sign_identity_document(&mut doc, key_id, key)?;
+        let form = if self.settings.federation.full_key_node_signature {
+            NodeSignatureForm::FullKeys
+        } else {
+            NodeSignatureForm::Registration
+        };
+        loom_protocol::federation::sign_identity_document_as(&mut doc, form, key_id, key)?;
         Ok(doc)
     }
 

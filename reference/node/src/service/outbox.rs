@@ -351,9 +351,17 @@ impl Service {
                 };
                 let accepted: BTreeSet<&str> =
                     v.accepted_envelope_ids.iter().map(String::as_str).collect();
-                let (done, refused): (Vec<&OutboxItem>, Vec<&OutboxItem>) = items
-                    .iter()
-                    .partition(|i| accepted.contains(i.envelope_id.as_str()));
+                // An envelope the peer refuses as `ENVELOPE_DUPLICATE` is one it already holds
+                // (a re-send after a lost answer): delivered, as a whole-batch 409 is
+                // (DESIGN.md §9, v1.1 §23.2).
+                let duplicate_is_refusal = self.settings.federation.duplicate_rejection_is_failure;
+                let (done, refused): (Vec<&OutboxItem>, Vec<&OutboxItem>) =
+                    items.iter().partition(|i| {
+                        accepted.contains(i.envelope_id.as_str())
+                            || (!duplicate_is_refusal
+                                && rejected_code(&answer, &i.envelope_id)
+                                    == ErrorCode::EnvelopeDuplicate)
+                    });
                 self.delivered(&done, now, report)?;
                 for item in refused {
                     let reason = rejected_code(&answer, &item.envelope_id);
@@ -638,15 +646,21 @@ fn outgoing(mut stored: Value) -> Value {
     stored
 }
 
-/// The code a receipt's `rejected[]` gives for `envelope_id` (`ENVELOPE_INVALID` if none).
+/// The code a delivery answer's `rejected[]` gives for `envelope_id` (`ENVELOPE_INVALID` if
+/// none): `error` is a code string (the existing v1.1 node, DESIGN.md §9) or a §24.1 error
+/// object with `code`; the list is read at the top level or beside a nested `receipt`.
 fn rejected_code(answer: &Value, envelope_id: &str) -> ErrorCode {
     answer
         .get("rejected")
+        .or_else(|| answer.pointer("/receipt/rejected"))
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .find(|r| r.get("envelope_id").and_then(Value::as_str) == Some(envelope_id))
-        .and_then(|r| r.pointer("/error/code").and_then(Value::as_str))
+        .and_then(|r| {
+            let e = r.get("error")?;
+            e.as_str().or_else(|| e.get("code")?.as_str())
+        })
         .and_then(ErrorCode::parse)
         .unwrap_or(ErrorCode::EnvelopeInvalid)
 }

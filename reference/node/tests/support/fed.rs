@@ -105,9 +105,13 @@ pub async fn listen(port: u16) -> TcpListener {
 
 /// Serves `node` on `127.0.0.1:port` (no outbox worker).
 pub async fn serve(node: &TestNode, port: u16) -> Served {
+    serve_router(node.node.router(), port).await
+}
+
+/// Serves `router` on `127.0.0.1:port` with the node's own server loop.
+pub async fn serve_router(router: axum::Router, port: u16) -> Served {
     let listener = listen(port).await;
     let (tx, rx) = oneshot::channel::<()>();
-    let router = node.node.router();
     let task = tokio::spawn(async move {
         let _ = loom_node::net::serve(listener, router, None, async {
             let _ = rx.await;

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use tower::ServiceExt;
 
+pub mod defacto;
 pub mod fed;
 
 /// A capability token (v1.1 §12.1) from `issuer` to `holder` for `grants` on `thread`,

@@ -51,7 +51,7 @@ use crate::capability::{
     CapabilityRequest, CapabilityResolver, Grant, PopProof, authorize_capability, grant_for_intent,
 };
 use crate::clock::FixedClock;
-use crate::delegation::{ChainPolicy, verify_delegation_chain};
+use crate::delegation::verify_delegation_chain;
 use crate::envelope::validate::THREAD_OP_NAMESPACES;
 use crate::error::{ErrorCode, ProtocolError};
 use crate::id::{CapabilityId, ThreadId};
@@ -166,7 +166,7 @@ pub fn admit(
         verify_delegation_chain(
             &envelope,
             directory,
-            &ChainPolicy::default(),
+            &rules.chain_policy(),
             &FixedClock(now),
         )?;
     }

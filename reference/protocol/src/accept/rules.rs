@@ -5,6 +5,7 @@
 //! should (DESIGN.md §4).
 
 use super::facts::Facts;
+use crate::delegation::ChainPolicy;
 use crate::envelope::{validate_envelope, verify_envelope_signature_over};
 use crate::error::ProtocolError;
 use crate::policy::check_bcc_copy;
@@ -141,6 +142,11 @@ pub trait Rules {
         key: &VerifyingKey,
     ) -> Result<(), ProtocolError> {
         verify_envelope_signature_over(envelope, payload, key).map(|_| ())
+    }
+
+    /// How delegation chains are verified (§13.3; both readings of §13.3.1, DESIGN.md §9).
+    fn chain_policy(&self) -> ChainPolicy {
+        ChainPolicy::default()
     }
 
     /// The envelope as it will be stored, after verification (the specification stores it

@@ -5,20 +5,30 @@
 //! identity's home node (DESIGN.md §9), so the keys are vouched for by that node's signing
 //! key and not only by the TLS connection they came over.
 //!
-//! The signed payload is the RFC 8785 canonical JSON of
-//! `{loom: "1.1", id, type, display_name, signing_keys}`:
-//! - `id`, `type`, `display_name` are copied from the document; a member the document lacks
-//!   is left out (the existing node builds the object in JavaScript, where an undefined
-//!   member disappears); a `null` stays `null`;
-//! - `signing_keys` is the document's `signing_keys` array (the existing node's shape) or,
-//!   when it has none, the §6.2 `public_keys.signing` array (our reading, so a node that
-//!   publishes only the §6.2 shape still has its keys covered), sorted by `key_id` (byte
-//!   order; entries without a `key_id` first); absent both, an empty array.
+//! v1.1 never defines `node_signature`; two forms of the signed payload exist
+//! ([`NodeSignatureForm`]), each the RFC 8785 canonical JSON of an object built from the
+//! document, signed with Ed25519 without a context prefix, base64url:
+//! - **registration form** (the existing node's, DESIGN.md §9 — what we sign):
+//!   `{loom: "1.1", id, type, display_name, signing_keys, encryption_keys?, agent_info?}`,
+//!   the same form a registration proof hashes. `signing_keys` is the document's
+//!   `signing_keys` array reduced to `{key_id, public_key_pem}` per entry (other key members
+//!   dropped), sorted by `key_id`; `encryption_keys` and `agent_info` are copied as given when
+//!   present and not `null`;
+//! - **full-key form** (what our nodes signed before): `{loom: "1.1", id, type, display_name,
+//!   signing_keys}` with the whole key entries of `signing_keys` (or, when the document has
+//!   none, of the §6.2 `public_keys.signing` array), sorted by `key_id`.
 //!
-//! Ed25519 without a context prefix, base64url. The keys a verifier then uses are exactly
-//! the signed ones, minus entries that do not parse: the active ones, and — kept apart, with
-//! their retirement time — the `retired` ones, which v1.0 §7.4 keeps in the document "for
-//! signature verification of historical envelopes" ([`RetiredKey::verifies_envelope_created_at`]).
+//! In both, `id`, `type` and `display_name` are copied from the document; a member the
+//! document lacks is left out (the existing node builds the object in JavaScript, where an
+//! undefined member disappears); a `null` stays `null`. Sorting is by byte order of `key_id`,
+//! entries without one first.
+//!
+//! A verifier accepts either form. The keys it then uses are exactly the covered ones: under
+//! the registration form only the `public_key_pem` of each `signing_keys` entry, under the
+//! full-key form whole entries. Key members outside the signature (the registration form
+//! drops `status` and `retired_at`) are read only to *narrow* what a key may verify — a
+//! `retired` key verifies only historical envelopes, v1.0 §7.4 — never to widen it; a node
+//! signing the registration form therefore leaves revoked keys out of `signing_keys`.
 //! Revoked keys and unknown statuses are dropped.
 
 use crate::LOOM_VERSION;
@@ -34,8 +44,31 @@ use serde_json::{Map, Value, json};
 
 const SECTION: &str = "v1.1 §15.4, §6.2";
 
-/// Which member holds the keys the signature covers.
-fn key_list(doc: &Map<String, Value>) -> Vec<Value> {
+/// Which form a `node_signature` covers (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeSignatureForm {
+    /// The existing v1.1 node's form, the registration form (DESIGN.md §9); what we sign.
+    Registration,
+    /// Whole `signing_keys` entries, no `encryption_keys` or `agent_info` (our older nodes).
+    FullKeys,
+}
+
+impl NodeSignatureForm {
+    /// Every form, in the order a verifier tries them.
+    pub const ALL: [NodeSignatureForm; 2] =
+        [NodeSignatureForm::Registration, NodeSignatureForm::FullKeys];
+
+    /// A short name for messages and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeSignatureForm::Registration => "registration form",
+            NodeSignatureForm::FullKeys => "full-key form",
+        }
+    }
+}
+
+/// The key entries the full-key form covers: `signing_keys`, else §6.2 `public_keys.signing`.
+fn full_key_list(doc: &Map<String, Value>) -> Vec<Value> {
     doc.get("signing_keys")
         .and_then(Value::as_array)
         .or_else(|| {
@@ -47,6 +80,25 @@ fn key_list(doc: &Map<String, Value>) -> Vec<Value> {
         .unwrap_or_default()
 }
 
+/// The key entries the registration form covers: `signing_keys` reduced to
+/// `{key_id, public_key_pem}`.
+fn registration_key_list(doc: &Map<String, Value>) -> Vec<Value> {
+    doc.get("signing_keys")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|k| {
+            let mut e = Map::new();
+            for m in ["key_id", "public_key_pem"] {
+                if let Some(v) = k.get(m) {
+                    e.insert(m.into(), v.clone());
+                }
+            }
+            Value::Object(e)
+        })
+        .collect()
+}
+
 fn invalid(field: &str, rule: impl Into<String>) -> ProtocolError {
     ProtocolError::invalid(field, rule, SECTION)
 }
@@ -55,8 +107,11 @@ fn bad_sig(field: &str, rule: impl Into<String>) -> ProtocolError {
     ProtocolError::new(ErrorCode::SignatureInvalid, field, rule, SECTION)
 }
 
-/// The bytes a `node_signature` covers (see the module docs).
-pub fn node_signature_payload(doc: &Value) -> Result<Vec<u8>, ProtocolError> {
+/// The bytes a `node_signature` in `form` covers (see the module docs).
+pub fn node_signature_payload(
+    doc: &Value,
+    form: NodeSignatureForm,
+) -> Result<Vec<u8>, ProtocolError> {
     let obj = doc
         .as_object()
         .ok_or_else(|| invalid("$", "an identity document must be a JSON object"))?;
@@ -67,7 +122,10 @@ pub fn node_signature_payload(doc: &Value) -> Result<Vec<u8>, ProtocolError> {
             payload.insert(name.into(), v.clone());
         }
     }
-    let mut keys = key_list(obj);
+    let mut keys = match form {
+        NodeSignatureForm::Registration => registration_key_list(obj),
+        NodeSignatureForm::FullKeys => full_key_list(obj),
+    };
     keys.sort_by(|a, b| {
         let k = |v: &Value| {
             v.get("key_id")
@@ -78,16 +136,33 @@ pub fn node_signature_payload(doc: &Value) -> Result<Vec<u8>, ProtocolError> {
         k(a).cmp(&k(b))
     });
     payload.insert("signing_keys".into(), Value::Array(keys));
+    if form == NodeSignatureForm::Registration {
+        for name in ["encryption_keys", "agent_info"] {
+            if let Some(v) = obj.get(name).filter(|v| !v.is_null()) {
+                payload.insert(name.into(), v.clone());
+            }
+        }
+    }
     Ok(to_canonical_bytes(&Value::Object(payload)))
 }
 
-/// Adds a `node_signature` by the identity's home node.
+/// Adds a `node_signature` by the identity's home node, over the registration form.
 pub fn sign_identity_document(
     doc: &mut Value,
     key_id: &str,
     key: &SigningKey,
 ) -> Result<(), ProtocolError> {
-    let payload = node_signature_payload(doc)?;
+    sign_identity_document_as(doc, NodeSignatureForm::Registration, key_id, key)
+}
+
+/// Adds a `node_signature` over `form`.
+pub fn sign_identity_document_as(
+    doc: &mut Value,
+    form: NodeSignatureForm,
+    key_id: &str,
+    key: &SigningKey,
+) -> Result<(), ProtocolError> {
+    let payload = node_signature_payload(doc, form)?;
     doc["node_signature"] = json!({
         "algorithm": "Ed25519",
         "key_id": key_id,
@@ -107,6 +182,8 @@ pub struct VerifiedIdentity {
     pub signing_keys: Vec<(String, VerifyingKey)>,
     /// The `retired` signing keys the signature covers, in `key_id` order (v1.0 §7.4).
     pub retired_keys: Vec<RetiredKey>,
+    /// The form the signature verified with.
+    pub form: NodeSignatureForm,
 }
 
 /// A signing key its identity retired by a rotation (v1.0 §7.4: "Old keys MUST be retained
@@ -139,14 +216,15 @@ impl RetiredKey {
 }
 
 /// One signing key entry of a document: `(key_id, key, status, retired_at)`; `None` when
-/// it does not parse. An unparsable `retired_at` makes the entry unusable: the bound it
-/// states cannot be honoured, and guessing it away would widen what the key verifies.
-fn key_entry(k: &Value) -> Option<(String, VerifyingKey, KeyStatus, Option<Timestamp>)> {
+/// it does not parse. `material` names the members the key may be read from (the signed
+/// ones). An unparsable `retired_at` makes the entry unusable: the bound it states cannot be
+/// honoured, and guessing it away would widen what the key verifies.
+fn key_entry(
+    k: &Value,
+    material: &[&str],
+) -> Option<(String, VerifyingKey, KeyStatus, Option<Timestamp>)> {
     let kid = k.get("key_id")?.as_str()?;
-    let material = k
-        .get("public_key")
-        .or_else(|| k.get("public_key_pem"))?
-        .as_str()?;
+    let material = material.iter().find_map(|m| k.get(*m))?.as_str()?;
     let status = KeyStatus::parse(k.get("status").and_then(Value::as_str));
     let retired_at = match k.get("retired_at") {
         None | Some(Value::Null) => None,
@@ -162,8 +240,8 @@ fn key_entry(k: &Value) -> Option<(String, VerifyingKey, KeyStatus, Option<Times
 
 /// Verifies a remote identity document against the node keys of its home node: the
 /// identity's domain is that node (an identity can only be vouched for by the node that
-/// hosts it, loom-core-1 "sender authority"), and the `node_signature` verifies with one of
-/// its active keys.
+/// hosts it, loom-core-1 "sender authority"), and the `node_signature` verifies, in either
+/// [`NodeSignatureForm`], with one of its active keys.
 pub fn verify_identity_document(
     doc: &Value,
     home_node_keys: &NodeKeys,
@@ -189,15 +267,36 @@ pub fn verify_identity_document(
     let key = home_node_keys.active_key(key_id, "node_signature.key_id")?;
     let signature =
         signature_from_b64url(value).map_err(|e| bad_sig("node_signature.value", e.reason))?;
-    if !verify(key, None, &node_signature_payload(doc)?, &signature) {
+    let mut form = None;
+    for f in NodeSignatureForm::ALL {
+        if verify(key, None, &node_signature_payload(doc, f)?, &signature) {
+            form = Some(f);
+            break;
+        }
+    }
+    let Some(form) = form else {
         return Err(bad_sig(
             "node_signature.value",
-            "Ed25519 signature over the canonical identity payload does not verify",
+            format!(
+                "Ed25519 signature of node {:?} verifies over neither the registration form \
+                 nor the full-key form of the identity document",
+                home_node_keys.node
+            ),
         ));
-    }
+    };
+    let (entries, material): (Vec<Value>, &[&str]) = match form {
+        NodeSignatureForm::Registration => (
+            obj.get("signing_keys")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
+            &["public_key_pem"],
+        ),
+        NodeSignatureForm::FullKeys => (full_key_list(obj), &["public_key", "public_key_pem"]),
+    };
     let mut signing_keys: Vec<(String, VerifyingKey)> = Vec::new();
     let mut retired_keys: Vec<RetiredKey> = Vec::new();
-    for (key_id, key, status, retired_at) in key_list(obj).iter().filter_map(key_entry) {
+    for (key_id, key, status, retired_at) in entries.iter().filter_map(|k| key_entry(k, material)) {
         match status {
             KeyStatus::Active => signing_keys.push((key_id, key)),
             KeyStatus::Retired => retired_keys.push(RetiredKey {
@@ -215,6 +314,7 @@ pub fn verify_identity_document(
         kind: obj.get("type").and_then(Value::as_str).map(str::to_owned),
         signing_keys,
         retired_keys,
+        form,
     })
 }
 
@@ -250,18 +350,109 @@ mod tests {
         })
     }
 
+    fn text(doc: Value, form: NodeSignatureForm) -> String {
+        String::from_utf8(node_signature_payload(&doc, form).unwrap()).unwrap()
+    }
+
     #[test]
-    fn payload_is_the_documented_canonical_json() {
-        let p = String::from_utf8(node_signature_payload(&json!({"id": "loom://x@b.test", "extra": 1, "signing_keys": [{"key_id": "b"}, {"key_id": "a"}]})).unwrap()).unwrap();
+    fn the_registration_form_is_the_documented_canonical_json() {
+        // DESIGN.md §9: key entries reduced to {key_id, public_key_pem}, sorted; encryption
+        // keys and agent info covered; other members left out.
+        let doc = json!({"id": "loom://x@b.test", "type": "agent", "extra": 1, "node": "b.test",
+            "signing_keys": [{"key_id": "b", "public_key_pem": "PB", "status": "active", "algorithm": "Ed25519"},
+                             {"key_id": "a", "public_key_pem": "PA", "public_key": "xx"}],
+            "public_keys": {"signing": [{"key_id": "z"}]},
+            "encryption_keys": [{"key_id": "k_enc_1", "public_key": "E"}],
+            "agent_info": {"provider": "p", "model": "m", "version": "1"}});
         assert_eq!(
-            p,
-            r#"{"id":"loom://x@b.test","loom":"1.1","signing_keys":[{"key_id":"a"},{"key_id":"b"}]}"#
+            text(doc.clone(), NodeSignatureForm::Registration),
+            r#"{"agent_info":{"model":"m","provider":"p","version":"1"},"encryption_keys":[{"key_id":"k_enc_1","public_key":"E"}],"id":"loom://x@b.test","loom":"1.1","signing_keys":[{"key_id":"a","public_key_pem":"PA"},{"key_id":"b","public_key_pem":"PB"}],"type":"agent"}"#
         );
-        let p = String::from_utf8(node_signature_payload(&json!({"id": "loom://x@b.test", "display_name": null, "public_keys": {"signing": [{"key_id": "k"}]}})).unwrap()).unwrap();
+        // Null optional members and a missing key list.
         assert_eq!(
-            p,
+            text(
+                json!({"id": "loom://x@b.test", "display_name": null, "agent_info": null}),
+                NodeSignatureForm::Registration
+            ),
+            r#"{"display_name":null,"id":"loom://x@b.test","loom":"1.1","signing_keys":[]}"#
+        );
+    }
+
+    #[test]
+    fn the_full_key_form_is_what_older_nodes_of_ours_signed() {
+        assert_eq!(
+            text(
+                json!({"id": "loom://x@b.test", "extra": 1, "agent_info": {"provider": "p"}, "signing_keys": [{"key_id": "b", "status": "active"}, {"key_id": "a"}]}),
+                NodeSignatureForm::FullKeys
+            ),
+            r#"{"id":"loom://x@b.test","loom":"1.1","signing_keys":[{"key_id":"a"},{"key_id":"b","status":"active"}]}"#
+        );
+        assert_eq!(
+            text(
+                json!({"id": "loom://x@b.test", "display_name": null, "public_keys": {"signing": [{"key_id": "k"}]}}),
+                NodeSignatureForm::FullKeys
+            ),
             r#"{"display_name":null,"id":"loom://x@b.test","loom":"1.1","signing_keys":[{"key_id":"k"}]}"#
         );
+    }
+
+    #[test]
+    fn both_forms_verify_and_say_which() {
+        for form in NodeSignatureForm::ALL {
+            let mut d = doc();
+            d["signing_keys"] = json!([{"key_id": "k_sign_bob_2", "public_key_pem": public_key_to_spki_pem(&key(11).verifying_key())}]);
+            d["agent_info"] = json!({"provider": "p", "model": "m", "version": "1"});
+            sign_identity_document_as(&mut d, form, "k_node_sign_b", &key(2)).unwrap();
+            let v = verify_identity_document(&d, &node_keys()).unwrap();
+            assert_eq!(v.form, form);
+            assert_eq!(
+                v.signing_keys,
+                vec![("k_sign_bob_2".to_owned(), key(11).verifying_key())]
+            );
+            // agent_info is covered only by the registration form.
+            let mut t = d.clone();
+            t["agent_info"]["model"] = "other".into();
+            assert_eq!(
+                verify_identity_document(&t, &node_keys()).is_ok(),
+                form == NodeSignatureForm::FullKeys,
+                "{form:?}"
+            );
+        }
+    }
+
+    /// Under the registration form only `public_key_pem` is signed: a `public_key` beside it
+    /// is never used, and uncovered key members only narrow what a key verifies.
+    #[test]
+    fn uncovered_key_members_never_widen_a_key() {
+        let pem = |s: u8| public_key_to_spki_pem(&key(s).verifying_key());
+        let mut d = doc();
+        d["signing_keys"] = json!([
+            {"key_id": "k_sign_bob_2", "public_key_pem": pem(11), "public_key": public_key_to_b64url(&key(66).verifying_key())},
+            {"key_id": "k_sign_bob_3", "public_key": public_key_to_b64url(&key(12).verifying_key())},
+            {"key_id": "k_sign_bob_4", "public_key_pem": pem(13)}
+        ]);
+        sign_identity_document(&mut d, "k_node_sign_b", &key(2)).unwrap();
+        let v = verify_identity_document(&d, &node_keys()).unwrap();
+        assert_eq!(v.form, NodeSignatureForm::Registration);
+        assert_eq!(
+            v.signing_keys,
+            vec![
+                ("k_sign_bob_2".to_owned(), key(11).verifying_key()),
+                ("k_sign_bob_4".to_owned(), key(13).verifying_key())
+            ]
+        );
+        // Marking a key revoked in flight still verifies (the status is not signed) but
+        // drops the key; marking it retired bounds it.
+        let mut revoked = d.clone();
+        revoked["signing_keys"][2]["status"] = "revoked".into();
+        let v = verify_identity_document(&revoked, &node_keys()).unwrap();
+        assert_eq!(v.signing_keys.len(), 1);
+        let mut retired = d.clone();
+        retired["signing_keys"][2]["status"] = "retired".into();
+        retired["signing_keys"][2]["retired_at"] = "2026-01-01T00:00:00Z".into();
+        let v = verify_identity_document(&retired, &node_keys()).unwrap();
+        assert_eq!(v.retired_keys.len(), 1);
+        assert_eq!(v.signing_keys.len(), 1);
     }
 
     #[test]
@@ -325,7 +516,14 @@ mod tests {
             {"key_id": "k_sign_bob_z", "public_key": public_key_to_b64url(&key(8).verifying_key()), "status": "retired", "retired_at": "yesterday"},
             {"key_id": "k_sign_bob_r", "public_key": public_key_to_b64url(&key(7).verifying_key()), "status": "revoked"}
         ]);
-        sign_identity_document(&mut d, "k_node_sign_b", &key(2)).unwrap();
+        // The full-key form covers status and retirement time (and b64url keys).
+        sign_identity_document_as(
+            &mut d,
+            NodeSignatureForm::FullKeys,
+            "k_node_sign_b",
+            &key(2),
+        )
+        .unwrap();
         let v = verify_identity_document(&d, &node_keys()).unwrap();
         assert_eq!(
             v.signing_keys,

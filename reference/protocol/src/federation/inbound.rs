@@ -89,6 +89,9 @@ pub struct InboundDeviations {
     pub ignore_policy: bool,
     /// Accept more than 100 envelopes per wrapper (§15.4 bound, DESIGN.md §9).
     pub ignore_wrapper_limit: bool,
+    /// Refuse a valid five-line signature when `X-LOOM-Trust-Epoch` is present (§15.3 defines
+    /// only the five-line form; the existing node sends that form beside the header).
+    pub require_signed_trust_epoch: bool,
 }
 
 impl InboundDeviations {
@@ -102,6 +105,7 @@ impl InboundDeviations {
         accept_foreign_sender: false,
         ignore_policy: false,
         ignore_wrapper_limit: false,
+        require_signed_trust_epoch: false,
     };
 }
 
@@ -203,6 +207,17 @@ pub fn check_delivery_with(
         nonces
     };
     let request = verify_request_detailed(req, headers, key, nonces, now)?;
+    if dev.require_signed_trust_epoch
+        && headers.trust_epoch.is_some()
+        && request.trust_epoch.is_none()
+    {
+        return Err(ProtocolError::new(
+            ErrorCode::SignatureInvalid,
+            crate::http_sig::HEADER_SIGNATURE,
+            "X-LOOM-Trust-Epoch is present but the signature covers five lines",
+            "v1.1 §15.3",
+        ));
+    }
     let wrapper = DeliveryWrapper::parse(req.body, &limits)?;
     let check_node = if dev.ignore_sender_node_mismatch {
         wrapper.sender_node.clone()

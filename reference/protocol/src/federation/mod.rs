@@ -41,7 +41,8 @@ pub(crate) mod testing;
 
 pub use authority::check_sender_authority;
 pub use identity::{
-    RetiredKey, VerifiedIdentity, sign_identity_document, verify_identity_document,
+    NodeSignatureForm, RetiredKey, VerifiedIdentity, sign_identity_document,
+    sign_identity_document_as, verify_identity_document,
 };
 pub use inbound::{
     CheckedDelivery, InboundContext, InboundDeviations, NodeKeySource, check_delivery,

@@ -11,12 +11,14 @@
 //! applies to the wrapper, not to the envelopes inside), and a nonce may be used once per
 //! sending node for 15 minutes ([`nonce`]).
 //!
-//! Which form verifies (our reading; the spec defines only v1): with an `X-LOOM-Trust-Epoch`
-//! header the signature must cover it (v2), because an unsigned epoch could be swapped in
-//! flight; without one, v1 verifies, and so does v2 with an empty sixth line, which is what
-//! the existing node's signing function produces when it has no epoch. We sign v1 unless the
-//! caller has a trust epoch to send. The epoch itself is not judged here (the spec gives it no
-//! meaning); [`VerifiedRequest::trust_epoch`] hands it to the caller.
+//! Which form verifies: a valid v1 signature always does — §15.3 defines only that form, and
+//! the existing node sends `X-LOOM-Trust-Epoch: 1` beside a five-line signature (DESIGN.md
+//! §9) — and the epoch is then treated as absent, since nothing signed it. With the header,
+//! v2 verifies too and the epoch is then handed to the caller as signed
+//! ([`VerifiedRequest::trust_epoch`]); without it, v2 with an empty sixth line verifies, which
+//! is what the existing node's signing function produces when it has no epoch. We sign v1
+//! unless the caller has a trust epoch to send. The epoch itself is not judged here (the spec
+//! gives it no meaning).
 
 pub mod nonce;
 
@@ -285,7 +287,8 @@ pub struct VerifiedRequest {
     pub node: String,
     /// The form the signature verified with.
     pub form: SigningForm,
-    /// `X-LOOM-Trust-Epoch`, when it was sent (and therefore signed).
+    /// `X-LOOM-Trust-Epoch`, when it was sent and the six-line signature covers it (`None`
+    /// when a five-line signature verified beside the header).
     pub trust_epoch: Option<String>,
     /// The request timestamp.
     pub timestamp: Timestamp,
@@ -355,9 +358,6 @@ pub fn verify_request_detailed(
     check_required_headers(headers)?;
     check_nonce_text(&headers.nonce)?;
     let epoch = headers.trust_epoch.as_deref().filter(|e| !e.is_empty());
-    if let Some(e) = epoch {
-        check_trust_epoch_text(e)?;
-    }
     let timestamp = check_freshness(HEADER_TIMESTAMP, &headers.timestamp, now)?;
     let sig = signature_from_b64url(&headers.signature)
         .map_err(|e| reject(HEADER_SIGNATURE, e.reason))?;
@@ -365,21 +365,28 @@ pub fn verify_request_detailed(
         let text = signing_string(req, &headers.timestamp, &headers.nonce, e);
         verify(node_key, None, text.as_bytes(), &sig)
     };
-    let form = match epoch {
-        Some(e) if verifies(Some(e)) => SigningForm::V2,
-        Some(_) => {
+    // An epoch that is not a decimal integer cannot have been signed as a sixth line (it
+    // would make the text ambiguous), so only the five-line form is left for it.
+    let signed_epoch = epoch.filter(|e| check_trust_epoch_text(e).is_ok());
+    let (form, trust_epoch) = match signed_epoch {
+        Some(e) if verifies(Some(e)) => (SigningForm::V2, Some(e)),
+        _ if verifies(None) => (SigningForm::V1, None),
+        None if epoch.is_none() && verifies(Some("")) => (SigningForm::V2, None),
+        _ if epoch.is_some() && signed_epoch.is_none() => {
             return Err(reject(
-                HEADER_SIGNATURE,
-                "Ed25519 signature over the six-line string with X-LOOM-Trust-Epoch does not verify",
+                HEADER_TRUST_EPOCH,
+                "X-LOOM-Trust-Epoch must be a decimal integer to be signed (DESIGN.md §9), and \
+                 the signature does not verify over the five-line string either",
             ));
         }
-        None if verifies(None) => SigningForm::V1,
-        None if verifies(Some("")) => SigningForm::V2,
-        None => {
-            return Err(reject(
-                HEADER_SIGNATURE,
-                "Ed25519 signature over the canonical request string does not verify",
-            ));
+        _ => {
+            let tried = if epoch.is_some() {
+                "Ed25519 signature verifies over neither the five-line canonical string \
+                 (v1.1 §15.3) nor the six-line string ending in X-LOOM-Trust-Epoch"
+            } else {
+                "Ed25519 signature over the canonical request string does not verify"
+            };
+            return Err(reject(HEADER_SIGNATURE, tried));
         }
     };
     // `X-LOOM-Node` is not signed, so key the replay cache by its normalized form: a
@@ -389,7 +396,7 @@ pub fn verify_request_detailed(
         NonceOutcome::Fresh => Ok(VerifiedRequest {
             node,
             form,
-            trust_epoch: epoch.map(str::to_owned),
+            trust_epoch: trust_epoch.map(str::to_owned),
             timestamp,
         }),
         NonceOutcome::Replayed => Err(reject(

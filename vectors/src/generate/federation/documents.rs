@@ -314,6 +314,51 @@ fn identity_payload(doc: &Value, keys_member: &str) -> Vec<u8> {
     loom_protocol::jcs::to_canonical_bytes(&Value::Object(p))
 }
 
+/// JCS of the registration form (DESIGN.md §9): `{loom, id, type, display_name,
+/// signing_keys as {key_id, public_key_pem} sorted by key_id, encryption_keys?,
+/// agent_info?}`, built here.
+fn registration_payload(doc: &Value) -> Vec<u8> {
+    let mut p = Map::new();
+    p.insert("loom".into(), "1.1".into());
+    for k in ["id", "type", "display_name"] {
+        if let Some(v) = doc.get(k) {
+            p.insert(k.into(), v.clone());
+        }
+    }
+    let mut keys: Vec<Value> = doc["signing_keys"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|k| json!({"key_id": k["key_id"], "public_key_pem": k["public_key_pem"]}))
+        .collect();
+    keys.sort_by(|a, b| a["key_id"].as_str().cmp(&b["key_id"].as_str()));
+    p.insert("signing_keys".into(), Value::Array(keys));
+    for k in ["encryption_keys", "agent_info"] {
+        if let Some(v) = doc.get(k).filter(|v| !v.is_null()) {
+            p.insert(k.into(), v.clone());
+        }
+    }
+    loom_protocol::jcs::to_canonical_bytes(&Value::Object(p))
+}
+
+/// An agent of b.test as the existing node serves it: PEM keys only, an encryption key and
+/// agent_info, no key status.
+fn agent() -> Value {
+    json!({"id": "loom://helper@b.test", "type": "agent", "display_name": "Helper",
+    "signing_keys": [
+        {"key_id": "k_sign_helper_2", "public_key_pem": public_pem("fed-helper-2")},
+        {"key_id": "k_sign_helper_1", "public_key_pem": public_pem("fed-helper-1")},
+    ],
+    "encryption_keys": [{"key_id": "k_enc_helper_1", "algorithm": "X25519", "public_key": "bm90LWEta2V5LWJ1dC1jb3ZlcmVkLWJ5LXRoZS1zaWc"}],
+    "agent_info": {"provider": "b-labs", "model": "helper-1", "version": "1.0.0"}})
+}
+
+fn registration_signed(doc: Value) -> Value {
+    let p = registration_payload(&doc);
+    node_sign(doc, "", "k_node_sign_b_1", "fed-node-b-1", Some(p))
+}
+
 fn bob() -> Value {
     json!({"id": "loom://bob@b.test", "type": "human", "display_name": "Bob", "node": "b.test",
     "signing_keys": [
@@ -408,10 +453,63 @@ fn identities() -> Vec<Case> {
     unsigned["node_signature"] = Value::Null;
     let bridged =
         signed(json!({"id": "bridge://bob@b.test", "type": "bridge", "signing_keys": []}));
-    vec![
+    let reg = &["RemoteIdentity", "Interpretation"];
+    let mut agent_info_changed = registration_signed(agent());
+    agent_info_changed["agent_info"]["model"] = "helper-2".into();
+    let mut encryption_changed = registration_signed(agent());
+    encryption_changed["encryption_keys"][0]["key_id"] = "k_enc_helper_9".into();
+    let mut status_added = registration_signed(agent());
+    status_added["signing_keys"][1]["status"] = "revoked".into();
+    let mut b64_beside = registration_signed(agent());
+    b64_beside["signing_keys"][0]["public_key"] = public_b64url("fed-mallory").into();
+    b64_beside["signing_keys"][0]["algorithm"] = "Ed25519".into();
+    let mut pem_swapped = registration_signed(agent());
+    pem_swapped["signing_keys"][0]["public_key_pem"] = public_pem("fed-mallory").into();
+    let mut cases = vec![
+        ok(
+            "identity.registration-form",
+            "an agent document as the existing v1.1 node signs it: the registration form covers PEM keys, encryption_keys and agent_info",
+            reg,
+            registration_signed(agent()),
+            json!({"id": "loom://helper@b.test", "signing_keys": ["k_sign_helper_1", "k_sign_helper_2"]}),
+        ),
+        bad(
+            "identity.registration-form.agent-info-changed",
+            "agent_info changed after signing: the registration form covers it",
+            &["RemoteIdentity", "Tampered", "Interpretation"],
+            agent_info_changed,
+        ),
+        bad(
+            "identity.registration-form.encryption-keys-changed",
+            "an encryption key id changed after signing: the registration form covers encryption_keys",
+            &["RemoteIdentity", "Tampered", "Interpretation"],
+            encryption_changed,
+        ),
+        bad(
+            "identity.registration-form.pem-swapped",
+            "a signing key's public_key_pem replaced after signing",
+            &["RemoteIdentity", "Tampered", "Interpretation"],
+            pem_swapped,
+        ),
+        ok(
+            "identity.registration-form.status-narrows",
+            "a key marked revoked after signing: status is outside the registration form, so the document still verifies, and the mark only takes the key away",
+            reg,
+            status_added,
+            json!({"id": "loom://helper@b.test", "signing_keys": ["k_sign_helper_2"]}),
+        ),
+        ok(
+            "identity.registration-form.unsigned-public-key-ignored",
+            "a base64url public_key and an algorithm added beside a signed PEM key after signing: both are outside the registration form, so the document still verifies with the same keys",
+            reg,
+            b64_beside,
+            json!({"id": "loom://helper@b.test", "signing_keys": ["k_sign_helper_1", "k_sign_helper_2"]}),
+        ),
+    ];
+    cases.extend(vec![
         ok(
             "identity.existing-node-shape",
-            "signing_keys with SPKI PEM keys, one revoked; the signature covers both, only the active one is usable",
+            "the full-key form our older nodes signed: signing_keys with SPKI PEM keys, one revoked; the signature covers both, only the active one is usable",
             ri,
             signed(bob()),
             json!({"id": "loom://bob@b.test", "signing_keys": ["k_sign_bob_2"]}),
@@ -511,7 +609,8 @@ fn identities() -> Vec<Case> {
             &["RemoteIdentity", "Interpretation"],
             prefixed,
         ),
-    ]
+    ]);
+    cases
 }
 
 fn authority() -> Vec<Case> {

@@ -104,9 +104,9 @@ const NOTES: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "TrustEpoch",
-        "An X-LOOM-Trust-Epoch header must be covered by the signature (six-line form); without it a six-line string with an empty last line also verifies.",
+        "A valid five-line signature verifies with or without an X-LOOM-Trust-Epoch header (the epoch then counts as absent: nothing signed it); the six-line form verifies only with the epoch it covers; without a header a six-line string with an empty last line also verifies (DESIGN.md §9).",
         "unsigned header",
-        "An attacker swaps the trust epoch of a signed request, or deliveries from the existing node are refused.",
+        "An attacker swaps a signed trust epoch, or deliveries from the existing node are refused.",
     ),
     (
         "NonceText",
@@ -158,7 +158,7 @@ const NOTES: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "RemoteIdentity",
-        "A remote identity document carries a node_signature by an active key of the identity's home node over JCS({loom, id, type, display_name, signing_keys sorted by key_id}).",
+        "A remote identity document carries a node_signature by an active key of the identity's home node over one of two forms: the registration form JCS({loom, id, type, display_name, signing_keys reduced to {key_id, public_key_pem} sorted by key_id, encryption_keys?, agent_info?}) that the existing v1.1 node signs (DESIGN.md §9), or the full-key form JCS({loom, id, type, display_name, signing_keys sorted by key_id}) of older nodes; the keys used are the covered ones, and uncovered key members (status) only narrow them.",
         "unauthenticated key material",
         "A man in the middle, or another node, substitutes a sender's signing keys.",
     ),

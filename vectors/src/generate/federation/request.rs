@@ -257,7 +257,7 @@ fn invalid() -> Vec<Case> {
         base().signed().header("X-LOOM-Key-Id", "k_node_sign_a_9").case("request.key.unknown-id", "a.test publishes no key k_node_sign_a_9 (after a re-fetch)", KEYS, &["KeyRotation"]).invalid(BAD_SIG),
         b_key.signed().case("request.key.other-nodes-key", "X-LOOM-Node a.test but b.test's key id and signature", KEYS, &["KeyRotation"]).invalid(BAD_SIG),
         base().signed().header("X-LOOM-Node", "c.test").case("request.key.unknown-node", "no node document is known for c.test", KEYS, &["KeyRotation"]).invalid(BAD_SIG),
-        base().signed().header("X-LOOM-Trust-Epoch", "3").case("request.v2.epoch-not-signed", "a five-line signature with an epoch header added in flight: the header must be signed", SIG, &["TrustEpoch", "Interpretation"]).invalid(BAD_SIG),
+        base().signed().header("X-LOOM-Trust-Epoch", "3").case("request.v2.epoch-not-signed", "a valid five-line signature beside an X-LOOM-Trust-Epoch header, as the existing node sends it: §15.3 defines only the five lines, so it verifies, and the unsigned epoch is treated as absent", SIG, &["TrustEpoch", "SigningString"]).valid_with(out("v1", None, "accept", json!([null]))),
         v2.clone().header("X-LOOM-Trust-Epoch", "4").case("request.v2.epoch-changed", "signed with epoch 3, sent with epoch 4", SIG, &["TrustEpoch", "Tampered"]).invalid(BAD_SIG),
         v2.clone().without("X-LOOM-Trust-Epoch").case("request.v2.epoch-dropped", "signed with epoch 3, header removed", SIG, &["TrustEpoch", "Tampered"]).invalid(BAD_SIG),
         base().with_epoch("three").case("request.v2.epoch-not-decimal", "X-LOOM-Trust-Epoch is not a decimal integer", SIG, &["TrustEpoch", "Interpretation"]).invalid(BAD_SIG),
