@@ -22,7 +22,7 @@ async fn messages_and_replies_cross_in_both_directions() {
     let first_id = w.a.envelope_id();
     let first =
         w.js.message(&w.carol, &w.alice.address, &t, None, &first_id);
-    let r = w.from_js(first).await.expect(202);
+    let r = w.deliver_from_js(first).await.expect(202);
     let key = w.a.node.service().node_key().1.verifying_key();
     assert!(receipt_accepts(&r.body, &key, &first_id), "{}", r.body);
     assert_eq!(r.body["rejected"], json!([]));
@@ -64,10 +64,10 @@ async fn its_agents_are_accepted_with_their_delegation() {
         w.js.message(&w.bot, &w.alice.address, &w.a.thread_id(), None, &id);
     env["from"]["delegation_chain"] =
         json!([w.js.delegation_link(&w.carol, &w.bot, &["message.*"])]);
-    let r = w.from_js(w.resign(env)).await;
+    let r = w.deliver_from_js(w.resign(env)).await;
     assert_eq!(r.status.as_u16(), 202, "{}", r.body);
     // Its human with an encryption key is accepted too.
-    w.from_js(w.carol_message()).await.expect(202);
+    w.deliver_from_js(w.carol_message()).await.expect(202);
 }
 
 /// A document whose node signature does not verify is refused as what it is: 401
@@ -86,7 +86,7 @@ async fn a_document_that_does_not_verify_is_named() {
     env["from"]["delegation_chain"] =
         json!([w.js.delegation_link(&w.carol, &w.bot, &["message.*"])]);
     let r = w
-        .from_js(w.resign(env))
+        .deliver_from_js(w.resign(env))
         .await
         .expect_error(401, "SIGNATURE_INVALID");
     let details = &r.body["error"]["details"];
@@ -101,7 +101,7 @@ async fn a_document_that_does_not_verify_is_named() {
         .await
         .expect(404);
     // carol's document (no agent_info to tamper with) still verifies.
-    w.from_js(w.carol_message()).await.expect(202);
+    w.deliver_from_js(w.carol_message()).await.expect(202);
 }
 
 /// After a lost answer the peer's partial receipt names the envelope `ENVELOPE_DUPLICATE`:

@@ -668,7 +668,7 @@ async fn require_signed_trust_epoch() {
     // DESIGN.md §9: five signed lines beside `X-LOOM-Trust-Epoch: 1`.
     for (q, status) in [(None, 202), (Some(Quirk::RequireSignedTrustEpoch), 401)] {
         let w = with_defacto(quirks(q)).await;
-        let r = w.from_js(w.carol_message()).await;
+        let r = w.deliver_from_js(w.carol_message()).await;
         assert_eq!(r.status.as_u16(), status, "{q:?}: {}", r.body);
     }
 }
@@ -680,7 +680,7 @@ async fn top_level_receipt() {
         let w = with_defacto(quirks(q)).await;
         let env = w.carol_message();
         let id = env["id"].as_str().unwrap().to_owned();
-        let r = w.from_js(env).await.expect(202);
+        let r = w.deliver_from_js(env).await.expect(202);
         let key = w.a.node.service().node_key().1.verifying_key();
         assert_eq!(
             support::defacto::receipt_accepts(&r.body, &key, &id),
@@ -758,7 +758,7 @@ async fn one_delegation_reading() {
         env["from"]["delegation_chain"] =
             json!([w.js.delegation_link(&w.carol, &w.bot, &["message.*"])]);
         let env = w.resign(env);
-        let r = w.from_js(env).await;
+        let r = w.deliver_from_js(env).await;
         assert_eq!(r.status.as_u16(), status, "{q:?}: {}", r.body);
         if status == 403 {
             assert_eq!(r.body["error"]["code"], "DELEGATION_INVALID");
@@ -770,19 +770,19 @@ async fn one_delegation_reading() {
 async fn no_refetch_on_signature_failure() {
     for (q, after_rotation) in [(None, 202), (Some(Quirk::NoRefetchOnSignatureFailure), 401)] {
         let w = with_defacto(quirks(q)).await;
-        w.from_js(w.carol_message()).await.expect(202);
+        w.deliver_from_js(w.carol_message()).await.expect(202);
         assert_eq!(w.js.document_fetches(), 1);
         // A restart of js.test: a new node key under the same key id (DESIGN.md §9).
         w.js.rotate_node_key_same_id(2);
         w.a.clock.advance_ms(HOUR_MS);
-        let r = w.from_js(w.carol_message()).await;
+        let r = w.deliver_from_js(w.carol_message()).await;
         assert_eq!(r.status.as_u16(), after_rotation, "{q:?}: {}", r.body);
         if q.is_none() {
             assert_eq!(w.js.document_fetches(), 2, "one re-fetch");
             // A second rotation within the interval is not fetched again: one fetch per
             // `refetch_min_interval_ms`, so forged signatures cannot make us fetch per request.
             w.js.rotate_node_key_same_id(3);
-            let r = w.from_js(w.carol_message()).await;
+            let r = w.deliver_from_js(w.carol_message()).await;
             assert_eq!(r.status.as_u16(), 401, "{}", r.body);
             assert_eq!(w.js.document_fetches(), 2);
         }

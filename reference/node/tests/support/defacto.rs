@@ -657,7 +657,7 @@ pub async fn with_defacto(quirks: loom_node::Quirks) -> WithDefacto {
 
 impl WithDefacto {
     /// A message from `from` on js.test to alice, delivered as the de-facto node delivers.
-    pub async fn from_js(&self, env: Value) -> Resp {
+    pub async fn deliver_from_js(&self, env: Value) -> Resp {
         let (h, body) = self.js.delivery(vec![env]);
         self.a.deliver(&h, body).await
     }
