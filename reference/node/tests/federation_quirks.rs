@@ -752,12 +752,7 @@ async fn one_delegation_reading() {
     // js.test's agent acts under carol's link, whose signature covers `signature_context`.
     for (q, status) in [(None, 202), (Some(Quirk::OneDelegationReading), 403)] {
         let w = with_defacto(quirks(q)).await;
-        let id = w.a.envelope_id();
-        let mut env =
-            w.js.message(&w.bot, &w.alice.address, &w.a.thread_id(), None, &id);
-        env["from"]["delegation_chain"] =
-            json!([w.js.delegation_link(&w.carol, &w.bot, &["message.*"])]);
-        let env = w.resign(env);
+        let (env, _) = w.bot_message();
         let r = w.deliver_from_js(env).await;
         assert_eq!(r.status.as_u16(), status, "{q:?}: {}", r.body);
         if status == 403 {

@@ -692,15 +692,25 @@ impl WithDefacto {
         (id, row.state)
     }
 
-    /// Signs `env` again as its sender on js.test after a member changed.
-    pub fn resign(&self, mut env: Value) -> Value {
-        let who = [&self.carol, &self.bot]
-            .into_iter()
-            .find(|u| env["from"]["identity"] == u.address.as_str())
-            .unwrap();
-        let kid = loom_protocol::id::KeyId::parse(&who.key_id, loom_protocol::id::KeyKind::Signing)
-            .unwrap();
-        loom_protocol::envelope::sign_envelope(&mut env, &who.key, &kid).unwrap();
-        env
+    /// A message from js.test's agent `bot` to alice, acting under carol's delegation link
+    /// (whose signature covers `signature_context`); returns the envelope and its id.
+    pub fn bot_message(&self) -> (Value, String) {
+        let id = self.a.envelope_id();
+        let mut env = self.js.message(
+            &self.bot,
+            &self.alice.address,
+            &self.a.thread_id(),
+            None,
+            &id,
+        );
+        env["from"]["delegation_chain"] =
+            json!([self
+                .js
+                .delegation_link(&self.carol, &self.bot, &["message.*"])]);
+        let kid =
+            loom_protocol::id::KeyId::parse(&self.bot.key_id, loom_protocol::id::KeyKind::Signing)
+                .unwrap();
+        loom_protocol::envelope::sign_envelope(&mut env, &self.bot.key, &kid).unwrap();
+        (env, id)
     }
 }

@@ -23,13 +23,16 @@
 //! undefined member disappears); a `null` stays `null`. Sorting is by byte order of `key_id`,
 //! entries without one first.
 //!
-//! A verifier accepts either form. The keys it then uses are exactly the covered ones: under
-//! the registration form only the `public_key_pem` of each `signing_keys` entry, under the
-//! full-key form whole entries. Key members outside the signature (the registration form
-//! drops `status` and `retired_at`) are read only to *narrow* what a key may verify — a
-//! `retired` key verifies only historical envelopes, v1.0 §7.4 — never to widen it; a node
-//! signing the registration form therefore leaves revoked keys out of `signing_keys`.
-//! Revoked keys and unknown statuses are dropped.
+//! A verifier accepts either form. The key material it then uses is exactly the covered one:
+//! under the registration form only the `public_key_pem` of each `signing_keys` entry, under
+//! the full-key form whole entries. The registration form does not cover `status` or
+//! `retired_at`: a verifier still honours them — a `retired` key verifies only historical
+//! envelopes (v1.0 §7.4), a `revoked` one nothing — but a document altered in transit could
+//! drop such a mark, so under that form a listed key is vouched for as fully as an active
+//! one. A node signing the registration form therefore leaves revoked keys out of
+//! `signing_keys` (revocation is what protects against a stolen key); a retired key stays
+//! listed so that envelopes it signed before the rotation still verify elsewhere. Only the
+//! full-key form binds a key's status. Revoked keys and unknown statuses are dropped.
 
 use crate::LOOM_VERSION;
 use crate::address::Address;
@@ -421,9 +424,9 @@ mod tests {
     }
 
     /// Under the registration form only `public_key_pem` is signed: a `public_key` beside it
-    /// is never used, and uncovered key members only narrow what a key verifies.
+    /// is never used, and uncovered status marks, when present, are honoured.
     #[test]
-    fn uncovered_key_members_never_widen_a_key() {
+    fn under_the_registration_form_only_the_pem_is_key_material() {
         let pem = |s: u8| public_key_to_spki_pem(&key(s).verifying_key());
         let mut d = doc();
         d["signing_keys"] = json!([

@@ -493,7 +493,7 @@ fn identities() -> Vec<Case> {
         ),
         ok(
             "identity.registration-form.status-narrows",
-            "a key marked revoked after signing: status is outside the registration form, so the document still verifies, and the mark only takes the key away",
+            "a key marked revoked after signing: status is outside the registration form, so the document still verifies, and the mark takes the key away",
             reg,
             status_added,
             json!({"id": "loom://helper@b.test", "signing_keys": ["k_sign_helper_2"]}),

@@ -158,7 +158,7 @@ const NOTES: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "RemoteIdentity",
-        "A remote identity document carries a node_signature by an active key of the identity's home node over one of two forms: the registration form JCS({loom, id, type, display_name, signing_keys reduced to {key_id, public_key_pem} sorted by key_id, encryption_keys?, agent_info?}) that the existing v1.1 node signs (DESIGN.md §9), or the full-key form JCS({loom, id, type, display_name, signing_keys sorted by key_id}) of older nodes; the keys used are the covered ones, and uncovered key members (status) only narrow them.",
+        "A remote identity document carries a node_signature by an active key of the identity's home node over one of two forms: the registration form JCS({loom, id, type, display_name, signing_keys reduced to {key_id, public_key_pem} sorted by key_id, encryption_keys?, agent_info?}) that the existing v1.1 node signs (DESIGN.md §9), or the full-key form JCS({loom, id, type, display_name, signing_keys sorted by key_id}) of older nodes; the key material used is the covered one; an uncovered status mark is honoured but not bound by the signature.",
         "unauthenticated key material",
         "A man in the middle, or another node, substitutes a sender's signing keys.",
     ),
