@@ -21,6 +21,18 @@ impl fmt::Display for Ex {
     }
 }
 
+/// A refusal a case credited (issue 29): the probe the target refused and, when the case sent
+/// one, the control request that differs from the probe only in the property under test and
+/// that the target accepted (Wycheproof's valid/invalid pairs). A refusal without a control
+/// may have come from another defect of the request than the one under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    /// The refused request.
+    pub probe: Ex,
+    /// The accepted control, if the case sent one.
+    pub control: Option<Ex>,
+}
+
 /// The outcome of a check before the runner applies strength, skips and expected failures.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Finding {

@@ -90,6 +90,8 @@ pub struct CaseResult {
     pub decisive: Option<usize>,
     /// Every exchange the case made.
     pub transcripts: Vec<Transcript>,
+    /// The refusals it credited, each with its passing control when it had one (issue 29).
+    pub refusals: Vec<crate::finding::Refusal>,
     /// Wall time of the case.
     pub duration: Duration,
 }

@@ -151,10 +151,10 @@ pub async fn run_case(
     clock: Arc<dyn Clock>,
 ) -> CaseResult {
     let started = Instant::now();
-    let (verdict, transcripts) = match not_applicable(case, &target) {
-        Some(f) => (Err(f), Vec::new()),
+    let (verdict, transcripts, refusals) = match not_applicable(case, &target) {
+        Some(f) => (Err(f), Vec::new(), Vec::new()),
         None => match Ctx::new(target, case.id, cfg.seed, clock, cfg.timeout_scale) {
-            Err(f) => (Err(f), Vec::new()),
+            Err(f) => (Err(f), Vec::new(), Vec::new()),
             Ok(mut cx) => {
                 let limit = cfg.case_timeout.mul_f64(cfg.timeout_scale);
                 let v = match tokio::time::timeout(limit, (case.run)(&mut cx)).await {
@@ -163,7 +163,7 @@ pub async fn run_case(
                         "the case did not finish within {limit:?}"
                     ))),
                 };
-                (v, cx.take_transcripts())
+                (v, cx.take_transcripts(), cx.take_refusals())
             }
         },
     };
@@ -180,6 +180,7 @@ pub async fn run_case(
         actual: None,
         decisive: None,
         transcripts,
+        refusals,
         duration: started.elapsed(),
     };
     match finding {
@@ -367,6 +368,7 @@ pub async fn run_until_stopped(
                     actual: None,
                     decisive: None,
                     transcripts: vec![no_request(Some(&why))],
+                    refusals: Vec::new(),
                     duration: Duration::ZERO,
                 })
             }

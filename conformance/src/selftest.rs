@@ -32,6 +32,9 @@ pub struct Mutation {
     pub quirk: Option<&'static str>,
     /// Outcome against the clean node.
     pub clean: Outcome,
+    /// Refusals it credited against the clean node, and how many of them had a passing
+    /// control beside them (issue 29): a negative case credits at least one.
+    pub refusals: (usize, usize),
     /// Outcome against the quirked node (cases that name a quirk).
     pub mutated: Option<Outcome>,
     /// Why the case is not proven, when it is not.
@@ -72,6 +75,28 @@ impl VariantRun {
     }
 }
 
+/// The negative cases of one area under its refuse-all mutant ([`crate::variants::refuse_all`]).
+#[derive(Debug, Clone)]
+pub struct RefuseAllRun {
+    /// The mutant's name.
+    pub mutant: &'static str,
+    /// Each negative case of the area (one that credited a refusal against the clean node) and
+    /// its outcome under the mutant, in catalogue order.
+    pub cases: Vec<(&'static str, Outcome)>,
+}
+
+impl RefuseAllRun {
+    /// The negative cases that still pass under the mutant: their refusal was not for the
+    /// property under test.
+    pub fn vacuous(&self) -> Vec<&'static str> {
+        self.cases
+            .iter()
+            .filter(|(_, o)| *o == Outcome::Pass)
+            .map(|(id, _)| *id)
+            .collect()
+    }
+}
+
 /// The whole self-test.
 #[derive(Debug, Clone)]
 pub struct SelfTest {
@@ -79,6 +104,8 @@ pub struct SelfTest {
     pub cases: Vec<Mutation>,
     /// One run of the catalogue per legal variant, in variant order.
     pub variants: Vec<VariantRun>,
+    /// One run per refuse-all mutant, in list order.
+    pub refuse_all: Vec<RefuseAllRun>,
 }
 
 impl SelfTest {
@@ -126,7 +153,40 @@ impl SelfTest {
         (ok, all.len())
     }
 
-    /// Every problem: clean failures, unproven MUST cases, and cases a legal variant failed.
+    /// (negative cases whose every credited refusal had a passing control, negative cases),
+    /// over `cases` — a negative case credited at least one refusal against the clean node.
+    pub fn negative_controls(&self, cases: &[&Case]) -> (usize, usize) {
+        let negative: Vec<&Mutation> = self
+            .cases
+            .iter()
+            .filter(|m| m.refusals.0 > 0 && cases.iter().any(|c| c.id == m.id))
+            .collect();
+        let controlled = negative
+            .iter()
+            .filter(|m| m.refusals.1 == m.refusals.0)
+            .count();
+        (controlled, negative.len())
+    }
+
+    /// Negative cases without a control beside each refusal, in catalogue order.
+    pub fn uncontrolled(&self) -> Vec<&'static str> {
+        self.cases
+            .iter()
+            .filter(|m| m.refusals.0 > m.refusals.1)
+            .map(|m| m.id)
+            .collect()
+    }
+
+    /// `(mutant, case)` for each negative case that passed under its area's refuse-all mutant.
+    pub fn vacuous_passes(&self) -> Vec<(&'static str, &'static str)> {
+        self.refuse_all
+            .iter()
+            .flat_map(|r| r.vacuous().into_iter().map(|c| (r.mutant, c)))
+            .collect()
+    }
+
+    /// Every problem: clean failures, unproven MUST cases, cases a legal variant failed, and
+    /// negative cases that pass under a refuse-all mutant.
     pub fn problems(&self) -> Vec<String> {
         let mutations = self
             .cases
@@ -139,7 +199,12 @@ impl SelfTest {
                     .map(|p| format!("{} under variant {}: {p}", c.id, v.variant.name))
             })
         });
-        mutations.chain(variants).collect()
+        let vacuous = self.vacuous_passes().into_iter().map(|(m, c)| {
+            format!(
+                "{c}: passes under the refuse-all mutant {m}, a node that lacks the feature: its refusal was not for the property under test"
+            )
+        });
+        mutations.chain(variants).chain(vacuous).collect()
     }
 }
 
@@ -171,12 +236,56 @@ pub async fn selftest(
     let nodes = Arc::new(tokio::sync::Semaphore::new(NODES_AT_ONCE));
     let (mutations, variants) = tokio::join!(
         mutations(cases, cfg, clock.clone(), nodes.clone()),
-        variant_runs(cases, cfg, clock, variants, nodes)
+        variant_runs(cases, cfg, clock.clone(), variants, nodes.clone())
     );
+    let mutations = mutations?;
+    let refuse_all = refuse_all_runs(cases, &mutations, cfg, clock, nodes).await?;
     Ok(SelfTest {
-        cases: mutations?,
+        cases: mutations,
         variants: variants?,
+        refuse_all,
     })
+}
+
+/// The negative cases of each refuse-all mutant's area under that mutant.
+async fn refuse_all_runs(
+    cases: &[&'static Case],
+    mutations: &[Mutation],
+    cfg: &RunConfig,
+    clock: Arc<dyn Clock>,
+    nodes: Arc<tokio::sync::Semaphore>,
+) -> Result<Vec<RefuseAllRun>, SetupError> {
+    let negative = |c: &Case| mutations.iter().any(|m| m.id == c.id && m.refusals.0 > 0);
+    let runs: Vec<(&'static crate::variants::RefuseAll, Vec<&'static Case>)> =
+        crate::variants::REFUSE_ALL
+            .iter()
+            .map(|r| {
+                let area: Vec<&'static Case> = cases
+                    .iter()
+                    .copied()
+                    .filter(|c| r.areas.iter().any(|a| c.id.starts_with(a)) && negative(c))
+                    .collect();
+                (r, area)
+            })
+            .collect();
+    bounded(runs, nodes, |(r, area)| {
+        let cfg = cfg.clone();
+        let clock = clock.clone();
+        async move {
+            let (node, info) = crate::variants::start(&r.variant, clock.clone(), cfg.seed).await?;
+            let results = run_all(&area, Arc::new(info), &cfg, clock, &|_| {}).await;
+            drop(node);
+            Ok(RefuseAllRun {
+                mutant: r.variant.name,
+                cases: area
+                    .iter()
+                    .zip(results)
+                    .map(|(c, x)| (c.id, x.outcome))
+                    .collect(),
+            })
+        }
+    })
+    .await
 }
 
 /// Embedded nodes serving at once during the self-test (each runs its cases `cfg.jobs` at a
@@ -340,7 +449,8 @@ async fn mutations(
                     )),
                 }
             };
-            Mutation { id: c.id, quirk, clean: r.outcome, mutated: m, problem }
+            let controlled = r.refusals.iter().filter(|x| x.control.is_some()).count();
+            Mutation { id: c.id, quirk, clean: r.outcome, refusals: (r.refusals.len(), controlled), mutated: m, problem }
         })
         .collect();
     Ok(out)

@@ -87,6 +87,7 @@ fn synthetic() -> RunReport {
                 } else {
                     Vec::new()
                 },
+                refusals: Vec::new(),
                 duration: Duration::from_millis(5),
             };
             (*c, r)

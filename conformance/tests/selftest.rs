@@ -35,6 +35,29 @@ async fn mutation_and_legal_variant_coverage_are_complete() {
     assert!(total >= 25, "{total} legal variants");
     let (ok, runs) = st.variant_case_runs();
     assert_eq!((ok, runs), (cases.len() * total, cases.len() * total));
+    // Issue 29: no negative case passes under a refuse-all mutant of its area, and in those
+    // areas every credited refusal has a passing control beside it.
+    assert_eq!(st.vacuous_passes(), vec![], "vacuous passes");
+    let judged: Vec<&str> = st
+        .refuse_all
+        .iter()
+        .flat_map(|r| r.cases.iter().map(|(id, _)| *id))
+        .collect();
+    assert!(judged.len() >= 20, "{judged:?}");
+    let uncontrolled = st.uncontrolled();
+    let in_areas: Vec<&&str> = uncontrolled
+        .iter()
+        .filter(|id| judged.contains(id))
+        .collect();
+    assert!(
+        in_areas.is_empty(),
+        "refusals without a control: {in_areas:?}"
+    );
+    let (controlled, negative) = st.negative_controls(&cases);
+    assert!(
+        negative >= controlled && controlled >= judged.len(),
+        "{controlled}/{negative}"
+    );
 }
 
 #[test]

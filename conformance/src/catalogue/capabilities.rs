@@ -19,60 +19,132 @@ async fn setup(cx: &mut Ctx) -> Result<(Ident, Ident, Ident, String), Finding> {
     Ok((alice, bob, carol, t))
 }
 
-/// Bob resolves with `tok`: must be 403 CAPABILITY_DENIED, and the thread stays active.
-async fn denied(cx: &mut Ctx, alice: &Ident, bob: &Ident, t: &str, tok: &Value) -> Verdict {
-    let i = op_with_token(cx, bob, t, RESOLVE, json!({}), tok).await?;
-    cx.net.expect_code(i, "CAPABILITY_DENIED")?;
-    expect_state(cx, alice, t, "active").await
+/// What a refused token is checked for (§24.2: `CAPABILITY_DENIED` is the registry's code for
+/// a missing or invalid capability).
+const DENIED: &str = "CAPABILITY_DENIED";
+
+/// Bob resolves with `probe`: refused with 403 `CAPABILITY_DENIED` and the thread stays
+/// active; then with `control` — the same token with only the property under test made
+/// valid — accepted, so the probe was refused for that property and nothing else (issue 29).
+async fn denied(
+    cx: &mut Ctx,
+    alice: &Ident,
+    bob: &Ident,
+    t: &str,
+    probe: &Value,
+    control: &Value,
+    what: &str,
+) -> Verdict {
+    let p = op_with_token(cx, bob, t, RESOLVE, json!({}), probe).await?;
+    cx.net
+        .expect_not_accepted(p, "403 CAPABILITY_DENIED (v1.1 §12.4, §24.2)")?;
+    expect_state(cx, alice, t, "active").await?;
+    let c = op_with_token(cx, bob, t, RESOLVE, json!({}), control).await?;
+    cx.net.expect_refused_beside(p, c, what, &[DENIED], "")?;
+    expect_state(cx, alice, t, "resolved").await
 }
 
 async fn grant_allows_op(cx: &mut Ctx) -> Verdict {
     let (alice, bob, _, t) = setup(cx).await?;
-    let i = send_op(cx, &bob, &t, RESOLVE, json!({})).await?;
-    cx.net.expect_code(i, "CAPABILITY_DENIED")?;
+    let p = send_op(cx, &bob, &t, RESOLVE, json!({})).await?;
+    cx.net
+        .expect_not_accepted(p, "403 CAPABILITY_DENIED without a token (v1.1 §12.4)")?;
     let tok = token(cx, &alice, &bob, &Grant::new(&t, &["resolve"]));
-    let i = op_with_token(cx, &bob, &t, RESOLVE, json!({}), &tok).await?;
-    cx.net.expect_created(i)?;
+    let c = op_with_token(cx, &bob, &t, RESOLVE, json!({}), &tok).await?;
+    cx.net.expect_refused_beside(
+        p,
+        c,
+        "the same operation with a resolve token",
+        &[DENIED],
+        "",
+    )?;
     expect_state(cx, &alice, &t, "resolved").await
 }
 
 async fn wrong_grant(cx: &mut Ctx) -> Verdict {
     let (alice, bob, _, t) = setup(cx).await?;
     let tok = token(cx, &alice, &bob, &Grant::new(&t, &["lock", "reply"]));
-    denied(cx, &alice, &bob, &t, &tok).await
+    let control = token(cx, &alice, &bob, &Grant::new(&t, &["resolve"]));
+    denied(
+        cx,
+        &alice,
+        &bob,
+        &t,
+        &tok,
+        &control,
+        "a token granting resolve",
+    )
+    .await
 }
 
 async fn admin_superset(cx: &mut Ctx) -> Verdict {
     let (alice, bob, _, t) = setup(cx).await?;
     let label = token(cx, &alice, &bob, &Grant::new(&t, &["label"]));
-    denied(cx, &alice, &bob, &t, &label).await?;
     let admin = token(cx, &alice, &bob, &Grant::new(&t, &["admin"]));
-    let i = op_with_token(cx, &bob, &t, RESOLVE, json!({}), &admin).await?;
-    cx.net.expect_created(i)?;
-    expect_state(cx, &alice, &t, "resolved").await
+    denied(
+        cx,
+        &alice,
+        &bob,
+        &t,
+        &label,
+        &admin,
+        "a token granting admin",
+    )
+    .await
 }
 
 async fn expired(cx: &mut Ctx) -> Verdict {
     let (alice, bob, _, t) = setup(cx).await?;
-    let g = Grant {
-        expires_at: Some(cx.data.now_plus_ms(-3_600_000)),
+    let at = |ms| Grant {
+        expires_at: Some(cx.data.now_plus_ms(ms)),
         ..Grant::new(&t, &["resolve"])
     };
-    let tok = token(cx, &alice, &bob, &g);
-    denied(cx, &alice, &bob, &t, &tok).await
+    let (past, future) = (at(-3_600_000), at(3_600_000));
+    let tok = token(cx, &alice, &bob, &past);
+    let control = token(cx, &alice, &bob, &future);
+    denied(
+        cx,
+        &alice,
+        &bob,
+        &t,
+        &tok,
+        &control,
+        "the token expiring in an hour",
+    )
+    .await
 }
 
 async fn other_thread(cx: &mut Ctx) -> Verdict {
     let (alice, bob, _, t) = setup(cx).await?;
     let (t2, _) = cx.start_thread(&alice, &[&bob]).await?;
     let tok = token(cx, &alice, &bob, &Grant::new(&t2, &["resolve"]));
-    denied(cx, &alice, &bob, &t, &tok).await
+    let control = token(cx, &alice, &bob, &Grant::new(&t, &["resolve"]));
+    denied(
+        cx,
+        &alice,
+        &bob,
+        &t,
+        &tok,
+        &control,
+        "the token scoped to this thread",
+    )
+    .await
 }
 
 async fn other_holder(cx: &mut Ctx) -> Verdict {
     let (alice, bob, carol, t) = setup(cx).await?;
     let tok = token(cx, &alice, &carol, &Grant::new(&t, &["resolve"]));
-    denied(cx, &alice, &bob, &t, &tok).await
+    let control = token(cx, &alice, &bob, &Grant::new(&t, &["resolve"]));
+    denied(
+        cx,
+        &alice,
+        &bob,
+        &t,
+        &tok,
+        &control,
+        "the token issued to bob",
+    )
+    .await
 }
 
 async fn epoch_mismatch(cx: &mut Ctx) -> Verdict {
@@ -82,20 +154,50 @@ async fn epoch_mismatch(cx: &mut Ctx) -> Verdict {
         ..Grant::new(&t, &["resolve"])
     };
     let tok = token(cx, &alice, &bob, &g);
-    denied(cx, &alice, &bob, &t, &tok).await
+    let control = token(cx, &alice, &bob, &Grant::new(&t, &["resolve"]));
+    denied(
+        cx,
+        &alice,
+        &bob,
+        &t,
+        &tok,
+        &control,
+        "the token of the thread's epoch 0",
+    )
+    .await
 }
 
 async fn bad_signature(cx: &mut Ctx) -> Verdict {
     let (alice, bob, _, t) = setup(cx).await?;
     let mut tok = token(cx, &alice, &bob, &Grant::new(&t, &["label"]));
     tok["grants"] = json!(["resolve"]);
-    denied(cx, &alice, &bob, &t, &tok).await
+    let control = token(cx, &alice, &bob, &Grant::new(&t, &["resolve"]));
+    denied(
+        cx,
+        &alice,
+        &bob,
+        &t,
+        &tok,
+        &control,
+        "the same grant, signed",
+    )
+    .await
 }
 
 async fn self_issued(cx: &mut Ctx) -> Verdict {
     let (alice, bob, _, t) = setup(cx).await?;
     let tok = token(cx, &bob, &bob, &Grant::new(&t, &["resolve"]));
-    denied(cx, &alice, &bob, &t, &tok).await
+    let control = token(cx, &alice, &bob, &Grant::new(&t, &["resolve"]));
+    denied(
+        cx,
+        &alice,
+        &bob,
+        &t,
+        &tok,
+        &control,
+        "the token issued by the thread owner",
+    )
+    .await
 }
 
 async fn single_use(cx: &mut Ctx) -> Verdict {
@@ -105,10 +207,11 @@ async fn single_use(cx: &mut Ctx) -> Verdict {
         ..Grant::new(&t, &["label"])
     };
     let tok = token(cx, &alice, &bob, &g);
-    let i = op_with_token(cx, &bob, &t, UPDATE, json!({"subject": "first"}), &tok).await?;
-    cx.net.expect_created(i)?;
-    let i = op_with_token(cx, &bob, &t, UPDATE, json!({"subject": "second"}), &tok).await?;
-    cx.net.expect_code(i, "CAPABILITY_DENIED")?;
+    let c = op_with_token(cx, &bob, &t, UPDATE, json!({"subject": "first"}), &tok).await?;
+    cx.net.expect_created(c)?;
+    let p = op_with_token(cx, &bob, &t, UPDATE, json!({"subject": "second"}), &tok).await?;
+    cx.net
+        .expect_refused_beside(p, c, "the token's first use", &[DENIED], "")?;
     let th = thread_obj(cx, &alice, &t).await?;
     cx.net
         .expect_eq("thread.subject", &json!("first"), &th["subject"])
@@ -132,8 +235,8 @@ async fn revocation_bumps_epoch(cx: &mut Ctx) -> Verdict {
         &json!(1),
         &th["cap_epoch"],
     )?;
-    // Every token of the old epoch is now invalid, not only the revoked one.
-    denied(cx, &alice, &bob, &t, &other).await?;
+    // Every token of the old epoch is now invalid, not only the revoked one; a token of the
+    // new epoch works.
     let fresh = token(
         cx,
         &alice,
@@ -143,8 +246,16 @@ async fn revocation_bumps_epoch(cx: &mut Ctx) -> Verdict {
             ..Grant::new(&t, &["resolve"])
         },
     );
-    let i = op_with_token(cx, &bob, &t, RESOLVE, json!({}), &fresh).await?;
-    cx.net.expect_created(i)
+    denied(
+        cx,
+        &alice,
+        &bob,
+        &t,
+        &other,
+        &fresh,
+        "the same grant for epoch 1",
+    )
+    .await
 }
 
 async fn endpoints(cx: &mut Ctx) -> Verdict {
@@ -190,7 +301,25 @@ async fn endpoints(cx: &mut Ctx) -> Verdict {
     let th = thread_obj(cx, &alice, &t).await?;
     cx.net
         .expect_eq("thread.cap_epoch after DELETE", &json!(1), &th["cap_epoch"])?;
-    denied(cx, &alice, &bob, &t, &tok).await
+    let fresh = token(
+        cx,
+        &alice,
+        &bob,
+        &Grant {
+            epoch: 1,
+            ..Grant::new(&t, &["resolve"])
+        },
+    );
+    denied(
+        cx,
+        &alice,
+        &bob,
+        &t,
+        &tok,
+        &fresh,
+        "the same grant for epoch 1",
+    )
+    .await
 }
 
 const P: &[Need] = &[Need::Provisioning];

@@ -1,9 +1,11 @@
 //! Delegation chains (v1.1 §13, §16.5, §18.2): an agent sends with `from.delegation_chain`
 //! rooted at a human; every §13.3 step that fails must refuse the envelope with
-//! `DELEGATION_INVALID`. Every refusal case first proves the agent can send with a valid
-//! chain, so a node that refuses all agents cannot pass it.
+//! `DELEGATION_INVALID` (§13.3 step 7 names the code). Every refusal case first sends the
+//! control — the agent's envelope with a valid chain that differs from the probe's only in the
+//! step under test — and credits the refusal beside it, so a node that refuses all agents, or
+//! refuses the probe for another defect, cannot pass it (issue 29).
 
-use crate::case::{Case, Mutant, Need, Strength, Verdict};
+use crate::case::{Case, Ex, Finding, Mutant, Need, Strength, Verdict};
 use crate::ctx::{Ctx, Ident, shapes};
 use loom_protocol::Timestamp;
 use serde_json::{Value, json};
@@ -52,148 +54,149 @@ fn agent_message(cx: &mut Ctx, bot: &Ident, to: &Ident, chain: &[Value]) -> Valu
     env
 }
 
-/// `bot` sends with `chain`; the node must accept it (the control of a refusal case).
-async fn accepted(cx: &mut Ctx, bot: &Ident, to: &Ident, chain: &[Value]) -> Verdict {
+/// `bot` sends with `chain`, the control of a refusal case: the node must accept it, or the
+/// case is a harness `error` (a node that refuses every agent proves nothing).
+async fn accepted(cx: &mut Ctx, bot: &Ident, to: &Ident, chain: &[Value]) -> Result<Ex, Finding> {
     let env = agent_message(cx, bot, to, chain);
     let i = cx.net.send(bot, &env).await?;
-    cx.net.expect_created(i).map_err(|f| match f {
-        crate::case::Finding::Fail {
-            actual, decisive, ..
-        } => crate::case::Finding::Fail {
-            expected: "HTTP 201 for an agent envelope with a valid chain from a human (control step, v1.1 §13.3)".into(),
-            actual,
-            decisive,
-        },
-        f => f,
-    })
+    cx.net.expect_control(
+        i,
+        "an agent envelope with a valid chain from a human (v1.1 §13.3)",
+    )?;
+    Ok(i)
 }
 
-/// `bot` sends with `chain`; the node must refuse it with 403 `DELEGATION_INVALID`.
-async fn refused(cx: &mut Ctx, bot: &Ident, to: &Ident, chain: &[Value]) -> Verdict {
+/// `bot` sends with `chain`; the node must refuse it with 403 `DELEGATION_INVALID`, beside the
+/// accepted `control`.
+async fn refused(cx: &mut Ctx, bot: &Ident, to: &Ident, chain: &[Value], control: Ex) -> Verdict {
     let env = agent_message(cx, bot, to, chain);
     let i = cx.net.send(bot, &env).await?;
-    cx.net.expect_code(i, "DELEGATION_INVALID")
+    refused_beside(cx, i, control)
 }
 
-/// A human, an agent it delegated `message.*` to, and the valid link.
-async fn human_and_agent(cx: &mut Ctx) -> Result<(Ident, Ident, Value), crate::case::Finding> {
+fn refused_beside(cx: &Ctx, probe: Ex, control: Ex) -> Verdict {
+    cx.net.expect_refused_beside(
+        probe,
+        control,
+        "the same agent envelope with a valid chain",
+        &["DELEGATION_INVALID"],
+        "v1.1 §13.3 step 7",
+    )
+}
+
+/// A human, an agent it delegated `message.*` to, the valid link and the control exchange.
+async fn human_and_agent(cx: &mut Ctx) -> Result<(Ident, Ident, Value, Ex), Finding> {
     let alice = cx.identity("alice", "human").await?;
     let bot = cx.identity("bot", "agent").await?;
     let l = link(cx, &alice, &bot, &["message.*"], false);
-    accepted(cx, &bot, &alice, std::slice::from_ref(&l)).await?;
-    Ok((alice, bot, l))
+    let control = accepted(cx, &bot, &alice, std::slice::from_ref(&l)).await?;
+    Ok((alice, bot, l, control))
 }
 
 async fn chain_missing(cx: &mut Ctx) -> Verdict {
-    let (alice, bot, _) = human_and_agent(cx).await?;
-    refused(cx, &bot, &alice, &[]).await?;
+    let (alice, bot, _, control) = human_and_agent(cx).await?;
+    refused(cx, &bot, &alice, &[], control).await?;
     let t = cx.data.thread_id();
     let env = cx
         .data
         .signed_message(&bot, &t, None, &[&alice], "no chain at all");
     let i = cx.net.send(&bot, &env).await?;
-    cx.net.expect_code(i, "DELEGATION_INVALID")
+    refused_beside(cx, i, control)
 }
 
 async fn link_expired(cx: &mut Ctx) -> Verdict {
-    let (alice, bot, _) = human_and_agent(cx).await?;
+    let (alice, bot, _, control) = human_and_agent(cx).await?;
     let mut l = link(cx, &alice, &bot, &["message.*"], false);
     l["created_at"] = at(cx, -2 * HOUR_MS).into();
     l["expires_at"] = at(cx, -HOUR_MS).into();
     sign_link(&alice, &alice, &mut l);
-    refused(cx, &bot, &alice, &[l]).await
+    refused(cx, &bot, &alice, &[l], control).await
 }
 
 async fn link_wrong_key(cx: &mut Ctx) -> Verdict {
-    let (alice, bot, _) = human_and_agent(cx).await?;
+    let (alice, bot, _, control) = human_and_agent(cx).await?;
     let mallory = cx.identity("mallory", "human").await?;
     let mut l = link(cx, &alice, &bot, &["message.*"], false);
     sign_link(&mallory, &alice, &mut l);
-    refused(cx, &bot, &alice, &[l]).await
+    refused(cx, &bot, &alice, &[l], control).await
 }
 
 async fn link_tampered(cx: &mut Ctx) -> Verdict {
-    let (alice, bot, _) = human_and_agent(cx).await?;
+    let (alice, bot, _, control) = human_and_agent(cx).await?;
     let mut l = link(cx, &alice, &bot, &["message.*"], false);
     l["expires_at"] = at(cx, 2 * DAY_MS).into();
-    refused(cx, &bot, &alice, &[l]).await
+    refused(cx, &bot, &alice, &[l], control).await
 }
 
 async fn scope_excludes_action(cx: &mut Ctx) -> Verdict {
-    let (alice, bot, _) = human_and_agent(cx).await?;
+    let (alice, bot, _, control) = human_and_agent(cx).await?;
     let l = link(cx, &alice, &bot, &["calendar.*"], false);
-    refused(cx, &bot, &alice, &[l]).await
+    refused(cx, &bot, &alice, &[l], control).await
 }
 
 async fn root_is_agent(cx: &mut Ctx) -> Verdict {
-    let (alice, bot, _) = human_and_agent(cx).await?;
+    let (alice, bot, _, control) = human_and_agent(cx).await?;
     let boss = cx.identity("boss", "agent").await?;
     let l = link(cx, &boss, &bot, &["message.*"], false);
-    refused(cx, &bot, &alice, &[l]).await
+    refused(cx, &bot, &alice, &[l], control).await
 }
 
-/// alice → bot1 (sub-delegation allowed) → bot2, accepted; returns the pieces.
-async fn two_links(cx: &mut Ctx) -> Result<(Ident, Ident, Ident), crate::case::Finding> {
+/// alice → bot1 (sub-delegation allowed) → bot2, accepted; returns the pieces and the control.
+async fn two_links(cx: &mut Ctx) -> Result<(Ident, Ident, Ident, Ex), Finding> {
     let alice = cx.identity("alice", "human").await?;
     let bot1 = cx.identity("bot1", "agent").await?;
     let bot2 = cx.identity("bot2", "agent").await?;
     let l1 = link(cx, &alice, &bot1, &["message.*"], true);
     let l2 = link(cx, &bot1, &bot2, &["message.*"], false);
-    accepted(cx, &bot2, &alice, &[l1, l2]).await?;
-    Ok((alice, bot1, bot2))
+    let control = accepted(cx, &bot2, &alice, &[l1, l2]).await?;
+    Ok((alice, bot1, bot2, control))
 }
 
 async fn sub_delegation_forbidden(cx: &mut Ctx) -> Verdict {
-    let (alice, bot1, bot2) = two_links(cx).await?;
+    let (alice, bot1, bot2, control) = two_links(cx).await?;
     let l1 = link(cx, &alice, &bot1, &["message.*"], false);
     let l2 = link(cx, &bot1, &bot2, &["message.*"], false);
-    refused(cx, &bot2, &alice, &[l1, l2]).await
+    refused(cx, &bot2, &alice, &[l1, l2], control).await
 }
 
 async fn sub_scope_wider(cx: &mut Ctx) -> Verdict {
-    let (alice, bot1, bot2) = two_links(cx).await?;
+    let (alice, bot1, bot2, control) = two_links(cx).await?;
     let l1 = link(cx, &alice, &bot1, &["message.*"], true);
     let l2 = link(cx, &bot1, &bot2, &["message.*", "task.*"], false);
-    refused(cx, &bot2, &alice, &[l1, l2]).await
+    refused(cx, &bot2, &alice, &[l1, l2], control).await
 }
 
 async fn star_below_root(cx: &mut Ctx) -> Verdict {
-    let (alice, bot1, bot2) = two_links(cx).await?;
+    let (alice, bot1, bot2, control) = two_links(cx).await?;
     let l1 = link(cx, &alice, &bot1, &["*"], true);
     let l2 = link(cx, &bot1, &bot2, &["*"], false);
-    refused(cx, &bot2, &alice, &[l1, l2]).await
+    refused(cx, &bot2, &alice, &[l1, l2], control).await
 }
 
 async fn leaf_not_sender(cx: &mut Ctx) -> Verdict {
-    let (alice, bot, l) = human_and_agent(cx).await?;
+    let (alice, _bot, l, _) = human_and_agent(cx).await?;
     let other = cx.identity("other", "agent").await?;
-    accepted(
-        cx,
-        &other,
-        &alice,
-        &[link(cx, &alice, &other, &["message.*"], false)],
-    )
-    .await?;
-    let _ = bot;
-    refused(cx, &other, &alice, &[l]).await
+    let own = link(cx, &alice, &other, &["message.*"], false);
+    let control = accepted(cx, &other, &alice, &[own]).await?;
+    refused(cx, &other, &alice, &[l], control).await
 }
 
 async fn created_at_future(cx: &mut Ctx) -> Verdict {
-    let (alice, bot, _) = human_and_agent(cx).await?;
+    let (alice, bot, _, control) = human_and_agent(cx).await?;
     let mut l = link(cx, &alice, &bot, &["message.*"], false);
     l["created_at"] = at(cx, HOUR_MS).into();
     sign_link(&alice, &alice, &mut l);
-    refused(cx, &bot, &alice, &[l]).await
+    refused(cx, &bot, &alice, &[l], control).await
 }
 
 async fn created_at_missing(cx: &mut Ctx) -> Verdict {
-    let (alice, bot, _) = human_and_agent(cx).await?;
+    let (alice, bot, _, control) = human_and_agent(cx).await?;
     let mut l = link(cx, &alice, &bot, &["message.*"], false);
     if let Some(o) = l.as_object_mut() {
         o.remove("created_at");
     }
     sign_link(&alice, &alice, &mut l);
-    refused(cx, &bot, &alice, &[l]).await
+    refused(cx, &bot, &alice, &[l], control).await
 }
 
 async fn chain_too_long(cx: &mut Ctx) -> Verdict {
@@ -207,12 +210,12 @@ async fn chain_too_long(cx: &mut Ctx) -> Verdict {
         chain.push(link(cx, &w[0], &w[1], &["message.*"], true));
     }
     // Ten links (the default maxChainLength) are accepted; eleven are not.
-    accepted(cx, &agents[9], &alice, &chain[..10]).await?;
-    refused(cx, &agents[10], &alice, &chain).await
+    let control = accepted(cx, &agents[9], &alice, &chain[..10]).await?;
+    refused(cx, &agents[10], &alice, &chain, control).await
 }
 
 async fn type_mismatch(cx: &mut Ctx) -> Verdict {
-    let (alice, bot, l) = human_and_agent(cx).await?;
+    let (alice, bot, l, control) = human_and_agent(cx).await?;
     let t = cx.data.thread_id();
     let mut env = cx
         .data
@@ -221,17 +224,18 @@ async fn type_mismatch(cx: &mut Ctx) -> Verdict {
     env["from"]["delegation_chain"] = json!([l]);
     bot.sign(&mut env);
     let i = cx.net.send(&bot, &env).await?;
-    let status = cx.net.transcript(i).status;
-    cx.net.expect_that(
-        (400..500).contains(&status),
-        "a 4xx refusal: from.type \"human\" for an identity registered as agent (v1.1 §13.5)",
-        format!("HTTP {status}"),
-    )?;
-    cx.net.expect_error_shape(i)
+    // §13.5 names no code: any 4xx §24.1 refusal.
+    cx.net.expect_refused_beside(
+        i,
+        control,
+        "the same envelope with from.type \"agent\"",
+        &[],
+        "",
+    )
 }
 
 /// POSTs `link` to /v1/delegations as `who`; returns the stored id.
-async fn store_link(cx: &mut Ctx, who: &Ident, l: &Value) -> Result<String, crate::case::Finding> {
+async fn store_link(cx: &mut Ctx, who: &Ident, l: &Value) -> Result<String, Finding> {
     let i = cx
         .net
         .call("POST", "/v1/delegations", Some(&who.token), Some(l))
@@ -247,9 +251,9 @@ async fn store_link(cx: &mut Ctx, who: &Ident, l: &Value) -> Result<String, crat
 }
 
 async fn revoked(cx: &mut Ctx) -> Verdict {
-    let (alice, bot, l) = human_and_agent(cx).await?;
+    let (alice, bot, l, _) = human_and_agent(cx).await?;
     let id = store_link(cx, &alice, &l).await?;
-    accepted(cx, &bot, &alice, std::slice::from_ref(&l)).await?;
+    let control = accepted(cx, &bot, &alice, std::slice::from_ref(&l)).await?;
     let i = cx
         .net
         .call(
@@ -265,11 +269,11 @@ async fn revoked(cx: &mut Ctx) -> Verdict {
         "DELETE /v1/delegations/{id} by the delegator succeeds (v1.1 §16.5)",
         format!("HTTP {status}"),
     )?;
-    refused(cx, &bot, &alice, &[l]).await
+    refused(cx, &bot, &alice, &[l], control).await
 }
 
 async fn revocation_recorded(cx: &mut Ctx) -> Verdict {
-    let (alice, bot, l) = human_and_agent(cx).await?;
+    let (alice, bot, l, _) = human_and_agent(cx).await?;
     let id = store_link(cx, &alice, &l).await?;
     let i = cx
         .net

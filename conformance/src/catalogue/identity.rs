@@ -185,7 +185,19 @@ async fn resolve_unknown(cx: &mut Ctx) -> Verdict {
         .net
         .get(&resolve_path(nobody.address()), &alice.token)
         .await?;
-    cx.net.expect_code(i, "IDENTITY_NOT_FOUND")
+    // The control: the same route for a registered identity (so a 404 is about the identity,
+    // not a missing route).
+    let c = cx
+        .net
+        .get(&resolve_path(alice.address()), &alice.token)
+        .await?;
+    cx.net.expect_refused_beside(
+        i,
+        c,
+        "resolving a registered identity",
+        &["IDENTITY_NOT_FOUND"],
+        "",
+    )
 }
 
 async fn me(cx: &mut Ctx) -> Verdict {

@@ -152,7 +152,21 @@ async fn envelope_not_found(cx: &mut Ctx) -> Verdict {
         .net
         .get(&format!("/v1/envelopes/{id}"), &alice.token)
         .await?;
-    cx.net.expect_code(i, "ENVELOPE_NOT_FOUND")
+    // The control: the same route for an envelope alice sent.
+    let bob = cx.identity("bob", "human").await?;
+    let (_, root) = cx.start_thread(&alice, &[&bob]).await?;
+    let sent = root["id"].as_str().unwrap_or_default().to_owned();
+    let c = cx
+        .net
+        .get(&format!("/v1/envelopes/{sent}"), &alice.token)
+        .await?;
+    cx.net.expect_refused_beside(
+        i,
+        c,
+        "reading an envelope alice sent",
+        &["ENVELOPE_NOT_FOUND"],
+        "",
+    )
 }
 
 /// A human, an agent and a signed root link delegating `scope` to the agent.

@@ -101,6 +101,17 @@ mod with_feature {
             "{}",
             report::terminal::variants(&st, report::layout::width())
         );
+        let (controlled, negative) = st.negative_controls(&cases);
+        outln!("negative cases with a passing control: {controlled}/{negative}");
+        for id in st.uncontrolled() {
+            outln!("  without a control beside each refusal: {id}");
+        }
+        let judged: usize = st.refuse_all.iter().map(|r| r.cases.len()).sum();
+        outln!(
+            "vacuous passes under refuse-all mutants: {} ({judged} negative cases under {} mutants)",
+            st.vacuous_passes().len(),
+            st.refuse_all.len()
+        );
         outln!("in {:.1} s", started.elapsed().as_secs_f64());
         let problems = st.problems();
         if problems.is_empty() {

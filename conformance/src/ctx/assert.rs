@@ -67,6 +67,97 @@ impl Exchanges {
     /// `ex` must be a §24.1 error with one of `codes` (each with its §24.2 status): for
     /// conditions several registry entries describe. `why` says why they all fit.
     pub fn expect_refused_with(&self, ex: Ex, codes: &[&str], why: &str) -> Verdict {
+        self.refused_with(ex, None, codes, why)?;
+        self.credit(ex, None);
+        Ok(())
+    }
+
+    /// A 404 or 405 that means "no such route" (issue 29): the feature is `unsupported`, never a
+    /// refusal that passes. It is a real answer when its code names a missing resource (§24.2
+    /// `*_NOT_FOUND`) or when `control`, the same method on the same path, was accepted.
+    fn no_route(&self, probe: Ex, control: Option<Ex>) -> Verdict {
+        let status = self.status(probe);
+        if !matches!(status, 404 | 405) {
+            return Ok(());
+        }
+        let names_resource = self.error_code(probe).is_some_and(|c| {
+            matches!(
+                c.as_str(),
+                "IDENTITY_NOT_FOUND" | "THREAD_NOT_FOUND" | "ENVELOPE_NOT_FOUND"
+            )
+        });
+        let route_exists = control.is_some_and(|c| {
+            let (p, c) = (self.transcript(probe), self.transcript(c));
+            p.method == c.method && same_route(path_only(&p.path), path_only(&c.path))
+        });
+        if names_resource || route_exists {
+            return Ok(());
+        }
+        let t = self.transcript(probe);
+        Err(Finding::Unsupported(format!(
+            "{} {} answered HTTP {status}{}: no such route, so the feature is not offered (a \
+             missing route is never counted as a refusal)",
+            t.method,
+            path_only(&t.path),
+            error_summary(t)
+        )))
+    }
+
+    /// The probe `ex` must not have been accepted: a node that lacks the check fails here,
+    /// before a control request is spent (`expected` says what the spec requires).
+    pub fn expect_not_accepted(&self, ex: Ex, expected: &str) -> Verdict {
+        if self.transcript(ex).is_success() {
+            return Err(self.failing(ex, expected.to_owned()));
+        }
+        Ok(())
+    }
+
+    /// `control`, the request that differs from a probe only in the property under test, must
+    /// be accepted (2xx); otherwise the case cannot tell why the probe was refused and is a
+    /// harness `error` naming the control exchange, never a pass (issue 29).
+    pub fn expect_control(&self, control: Ex, what: &str) -> Verdict {
+        let t = self.transcript(control);
+        if t.is_success() {
+            return Ok(());
+        }
+        Err(Finding::Error(format!(
+            "the target refused the control request ({what}; exchange {control}, {} {}): HTTP {}{}. \
+             The control differs from the probe only in the property under test, so a refusal of \
+             the probe cannot be credited",
+            t.method,
+            path_only(&t.path),
+            t.status,
+            error_summary(t)
+        )))
+    }
+
+    /// The probe `ex` must be refused beside the accepted `control` (see
+    /// [`Exchanges::expect_control`]): a §24.1 error with one of `codes` (exact, for a
+    /// condition §24.2 names a code for), or any 4xx §24.1 error when `codes` is empty.
+    pub fn expect_refused_beside(
+        &self,
+        ex: Ex,
+        control: Ex,
+        what: &str,
+        codes: &[&str],
+        why: &str,
+    ) -> Verdict {
+        self.expect_control(control, what)?;
+        if codes.is_empty() {
+            self.no_route(ex, Some(control))?;
+            let st = self.status(ex);
+            if !(400..500).contains(&st) {
+                return Err(self.failing(ex, "a refusal: 4xx with a §24.1 error body".into()));
+            }
+            self.expect_error_shape(ex)?;
+        } else {
+            self.refused_with(ex, Some(control), codes, why)?;
+        }
+        self.credit(ex, Some(control));
+        Ok(())
+    }
+
+    fn refused_with(&self, ex: Ex, control: Option<Ex>, codes: &[&str], why: &str) -> Verdict {
         let status = self.status(ex);
         let got = self.error_code(ex);
         let fits = got.as_deref().is_some_and(|g| {
@@ -75,6 +166,7 @@ impl Exchanges {
         if fits {
             return self.expect_error_shape(ex);
         }
+        self.no_route(ex, control)?;
         let wanted: Vec<String> = codes
             .iter()
             .map(|c| {
@@ -93,11 +185,14 @@ impl Exchanges {
     /// `ex` must be a refusal: a 4xx with a §24.1 body (for rules whose error code the spec
     /// does not name; any code from the registry passes).
     pub fn expect_refused(&self, ex: Ex) -> Verdict {
+        self.no_route(ex, None)?;
         let st = self.status(ex);
         if !(400..500).contains(&st) {
             return Err(self.failing(ex, "a refusal: 4xx with a §24.1 error body".into()));
         }
-        self.expect_error_shape(ex)
+        self.expect_error_shape(ex)?;
+        self.credit(ex, None);
+        Ok(())
     }
 
     /// `ex` must carry a §24.1 body: `error.code` from the registry, `message`, `details`,
@@ -181,4 +276,16 @@ impl Exchanges {
             decisive: Some(ex),
         })
     }
+}
+
+/// `path` without its query string.
+fn path_only(path: &str) -> &str {
+    path.split('?').next().unwrap_or(path)
+}
+
+/// Whether two paths name the same route: equal, or differing only in their last segment (the
+/// resource id of `GET /v1/envelopes/{id}`).
+fn same_route(a: &str, b: &str) -> bool {
+    let parent = |p: &str| p.rsplit_once('/').map(|(head, _)| head.to_owned());
+    a == b || (a.matches('/').count() == b.matches('/').count() && parent(a) == parent(b))
 }

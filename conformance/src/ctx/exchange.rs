@@ -3,7 +3,7 @@
 //! all of them; a failure or an error names the one that decided it.
 
 use super::Ident;
-use crate::finding::{Ex, Finding};
+use crate::finding::{Ex, Finding, Refusal};
 use loom_client::{Client, Transcript};
 use serde_json::Value;
 
@@ -11,6 +11,8 @@ use serde_json::Value;
 pub struct Exchanges {
     client: Client,
     transcripts: Vec<Transcript>,
+    /// The refusals the case's assertions credited, in order.
+    refusals: std::sync::Mutex<Vec<Refusal>>,
 }
 
 impl std::fmt::Debug for Exchanges {
@@ -27,6 +29,7 @@ impl Exchanges {
         Exchanges {
             client,
             transcripts: Vec::new(),
+            refusals: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -38,6 +41,23 @@ impl Exchanges {
     /// Takes the recorded exchanges (the runner, when the case ends).
     pub fn take(&mut self) -> Vec<Transcript> {
         std::mem::take(&mut self.transcripts)
+    }
+
+    /// Records a refusal an assertion credited.
+    pub(crate) fn credit(&self, probe: Ex, control: Option<Ex>) {
+        self.refusals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(Refusal { probe, control });
+    }
+
+    /// Takes the credited refusals (the runner, when the case ends).
+    pub fn take_refusals(&mut self) -> Vec<Refusal> {
+        std::mem::take(
+            self.refusals
+                .get_mut()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     /// The last exchange, if any.

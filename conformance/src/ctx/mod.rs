@@ -72,6 +72,11 @@ impl Ctx {
         self.net.take()
     }
 
+    /// The refusals the case credited (the runner, when the case ends).
+    pub fn take_refusals(&mut self) -> Vec<crate::finding::Refusal> {
+        self.net.take_refusals()
+    }
+
     /// Registers and logs in a fresh identity `name-<case tag>-<n>` of `kind` with the
     /// members its type requires; with `pool` provisioning, the case's next pooled identity
     /// of `kind` is logged in instead.

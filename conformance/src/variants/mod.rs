@@ -13,9 +13,11 @@
 //! not follow ([`Variant::departs`]) — to be `non-strict`.
 
 mod list;
+pub mod refuse_all;
 pub mod shim;
 
 pub use list::VARIANTS;
+pub use refuse_all::{REFUSE_ALL, RefuseAll};
 
 use crate::profile::Profile;
 use crate::target::{

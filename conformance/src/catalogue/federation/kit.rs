@@ -173,7 +173,9 @@ pub(super) async fn expect_rejected(
             crate::show::preview(&cx.net.transcript(ex).response_body)
         ),
     )?;
-    expect_not_stored(cx, who, id, why).await
+    expect_not_stored(cx, who, id, why).await?;
+    cx.net.credit(ex, None);
+    Ok(())
 }
 
 /// Envelope `id` is not readable by its recipient `who`.

@@ -1,0 +1,111 @@
+//! Refuse-all mutants (issue 29), the vacuity half of the self-test: each is the reference node
+//! behind the variant shim refusing every request of one feature, as a node that lacks the
+//! feature would. A negative case of that area that still *passes* under it proves nothing —
+//! its refusal was not for the property under test — so the self-test requires every such
+//! case to end `error`, `unsupported` or `fail` there. A passing control beside each refusal
+//! is what makes them fail: the mutant refuses the control too.
+
+use super::shim::{Shim, join, split};
+use super::{Handler, Variant};
+use axum::extract::Request;
+use axum::middleware::Next;
+use axum::response::Response;
+use std::sync::Arc;
+
+/// A refuse-all mutant and the cases it judges.
+#[derive(Debug)]
+pub struct RefuseAll {
+    /// The shim (a [`Variant`] whose choice is to lack the feature).
+    pub variant: Variant,
+    /// Case ID prefixes of the area: its negative cases must not pass under the mutant.
+    pub areas: &'static [&'static str],
+}
+
+macro_rules! handler {
+    ($f:ident) => {{
+        let h: Handler = |s, r, n| Box::pin($f(s, r, n));
+        h
+    }};
+}
+
+/// Refuses `POST /v1/envelopes` (and `path_extra`) when the JSON body holds `member`, with
+/// `code`; everything else passes through.
+async fn refuse_member(
+    shim: Arc<Shim>,
+    req: Request,
+    next: Next,
+    member: &str,
+    code: &str,
+    route: &str,
+) -> Response {
+    if req.method().as_str() == "POST" && req.uri().path() == route {
+        return shim.error(code, "$body", &format!("{route} is refused by this node"));
+    }
+    if !(req.method().as_str() == "POST" && req.uri().path() == "/v1/envelopes") {
+        return next.run(req).await;
+    }
+    let (parts, bytes) = split(req).await;
+    let needle = format!("\"{member}\"");
+    if bytes.windows(needle.len()).any(|w| w == needle.as_bytes()) {
+        return shim.error(
+            code,
+            member,
+            &format!("envelopes carrying {member} are refused"),
+        );
+    }
+    next.run(join(parts, bytes)).await
+}
+
+async fn capability_tokens(shim: Arc<Shim>, req: Request, next: Next) -> Response {
+    refuse_member(
+        shim,
+        req,
+        next,
+        "capability_token",
+        "CAPABILITY_DENIED",
+        "/v1/capabilities",
+    )
+    .await
+}
+
+async fn delegation_chains(shim: Arc<Shim>, req: Request, next: Next) -> Response {
+    refuse_member(
+        shim,
+        req,
+        next,
+        "delegation_chain",
+        "DELEGATION_INVALID",
+        "/v1/delegations",
+    )
+    .await
+}
+
+/// Every refuse-all mutant, in list order.
+pub static REFUSE_ALL: &[RefuseAll] = &[
+    RefuseAll {
+        variant: Variant {
+            name: "refuse-all-capability-tokens",
+            section: "DESIGN.md §4",
+            quote: "",
+            reading: "A node without capability tokens (v1.1 §12).",
+            choice: "Every envelope that carries a capability_token, and every POST /v1/capabilities, is refused 403 CAPABILITY_DENIED.",
+            departs: &[],
+            profile: "",
+            handler: handler!(capability_tokens),
+        },
+        areas: &["core.capability."],
+    },
+    RefuseAll {
+        variant: Variant {
+            name: "refuse-all-delegation-chains",
+            section: "DESIGN.md §4",
+            quote: "",
+            reading: "A node without delegation (v1.1 §13).",
+            choice: "Every envelope that carries a delegation_chain, and every POST /v1/delegations, is refused 403 DELEGATION_INVALID.",
+            departs: &[],
+            profile: "",
+            handler: handler!(delegation_chains),
+        },
+        areas: &["core.delegation."],
+    },
+];
