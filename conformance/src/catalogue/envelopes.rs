@@ -26,13 +26,25 @@ pub(super) async fn setup(cx: &mut Ctx) -> Result<(Ident, Ident, Value), Finding
 }
 
 /// Applies `change` to a fresh message, signs it (so only the change is wrong) and expects
-/// 400 ENVELOPE_INVALID.
+/// 400 ENVELOPE_INVALID (§24.2: schema/validation failure), beside the control: the same
+/// message, same id, without the change.
 pub(super) async fn invalid(cx: &mut Ctx, change: fn(&mut Value)) -> Verdict {
-    let (alice, _, mut env) = setup(cx).await?;
-    change(&mut env);
-    alice.sign(&mut env);
-    let i = cx.net.send(&alice, &env).await?;
-    cx.net.expect_code(i, "ENVELOPE_INVALID")
+    let (alice, _, env) = setup(cx).await?;
+    let mut probe = env.clone();
+    change(&mut probe);
+    alice.sign(&mut probe);
+    let mut control = env;
+    alice.sign(&mut control);
+    cx.net
+        .send_probe_and_control(
+            &alice,
+            &probe,
+            &control,
+            "the same message without the change",
+            &["ENVELOPE_INVALID"],
+            "",
+        )
+        .await
 }
 
 pub(super) fn remove(env: &mut Value, member: &str) {
@@ -92,11 +104,22 @@ async fn task_wrong_intent(cx: &mut Ctx) -> Verdict {
 }
 
 async fn from_type_mismatch(cx: &mut Ctx) -> Verdict {
-    let (alice, _, mut env) = setup(cx).await?;
-    env["from"]["type"] = "service".into();
-    alice.sign(&mut env);
-    let i = cx.net.send(&alice, &env).await?;
-    cx.net.expect_refused(i)
+    let (alice, _, env) = setup(cx).await?;
+    let mut probe = env.clone();
+    probe["from"]["type"] = "service".into();
+    alice.sign(&mut probe);
+    let mut control = env;
+    alice.sign(&mut control);
+    cx.net
+        .send_probe_and_control(
+            &alice,
+            &probe,
+            &control,
+            "the same message with the registered from.type",
+            &[],
+            "",
+        )
+        .await
 }
 
 async fn unknown_type(cx: &mut Ctx) -> Verdict {
@@ -118,19 +141,35 @@ async fn unknown_type(cx: &mut Ctx) -> Verdict {
 async fn duplicate(cx: &mut Ctx) -> Verdict {
     let (alice, _, mut env) = setup(cx).await?;
     alice.sign(&mut env);
-    let i = cx.net.send(&alice, &env).await?;
-    cx.net.expect_created(i)?;
-    let i = cx.net.send(&alice, &env).await?;
-    cx.net.expect_code(i, "ENVELOPE_DUPLICATE")
+    let c = cx.net.send(&alice, &env).await?;
+    cx.net.expect_created(c)?;
+    let p = cx.net.send(&alice, &env).await?;
+    cx.net.expect_refused_beside(
+        p,
+        c,
+        "the first submission of the same envelope",
+        &["ENVELOPE_DUPLICATE"],
+        "",
+    )
 }
 
 async fn spoofed_sender(cx: &mut Ctx) -> Verdict {
     let (alice, bob, _) = setup(cx).await?;
     let t = cx.data.thread_id();
     let env = cx.data.signed_message(&bob, &t, None, &[&alice], "as bob");
-    // Signed correctly by Bob, but posted with Alice's session.
-    let i = cx.net.send(&alice, &env).await?;
-    cx.net.expect_refused(i)
+    // Signed correctly by Bob, but posted with Alice's session; the control is the same
+    // envelope posted with Bob's.
+    let p = cx.net.send(&alice, &env).await?;
+    cx.net
+        .expect_not_accepted(p, "a refusal: the sender is not the authenticated identity")?;
+    let c = cx.net.send(&bob, &env).await?;
+    cx.net.expect_refused_beside(
+        p,
+        c,
+        "the same envelope posted with its sender's session",
+        &[],
+        "",
+    )
 }
 
 /// `env` without the members the signature does not cover (v1.1 §7.2: `signature`, `meta`).
@@ -197,11 +236,26 @@ async fn oversized(cx: &mut Ctx) -> Verdict {
             "the target does not advertise limits.max_envelope_bytes in /v1/protocol/capabilities",
         );
     };
-    let (alice, _, mut env) = setup(cx).await?;
-    env["content"]["human"]["text"] = "x".repeat(limit as usize).into();
-    alice.sign(&mut env);
-    let i = cx.net.send(&alice, &env).await?;
-    cx.net.expect_code(i, "PAYLOAD_TOO_LARGE")
+    let (alice, _, env) = setup(cx).await?;
+    let text = |n: u64| Value::from("x".repeat(usize::try_from(n).unwrap_or(usize::MAX)));
+    let mut probe = env.clone();
+    probe["content"]["human"]["text"] = text(limit);
+    alice.sign(&mut probe);
+    // The control: the same message a few KiB under the limit (the rest of the envelope is
+    // far smaller than that).
+    let mut control = env;
+    control["content"]["human"]["text"] = text(limit.saturating_sub(8_192).max(limit / 2));
+    alice.sign(&mut control);
+    cx.net
+        .send_probe_and_control(
+            &alice,
+            &probe,
+            &control,
+            "the same message under the advertised limit",
+            &["PAYLOAD_TOO_LARGE"],
+            "",
+        )
+        .await
 }
 
 async fn agent_without_chain(cx: &mut Ctx) -> Verdict {
@@ -222,26 +276,42 @@ async fn agent_without_chain(cx: &mut Ctx) -> Verdict {
     let mut env = cx.data.message(&bot, &t, None, &[&alice], "from an agent");
     env["from"]["delegation_chain"] = json!([link]);
     bot.sign(&mut env);
-    let i = cx.net.send(&bot, &env).await?;
-    cx.net.expect_created(i)?;
+    let c = cx.net.send(&bot, &env).await?;
+    cx.net
+        .expect_control(c, "the agent's envelope with its chain")?;
     let t = cx.data.thread_id();
     let env = cx
         .data
         .signed_message(&bot, &t, None, &[&alice], "no chain");
-    let i = cx.net.send(&bot, &env).await?;
-    cx.net.expect_code(i, "DELEGATION_INVALID")
+    let p = cx.net.send(&bot, &env).await?;
+    cx.net.expect_refused_beside(
+        p,
+        c,
+        "the agent's envelope with its chain",
+        &["DELEGATION_INVALID"],
+        "",
+    )
 }
 
 async fn tampered_body(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
     let t = cx.data.thread_id();
-    let mut env = cx
+    let control = cx
         .data
         .signed_message(&alice, &t, None, &[&bob], "original");
+    let mut env = control.clone();
     env["content"]["human"]["text"] = "altered after signing".into();
-    let i = cx.net.send(&alice, &env).await?;
-    cx.net.expect_code(i, "SIGNATURE_INVALID")
+    cx.net
+        .send_probe_and_control(
+            &alice,
+            &env,
+            &control,
+            "the same envelope as signed",
+            &["SIGNATURE_INVALID"],
+            "",
+        )
+        .await
 }
 
 async fn accepted_and_sequenced(cx: &mut Ctx) -> Verdict {

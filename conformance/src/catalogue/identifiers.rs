@@ -25,68 +25,116 @@ async fn capability_wrong_prefix(cx: &mut Ctx) -> Verdict {
         alice.id.signing_key(),
         alice.id.key_id_typed(),
     );
-    let i = cx
+    let p = cx
         .net
         .call("POST", "/v1/capabilities", Some(&alice.token), Some(&tok))
         .await?;
-    cx.net.expect_refused(i)?;
+    cx.net
+        .expect_not_accepted(p, "a refusal of a capability id without the cap_ prefix")?;
     let tok = token(cx, &alice, &bob, &Grant::new(&t, grants));
-    let i = cx
+    let c = cx
         .net
         .call("POST", "/v1/capabilities", Some(&alice.token), Some(&tok))
         .await?;
-    cx.net.expect_created(i)
+    cx.net
+        .expect_refused_beside(p, c, "the same token with a cap_ id", &[], "")
 }
 
 async fn attachment_wrong_prefix(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
     let t = cx.data.thread_id();
-    let mut env = cx
+    let env = cx
         .data
         .message(&alice, &t, None, &[&bob], "with an attachment");
     let ulid = cx.data.envelope_id().replacen("env_", "", 1);
-    env["attachments"] = json!([{
-        "id": format!("file_{ulid}"),
-        "blob_id": format!("blob_{ulid}"),
-        "hash": format!("sha256:{}", "0".repeat(64)),
-        "size_bytes": 5,
-        "filename": "a.txt",
-        "mime_type": "text/plain",
-    }]);
-    alice.sign(&mut env);
-    let i = cx.net.send(&alice, &env).await?;
-    cx.net.expect_code(i, "ENVELOPE_INVALID")
+    let with_id = |id: String| {
+        let mut e = env.clone();
+        e["attachments"] = json!([{
+            "id": id,
+            "blob_id": format!("blob_{ulid}"),
+            "hash": format!("sha256:{}", "0".repeat(64)),
+            "size_bytes": 5,
+            "filename": "a.txt",
+            "mime_type": "text/plain",
+        }]);
+        alice.sign(&mut e);
+        e
+    };
+    let (probe, control) = (
+        with_id(format!("file_{ulid}")),
+        with_id(format!("att_{ulid}")),
+    );
+    cx.net
+        .send_probe_and_control(
+            &alice,
+            &probe,
+            &control,
+            "the same attachment with an att_ id",
+            &["ENVELOPE_INVALID"],
+            "",
+        )
+        .await
 }
 
 /// Registers a fresh identity whose document carries `extra` in `member` (besides its own,
-/// correctly prefixed signing key, which signs the proof); expects a §24.1 4xx refusal.
-async fn register_with_key(cx: &mut Ctx, member: &str, extra: Value) -> Verdict {
+/// correctly prefixed signing key, which signs the proof); expects a §24.1 4xx refusal beside
+/// the control: the same registration with `fixed` (the key id correctly prefixed).
+async fn register_with_key(cx: &mut Ctx, member: &str, extra: Value, fixed: Value) -> Verdict {
     let id = fresh(cx, "erin")?;
-    let mut doc = id.registration_document();
-    doc["signing_keys"][0]["public_key_pem"] = pem(&id.signing_key().verifying_key()).into();
-    match doc[member].as_array_mut() {
-        Some(list) => list.push(extra),
-        None => doc[member] = json!([extra]),
-    }
+    let mut base = id.registration_document();
+    base["signing_keys"][0]["public_key_pem"] = pem(&id.signing_key().verifying_key()).into();
+    let with = |key: Value| {
+        let mut doc = base.clone();
+        match doc[member].as_array_mut() {
+            Some(list) => list.push(key),
+            None => doc[member] = json!([key]),
+        }
+        doc
+    };
     let address = id.address().to_owned();
-    let i = register_document(cx, doc, &address, id.signing_key(), id.key_id()).await?;
-    cx.net.expect_refused(i)
+    let p = register_document(cx, with(extra), &address, id.signing_key(), id.key_id()).await?;
+    cx.net.expect_not_accepted(
+        p,
+        "a refusal of a key id without its type prefix (v1.1 §8.4)",
+    )?;
+    let c = register_document(cx, with(fixed), &address, id.signing_key(), id.key_id()).await?;
+    cx.net.expect_refused_beside(
+        p,
+        c,
+        "the same registration with the key id prefixed",
+        &[],
+        "",
+    )
 }
 
 async fn signing_key_wrong_prefix(cx: &mut Ctx) -> Verdict {
     let key = loom_protocol::keys::signing_key_from_seed(&cx.data.seed32());
-    let extra = json!({"key_id": "sign_device_2", "public_key_pem": pem(&key.verifying_key())});
-    register_with_key(cx, "signing_keys", extra).await
+    let extra = |kid: &str| json!({"key_id": kid, "public_key_pem": pem(&key.verifying_key())});
+    register_with_key(
+        cx,
+        "signing_keys",
+        extra("sign_device_2"),
+        extra("k_sign_device_2"),
+    )
+    .await
 }
 
 async fn encryption_key_wrong_prefix(cx: &mut Ctx) -> Verdict {
     let raw = cx.data.seed32();
-    let extra = json!({
-        "key_id": "enc_device_1",
-        "public_key": loom_protocol::keys::b64url_encode(&raw),
-    });
-    register_with_key(cx, "encryption_keys", extra).await
+    let extra = |kid: &str| {
+        json!({
+            "key_id": kid,
+            "public_key": loom_protocol::keys::b64url_encode(&raw),
+        })
+    };
+    register_with_key(
+        cx,
+        "encryption_keys",
+        extra("enc_device_1"),
+        extra("k_enc_device_1"),
+    )
+    .await
 }
 
 /// Identifier cases.

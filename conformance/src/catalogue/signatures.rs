@@ -23,21 +23,41 @@ async fn setup(cx: &mut Ctx) -> Result<(Ident, Ident, Value), crate::case::Findi
     Ok((alice, bob, env))
 }
 
-/// `env` must be refused with 401 SIGNATURE_INVALID: its signature is there and fails
-/// verification, the condition §24.2 names that code for.
-async fn refused(cx: &mut Ctx, from: &Ident, env: &Value) -> Verdict {
-    let i = cx.net.send(from, env).await?;
-    cx.net.expect_code(i, "SIGNATURE_INVALID")
+/// What every control of this file is: the probe's envelope signed by its sender's key.
+const CONTROL: &str = "the same envelope, signed by its sender's registered key";
+
+/// `env` must be refused with 401 SIGNATURE_INVALID — its signature is there and fails
+/// verification, the condition §24.2 names that code for — beside `control`, the same
+/// envelope signed properly.
+async fn refused(cx: &mut Ctx, from: &Ident, env: &Value, control: &Value) -> Verdict {
+    cx.net
+        .send_probe_and_control(from, env, control, CONTROL, &["SIGNATURE_INVALID"], "")
+        .await
 }
 
 /// Why a refusal with either code fits when the signature cannot even be checked.
 const UNCHECKABLE: &str = "a signature that is absent, malformed or names no key of the sender cannot be verified (SIGNATURE_INVALID) and breaks the envelope's form (ENVELOPE_INVALID); §24.2 names neither for it";
 
-/// `env` must be refused with SIGNATURE_INVALID or ENVELOPE_INVALID ([`UNCHECKABLE`]).
-async fn refused_either(cx: &mut Ctx, from: &Ident, env: &Value) -> Verdict {
-    let i = cx.net.send(from, env).await?;
+/// `env` must be refused with SIGNATURE_INVALID or ENVELOPE_INVALID ([`UNCHECKABLE`]) beside
+/// `control`.
+async fn refused_either(cx: &mut Ctx, from: &Ident, env: &Value, control: &Value) -> Verdict {
     cx.net
-        .expect_refused_with(i, &["SIGNATURE_INVALID", "ENVELOPE_INVALID"], UNCHECKABLE)
+        .send_probe_and_control(
+            from,
+            env,
+            control,
+            CONTROL,
+            &["SIGNATURE_INVALID", "ENVELOPE_INVALID"],
+            UNCHECKABLE,
+        )
+        .await
+}
+
+/// `env` signed properly by `from` (a control).
+fn signed_by(from: &Ident, env: &Value) -> Value {
+    let mut c = env.clone();
+    from.sign(&mut c);
+    c
 }
 
 /// `env` must be accepted (201).
@@ -68,27 +88,30 @@ async fn legacy_accepted(cx: &mut Ctx) -> Verdict {
 
 async fn legacy_claims_context(cx: &mut Ctx) -> Verdict {
     let (alice, _, mut env) = setup(cx).await?;
+    let control = signed_by(&alice, &env);
     let _ = sign_envelope_legacy(&mut env, alice.id.signing_key(), alice.id.key_id_typed());
     env["signature"]["context"] = "LOOM-ENVELOPE-SIG-v1".into();
-    refused(cx, &alice, &env).await
+    refused(cx, &alice, &env, &control).await
 }
 
 async fn unknown_context(cx: &mut Ctx) -> Verdict {
     let (alice, _, mut env) = setup(cx).await?;
     alice.sign(&mut env);
+    let control = env.clone();
     env["signature"]["context"] = "LOOM-ENVELOPE-SIG-v9".into();
-    refused_either(cx, &alice, &env).await
+    refused_either(cx, &alice, &env, &control).await
 }
 
 async fn missing(cx: &mut Ctx) -> Verdict {
     let (alice, _, env) = setup(cx).await?;
-    refused_either(cx, &alice, &env).await
+    let control = signed_by(&alice, &env);
+    refused_either(cx, &alice, &env, &control).await
 }
 
 async fn missing_code(cx: &mut Ctx) -> Verdict {
     let (alice, _, env) = setup(cx).await?;
-    let i = cx.net.send(&alice, &env).await?;
-    cx.net.expect_code(i, "SIGNATURE_INVALID")
+    let control = signed_by(&alice, &env);
+    refused(cx, &alice, &env, &control).await
 }
 
 /// Signs, then changes the member at `pointer` to `value`; the result must be refused.
@@ -102,8 +125,7 @@ async fn tampered(cx: &mut Ctx, pointer: &str, value: Value) -> Verdict {
         Some(slot) => *slot = value,
         None => return Err(crate::case::Finding::Error(format!("no member {pointer}"))),
     }
-    refused(cx, &alice, &bad).await?;
-    accepted(cx, &alice, &env).await.map(|_| ())
+    refused(cx, &alice, &bad, &env).await
 }
 
 /// Gives the members the tamper cases change a signed value first.
@@ -194,8 +216,9 @@ async fn meta_outside(cx: &mut Ctx) -> Verdict {
 async fn other_identitys_key(cx: &mut Ctx) -> Verdict {
     let (alice, _, mut env) = setup(cx).await?;
     let mallory = cx.identity("mallory", "human").await?;
+    let control = signed_by(&alice, &env);
     let _ = sign_envelope(&mut env, mallory.id.signing_key(), alice.id.key_id_typed());
-    refused(cx, &alice, &env).await
+    refused(cx, &alice, &env, &control).await
 }
 
 async fn unknown_key_id(cx: &mut Ctx) -> Verdict {
@@ -203,8 +226,9 @@ async fn unknown_key_id(cx: &mut Ctx) -> Verdict {
     let Ok(kid) = KeyId::parse("k_sign_never_registered_9", KeyKind::Signing) else {
         return Err(crate::case::Finding::Error("key id".into()));
     };
+    let control = signed_by(&alice, &env);
     let _ = sign_envelope(&mut env, alice.id.signing_key(), &kid);
-    refused_either(cx, &alice, &env).await
+    refused_either(cx, &alice, &env, &control).await
 }
 
 async fn revoked_key(cx: &mut Ctx) -> Verdict {
@@ -246,8 +270,9 @@ async fn revoked_key(cx: &mut Ctx) -> Verdict {
     let mut next = cx
         .data
         .message(&alice, &t, env["id"].as_str(), &[&bob], "after revocation");
+    let control = signed_by(&alice, &next);
     let _ = sign_envelope(&mut next, &second, &kid);
-    refused(cx, &alice, &next).await
+    refused(cx, &alice, &next, &control).await
 }
 
 /// Signs properly, then replaces `signature.value` with `value(valid)`; the result must be
@@ -255,15 +280,16 @@ async fn revoked_key(cx: &mut Ctx) -> Verdict {
 async fn bad_value(cx: &mut Ctx, value: fn(&str) -> String, checkable: bool) -> Verdict {
     let (alice, _, mut env) = setup(cx).await?;
     alice.sign(&mut env);
+    let control = env.clone();
     let valid = env["signature"]["value"]
         .as_str()
         .unwrap_or_default()
         .to_owned();
     env["signature"]["value"] = value(&valid).into();
     if checkable {
-        refused(cx, &alice, &env).await
+        refused(cx, &alice, &env, &control).await
     } else {
-        refused_either(cx, &alice, &env).await
+        refused_either(cx, &alice, &env, &control).await
     }
 }
 
@@ -306,11 +332,19 @@ async fn unverifiable_code(cx: &mut Ctx) -> Verdict {
     let mut v = signed.clone();
     v["signature"]["value"] = b64url_encode(&[7u8; 63]).into();
     variants.push(v);
+    let mut probes = Vec::new();
     for mut v in variants {
         // Each probe its own id, so none is refused as a duplicate.
         v["id"] = cx.data.envelope_id().into();
         let i = cx.net.send(&alice, &v).await?;
-        cx.net.expect_code(i, "SIGNATURE_INVALID")?;
+        cx.net
+            .expect_not_accepted(i, "a refusal with SIGNATURE_INVALID (v1.1 §24.2)")?;
+        probes.push(i);
+    }
+    let c = cx.net.send(&alice, &signed).await?;
+    for p in probes {
+        cx.net
+            .expect_refused_beside(p, c, CONTROL, &["SIGNATURE_INVALID"], "")?;
     }
     Ok(())
 }

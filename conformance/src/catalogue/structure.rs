@@ -3,7 +3,7 @@
 //! the agent envelope signature.
 
 use super::envelopes::{INVALID, invalid, remove, setup};
-use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
+use crate::case::{Case, Ex, Finding, Mutant, Need, Strength, Verdict};
 use crate::ctx::{Ctx, Ident, TestData};
 use loom_protocol::delegation::sign_delegation_link;
 use serde_json::{Value, json};
@@ -63,26 +63,61 @@ async fn thread_op_wrong_intent(cx: &mut Ctx) -> Verdict {
     let (t, _) = cx.start_thread(&alice, &[&bob]).await?;
     let mut op = cx.data.op(&alice, &t, "note.add@v1", json!({}));
     alice.sign(&mut op);
-    let i = cx.net.send(&alice, &op).await?;
-    cx.net.expect_code(i, "ENVELOPE_INVALID")
+    let mut control = op.clone();
+    control["content"]["structured"] =
+        json!({"intent": "thread.update@v1", "parameters": {"subject": "renamed"}});
+    alice.sign(&mut control);
+    cx.net
+        .send_probe_and_control(
+            &alice,
+            &op,
+            &control,
+            "the same thread_op with a thread.* intent",
+            &["ENVELOPE_INVALID"],
+            "",
+        )
+        .await
 }
 
 async fn to_with_fragment(cx: &mut Ctx) -> Verdict {
-    let (alice, bob, mut env) = setup(cx).await?;
-    env["to"][0]["identity"] = format!("{}#device-1", bob.address()).into();
-    alice.sign(&mut env);
-    let i = cx.net.send(&alice, &env).await?;
+    let (alice, bob, env) = setup(cx).await?;
+    let mut probe = env.clone();
+    probe["to"][0]["identity"] = format!("{}#device-1", bob.address()).into();
+    alice.sign(&mut probe);
     // Refusing is the only way a node can keep the signed copy intact and fragment-free.
-    cx.net.expect_refused(i)
+    cx.net
+        .send_probe_and_control(
+            &alice,
+            &probe,
+            &signed(&alice, env),
+            "the same message to the canonical address",
+            &[],
+            "",
+        )
+        .await
+}
+
+/// `env` signed by `who` (a control).
+fn signed(who: &Ident, mut env: Value) -> Value {
+    who.sign(&mut env);
+    env
 }
 
 async fn to_mixed_case(cx: &mut Ctx) -> Verdict {
-    let (alice, bob, mut env) = setup(cx).await?;
-    let mixed = TestData::upper_case_address(bob.address());
-    env["to"][0]["identity"] = mixed.into();
-    alice.sign(&mut env);
-    let i = cx.net.send(&alice, &env).await?;
-    cx.net.expect_refused(i)
+    let (alice, bob, env) = setup(cx).await?;
+    let mut probe = env.clone();
+    probe["to"][0]["identity"] = TestData::upper_case_address(bob.address()).into();
+    alice.sign(&mut probe);
+    cx.net
+        .send_probe_and_control(
+            &alice,
+            &probe,
+            &signed(&alice, env),
+            "the same message to the canonical address",
+            &[],
+            "",
+        )
+        .await
 }
 
 async fn omitted_audience_is_thread(cx: &mut Ctx) -> Verdict {
@@ -102,14 +137,16 @@ async fn omitted_audience_is_thread(cx: &mut Ctx) -> Verdict {
     cx.net.expect_ok(i)
 }
 
-async fn lone_surrogate(cx: &mut Ctx) -> Verdict {
+/// Posts a signed message whose JSON text carries a lone surrogate (`\ud800`) where the
+/// signature covers U+FFFD, then the control: the same envelope as valid JSON. Returns both.
+async fn lone_surrogate_pair(cx: &mut Ctx) -> Result<(Ex, Ex), Finding> {
     let (alice, _, mut env) = setup(cx).await?;
     // Signed over U+FFFD, so a node that reads the lone surrogate as U+FFFD accepts it.
     env["content"]["human"]["text"] = "bad \u{FFFD} text".into();
     alice.sign(&mut env);
     let text = serde_json::to_string(&env).unwrap_or_default();
     let text = text.replacen("bad \u{FFFD} text", "bad \\ud800 text", 1);
-    let i = cx
+    let p = cx
         .net
         .exchange(
             "POST",
@@ -119,30 +156,30 @@ async fn lone_surrogate(cx: &mut Ctx) -> Verdict {
             Some(&alice.token),
         )
         .await?;
-    cx.net.expect_refused_with(
-        i,
+    cx.net
+        .expect_not_accepted(p, "a refusal of JSON text with a lone surrogate")?;
+    let c = cx.net.send(&alice, &env).await?;
+    Ok((p, c))
+}
+
+const SURROGATE_CONTROL: &str =
+    "the same envelope as valid JSON (U+FFFD where the probe has a lone surrogate)";
+
+async fn lone_surrogate(cx: &mut Ctx) -> Verdict {
+    let (p, c) = lone_surrogate_pair(cx).await?;
+    cx.net.expect_refused_beside(
+        p,
+        c,
+        SURROGATE_CONTROL,
         &["ENVELOPE_INVALID", "SIGNATURE_INVALID"],
         "JSON text with a lone surrogate is not valid (RFC 8785 §3.2.2.2), so it fails the form (ENVELOPE_INVALID) and cannot be verified (SIGNATURE_INVALID)",
     )
 }
 
 async fn lone_surrogate_code(cx: &mut Ctx) -> Verdict {
-    let (alice, _, mut env) = setup(cx).await?;
-    env["content"]["human"]["text"] = "bad \u{FFFD} text".into();
-    alice.sign(&mut env);
-    let text = serde_json::to_string(&env).unwrap_or_default();
-    let text = text.replacen("bad \u{FFFD} text", "bad \\ud800 text", 1);
-    let i = cx
-        .net
-        .exchange(
-            "POST",
-            "/v1/envelopes",
-            &[],
-            Some(text.into_bytes()),
-            Some(&alice.token),
-        )
-        .await?;
-    cx.net.expect_code(i, "ENVELOPE_INVALID")
+    let (p, c) = lone_surrogate_pair(cx).await?;
+    cx.net
+        .expect_refused_beside(p, c, SURROGATE_CONTROL, &["ENVELOPE_INVALID"], "")
 }
 
 async fn envelope_not_found(cx: &mut Ctx) -> Verdict {
@@ -201,22 +238,38 @@ async fn agent_envelope_tampered(cx: &mut Ctx) -> Verdict {
     let env = agent_message(cx, &alice, &bot, &link, "from an agent");
     let i = cx.net.send(&bot, &env).await?;
     cx.net.expect_created(i)?;
-    let mut env = agent_message(cx, &alice, &bot, &link, "original");
+    let control = agent_message(cx, &alice, &bot, &link, "original");
+    let mut env = control.clone();
     env["content"]["human"]["text"] = "altered after signing".into();
-    let i = cx.net.send(&bot, &env).await?;
-    cx.net.expect_code(i, "SIGNATURE_INVALID")
+    cx.net
+        .send_probe_and_control(
+            &bot,
+            &env,
+            &control,
+            "the same agent envelope as signed",
+            &["SIGNATURE_INVALID"],
+            "",
+        )
+        .await
 }
 
 async fn malformed_scope(cx: &mut Ctx) -> Verdict {
     let (alice, bot, link) = delegated(cx, json!(["*"])).await?;
     let env = agent_message(cx, &alice, &bot, &link, "control");
-    let i = cx.net.send(&bot, &env).await?;
-    cx.net.expect_created(i)?;
+    let c = cx.net.send(&bot, &env).await?;
+    cx.net
+        .expect_control(c, "the agent's envelope under a link scoped [\"*\"]")?;
     // `*` still allows the action; only the second scope's syntax is wrong.
     let (alice, bot, link) = delegated(cx, json!(["*", "Message..Send"])).await?;
     let env = agent_message(cx, &alice, &bot, &link, "malformed scope");
-    let i = cx.net.send(&bot, &env).await?;
-    cx.net.expect_code(i, "DELEGATION_INVALID")
+    let p = cx.net.send(&bot, &env).await?;
+    cx.net.expect_refused_beside(
+        p,
+        c,
+        "the agent's envelope under a link scoped [\"*\"]",
+        &["DELEGATION_INVALID"],
+        "",
+    )
 }
 
 async fn event_ids_prefixed(cx: &mut Ctx) -> Verdict {

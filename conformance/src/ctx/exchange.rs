@@ -3,7 +3,7 @@
 //! all of them; a failure or an error names the one that decided it.
 
 use super::Ident;
-use crate::finding::{Ex, Finding, Refusal};
+use crate::finding::{Ex, Finding, Refusal, Verdict};
 use loom_client::{Client, Transcript};
 use serde_json::Value;
 
@@ -111,6 +111,29 @@ impl Exchanges {
     pub async fn send(&mut self, from: &Ident, env: &Value) -> Result<Ex, Finding> {
         self.call("POST", "/v1/envelopes", Some(&from.token), Some(env))
             .await
+    }
+
+    /// Posts `probe`, which must not be accepted, then `control` — the same envelope with only
+    /// the property under test made valid — and credits the probe's refusal beside the accepted
+    /// control ([`Exchanges::expect_refused_beside`]; `codes` empty: any 4xx §24.1 error).
+    pub async fn send_probe_and_control(
+        &mut self,
+        from: &Ident,
+        probe: &Value,
+        control: &Value,
+        what: &str,
+        codes: &[&str],
+        why: &str,
+    ) -> Verdict {
+        let p = self.send(from, probe).await?;
+        let wanted = if codes.is_empty() {
+            "a refusal: 4xx with a §24.1 error body".to_owned()
+        } else {
+            format!("a refusal with {} (v1.1 §24.2)", codes.join(" or "))
+        };
+        self.expect_not_accepted(p, &wanted)?;
+        let c = self.send(from, control).await?;
+        self.expect_refused_beside(p, c, what, codes, why)
     }
 
     /// The recorded exchange `ex`.
