@@ -1,7 +1,7 @@
 //! Audience and BCC (v1.1 §8.3, §20.6): who may read an envelope, enforced on retrieval.
 
 use super::thread_kit::{expect_refused_without, has_id, id_of, thread_envelopes};
-use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
+use crate::case::{Case, Ex, Finding, Mutant, Need, Strength, Verdict};
 use crate::ctx::{Ctx, Ident};
 use serde_json::{Value, json};
 
@@ -32,8 +32,9 @@ async fn send_with_audience(
     Ok(e)
 }
 
-/// `who` may read `env` (200), and sees it in the thread listing.
-async fn readable(cx: &mut Ctx, who: &Ident, t: &str, env: &Value) -> Verdict {
+/// `who` may read `env` (200), and sees it in the thread listing; returns the read (the
+/// control of a refused read by someone outside the audience).
+async fn readable(cx: &mut Ctx, who: &Ident, t: &str, env: &Value) -> Result<Ex, Finding> {
     let i = cx
         .net
         .get(&format!("/v1/envelopes/{}", id_of(env)), &who.token)
@@ -44,16 +45,29 @@ async fn readable(cx: &mut Ctx, who: &Ident, t: &str, env: &Value) -> Verdict {
         has_id(&list, &id_of(env)),
         format!("{} sees the envelope in the thread listing", who.address()),
         "it is missing",
-    )
+    )?;
+    Ok(i)
 }
 
-/// `who` is refused `env` with 403 AUDIENCE_DENIED and does not see it in the listing.
-async fn hidden(cx: &mut Ctx, who: &Ident, t: &str, env: &Value, secret: &str) -> Verdict {
+/// What the control of a refused read is.
+const READER: &str = "the same envelope read by an identity in its audience";
+
+/// `who` is refused `env` with 403 AUDIENCE_DENIED beside `control` (a reader in the
+/// audience, [`readable`]) and does not see it in the listing.
+async fn hidden(
+    cx: &mut Ctx,
+    who: &Ident,
+    t: &str,
+    env: &Value,
+    secret: &str,
+    control: Ex,
+) -> Verdict {
     let i = cx
         .net
         .get(&format!("/v1/envelopes/{}", id_of(env)), &who.token)
         .await?;
-    cx.net.expect_code(i, "AUDIENCE_DENIED")?;
+    cx.net
+        .expect_refused_beside(i, control, READER, &["AUDIENCE_DENIED"], "")?;
     expect_refused_without(cx, i, secret, "the envelope's content")?;
     let i = cx
         .net
@@ -84,8 +98,8 @@ async fn recipients_only(cx: &mut Ctx) -> Verdict {
         &secret,
     )
     .await?;
-    readable(cx, &bob, &t, &e).await?;
-    hidden(cx, &carol, &t, &e, &secret).await
+    let c = readable(cx, &bob, &t, &e).await?;
+    hidden(cx, &carol, &t, &e, &secret, c).await
 }
 
 async fn custom_only(cx: &mut Ctx) -> Verdict {
@@ -94,8 +108,8 @@ async fn custom_only(cx: &mut Ctx) -> Verdict {
     // Addressed to Carol, whom the audience lists: Bob is a participant outside it.
     let aud = json!({"mode": "custom", "identities": [alice.address(), carol.address()]});
     let e = send_with_audience(cx, &alice, &t, &root, &[&carol], aud, &secret).await?;
-    readable(cx, &carol, &t, &e).await?;
-    hidden(cx, &bob, &t, &e, &secret).await
+    let c = readable(cx, &carol, &t, &e).await?;
+    hidden(cx, &bob, &t, &e, &secret, c).await
 }
 
 async fn thread_audience(cx: &mut Ctx) -> Verdict {
@@ -112,12 +126,13 @@ async fn thread_audience(cx: &mut Ctx) -> Verdict {
         &secret,
     )
     .await?;
-    readable(cx, &carol, &t, &e).await?;
+    let c = readable(cx, &carol, &t, &e).await?;
     let i = cx
         .net
         .get(&format!("/v1/envelopes/{}", id_of(&e)), &mallory.token)
         .await?;
-    expect_refused_without(cx, i, &secret, "the envelope's content")
+    expect_refused_without(cx, i, &secret, "the envelope's content")?;
+    cx.net.expect_refused_beside(i, c, READER, &[], "")
 }
 
 /// How a bcc-copy addresses its recipient.
@@ -186,11 +201,11 @@ async fn bcc_copy_case(cx: &mut Ctx) -> Verdict {
             )));
         }
     }
-    let i = cx
+    let c = cx
         .net
         .get(&format!("/v1/envelopes/{}", id_of(&copy)), &carol.token)
         .await?;
-    let got = super::envelopes::stored(&cx.net.ok_body(i)?);
+    let got = super::envelopes::stored(&cx.net.ok_body(c)?);
     cx.net
         .expect_eq("thread_id of the bcc-copy", &json!(t), &got["thread_id"])?;
     // Bob sees the visible envelope, never the copy or Carol's address.
@@ -198,7 +213,8 @@ async fn bcc_copy_case(cx: &mut Ctx) -> Verdict {
         .net
         .get(&format!("/v1/envelopes/{}", id_of(&copy)), &bob.token)
         .await?;
-    cx.net.expect_code(i, "AUDIENCE_DENIED")?;
+    cx.net
+        .expect_refused_beside(i, c, READER, &["AUDIENCE_DENIED"], "")?;
     let i = cx
         .net
         .get(&format!("/v1/threads/{t}/envelopes"), &bob.token)

@@ -27,14 +27,26 @@ async fn envelopes_per_thread_limit(cx: &mut Ctx) -> Verdict {
     let (t, root) = cx.start_thread(alice, &to).await?;
     let root_id = root["id"].as_str().map(str::to_owned);
     // The root is envelope 1; fill the thread up to the limit, all accepted.
+    let mut control = None;
     for n in 1..limit {
         let who = &all[usize::try_from(n).unwrap_or(0) % all.len()];
         let (i, _) = reply(cx, who, &t, root_id.as_deref(), &[alice], "filling").await?;
         cx.net.expect_created(i)?;
+        control = Some(i);
     }
     let last = &all[usize::try_from(limit).unwrap_or(0) % all.len()];
     let (i, _) = reply(cx, last, &t, root_id.as_deref(), &[alice], "one too many").await?;
-    cx.net.expect_code(i, "ENVELOPE_INVALID")
+    match control {
+        // The control: the last reply within the limit.
+        Some(c) => cx.net.expect_refused_beside(
+            i,
+            c,
+            "the previous reply, within the limit",
+            &["ENVELOPE_INVALID"],
+            "",
+        ),
+        None => cx.net.expect_code(i, "ENVELOPE_INVALID"),
+    }
 }
 
 /// Limit cases.

@@ -1,7 +1,8 @@
 //! Thread operations and the thread state machine (v1.1 §10.4, §10.5, §11.2, §11.3, §12.4).
 
 use super::thread_kit::{
-    expect_refused_without, expect_state, is_current, op_ok, reply, send_op, thread_obj,
+    expect_refused_without, expect_state, is_current, op_accepted, op_ok, reply, send_op,
+    thread_obj,
 };
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
 use crate::ctx::{Ctx, Ex, Ident};
@@ -20,57 +21,84 @@ async fn setup(cx: &mut Ctx) -> Result<(Ident, Ident, String, Value), Finding> {
     Ok((alice, bob, t, root))
 }
 
-/// `intent` from the owner must be refused with 409 STATE_TRANSITION_INVALID.
-async fn refused(cx: &mut Ctx, who: &Ident, t: &str, intent: &str) -> Verdict {
+/// `intent` from the owner must be refused with 409 STATE_TRANSITION_INVALID (§24.2's code for
+/// an invalid transition) beside `control`, the same intent accepted from a state that allows
+/// it (§10.4).
+async fn refused(cx: &mut Ctx, who: &Ident, t: &str, intent: &str, control: Ex) -> Verdict {
     let i = send_op(cx, who, t, intent, json!({})).await?;
-    cx.net.expect_code(i, "STATE_TRANSITION_INVALID")
+    refused_beside(cx, i, control, intent)
+}
+
+fn refused_beside(cx: &Ctx, probe: Ex, control: Ex, intent: &str) -> Verdict {
+    cx.net.expect_refused_beside(
+        probe,
+        control,
+        &format!("{intent} from a state §10.4 allows it from"),
+        &["STATE_TRANSITION_INVALID"],
+        "",
+    )
 }
 
 async fn resolve(cx: &mut Ctx) -> Verdict {
     let (alice, _, t, _) = setup(cx).await?;
-    op_ok(cx, &alice, &t, RESOLVE, json!({})).await?;
+    let c = op_accepted(cx, &alice, &t, RESOLVE, json!({})).await?;
     expect_state(cx, &alice, &t, "resolved").await?;
-    refused(cx, &alice, &t, RESOLVE).await
+    refused(cx, &alice, &t, RESOLVE, c).await
 }
 
 async fn archive_from_active(cx: &mut Ctx) -> Verdict {
     let (alice, _, t, _) = setup(cx).await?;
-    refused(cx, &alice, &t, ARCHIVE).await?;
-    expect_state(cx, &alice, &t, "active").await
+    let p = send_op(cx, &alice, &t, ARCHIVE, json!({})).await?;
+    cx.net
+        .expect_not_accepted(p, "409 STATE_TRANSITION_INVALID (v1.1 §10.4)")?;
+    expect_state(cx, &alice, &t, "active").await?;
+    op_ok(cx, &alice, &t, RESOLVE, json!({})).await?;
+    let c = op_accepted(cx, &alice, &t, ARCHIVE, json!({})).await?;
+    refused_beside(cx, p, c, ARCHIVE)
 }
 
 async fn archive(cx: &mut Ctx) -> Verdict {
     let (alice, _, t, _) = setup(cx).await?;
     op_ok(cx, &alice, &t, RESOLVE, json!({})).await?;
+    let c = op_accepted(cx, &alice, &t, REOPEN, json!({})).await?;
+    op_ok(cx, &alice, &t, RESOLVE, json!({})).await?;
     op_ok(cx, &alice, &t, ARCHIVE, json!({})).await?;
     expect_state(cx, &alice, &t, "archived").await?;
-    refused(cx, &alice, &t, REOPEN).await
+    refused(cx, &alice, &t, REOPEN, c).await
 }
 
 async fn lock_refuses_envelopes(cx: &mut Ctx) -> Verdict {
     let (alice, bob, t, root) = setup(cx).await?;
+    let (c, _) = reply(cx, &bob, &t, root["id"].as_str(), &[&alice], "in time").await?;
+    cx.net.expect_control(c, "bob's reply before the lock")?;
     op_ok(cx, &alice, &t, LOCK, json!({})).await?;
     expect_state(cx, &alice, &t, "locked").await?;
     let (i, _) = reply(cx, &bob, &t, root["id"].as_str(), &[&alice], "too late").await?;
-    cx.net.expect_code(i, "THREAD_LOCKED")
+    cx.net.expect_refused_beside(
+        i,
+        c,
+        "bob's reply before the lock",
+        &["THREAD_LOCKED"],
+        "",
+    )
 }
 
 async fn lock_from_resolved(cx: &mut Ctx) -> Verdict {
     let (alice, _, t, _) = setup(cx).await?;
-    op_ok(cx, &alice, &t, RESOLVE, json!({})).await?;
+    let c = op_accepted(cx, &alice, &t, RESOLVE, json!({})).await?;
     op_ok(cx, &alice, &t, LOCK, json!({})).await?;
     expect_state(cx, &alice, &t, "locked").await?;
-    refused(cx, &alice, &t, RESOLVE).await
+    refused(cx, &alice, &t, RESOLVE, c).await
 }
 
 async fn reopen(cx: &mut Ctx) -> Verdict {
     let (alice, bob, t, root) = setup(cx).await?;
     op_ok(cx, &alice, &t, LOCK, json!({})).await?;
-    op_ok(cx, &alice, &t, REOPEN, json!({})).await?;
+    let c = op_accepted(cx, &alice, &t, REOPEN, json!({})).await?;
     expect_state(cx, &alice, &t, "active").await?;
     let (i, _) = reply(cx, &bob, &t, root["id"].as_str(), &[&alice], "open again").await?;
     cx.net.expect_created(i)?;
-    refused(cx, &alice, &t, REOPEN).await
+    refused(cx, &alice, &t, REOPEN, c).await
 }
 
 /// `op` with `content.structured.preconditions` = `pre`, signed and sent by `who`.
@@ -99,7 +127,7 @@ async fn precondition_state(cx: &mut Ctx) -> Verdict {
     .await?;
     expect_refused_without(cx, i, "\"meta\"", "a stored envelope")?;
     expect_state(cx, &alice, &t, "active").await?;
-    let i = op_with_preconditions(
+    let c = op_with_preconditions(
         cx,
         &alice,
         &t,
@@ -107,7 +135,8 @@ async fn precondition_state(cx: &mut Ctx) -> Verdict {
         json!({"thread_state_in": ["active"]}),
     )
     .await?;
-    cx.net.expect_created(i)
+    cx.net
+        .expect_refused_beside(i, c, "the same operation with a precondition that holds", &[], "")
 }
 
 async fn precondition_epoch(cx: &mut Ctx) -> Verdict {
@@ -115,15 +144,17 @@ async fn precondition_epoch(cx: &mut Ctx) -> Verdict {
     let i = op_with_preconditions(cx, &alice, &t, RESOLVE, json!({"cap_epoch": 7})).await?;
     expect_refused_without(cx, i, "\"meta\"", "a stored envelope")?;
     expect_state(cx, &alice, &t, "active").await?;
-    let i = op_with_preconditions(cx, &alice, &t, RESOLVE, json!({"cap_epoch": 0})).await?;
-    cx.net.expect_created(i)
+    let c = op_with_preconditions(cx, &alice, &t, RESOLVE, json!({"cap_epoch": 0})).await?;
+    cx.net
+        .expect_refused_beside(i, c, "the same operation with the thread's cap_epoch", &[], "")
 }
 
 async fn add_participant(cx: &mut Ctx) -> Verdict {
     let (alice, bob, t, root) = setup(cx).await?;
     let carol = cx.identity("carol", "human").await?;
-    let (i, _) = reply(cx, &carol, &t, root["id"].as_str(), &[&alice], "let me in").await?;
-    cx.net.expect_code(i, "CAPABILITY_DENIED")?;
+    let (p, _) = reply(cx, &carol, &t, root["id"].as_str(), &[&alice], "let me in").await?;
+    cx.net
+        .expect_not_accepted(p, "403 CAPABILITY_DENIED for a non-participant (v1.1 §12.4)")?;
     op_ok(
         cx,
         &alice,
@@ -141,12 +172,20 @@ async fn add_participant(cx: &mut Ctx) -> Verdict {
             crate::show::compact(&th["participants"])
         ),
     )?;
-    let (i, _) = reply(cx, &carol, &t, root["id"].as_str(), &[&alice], "in").await?;
-    cx.net.expect_created(i)
+    let (c, _) = reply(cx, &carol, &t, root["id"].as_str(), &[&alice], "in").await?;
+    cx.net.expect_refused_beside(
+        p,
+        c,
+        "carol's reply once she is a participant",
+        &["CAPABILITY_DENIED"],
+        "",
+    )
 }
 
 async fn remove_participant(cx: &mut Ctx) -> Verdict {
     let (alice, bob, t, root) = setup(cx).await?;
+    let (c, _) = reply(cx, &bob, &t, root["id"].as_str(), &[&alice], "still a participant").await?;
+    cx.net.expect_control(c, "bob's reply while he is a participant")?;
     op_ok(
         cx,
         &alice,
@@ -165,7 +204,13 @@ async fn remove_participant(cx: &mut Ctx) -> Verdict {
         ),
     )?;
     let (i, _) = reply(cx, &bob, &t, root["id"].as_str(), &[&alice], "still here?").await?;
-    cx.net.expect_code(i, "CAPABILITY_DENIED")
+    cx.net.expect_refused_beside(
+        i,
+        c,
+        "bob's reply while he is a participant",
+        &["CAPABILITY_DENIED"],
+        "",
+    )
 }
 
 async fn update_subject_labels(cx: &mut Ctx) -> Verdict {
@@ -194,35 +239,52 @@ async fn update_subject_labels(cx: &mut Ctx) -> Verdict {
 }
 
 async fn unknown_thread(cx: &mut Ctx) -> Verdict {
-    let alice = cx.identity("alice", "human").await?;
+    let (alice, _, known, _) = setup(cx).await?;
     let t = cx.data.thread_id();
-    let i = send_op(cx, &alice, &t, RESOLVE, json!({})).await?;
-    cx.net.expect_code(i, "THREAD_NOT_FOUND")?;
-    let i = cx
+    let p = send_op(cx, &alice, &t, RESOLVE, json!({})).await?;
+    cx.net
+        .expect_not_accepted(p, "404 THREAD_NOT_FOUND (v1.1 §24.2)")?;
+    let c = op_accepted(cx, &alice, &known, RESOLVE, json!({})).await?;
+    let what = "the same operation on alice's own thread";
+    cx.net
+        .expect_refused_beside(p, c, what, &["THREAD_NOT_FOUND"], "")?;
+    let p = cx
         .net
         .get(&format!("/v1/threads/{t}"), &alice.token)
         .await?;
-    cx.net.expect_code(i, "THREAD_NOT_FOUND")
+    let c = cx
+        .net
+        .get(&format!("/v1/threads/{known}"), &alice.token)
+        .await?;
+    cx.net
+        .expect_refused_beside(p, c, "reading alice's own thread", &["THREAD_NOT_FOUND"], "")
 }
 
 async fn non_owner_without_token(cx: &mut Ctx) -> Verdict {
     let (alice, bob, t, _) = setup(cx).await?;
-    for intent in [RESOLVE, LOCK] {
-        let i = send_op(cx, &bob, &t, intent, json!({})).await?;
-        cx.net.expect_code(i, "CAPABILITY_DENIED")?;
+    // Bob's operations, each refused; then the owner's same operations, accepted.
+    let ops = [
+        ("thread.update@v1", json!({"subject": "renamed"})),
+        (RESOLVE, json!({})),
+        (LOCK, json!({})),
+    ];
+    let mut probes = Vec::new();
+    for (intent, params) in &ops {
+        let p = send_op(cx, &bob, &t, intent, params.clone()).await?;
+        cx.net
+            .expect_not_accepted(p, "403 CAPABILITY_DENIED without a token (v1.1 §12.4)")?;
+        probes.push(p);
     }
-    let i = send_op(
-        cx,
-        &bob,
-        &t,
-        "thread.update@v1",
-        json!({"subject": "hijacked"}),
-    )
-    .await?;
-    cx.net.expect_code(i, "CAPABILITY_DENIED")?;
     let th = thread_obj(cx, &alice, &t).await?;
     cx.net
-        .expect_eq("thread.state", &json!("active"), &th["state"])
+        .expect_eq("thread.state", &json!("active"), &th["state"])?;
+    for ((intent, params), p) in ops.into_iter().zip(probes) {
+        let c = op_accepted(cx, &alice, &t, intent, params).await?;
+        let what = format!("{intent} sent by the thread owner");
+        cx.net
+            .expect_refused_beside(p, c, &what, &["CAPABILITY_DENIED"], "")?;
+    }
+    Ok(())
 }
 
 const P: &[Need] = &[Need::Provisioning];

@@ -61,6 +61,7 @@ async fn lifecycle(cx: &mut Ctx) -> Verdict {
     let (alice, bob, t, id) = setup(cx).await?;
     let i = update(cx, &alice, &bob, &t, &id, "assigned").await?;
     cx.net.expect_created(i)?;
+    let mut resumed = None;
     for s in [
         "accepted",
         "in_progress",
@@ -70,27 +71,65 @@ async fn lifecycle(cx: &mut Ctx) -> Verdict {
     ] {
         let i = update(cx, &bob, &alice, &t, &id, s).await?;
         cx.net.expect_created(i)?;
+        if s == "in_progress" {
+            resumed = Some(i);
+        }
     }
     let i = update(cx, &bob, &alice, &t, &id, "in_progress").await?;
-    cx.net.expect_code(i, "STATE_TRANSITION_INVALID")
+    // The control: the same move to in_progress from blocked, accepted above (§18.3).
+    match resumed {
+        Some(c) => cx.net.expect_refused_beside(
+            i,
+            c,
+            "in_progress from blocked",
+            &["STATE_TRANSITION_INVALID"],
+            "",
+        ),
+        None => cx.net.expect_code(i, "STATE_TRANSITION_INVALID"),
+    }
 }
 
 async fn invalid_transition(cx: &mut Ctx) -> Verdict {
     let (alice, bob, t, id) = setup(cx).await?;
-    let i = update(cx, &alice, &bob, &t, &id, "completed").await?;
-    cx.net.expect_code(i, "STATE_TRANSITION_INVALID")
+    let p = update(cx, &alice, &bob, &t, &id, "completed").await?;
+    cx.net
+        .expect_not_accepted(p, "409 STATE_TRANSITION_INVALID (v1.1 §18.3)")?;
+    let c = update(cx, &alice, &bob, &t, &id, "assigned").await?;
+    cx.net.expect_refused_beside(
+        p,
+        c,
+        "the same update from created to assigned",
+        &["STATE_TRANSITION_INVALID"],
+        "",
+    )
 }
 
 async fn wrong_actor(cx: &mut Ctx) -> Verdict {
     let (alice, bob, t, id) = setup(cx).await?;
     // Only the creator or the thread owner assigns.
-    let i = update(cx, &bob, &alice, &t, &id, "assigned").await?;
-    cx.net.expect_code(i, "CAPABILITY_DENIED")?;
-    let i = update(cx, &alice, &bob, &t, &id, "assigned").await?;
-    cx.net.expect_created(i)?;
+    let p = update(cx, &bob, &alice, &t, &id, "assigned").await?;
+    cx.net
+        .expect_not_accepted(p, "403 CAPABILITY_DENIED (v1.1 §18.3)")?;
+    let c = update(cx, &alice, &bob, &t, &id, "assigned").await?;
+    cx.net.expect_refused_beside(
+        p,
+        c,
+        "the same update sent by the task's creator",
+        &["CAPABILITY_DENIED"],
+        "",
+    )?;
     // Only the assignee accepts.
-    let i = update(cx, &alice, &bob, &t, &id, "accepted").await?;
-    cx.net.expect_code(i, "CAPABILITY_DENIED")
+    let p = update(cx, &alice, &bob, &t, &id, "accepted").await?;
+    cx.net
+        .expect_not_accepted(p, "403 CAPABILITY_DENIED (v1.1 §18.3)")?;
+    let c = update(cx, &bob, &alice, &t, &id, "accepted").await?;
+    cx.net.expect_refused_beside(
+        p,
+        c,
+        "the same update sent by the assignee",
+        &["CAPABILITY_DENIED"],
+        "",
+    )
 }
 
 const P: &[Need] = &[Need::Provisioning];

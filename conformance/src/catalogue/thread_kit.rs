@@ -54,8 +54,20 @@ pub async fn send_op(
 
 /// `send_op` that must be accepted (201).
 pub async fn op_ok(cx: &mut Ctx, who: &Ident, t: &str, intent: &str, params: Value) -> Verdict {
+    op_accepted(cx, who, t, intent, params).await.map(|_| ())
+}
+
+/// [`op_ok`], returning the exchange (the control of a refusal that follows).
+pub async fn op_accepted(
+    cx: &mut Ctx,
+    who: &Ident,
+    t: &str,
+    intent: &str,
+    params: Value,
+) -> Result<Ex, Finding> {
     let i = send_op(cx, who, t, intent, params).await?;
-    cx.net.expect_created(i)
+    cx.net.expect_created(i)?;
+    Ok(i)
 }
 
 /// The thread's `state` as seen by `who` must be `want`.

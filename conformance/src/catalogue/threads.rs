@@ -81,16 +81,17 @@ async fn non_participant_sees_nothing(cx: &mut Ctx) -> Verdict {
         "GET /v1/threads as a non-participant does not list the thread",
         format!("the listing mentions {t}: {}", crate::show::compact(&body)),
     )?;
-    let i = cx
-        .net
-        .get(&format!("/v1/threads/{t}"), &mallory.token)
-        .await?;
-    expect_refused_without(cx, i, &id_of(&root), "the thread object")?;
-    let i = cx
-        .net
-        .get(&format!("/v1/threads/{t}/envelopes"), &mallory.token)
-        .await?;
-    expect_refused_without(cx, i, &secret, "the thread's envelopes")
+    for (path, secret, what) in [
+        (format!("/v1/threads/{t}"), id_of(&root), "the thread object"),
+        (format!("/v1/threads/{t}/envelopes"), secret, "the thread's envelopes"),
+    ] {
+        let i = cx.net.get(&path, &mallory.token).await?;
+        expect_refused_without(cx, i, &secret, what)?;
+        let c = cx.net.get(&path, &bob.token).await?;
+        cx.net
+            .expect_refused_beside(i, c, "the same read by a participant", &[], "")?;
+    }
+    Ok(())
 }
 
 async fn participants_not_inferred(cx: &mut Ctx) -> Verdict {
@@ -113,7 +114,13 @@ async fn participants_not_inferred(cx: &mut Ctx) -> Verdict {
         .net
         .get(&format!("/v1/threads/{t}"), &carol.token)
         .await?;
-    expect_refused_without(cx, i, &id_of(&root), "the thread object")
+    expect_refused_without(cx, i, &id_of(&root), "the thread object")?;
+    let c = cx
+        .net
+        .get(&format!("/v1/threads/{t}"), &bob.token)
+        .await?;
+    cx.net
+        .expect_refused_beside(i, c, "the same read by a participant", &[], "")
 }
 
 /// Sends the DAG root R (t−60 s), B (t−20 s, child of R), B1 (t−10 s, child of B),
@@ -226,12 +233,25 @@ async fn pending_parent(cx: &mut Ctx) -> Verdict {
 async fn self_parent(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
-    let (t, _) = cx.start_thread(&alice, &[&bob]).await?;
-    let mut e = cx.data.message(&alice, &t, None, &[&bob], "my own parent");
-    e["parent_id"] = e["id"].clone();
-    alice.sign(&mut e);
-    let i = cx.net.send(&alice, &e).await?;
-    cx.net.expect_code(i, "ENVELOPE_INVALID")
+    let (t, root) = cx.start_thread(&alice, &[&bob]).await?;
+    let e = cx.data.message(&alice, &t, None, &[&bob], "my own parent");
+    let with_parent = |parent: &Value| {
+        let mut x = e.clone();
+        x["parent_id"] = parent.clone();
+        alice.sign(&mut x);
+        x
+    };
+    let (probe, control) = (with_parent(&e["id"]), with_parent(&root["id"]));
+    cx.net
+        .send_probe_and_control(
+            &alice,
+            &probe,
+            &control,
+            "the same envelope replying to the thread's root",
+            &["ENVELOPE_INVALID"],
+            "",
+        )
+        .await
 }
 
 /// §10.2: one parent. A reply naming two parents in a `parent_id` list is refused.
@@ -241,11 +261,25 @@ async fn single_parent(cx: &mut Ctx) -> Verdict {
     let (t, root) = cx.start_thread(&alice, &[&bob]).await?;
     let (i, second) = reply(cx, &alice, &t, root["id"].as_str(), &[&bob], "second").await?;
     cx.net.expect_created(i)?;
-    let mut e = cx.data.message(&alice, &t, None, &[&bob], "two parents");
-    e["parent_id"] = json!([root["id"], second["id"]]);
-    alice.sign(&mut e);
-    let i = cx.net.send(&alice, &e).await?;
-    cx.net.expect_code(i, "ENVELOPE_INVALID")
+    let e = cx.data.message(&alice, &t, None, &[&bob], "two parents");
+    let with_parent = |parent: Value| {
+        let mut x = e.clone();
+        x["parent_id"] = parent;
+        alice.sign(&mut x);
+        x
+    };
+    let probe = with_parent(json!([root["id"], second["id"]]));
+    let control = with_parent(second["id"].clone());
+    cx.net
+        .send_probe_and_control(
+            &alice,
+            &probe,
+            &control,
+            "the same envelope with one parent",
+            &["ENVELOPE_INVALID"],
+            "",
+        )
+        .await
 }
 
 /// §11.6 SHOULD: an envelope created on this node carries `meta.origin_event_seq`, which
@@ -272,17 +306,30 @@ async fn origin_event_seq(cx: &mut Ctx) -> Verdict {
 async fn cycle(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
-    let (t, _) = cx.start_thread(&alice, &[&bob]).await?;
+    let (t, root) = cx.start_thread(&alice, &[&bob]).await?;
     let a_id = cx.data.envelope_id();
     let (i, b) = reply(cx, &alice, &t, Some(&a_id), &[&bob], "child of a").await?;
     cx.net.expect_created(i)?;
-    let mut a = cx
-        .data
-        .message(&alice, &t, b["id"].as_str(), &[&bob], "a, child of b");
-    a["id"] = a_id.into();
-    alice.sign(&mut a);
-    let i = cx.net.send(&alice, &a).await?;
-    cx.net.expect_code(i, "ENVELOPE_INVALID")
+    let mut base = cx.data.message(&alice, &t, None, &[&bob], "a");
+    base["id"] = a_id.into();
+    let a = |parent: &Value| {
+        let mut a = base.clone();
+        a["parent_id"] = parent.clone();
+        alice.sign(&mut a);
+        a
+    };
+    // The control: a, same id, under the root instead of under its own child.
+    let (probe, control) = (a(&b["id"]), a(&root["id"]));
+    cx.net
+        .send_probe_and_control(
+            &alice,
+            &probe,
+            &control,
+            "the same envelope under the thread's root",
+            &["ENVELOPE_INVALID"],
+            "",
+        )
+        .await
 }
 
 async fn pending_parents_limit(cx: &mut Ctx) -> Verdict {
@@ -303,16 +350,28 @@ async fn pending_parents_limit(cx: &mut Ctx) -> Verdict {
     let root = cx.data.signed_message(alice, &t, None, &to, "root");
     let i = cx.net.send(alice, &root).await?;
     cx.net.expect_created(i)?;
+    let mut control = None;
     for n in 0..limit {
         let who = &all[usize::try_from(n).unwrap_or(0) % all.len()];
         let missing = cx.data.envelope_id();
         let (i, _) = reply(cx, who, &t, Some(&missing), &[alice], "orphan").await?;
         cx.net.expect_created(i)?;
+        control = Some(i);
     }
     let missing = cx.data.envelope_id();
     let last = &all[usize::try_from(limit).unwrap_or(0) % all.len()];
     let (i, _) = reply(cx, last, &t, Some(&missing), &[alice], "one too many").await?;
-    cx.net.expect_code(i, "ENVELOPE_INVALID")
+    match control {
+        // The control: the last orphan within the limit.
+        Some(c) => cx.net.expect_refused_beside(
+            i,
+            c,
+            "the previous orphan, within the limit",
+            &["ENVELOPE_INVALID"],
+            "",
+        ),
+        None => cx.net.expect_code(i, "ENVELOPE_INVALID"),
+    }
 }
 
 async fn event_seq_increases(cx: &mut Ctx) -> Verdict {
