@@ -23,19 +23,23 @@ async fn try_register(cx: &mut Ctx, address: &str) -> Result<Ex, Finding> {
     register_document(cx, doc, address, &key, key_id).await
 }
 
-/// `address` cannot be registered: a 4xx §24.1 refusal at the challenge or the registration.
-async fn expect_unregistrable(cx: &mut Ctx, address: &str, why: &str) -> Verdict {
+/// `address` cannot be registered: a 4xx §24.1 refusal at the challenge or the registration,
+/// beside `control`, an accepted registration of a valid address.
+async fn expect_unregistrable(cx: &mut Ctx, address: &str, why: &str, control: Ex) -> Verdict {
     let i = try_register(cx, address).await?;
-    cx.net.expect_refused(i).map_err(|f| match f {
-        Finding::Fail {
-            actual, decisive, ..
-        } => Finding::Fail {
-            expected: format!("registering {address} refused (4xx with a §24.1 body): {why}"),
-            actual,
-            decisive,
-        },
-        f => f,
-    })
+    let what = "the registration of a valid address";
+    cx.net
+        .expect_refused_beside(i, control, what, &[], "")
+        .map_err(|f| match f {
+            Finding::Fail {
+                actual, decisive, ..
+            } => Finding::Fail {
+                expected: format!("registering {address} refused (4xx with a §24.1 body): {why}"),
+                actual,
+                decisive,
+            },
+            f => f,
+        })
 }
 
 async fn local_part_syntax(cx: &mut Ctx) -> Verdict {
@@ -51,8 +55,9 @@ async fn local_part_syntax(cx: &mut Ctx) -> Verdict {
     let id =
         loom_client::Identity::from_seed(&format!("loom://{longest}@{domain}"), &cx.data.seed32())
             .map_err(|e| Finding::Error(e.to_string()))?;
-    let i = register(cx, &id).await?;
-    cx.net.expect_created(i)?;
+    let control = register(cx, &id).await?;
+    cx.net
+        .expect_control(control, "the registration of the longest valid local part")?;
     for (bad, why) in [
         (format!("-{local}"), "a local part starts with [a-z0-9]"),
         (
@@ -65,7 +70,7 @@ async fn local_part_syntax(cx: &mut Ctx) -> Verdict {
         ),
     ] {
         let address = format!("loom://{bad}@{domain}");
-        expect_unregistrable(cx, &address, why).await?;
+        expect_unregistrable(cx, &address, why, control).await?;
     }
     Ok(())
 }
@@ -85,15 +90,16 @@ async fn compare_case_insensitive(cx: &mut Ctx) -> Verdict {
 
 async fn bridge_reserved(cx: &mut Ctx) -> Verdict {
     let probe = cx.fresh_identity("bridged", "human")?;
-    let local = &probe.address()["loom://".len()..];
+    let local = probe.address()["loom://".len()..].to_owned();
     let address = format!("bridge://{local}");
-    expect_unregistrable(
-        cx,
-        &address,
-        "bridge:// is reserved for identities the Email Bridge creates",
-    )
-    .await?;
-    expect_not_registered(cx, &address).await
+    let i = try_register(cx, &address).await?;
+    cx.net
+        .expect_not_accepted(i, "a refusal: bridge:// is reserved for the Email Bridge")?;
+    expect_not_registered(cx, &address).await?;
+    // The control: the same local part under loom://.
+    let c = register(cx, &probe).await?;
+    cx.net
+        .expect_refused_beside(i, c, "the same registration under loom://", &[], "")
 }
 
 const R: &[Need] = &[Need::Registration];

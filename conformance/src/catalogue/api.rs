@@ -57,16 +57,51 @@ async fn json_charset(cx: &mut Ctx) -> Verdict {
     Ok(())
 }
 
+/// Posts the `probe` bytes as `content_type`, which must not be accepted, then `control` — the
+/// valid signed envelope the probe was made from, as JSON — and credits the refusal beside it.
+#[allow(clippy::too_many_arguments)]
+async fn bytes_refused(
+    cx: &mut Ctx,
+    alice: &Ident,
+    probe: Vec<u8>,
+    content_type: &str,
+    control: Vec<u8>,
+    what: &str,
+    codes: &[&str],
+    why: &str,
+) -> Verdict {
+    let p = post_envelope_bytes(cx, alice, probe, content_type).await?;
+    cx.net
+        .expect_not_accepted(p, "a refusal: 4xx with a §24.1 error body")?;
+    let c = post_envelope_bytes(cx, alice, control, JSON).await?;
+    cx.net.expect_refused_beside(p, c, what, codes, why)
+}
+
+const SAME_AS_JSON: &str = "the same signed envelope as well-formed JSON";
+
 async fn wrong_content_type(cx: &mut Ctx) -> Verdict {
     let (alice, body) = signed_message_bytes(cx, "sent as text/plain").await?;
-    let i = post_envelope_bytes(cx, &alice, body, "text/plain; charset=utf-8").await?;
-    cx.net.expect_refused(i)
+    let probe = body.clone();
+    let what = "the same bytes sent as application/json";
+    bytes_refused(
+        cx,
+        &alice,
+        probe,
+        "text/plain; charset=utf-8",
+        body,
+        what,
+        &[],
+        "",
+    )
+    .await
 }
 
 async fn malformed_json(cx: &mut Ctx) -> Verdict {
-    let alice = cx.identity("alice", "human").await?;
-    let i = post_envelope_bytes(cx, &alice, br#"{"loom": "1.1", "type": "#.to_vec(), JSON).await?;
-    cx.net.expect_code(i, "ENVELOPE_INVALID")
+    let (alice, body) = signed_message_bytes(cx, "cut short").await?;
+    // The envelope's own text, cut off in the middle.
+    let probe = body[..body.len() / 2].to_vec();
+    let codes = &["ENVELOPE_INVALID"];
+    bytes_refused(cx, &alice, probe, JSON, body, SAME_AS_JSON, codes, "").await
 }
 
 async fn duplicate_keys(cx: &mut Ctx) -> Verdict {
@@ -74,12 +109,12 @@ async fn duplicate_keys(cx: &mut Ctx) -> Verdict {
     // `{"type":"message", …rest of a valid signed envelope that has "type" too}`.
     let mut dup = br#"{"type":"message","#.to_vec();
     dup.extend_from_slice(&body[1..]);
-    let i = post_envelope_bytes(cx, &alice, dup, JSON).await?;
-    cx.net.expect_code(i, "ENVELOPE_INVALID")
+    let codes = &["ENVELOPE_INVALID"];
+    bytes_refused(cx, &alice, dup, JSON, body, SAME_AS_JSON, codes, "").await
 }
 
-/// A signed envelope serialized, with two bytes of its text replaced by 0xFF 0xFE.
-async fn not_utf8(cx: &mut Ctx) -> Result<(Ident, Vec<u8>), Finding> {
+/// A signed envelope serialized, and a copy with two bytes of its text replaced by 0xFF 0xFE.
+async fn not_utf8(cx: &mut Ctx) -> Result<(Ident, Vec<u8>, Vec<u8>), Finding> {
     let (alice, body) = signed_message_bytes(cx, "invalid-UTF8-HERE").await?;
     let marker = b"HERE";
     let at = body
@@ -89,23 +124,28 @@ async fn not_utf8(cx: &mut Ctx) -> Result<(Ident, Vec<u8>), Finding> {
     let mut bad = body.clone();
     bad[at] = 0xff;
     bad[at + 1] = 0xfe;
-    Ok((alice, bad))
+    Ok((alice, bad, body))
 }
 
 async fn invalid_utf8(cx: &mut Ctx) -> Verdict {
-    let (alice, bad) = not_utf8(cx).await?;
-    let i = post_envelope_bytes(cx, &alice, bad, JSON).await?;
-    cx.net.expect_refused_with(
-        i,
+    let (alice, bad, good) = not_utf8(cx).await?;
+    bytes_refused(
+        cx,
+        &alice,
+        bad,
+        JSON,
+        good,
+        SAME_AS_JSON,
         &["ENVELOPE_INVALID", "SIGNATURE_INVALID"],
         "bytes that are not UTF-8 fail the envelope's form (ENVELOPE_INVALID) and cannot be a signed canonical form (SIGNATURE_INVALID); §24.2 names neither for it",
     )
+    .await
 }
 
 async fn invalid_utf8_code(cx: &mut Ctx) -> Verdict {
-    let (alice, bad) = not_utf8(cx).await?;
-    let i = post_envelope_bytes(cx, &alice, bad, JSON).await?;
-    cx.net.expect_code(i, "ENVELOPE_INVALID")
+    let (alice, bad, good) = not_utf8(cx).await?;
+    let codes = &["ENVELOPE_INVALID"];
+    bytes_refused(cx, &alice, bad, JSON, good, SAME_AS_JSON, codes, "").await
 }
 
 async fn too_large(cx: &mut Ctx) -> Verdict {
@@ -119,13 +159,26 @@ async fn too_large(cx: &mut Ctx) -> Verdict {
         );
     };
     let alice = cx.identity("alice", "human").await?;
-    let pad = "x".repeat(usize::try_from(max).unwrap_or(usize::MAX / 2) + 1);
-    let body = json!({"identity": alice.address(), "key_id": alice.id.key_id(), "pad": pad});
-    let i = cx
+    let body = |pad: usize| json!({"identity": alice.address(), "key_id": alice.id.key_id(), "pad": "x".repeat(pad)});
+    let over = usize::try_from(max).unwrap_or(usize::MAX / 2) + 1;
+    let p = cx
         .net
-        .call("POST", "/v1/auth/challenge", None, Some(&body))
+        .call("POST", "/v1/auth/challenge", None, Some(&body(over)))
         .await?;
-    cx.net.expect_code(i, "PAYLOAD_TOO_LARGE")
+    cx.net
+        .expect_not_accepted(p, "413 PAYLOAD_TOO_LARGE (v1.1 §24.2)")?;
+    // The control: the same request with a short pad, far under the limit.
+    let c = cx
+        .net
+        .call("POST", "/v1/auth/challenge", None, Some(&body(16)))
+        .await?;
+    cx.net.expect_refused_beside(
+        p,
+        c,
+        "the same request under the advertised limit",
+        &["PAYLOAD_TOO_LARGE"],
+        "",
+    )
 }
 
 async fn unknown_route(cx: &mut Ctx) -> Verdict {

@@ -1,7 +1,7 @@
 //! Blobs (v1.1 §16.7): initiate, upload parts, complete, download. Downloads need an access
 //! token and read access to the blob's thread (or a blob capability).
 
-use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
+use crate::case::{Case, Ex, Finding, Mutant, Need, Strength, Verdict};
 use crate::ctx::{Ctx, Ident, shapes};
 use crate::finding::setup_step;
 use base64::Engine as _;
@@ -99,6 +99,11 @@ fn downloaded(cx: &Ctx, i: crate::ctx::Ex) -> Vec<u8> {
 
 /// `who` downloads `id` and must get the uploaded bytes.
 async fn downloads(cx: &mut Ctx, who: &Ident, id: &str) -> Verdict {
+    downloaded_by(cx, who, id).await.map(|_| ())
+}
+
+/// [`downloads`], returning the download exchange.
+async fn downloaded_by(cx: &mut Ctx, who: &Ident, id: &str) -> Result<Ex, Finding> {
     let i = cx
         .net
         .exchange(
@@ -116,7 +121,8 @@ async fn downloads(cx: &mut Ctx, who: &Ident, id: &str) -> Verdict {
         got == want,
         format!("the {} uploaded bytes, parts in order", want.len()),
         format!("{} bytes: {}", got.len(), crate::show::preview(&got)),
-    )
+    )?;
+    Ok(i)
 }
 
 async fn roundtrip(cx: &mut Ctx) -> Verdict {
@@ -133,13 +139,14 @@ async fn needs_token(cx: &mut Ctx) -> Verdict {
     let bob = cx.identity("bob", "human").await?;
     let (t, _) = cx.start_thread(&alice, &[&bob]).await?;
     let id = upload(cx, &alice, &t).await?;
-    downloads(cx, &alice, &id).await?;
+    let c = downloaded_by(cx, &alice, &id).await?;
     let i = cx
         .net
         .exchange("GET", &format!("/v1/blobs/{id}"), &[], None, None)
         .await?;
-    cx.net.expect_status(i, 401)?;
-    cx.net.expect_error_shape(i)
+    cx.net
+        .expect_refused_beside(i, c, "the same download with a bearer token", &[], "")?;
+    cx.net.expect_status(i, 401)
 }
 
 async fn outsider_refused(cx: &mut Ctx) -> Verdict {
@@ -148,7 +155,7 @@ async fn outsider_refused(cx: &mut Ctx) -> Verdict {
     let carol = cx.identity("carol", "human").await?;
     let (t, _) = cx.start_thread(&alice, &[&bob]).await?;
     let id = upload(cx, &alice, &t).await?;
-    downloads(cx, &bob, &id)
+    let c = downloaded_by(cx, &bob, &id)
         .await
         .map_err(setup_step("the participant's download (control)"))?;
     let i = cx
@@ -161,7 +168,8 @@ async fn outsider_refused(cx: &mut Ctx) -> Verdict {
             Some(&carol.token),
         )
         .await?;
-    cx.net.expect_refused(i)
+    cx.net
+        .expect_refused_beside(i, c, "the same download by a participant", &[], "")
 }
 
 const NEEDS: &[Need] = &[Need::Provisioning, Need::Blobs];

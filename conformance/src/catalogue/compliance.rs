@@ -114,14 +114,11 @@ async fn non_sender_refused(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
     let env = sent(cx, &alice, &bob, "not bob's to retract", None).await?;
-    let i = delete(cx, &bob, &env).await?;
-    let status = cx.net.transcript(i).status;
-    cx.net.expect_that(
-        (400..500).contains(&status),
+    let p = delete(cx, &bob, &env).await?;
+    cx.net.expect_not_accepted(
+        p,
         "a 4xx refusal when a recipient tries to retract the sender's envelope",
-        format!("HTTP {status}"),
     )?;
-    cx.net.expect_error_shape(i)?;
     let id = env["id"].as_str().unwrap_or("");
     let i = cx
         .net
@@ -132,7 +129,12 @@ async fn non_sender_refused(cx: &mut Ctx) -> Verdict {
         "content.human.text",
         &env["content"]["human"]["text"],
         &got["content"]["human"]["text"],
-    )
+    )?;
+    // The control: the sender retracting an envelope of her own.
+    let own = sent(cx, &alice, &bob, "alice's to retract", None).await?;
+    let c = delete(cx, &alice, &own).await?;
+    cx.net
+        .expect_refused_beside(p, c, "the sender retracting her own envelope", &[], "")
 }
 
 async fn legal_hold_envelope(cx: &mut Ctx) -> Verdict {
@@ -140,11 +142,17 @@ async fn legal_hold_envelope(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
     let free = sent(cx, &alice, &bob, "not held", None).await?;
-    let i = delete(cx, &alice, &free).await?;
-    succeeded(cx, i)?;
+    let c = delete(cx, &alice, &free).await?;
+    succeeded(cx, c)?;
     let held = sent(cx, &alice, &bob, "held", Some(json!(["sys.legal_hold"]))).await?;
     let i = delete(cx, &alice, &held).await?;
-    cx.net.expect_code(i, "LEGAL_HOLD_ACTIVE")
+    cx.net.expect_refused_beside(
+        i,
+        c,
+        "retracting an envelope without the hold",
+        &["LEGAL_HOLD_ACTIVE"],
+        "",
+    )
 }
 
 async fn legal_hold_thread(cx: &mut Ctx) -> Verdict {
@@ -159,10 +167,20 @@ async fn legal_hold_thread(cx: &mut Ctx) -> Verdict {
         json!({"labels": ["sys.legal_hold"]}),
     );
     alice.sign(&mut op);
+    // The control: a retraction in a thread without the hold.
+    let free = sent(cx, &alice, &bob, "not held", None).await?;
+    let c = delete(cx, &alice, &free).await?;
+    succeeded(cx, c)?;
     let i = cx.net.send(&alice, &op).await?;
     cx.net.expect_created(i)?;
     let i = delete(cx, &alice, &root).await?;
-    cx.net.expect_code(i, "LEGAL_HOLD_ACTIVE")
+    cx.net.expect_refused_beside(
+        i,
+        c,
+        "retracting an envelope outside a held thread",
+        &["LEGAL_HOLD_ACTIVE"],
+        "",
+    )
 }
 
 async fn retracted_event(cx: &mut Ctx) -> Verdict {

@@ -84,13 +84,22 @@ async fn fork_entry_case(cx: &mut Ctx) -> Verdict {
     let from = id_of(&r);
     let nf = cx.data.thread_id();
     let i = send_op(cx, &alice, &t, FORK, json!({"fork_thread_id": nf})).await?;
-    let status = cx.net.transcript(i).status;
-    cx.net.expect_that(
-        (400..500).contains(&status),
+    cx.net.expect_not_accepted(
+        i,
         "a thread.fork@v1 without forked_from refused with a 4xx (v1.1 §11.4)",
-        format!("HTTP {status}"),
     )?;
-    let f = fork(cx, &alice, &t, &from).await?;
+    // The control: the same fork naming the envelope it branches from.
+    let f = cx.data.thread_id();
+    let c = send_op(
+        cx,
+        &alice,
+        &t,
+        FORK,
+        json!({"fork_thread_id": f, "forked_from": from}),
+    )
+    .await?;
+    cx.net
+        .expect_refused_beside(i, c, "the same fork with forked_from", &[], "")?;
     let th = thread_obj(cx, &bob, &t).await?;
     let entry = fork_entry(&th, &f).cloned();
     cx.net.expect_that(
@@ -293,17 +302,27 @@ async fn last_wins(cx: &mut Ctx) -> Verdict {
     e["content"]["structured"]["preconditions"] = json!({"thread_state_in": ["locked"]});
     alice.sign(&mut e);
     let i = cx.net.send(&alice, &e).await?;
-    let status = cx.net.transcript(i).status;
-    cx.net.expect_that(
-        (400..500).contains(&status),
+    cx.net.expect_not_accepted(
+        i,
         "an update with an unmet precondition refused (v1.1 §11.7)",
-        format!("HTTP {status}"),
     )?;
     let th = thread_obj(cx, &bob, &t).await?;
     cx.net.expect_eq(
         "thread.subject (last valid update by event_seq)",
         &json!("second"),
         &th["subject"],
+    )?;
+    // The control: the same update with a precondition that holds.
+    let mut ok = cx.data.op(&alice, &t, UPDATE, json!({"subject": "third"}));
+    ok["content"]["structured"]["preconditions"] = json!({"thread_state_in": ["active"]});
+    alice.sign(&mut ok);
+    let c = cx.net.send(&alice, &ok).await?;
+    cx.net.expect_refused_beside(
+        i,
+        c,
+        "the same update with a precondition that holds",
+        &[],
+        "",
     )
 }
 

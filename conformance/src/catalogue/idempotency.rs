@@ -125,21 +125,40 @@ async fn key_reused_for_other_body(cx: &mut Ctx) -> Verdict {
             format!("HTTP {status}"),
         )?;
         cx.net.expect_error_shape(b)?;
-        let c = post_keyed(cx, &alice, "/v1/envelopes", &k, &other).await?;
-        same_result(cx, b, c)?;
+        let again = post_keyed(cx, &alice, "/v1/envelopes", &k, &other).await?;
+        same_result(cx, b, again)?;
     }
     let n = envelope_count(cx, &alice, &u).await.unwrap_or(0);
     cx.net.expect_that(
         n == 0,
         "nothing stored for the request that reused a key",
         format!("{n} envelopes in the second thread"),
-    )
+    )?;
+    if !success {
+        // The control of the refusal: the same request under a key of its own.
+        let fresh = key(cx);
+        let c = post_keyed(cx, &alice, "/v1/envelopes", &fresh, &other).await?;
+        cx.net.expect_refused_beside(
+            b,
+            c,
+            "the same request with a fresh Idempotency-Key",
+            &[],
+            "",
+        )?;
+    }
+    Ok(())
 }
 
 async fn error_replayed(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let bob = cx.identity("bob", "human").await?;
     let (t, root) = cx.start_thread(&alice, &[&bob]).await?;
+    // The control: bob's reply before the lock.
+    let before =
+        cx.data
+            .signed_message(&bob, &t, root["id"].as_str(), &[&alice], "before the lock");
+    let c = cx.net.send(&bob, &before).await?;
+    cx.net.expect_control(c, "bob's reply before the lock")?;
     let lock = cx.data.op(&alice, &t, "thread.lock@v1", json!({}));
     let mut lock = lock;
     alice.sign(&mut lock);
@@ -150,7 +169,8 @@ async fn error_replayed(cx: &mut Ctx) -> Verdict {
         .signed_message(&bob, &t, root["id"].as_str(), &[&alice], "while locked");
     let k = key(cx);
     let a = post_keyed(cx, &bob, "/v1/envelopes", &k, &reply).await?;
-    cx.net.expect_code(a, "THREAD_LOCKED")?;
+    cx.net
+        .expect_refused_beside(a, c, "bob's reply before the lock", &["THREAD_LOCKED"], "")?;
     let mut reopen = cx.data.op(&alice, &t, "thread.reopen@v1", json!({}));
     alice.sign(&mut reopen);
     let i = cx.net.send(&alice, &reopen).await?;

@@ -225,8 +225,18 @@ async fn register_bad_proof(cx: &mut Ctx) -> Verdict {
         .net
         .call("POST", "/v1/identity", None, Some(&req))
         .await?;
-    cx.net.expect_refused(i)?;
-    expect_not_registered(cx, id.address()).await
+    cx.net
+        .expect_not_accepted(i, "a refusal of a registration whose proof does not verify")?;
+    expect_not_registered(cx, id.address()).await?;
+    // The control: the same identity registered with a proof over its own challenge.
+    let c = register(cx, &id).await?;
+    cx.net.expect_refused_beside(
+        i,
+        c,
+        "the same registration with a proof over the challenge's nonce",
+        &[],
+        "",
+    )
 }
 
 async fn register_duplicate(cx: &mut Ctx) -> Verdict {
@@ -235,15 +245,20 @@ async fn register_duplicate(cx: &mut Ctx) -> Verdict {
     let usurper =
         Identity::from_seed(alice.address(), &seed).map_err(|e| Finding::Error(e.to_string()))?;
     // The refusal may come at the challenge or at the registration (DESIGN.md §9).
-    let i = register(cx, &usurper).await?;
-    cx.net.expect_status(i, 409)?;
-    cx.net.expect_error_shape(i)?;
+    let p = register(cx, &usurper).await?;
+    cx.net.expect_status(p, 409)?;
+    cx.net.expect_error_shape(p)?;
     let i = cx
         .net
         .get(&resolve_path(alice.address()), &alice.token)
         .await?;
     let doc = cx.net.ok_body(i)?;
-    expect_own_document(cx, &doc, &alice)
+    expect_own_document(cx, &doc, &alice)?;
+    // The control: the same registration for an address nobody holds.
+    let free = fresh(cx, "alice")?;
+    let c = register(cx, &free).await?;
+    cx.net
+        .expect_refused_beside(p, c, "the same registration of a free address", &[], "")
 }
 
 async fn register_mixed_case(cx: &mut Ctx) -> Verdict {
@@ -300,9 +315,9 @@ async fn add_and_revoke_key(cx: &mut Ctx) -> Verdict {
     cx.net.expect_ok(i).map_err(setup_step(&format!(
         "add {kid} with POST /v1/identity/me/keys (v1.1 §16.3)"
     )))?;
-    let (i, _) = token_request(&mut cx.net, alice.address(), &key, &kid).await?;
+    let (control, _) = token_request(&mut cx.net, alice.address(), &key, &kid).await?;
     cx.net
-        .expect_ok(i)
+        .expect_ok(control)
         .map_err(setup_step("log in with the added key (control)"))?;
     let path = format!("/v1/identity/me/keys/{}", encode_component(&kid));
     let i = cx
@@ -323,11 +338,12 @@ async fn add_and_revoke_key(cx: &mut Ctx) -> Verdict {
         format!("{k:?}"),
     )?;
     let (i, _) = token_request(&mut cx.net, alice.address(), &key, &kid).await?;
-    let status = cx.net.status(i);
-    cx.net.expect_that(
-        (400..500).contains(&status),
-        format!("a login with the revoked key {kid} is refused (4xx, v1.1 §14.2)"),
-        format!("HTTP {status}"),
+    cx.net.expect_refused_beside(
+        i,
+        control,
+        &format!("the same login with {kid} before its revocation"),
+        &[],
+        "",
     )
 }
 
@@ -337,17 +353,45 @@ async fn last_key_kept(cx: &mut Ctx) -> Verdict {
         "/v1/identity/me/keys/{}",
         encode_component(alice.id.key_id())
     );
-    let i = cx
+    let p = cx
         .net
         .call("DELETE", &path, Some(&alice.token), None)
         .await?;
-    cx.net.expect_refused(i)?;
+    cx.net.expect_not_accepted(
+        p,
+        "a refusal to revoke the last active signing key (v1.1 §6.3)",
+    )?;
     let i = cx
         .net
         .get(&resolve_path(alice.address()), &alice.token)
         .await?;
     let doc = cx.net.ok_body(i)?;
-    expect_own_document(cx, &doc, &alice)
+    expect_own_document(cx, &doc, &alice)?;
+    // The control: with a second key added, revoking that one (not the last) is accepted.
+    let (key, kid) = second_key(cx, &alice);
+    let i = cx
+        .net
+        .call(
+            "POST",
+            "/v1/identity/me/keys",
+            Some(&alice.token),
+            Some(&json!({"key_id": kid, "public_key_pem": pem(&key.verifying_key())})),
+        )
+        .await?;
+    cx.net.expect_ok(i).map_err(setup_step(&format!(
+        "add {kid} with POST /v1/identity/me/keys (v1.1 §16.3)"
+    )))?;
+    let c = cx
+        .net
+        .call(
+            "DELETE",
+            &format!("/v1/identity/me/keys/{}", encode_component(&kid)),
+            Some(&alice.token),
+            None,
+        )
+        .await?;
+    cx.net
+        .expect_refused_beside(p, c, "revoking a key that is not the last", &[], "")
 }
 
 /// Identity cases.

@@ -19,19 +19,64 @@ async fn typed(
     members_of: &str,
     edit: impl FnOnce(&mut Map<String, Value>),
 ) -> Result<Identity, Finding> {
+    Ok(typed_pair(cx, name, kind, members_of, edit).await?.0)
+}
+
+/// [`typed`], and the control: the same identity (same address and key) with the members
+/// of its own type unedited.
+async fn typed_pair(
+    cx: &mut Ctx,
+    name: &str,
+    kind: &str,
+    members_of: &str,
+    edit: impl FnOnce(&mut Map<String, Value>),
+) -> Result<(Identity, Identity), Finding> {
     let id = cx.fresh_identity(name, kind)?;
     let mut members = cx.type_members(id.address(), members_of).await?;
+    let own = if members_of == kind {
+        members.clone()
+    } else {
+        cx.type_members(id.address(), kind).await?
+    };
     if let Some(m) = members.as_object_mut() {
         edit(m);
     }
-    Ok(id.with_members(members))
+    Ok((id.clone().with_members(members), id.with_members(own)))
 }
 
-/// Registers `id`, expects a §24.1 refusal (4xx), and that nothing was created.
-async fn expect_registration_refused(cx: &mut Ctx, id: &Identity) -> Verdict {
-    let i = register(cx, id).await?;
-    cx.net.expect_refused(i)?;
-    expect_not_registered(cx, id.address()).await
+/// Registers `probe`, expects a refusal that created nothing, then registers `control` — the
+/// same identity with only the rule under test kept — and credits the refusal beside it.
+async fn expect_registration_refused(
+    cx: &mut Ctx,
+    probe: &Identity,
+    control: &Identity,
+) -> Verdict {
+    let p = register(cx, probe).await?;
+    cx.net.expect_not_accepted(
+        p,
+        "a refusal: 4xx with a §24.1 error body (v1.1 §6.3, §6.4)",
+    )?;
+    expect_not_registered(cx, probe.address()).await?;
+    let c = register(cx, control).await?;
+    cx.net.expect_refused_beside(
+        p,
+        c,
+        "the same registration with the members its type requires",
+        &[],
+        "",
+    )
+}
+
+/// [`typed_pair`] then [`expect_registration_refused`].
+async fn refused_with(
+    cx: &mut Ctx,
+    name: &str,
+    kind: &str,
+    members_of: &str,
+    edit: impl FnOnce(&mut Map<String, Value>),
+) -> Verdict {
+    let (probe, control) = typed_pair(cx, name, kind, members_of, edit).await?;
+    expect_registration_refused(cx, &probe, &control).await
 }
 
 /// Registers `id` (expects 201) and returns its resolved document.
@@ -47,11 +92,10 @@ async fn registered_document(cx: &mut Ctx, id: &Identity) -> Result<Value, Findi
 }
 
 async fn agent_delegator_required(cx: &mut Ctx) -> Verdict {
-    let bot = typed(cx, "bot", "agent", "agent", |m| {
+    refused_with(cx, "bot", "agent", "agent", |m| {
         m.remove("delegator");
     })
-    .await?;
-    expect_registration_refused(cx, &bot).await
+    .await
 }
 
 /// The §6.4 members of `agent` delegated by `sponsor` with `scope` until `expires`, with the
@@ -71,29 +115,28 @@ fn agent_members(
 async fn agent_scope_bounded(cx: &mut Ctx) -> Verdict {
     let sponsor = cx.sponsor().await?;
     let later = cx.data.now_plus_days(30);
-    let bot = cx.fresh_identity("bot", "agent")?;
-    let unscoped =
-        bot.clone()
-            .with_members(agent_members(cx, &sponsor, bot.address(), &[], &later));
-    expect_registration_refused(cx, &unscoped).await?;
     let past = cx.data.now_plus_days(-1);
-    let expired = bot.with_members(agent_members(
-        cx,
-        &sponsor,
-        unscoped.address(),
-        &["read.*".to_owned()],
-        &past,
-    ));
-    expect_registration_refused(cx, &expired).await
+    let read = ["read.*".to_owned()];
+    // Each probe on an address of its own (its control registers it): no scope, then an
+    // expired delegation; the control a bounded scope expiring in 30 days.
+    for (scope, until) in [(&[][..], &later), (&read[..], &past)] {
+        let bot = cx.fresh_identity("bot", "agent")?;
+        let members = |scope: &[String], until: &str| {
+            agent_members(cx, &sponsor, bot.address(), scope, until)
+        };
+        let probe = bot.clone().with_members(members(scope, until));
+        let control = bot.clone().with_members(members(&read, &later));
+        expect_registration_refused(cx, &probe, &control).await?;
+    }
+    Ok(())
 }
 
 async fn agent_document(cx: &mut Ctx) -> Verdict {
     for missing in ["delegation_signature", "agent_info"] {
-        let bot = typed(cx, "bot", "agent", "agent", |m| {
+        refused_with(cx, "bot", "agent", "agent", |m| {
             m.remove(missing);
         })
         .await?;
-        expect_registration_refused(cx, &bot).await?;
     }
     let bot = typed(cx, "bot", "agent", "agent", |_| {}).await?;
     let sent = bot.registration_document();
@@ -117,16 +160,14 @@ async fn agent_document(cx: &mut Ctx) -> Verdict {
 }
 
 async fn agent_type_declared(cx: &mut Ctx) -> Verdict {
-    let impostor = typed(cx, "impostor", "human", "agent", |_| {}).await?;
-    expect_registration_refused(cx, &impostor).await
+    refused_with(cx, "impostor", "human", "agent", |_| {}).await
 }
 
 async fn team_members(cx: &mut Ctx) -> Verdict {
-    let desk = typed(cx, "desk", "team", "team", |m| {
+    refused_with(cx, "desk", "team", "team", |m| {
         m.remove("members");
     })
     .await?;
-    expect_registration_refused(cx, &desk).await?;
     let member = cx.identity("member", "human").await?;
     let list = json!([member.address()]);
     let desk = typed(cx, "desk", "team", "team", |m| {
@@ -142,11 +183,10 @@ async fn team_members(cx: &mut Ctx) -> Verdict {
 }
 
 async fn team_routing_policy(cx: &mut Ctx) -> Verdict {
-    let desk = typed(cx, "desk", "team", "team", |m| {
+    refused_with(cx, "desk", "team", "team", |m| {
         m.remove("routing_policy");
     })
     .await?;
-    expect_registration_refused(cx, &desk).await?;
     let desk = typed(cx, "desk", "team", "team", |_| {}).await?;
     let doc = registered_document(cx, &desk).await?;
     cx.net.expect_eq(
@@ -157,11 +197,10 @@ async fn team_routing_policy(cx: &mut Ctx) -> Verdict {
 }
 
 async fn service_operator(cx: &mut Ctx) -> Verdict {
-    let cron = typed(cx, "cron", "service", "service", |m| {
+    refused_with(cx, "cron", "service", "service", |m| {
         m.remove("operator");
     })
     .await?;
-    expect_registration_refused(cx, &cron).await?;
     let cron = typed(cx, "cron", "service", "service", |_| {}).await?;
     let doc = registered_document(cx, &cron).await?;
     cx.net.expect_eq(

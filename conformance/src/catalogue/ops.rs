@@ -74,13 +74,8 @@ async fn lock_refuses_envelopes(cx: &mut Ctx) -> Verdict {
     op_ok(cx, &alice, &t, LOCK, json!({})).await?;
     expect_state(cx, &alice, &t, "locked").await?;
     let (i, _) = reply(cx, &bob, &t, root["id"].as_str(), &[&alice], "too late").await?;
-    cx.net.expect_refused_beside(
-        i,
-        c,
-        "bob's reply before the lock",
-        &["THREAD_LOCKED"],
-        "",
-    )
+    cx.net
+        .expect_refused_beside(i, c, "bob's reply before the lock", &["THREAD_LOCKED"], "")
 }
 
 async fn lock_from_resolved(cx: &mut Ctx) -> Verdict {
@@ -135,8 +130,13 @@ async fn precondition_state(cx: &mut Ctx) -> Verdict {
         json!({"thread_state_in": ["active"]}),
     )
     .await?;
-    cx.net
-        .expect_refused_beside(i, c, "the same operation with a precondition that holds", &[], "")
+    cx.net.expect_refused_beside(
+        i,
+        c,
+        "the same operation with a precondition that holds",
+        &[],
+        "",
+    )
 }
 
 async fn precondition_epoch(cx: &mut Ctx) -> Verdict {
@@ -145,16 +145,23 @@ async fn precondition_epoch(cx: &mut Ctx) -> Verdict {
     expect_refused_without(cx, i, "\"meta\"", "a stored envelope")?;
     expect_state(cx, &alice, &t, "active").await?;
     let c = op_with_preconditions(cx, &alice, &t, RESOLVE, json!({"cap_epoch": 0})).await?;
-    cx.net
-        .expect_refused_beside(i, c, "the same operation with the thread's cap_epoch", &[], "")
+    cx.net.expect_refused_beside(
+        i,
+        c,
+        "the same operation with the thread's cap_epoch",
+        &[],
+        "",
+    )
 }
 
 async fn add_participant(cx: &mut Ctx) -> Verdict {
     let (alice, bob, t, root) = setup(cx).await?;
     let carol = cx.identity("carol", "human").await?;
     let (p, _) = reply(cx, &carol, &t, root["id"].as_str(), &[&alice], "let me in").await?;
-    cx.net
-        .expect_not_accepted(p, "403 CAPABILITY_DENIED for a non-participant (v1.1 §12.4)")?;
+    cx.net.expect_not_accepted(
+        p,
+        "403 CAPABILITY_DENIED for a non-participant (v1.1 §12.4)",
+    )?;
     op_ok(
         cx,
         &alice,
@@ -184,8 +191,17 @@ async fn add_participant(cx: &mut Ctx) -> Verdict {
 
 async fn remove_participant(cx: &mut Ctx) -> Verdict {
     let (alice, bob, t, root) = setup(cx).await?;
-    let (c, _) = reply(cx, &bob, &t, root["id"].as_str(), &[&alice], "still a participant").await?;
-    cx.net.expect_control(c, "bob's reply while he is a participant")?;
+    let (c, _) = reply(
+        cx,
+        &bob,
+        &t,
+        root["id"].as_str(),
+        &[&alice],
+        "still a participant",
+    )
+    .await?;
+    cx.net
+        .expect_control(c, "bob's reply while he is a participant")?;
     op_ok(
         cx,
         &alice,
@@ -256,8 +272,13 @@ async fn unknown_thread(cx: &mut Ctx) -> Verdict {
         .net
         .get(&format!("/v1/threads/{known}"), &alice.token)
         .await?;
-    cx.net
-        .expect_refused_beside(p, c, "reading alice's own thread", &["THREAD_NOT_FOUND"], "")
+    cx.net.expect_refused_beside(
+        p,
+        c,
+        "reading alice's own thread",
+        &["THREAD_NOT_FOUND"],
+        "",
+    )
 }
 
 async fn non_owner_without_token(cx: &mut Ctx) -> Verdict {

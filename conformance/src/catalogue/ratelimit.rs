@@ -35,7 +35,17 @@ async fn envelopes_limited(cx: &mut Ctx) -> Verdict {
         let i = cx.net.send(&alice, &env).await?;
         let status = cx.net.transcript(i).status;
         if status == 429 {
-            return cx.net.expect_code(i, "RATE_LIMIT_EXCEEDED");
+            // The control: the same kind of envelope, accepted before the window filled.
+            return match last {
+                Some((_, c)) => cx.net.expect_refused_beside(
+                    i,
+                    c,
+                    "an envelope sent before the window filled",
+                    &["RATE_LIMIT_EXCEEDED"],
+                    "",
+                ),
+                None => cx.net.expect_code(i, "RATE_LIMIT_EXCEEDED"),
+            };
         }
         if !cx.net.transcript(i).is_success() {
             return cx.net.expect_created(i);

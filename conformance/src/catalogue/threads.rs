@@ -82,8 +82,16 @@ async fn non_participant_sees_nothing(cx: &mut Ctx) -> Verdict {
         format!("the listing mentions {t}: {}", crate::show::compact(&body)),
     )?;
     for (path, secret, what) in [
-        (format!("/v1/threads/{t}"), id_of(&root), "the thread object"),
-        (format!("/v1/threads/{t}/envelopes"), secret, "the thread's envelopes"),
+        (
+            format!("/v1/threads/{t}"),
+            id_of(&root),
+            "the thread object",
+        ),
+        (
+            format!("/v1/threads/{t}/envelopes"),
+            secret,
+            "the thread's envelopes",
+        ),
     ] {
         let i = cx.net.get(&path, &mallory.token).await?;
         expect_refused_without(cx, i, &secret, what)?;
@@ -115,10 +123,7 @@ async fn participants_not_inferred(cx: &mut Ctx) -> Verdict {
         .get(&format!("/v1/threads/{t}"), &carol.token)
         .await?;
     expect_refused_without(cx, i, &id_of(&root), "the thread object")?;
-    let c = cx
-        .net
-        .get(&format!("/v1/threads/{t}"), &bob.token)
-        .await?;
+    let c = cx.net.get(&format!("/v1/threads/{t}"), &bob.token).await?;
     cx.net
         .expect_refused_beside(i, c, "the same read by a participant", &[], "")
 }

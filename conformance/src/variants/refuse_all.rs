@@ -80,6 +80,19 @@ async fn delegation_chains(shim: Arc<Shim>, req: Request, next: Next) -> Respons
     .await
 }
 
+async fn federation_deliveries(shim: Arc<Shim>, req: Request, next: Next) -> Response {
+    if req.method().as_str() == "POST"
+        && req.uri().path() == loom_protocol::federation::wrapper::DELIVER_PATH
+    {
+        return shim.error(
+            "SIGNATURE_INVALID",
+            "X-LOOM-Signature",
+            "every federation delivery is refused by this node",
+        );
+    }
+    next.run(req).await
+}
+
 /// Every refuse-all mutant, in list order.
 pub static REFUSE_ALL: &[RefuseAll] = &[
     RefuseAll {
@@ -107,5 +120,18 @@ pub static REFUSE_ALL: &[RefuseAll] = &[
             handler: handler!(delegation_chains),
         },
         areas: &["core.delegation."],
+    },
+    RefuseAll {
+        variant: Variant {
+            name: "refuse-all-federation-deliveries",
+            section: "DESIGN.md §4",
+            quote: "",
+            reading: "A node that takes no federated delivery (v1.1 §15.4).",
+            choice: "Every POST /v1/federation/deliver is refused 401 SIGNATURE_INVALID.",
+            departs: &[],
+            profile: "",
+            handler: handler!(federation_deliveries),
+        },
+        areas: &["fed.inbound."],
     },
 ];

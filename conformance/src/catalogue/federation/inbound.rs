@@ -8,7 +8,7 @@ use super::kit::{
     Req, as_ident, delivery, expect_not_stored, expect_rejected, expect_stored, fresh_peer, id_of,
     message, send, thread_of,
 };
-use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
+use crate::case::{Case, Ex, Finding, Mutant, Need, Strength, Verdict};
 use crate::ctx::{Ctx, Ident};
 use serde_json::Value;
 
@@ -21,6 +21,26 @@ async fn scene(cx: &mut Ctx) -> Result<(Ident, super::kit::Fed, Ident, Value), F
     let alice = as_ident(f.peer.host("alice"));
     let env = message(cx, &alice, &bob, "federated hello");
     Ok((bob, f, alice, env))
+}
+
+/// [`scene`] for a refusal case: first the control — a valid delivery of another message
+/// from the same peer, accepted and stored — then the pieces of the probe; returns the
+/// control's exchange last.
+async fn negative_scene(
+    cx: &mut Ctx,
+) -> Result<(Ident, super::kit::Fed, Ident, Value, Ex), Finding> {
+    let (bob, f, alice, env) = scene(cx).await?;
+    let control_env = message(cx, &alice, &bob, "the control delivery");
+    let req = delivery(cx, &f.peer, vec![control_env.clone()], f.peer.now());
+    let c = send(cx, &req).await?;
+    cx.net
+        .expect_control(c, "a valid signed delivery from the same peer")?;
+    expect_stored(cx, &bob, &id_of(&control_env))
+        .await
+        .map_err(crate::finding::setup_step(
+            "the control delivery reaches its recipient",
+        ))?;
+    Ok((bob, f, alice, env, c))
 }
 
 async fn valid_delivery(cx: &mut Ctx) -> Verdict {
@@ -59,7 +79,7 @@ async fn five_lines_beside_epoch(cx: &mut Ctx) -> Verdict {
 
 /// An otherwise valid delivery without `header`.
 async fn missing(cx: &mut Ctx, header: &str) -> Verdict {
-    let (bob, f, _, env) = scene(cx).await?;
+    let (bob, f, _, env, control) = negative_scene(cx).await?;
     let req = delivery(cx, &f.peer, vec![env.clone()], f.peer.now()).without(header);
     let ex = send(cx, &req).await?;
     expect_rejected(
@@ -68,6 +88,7 @@ async fn missing(cx: &mut Ctx, header: &str) -> Verdict {
         &bob,
         &id_of(&env),
         &format!("{header} is a required LOOM-HTTP-SIG-1 header (v1.1 §15.3)"),
+        control,
     )
     .await
 }
@@ -90,7 +111,7 @@ async fn missing_signature(cx: &mut Ctx) -> Verdict {
 
 /// A delivery signed over `signed` parts but sent as `sent`.
 async fn tampered(cx: &mut Ctx, what: &str) -> Verdict {
-    let (bob, f, _, env) = scene(cx).await?;
+    let (bob, f, _, env, control) = negative_scene(cx).await?;
     let now = f.peer.now();
     let mut req = delivery(cx, &f.peer, vec![env.clone()], now);
     let key = f.peer.active_key();
@@ -112,7 +133,7 @@ async fn tampered(cx: &mut Ctx, what: &str) -> Verdict {
         }
     }
     let ex = send(cx, &req).await?;
-    expect_rejected(cx, ex, &bob, &id_of(&env), &format!("the signature covers the {what} (v1.1 §15.3 canonical string), which changed after signing")).await
+    expect_rejected(cx, ex, &bob, &id_of(&env), &format!("the signature covers the {what} (v1.1 §15.3 canonical string), which changed after signing"), control).await
 }
 
 async fn tampered_body(cx: &mut Ctx) -> Verdict {
@@ -126,7 +147,7 @@ async fn tampered_method(cx: &mut Ctx) -> Verdict {
 }
 
 async fn unknown_key(cx: &mut Ctx) -> Verdict {
-    let (bob, f, _, env) = scene(cx).await?;
+    let (bob, f, _, env, control) = negative_scene(cx).await?;
     let now = f.peer.now();
     let mut req = delivery(cx, &f.peer, vec![env.clone()], now);
     req.headers = f.peer.sign(
@@ -138,11 +159,11 @@ async fn unknown_key(cx: &mut Ctx) -> Verdict {
         None,
     );
     let ex = send(cx, &req).await?;
-    expect_rejected(cx, ex, &bob, &id_of(&env), "the key id is not in the peer's node document (v1.1 §15.3 \"signature verified using node signing key from Node Document\")").await
+    expect_rejected(cx, ex, &bob, &id_of(&env), "the key id is not in the peer's node document (v1.1 §15.3 \"signature verified using node signing key from Node Document\")", control).await
 }
 
 async fn other_nodes_key(cx: &mut Ctx) -> Verdict {
-    let (bob, f, _, env) = scene(cx).await?;
+    let (bob, f, _, env, control) = negative_scene(cx).await?;
     let other = fresh_peer(cx).await?;
     let now = f.peer.now();
     let mut req = delivery(cx, &f.peer, vec![env.clone()], now);
@@ -169,12 +190,13 @@ async fn other_nodes_key(cx: &mut Ctx) -> Verdict {
             "signed with the key of {}, not of {} (X-LOOM-Node)",
             other.peer.domain, f.peer.domain
         ),
+        control,
     )
     .await
 }
 
 async fn skewed(cx: &mut Ctx, minutes: i64) -> Verdict {
-    let (bob, f, _, env) = scene(cx).await?;
+    let (bob, f, _, env, control) = negative_scene(cx).await?;
     let at = f.peer.now().plus_ms(minutes * 60_000);
     let req = delivery(cx, &f.peer, vec![env.clone()], at);
     let ex = send(cx, &req).await?;
@@ -186,6 +208,7 @@ async fn skewed(cx: &mut Ctx, minutes: i64) -> Verdict {
         &format!(
             "the request and wrapper timestamps are {minutes} minutes off (±5 minutes, v1.1 §15.5)"
         ),
+        control,
     )
     .await
 }
@@ -217,10 +240,9 @@ async fn replayed_nonce(cx: &mut Ctx) -> Verdict {
     let (bob, f, alice, env) = scene(cx).await?;
     let now = f.peer.now();
     let first = delivery(cx, &f.peer, vec![env], now);
-    let ex = send(cx, &first).await?;
+    let control = send(cx, &first).await?;
     cx.net
-        .expect_ok(ex)
-        .map_err(crate::finding::setup_step("the first, valid delivery"))?;
+        .expect_control(control, "the first delivery, with a fresh nonce")?;
     // A second, different delivery signed correctly but with the first one's nonce.
     let second_env = message(cx, &alice, &bob, "replayed nonce");
     let body =
@@ -241,7 +263,7 @@ async fn replayed_nonce(cx: &mut Ctx) -> Verdict {
         headers,
     };
     let ex = send(cx, &second).await?;
-    expect_rejected(cx, ex, &bob, &id_of(&second_env), "its nonce was used by the same node a moment ago (v1.1 §15.3 nonce replay prevented, §23.2)").await
+    expect_rejected(cx, ex, &bob, &id_of(&second_env), "its nonce was used by the same node a moment ago (v1.1 §15.3 nonce replay prevented, §23.2)", control).await
 }
 
 async fn foreign_sender(cx: &mut Ctx) -> Verdict {

@@ -155,14 +155,19 @@ pub(super) async fn expect_stored(cx: &mut Ctx, who: &Ident, id: &str) -> Verdic
     )
 }
 
-/// The delivery was refused (4xx) and its envelope `id` did not reach `who`.
+/// The delivery was refused (4xx) and its envelope `id` did not reach `who`, beside
+/// `control`, a valid delivery of the same kind from the same peer that was accepted (issue
+/// 29: otherwise a node that refuses every delivery would pass).
 pub(super) async fn expect_rejected(
     cx: &mut Ctx,
     ex: Ex,
     who: &Ident,
     id: &str,
     why: &str,
+    control: Ex,
 ) -> Verdict {
+    cx.net
+        .expect_control(control, "a valid signed delivery from the same peer")?;
     let st = cx.net.status(ex);
     cx.net.expect_at(
         ex,
@@ -174,7 +179,7 @@ pub(super) async fn expect_rejected(
         ),
     )?;
     expect_not_stored(cx, who, id, why).await?;
-    cx.net.credit(ex, None);
+    cx.net.credit(ex, Some(control));
     Ok(())
 }
 
