@@ -3,6 +3,7 @@
 //! cannot fail is a defect"), and every case passes against the node under each legal variant
 //! ("a case that fails a correct node is a defect", issue 13).
 
+use loom_conformance::outcome::Outcome;
 use loom_conformance::runner::RunConfig;
 use loom_conformance::selftest::selftest;
 use loom_conformance::{Case, Strength, catalogue, variants};
@@ -38,6 +39,18 @@ async fn mutation_and_legal_variant_coverage_are_complete() {
     // Issue 29: no negative case passes under a refuse-all mutant of its area, and in those
     // areas every credited refusal has a passing control beside it.
     assert_eq!(st.vacuous_passes(), vec![], "vacuous passes");
+    for r in &st.refuse_all {
+        for (id, outcome) in &r.cases {
+            assert!(
+                matches!(
+                    outcome,
+                    Outcome::Error | Outcome::Unsupported | Outcome::Fail
+                ),
+                "{id} under {}: {outcome}",
+                r.mutant
+            );
+        }
+    }
     let judged: Vec<&str> = st
         .refuse_all
         .iter()

@@ -93,6 +93,44 @@ async fn federation_deliveries(shim: Arc<Shim>, req: Request, next: Next) -> Res
     next.run(req).await
 }
 
+async fn key_operations(shim: Arc<Shim>, req: Request, next: Next) -> Response {
+    if req.uri().path().starts_with("/v1/identity/me/keys")
+        && matches!(req.method().as_str(), "POST" | "DELETE")
+    {
+        return shim.error(
+            "CAPABILITY_DENIED",
+            "$path",
+            "key operations are refused by this node",
+        );
+    }
+    next.run(req).await
+}
+
+async fn no_blob_routes(shim: Arc<Shim>, req: Request, next: Next) -> Response {
+    if req.uri().path().starts_with("/v1/blobs") {
+        let reason = format!("no API surface at {}", req.uri().path());
+        return shim.error("EXTENSION_DISABLED", "$path", &reason);
+    }
+    next.run(req).await
+}
+
+async fn thread_operations(shim: Arc<Shim>, req: Request, next: Next) -> Response {
+    if !(req.method().as_str() == "POST" && req.uri().path() == "/v1/envelopes") {
+        return next.run(req).await;
+    }
+    let (parts, bytes) = split(req).await;
+    let is_op =
+        serde_json::from_slice::<serde_json::Value>(&bytes).is_ok_and(|v| v["type"] == "thread_op");
+    if is_op {
+        return shim.error(
+            "CAPABILITY_DENIED",
+            "type",
+            "thread operations are refused by this node",
+        );
+    }
+    next.run(join(parts, bytes)).await
+}
+
 /// Every refuse-all mutant, in list order.
 pub static REFUSE_ALL: &[RefuseAll] = &[
     RefuseAll {
@@ -133,5 +171,44 @@ pub static REFUSE_ALL: &[RefuseAll] = &[
             handler: handler!(federation_deliveries),
         },
         areas: &["fed.inbound."],
+    },
+    RefuseAll {
+        variant: Variant {
+            name: "refuse-all-key-operations",
+            section: "DESIGN.md §4",
+            quote: "",
+            reading: "A node that does not let identities manage their keys (v1.1 §16.3).",
+            choice: "Every POST or DELETE under /v1/identity/me/keys is refused 403 CAPABILITY_DENIED.",
+            departs: &[],
+            profile: "",
+            handler: handler!(key_operations),
+        },
+        areas: &["core.identity.keys."],
+    },
+    RefuseAll {
+        variant: Variant {
+            name: "no-blob-routes",
+            section: "DESIGN.md §4",
+            quote: "",
+            reading: "A node without blobs (v1.1 §16.7): its route family answers 404.",
+            choice: "Every request under /v1/blobs answers 404 EXTENSION_DISABLED (no such route).",
+            departs: &[],
+            profile: "",
+            handler: handler!(no_blob_routes),
+        },
+        areas: &["core.blobs."],
+    },
+    RefuseAll {
+        variant: Variant {
+            name: "refuse-all-thread-operations",
+            section: "DESIGN.md §4",
+            quote: "",
+            reading: "A node without thread operations (v1.1 §11).",
+            choice: "Every thread_op envelope is refused 403 CAPABILITY_DENIED.",
+            departs: &[],
+            profile: "",
+            handler: handler!(thread_operations),
+        },
+        areas: &["core.ops."],
     },
 ];
