@@ -140,6 +140,17 @@ impl VectorFile {
             if result == Some("invalid") && flags.is_empty() {
                 return Err(err(format!("{id}: invalid tests carry at least one flag")));
             }
+            // A refusal names the rule it rests on: a spec section (or, where the spec is
+            // silent, the `Interpretation` flag beside the section it reads).
+            let names_rule = t["spec"].as_array().is_some_and(|s| {
+                s.iter()
+                    .any(|x| x.as_str().is_some_and(|x| !x.trim().is_empty()))
+            });
+            if result == Some("invalid") && !names_rule {
+                return Err(err(format!(
+                    "{id}: invalid tests name the spec rule they rest on (a non-empty spec list)"
+                )));
+            }
         }
         Ok(file)
     }

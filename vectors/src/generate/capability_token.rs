@@ -260,7 +260,7 @@ fn more_grant_cases() -> Vec<Case> {
         case("grant.read-cannot-reply", "read does not allow sending", &[S122], &["Grant"], tok("grants", json!(["read"])), message()).invalid(DENIED),
         case("grant.reopen-needs-admin", "thread.reopen@v1 has no grant of its own: admin is needed", &[S112, S122], &["Grant", "Interpretation"], tok("grants", json!(["resolve"])), op("thread.reopen@v1")).invalid(DENIED),
         case("grant.reopen-admin", "admin may reopen", &[S112, S122], &["Grant", "Interpretation"], tok("grants", json!(["admin"])), op("thread.reopen@v1")).valid_with(spent(false)),
-        case("grant.unknown", "a grant outside the §12.2 registry", &[S122], &["Grant", "Malformed"], tok("grants", json!(["reply", "superuser"])), message()).invalid(DENIED),
+        case("grant.unknown", "a grant outside the §12.2 registry: §12.2 lists the grants but never says an unknown one voids the token; our reading refuses it (fail closed)", &[S122], &["Grant", "Malformed", "Interpretation"], tok("grants", json!(["reply", "superuser"])), message()).invalid(DENIED),
         case("grant.empty", "no grants at all", &[S121], &["Grant", "Malformed"], tok("grants", json!([])), message()).invalid(DENIED),
         case("grant.several", "the needed grant is the second of several", &[S122], &["Grant"], tok("grants", json!(["reply", "lock"])), op("thread.lock@v1")).valid_with(spent(false)),
     ]
@@ -322,7 +322,7 @@ fn more_pop_cases() -> Vec<Case> {
         case("pop.not-needed-unbound", "a token without cnf needs no PoP even for a sensitive intent", &[S126], &["PoP"], tok("grants", json!(["admin"])), revoke()).valid_with(spent(false)),
         case("pop.not-needed-intent", "a non-sensitive intent needs no PoP even with cnf", &[S126], &["PoP"], bound(), op("thread.lock@v1")).valid_with(spent(false)),
         case("pop.cnf-unknown-key", "cnf.key_id names no key of the holder", &[S126], &["PoP"], { let mut t = bound(); t["cnf"] = json!({"key_id": "k_sign_bob_9"}); signed(t) }, proof(good_pop())).invalid(DENIED),
-        case("pop.cnf-malformed", "cnf without key_id", &[S126], &["PoP", "Malformed"], { let mut t = bound(); t["cnf"] = json!({"kid": "k_sign_bob_pop"}); signed(t) }, proof(good_pop())).invalid(DENIED),
+        case("pop.cnf-malformed", "cnf without key_id: §12.6 asks for proof of possession only when cnf.key_id is present; our reading refuses a cnf that names no key rather than ignoring the binding", &[S126], &["PoP", "Malformed", "Interpretation"], { let mut t = bound(); t["cnf"] = json!({"kid": "k_sign_bob_pop"}); signed(t) }, proof(good_pop())).invalid(DENIED),
     ]
 }
 
