@@ -57,6 +57,10 @@ pub struct TargetSection {
     pub readiness_timeout_secs: f64,
     /// Timeout multiplier.
     pub timeout_scale: f64,
+    /// The deadline of one case, in seconds, before `timeout_scale` (default 60): a case
+    /// still running then is an `error`. Level 2 cases wait for the target's outbox, so a
+    /// node that federates on a slow timer needs more.
+    pub case_timeout_secs: f64,
     /// Features to assume instead of the advertised and probed ones (the harness's own
     /// vocabulary: `search`, `blobs`, `events`, `delegations`, `capability-tokens`,
     /// `rate-limits`, `identity-me`, `retraction`).
@@ -68,6 +72,7 @@ impl Default for TargetSection {
         TargetSection {
             readiness_timeout_secs: 30.0,
             timeout_scale: 1.0,
+            case_timeout_secs: 60.0,
             features: None,
         }
     }

@@ -12,8 +12,10 @@ use serde_json::json;
 /// signed registration with the profile's extras. Returns the deciding exchange: the challenge
 /// when it is refused, otherwise the registration.
 async fn try_register(cx: &mut Ctx, address: &str) -> Result<Ex, Finding> {
-    let key = signing_key_from_seed(&cx.data.seed32());
-    let key_id = "k_sign_addr_1";
+    let seed = cx.data.seed32();
+    let key = signing_key_from_seed(&seed);
+    // A key id of its own per attempt: a node may keep key ids unique (DESIGN.md §9).
+    let key_id = &format!("k_sign_addr_{}", &hex::encode(seed)[..16]);
     let doc = json!({
         "id": address,
         "type": "human",

@@ -161,6 +161,12 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
             "target.readiness_timeout_secs must be between 0 and 86400 seconds, not {ready}"
         ));
     }
+    let case_timeout = profile.target.case_timeout_secs;
+    if !(case_timeout.is_finite() && (1.0..=86_400.0).contains(&case_timeout)) {
+        return usage(format!(
+            "target.case_timeout_secs must be between 1 and 86400 seconds, not {case_timeout}"
+        ));
+    }
     let timeout_scale = args.timeout_scale.unwrap_or(profile.target.timeout_scale);
     if !(timeout_scale > 0.0 && timeout_scale <= 1000.0) {
         return usage("--timeout-scale must be a number above 0 and at most 1000");
@@ -249,6 +255,7 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
         strict: args.strict,
         jobs: args.jobs,
         timeout_scale,
+        case_timeout: std::time::Duration::from_secs_f64(case_timeout),
         seed,
         max_setup_errors: (args.max_setup_errors > 0).then_some(args.max_setup_errors),
         ..RunConfig::default()

@@ -200,6 +200,7 @@ impl Federation {
         &self,
         net: &mut Exchanges,
         target_url: &str,
+        user: &BTreeMap<String, String>,
     ) -> Result<Arc<PeerNode>, Finding> {
         let b = &self.section.block_peer;
         match b.mode.as_deref() {
@@ -208,14 +209,14 @@ impl Federation {
                     .server
                     .fresh_blocked(b.domain.as_deref().unwrap_or(""), b.count.unwrap_or(0))
                     .map_err(Finding::Error)?;
-                self.learn(net, target_url, &peer).await?;
+                self.learn(net, target_url, &peer, user).await?;
                 Ok(peer)
             }
             Some("request") => {
                 let peer = self.server.fresh().map_err(Finding::Error)?;
-                self.learn(net, target_url, &peer).await?;
+                self.learn(net, target_url, &peer, user).await?;
                 let ex = self
-                    .templated(net, target_url, &peer, &b.request(), "block_peer")
+                    .templated(net, target_url, &peer, &b.request(), "block_peer", user)
                     .await?;
                 if !(200..300).contains(&net.status(ex)) {
                     return Err(Finding::Error(format!(
@@ -276,6 +277,7 @@ impl Federation {
         net: &mut Exchanges,
         target_url: &str,
         peer: &PeerNode,
+        user: &BTreeMap<String, String>,
     ) -> Result<Option<Ex>, Finding> {
         if self.section.learn_mode() != "request" {
             return Ok(None);
@@ -287,6 +289,7 @@ impl Federation {
                 peer,
                 &self.section.learn_peer,
                 "learn_peer",
+                user,
             )
             .await?;
         if !(200..300).contains(&net.status(ex)) {
@@ -299,18 +302,36 @@ impl Federation {
         Ok(Some(ex))
     }
 
-    /// Makes the target send its queue now (`send_now = request`); nothing for `wait`.
+    /// Makes the target send its queue now (`send_now = request`); nothing for `wait`. `out`
+    /// names what was queued (its placeholders, [`profile`]).
     pub async fn send_now(
         &self,
         net: &mut Exchanges,
         target_url: &str,
         peer: &PeerNode,
+        out: &Outgoing,
     ) -> Result<(), Finding> {
         if self.section.send_mode() == "request" {
-            self.templated(net, target_url, peer, &self.section.send_now, "send_now")
-                .await?;
+            let extra = out.vars(&peer.domain);
+            self.templated(
+                net,
+                target_url,
+                peer,
+                &self.section.send_now,
+                "send_now",
+                &extra,
+            )
+            .await?;
         }
         Ok(())
+    }
+
+    /// Whether the `learn_peer` or `send_now` request needs `{user_token}` (a logged-in
+    /// identity of the target).
+    pub fn needs_user_token(&self) -> bool {
+        [&self.section.learn_peer, &self.section.send_now]
+            .iter()
+            .any(|t| t.mentions("user_token"))
     }
 
     async fn templated(
@@ -320,8 +341,10 @@ impl Federation {
         peer: &PeerNode,
         t: &profile::Templated,
         name: &str,
+        extra: &BTreeMap<String, String>,
     ) -> Result<Ex, Finding> {
-        let vars = self.vars(target_url, peer);
+        let mut vars = self.vars(target_url, peer);
+        vars.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
         let field = |m: &str| format!("federation.{name}.{m}");
         let err = Finding::Error;
         let method = t.method.as_deref().unwrap_or("POST");
@@ -356,5 +379,36 @@ impl Federation {
         let path = if path.is_empty() { "/" } else { path };
         net.exchange(method, path, &h, body.map(String::into_bytes), None)
             .await
+    }
+}
+
+/// What a case asked the target to send (the `send_now` placeholders, [`profile`]).
+#[derive(Debug, Clone, Default)]
+pub struct Outgoing {
+    /// The queued envelope ids.
+    pub envelope_ids: Vec<String>,
+    /// Their thread.
+    pub thread_id: String,
+    /// A bearer token of the sending identity.
+    pub sender_token: String,
+}
+
+impl Outgoing {
+    /// The placeholder values, for a delivery to `recipient_node`.
+    pub fn vars(&self, recipient_node: &str) -> BTreeMap<String, String> {
+        let mut v = BTreeMap::new();
+        v.insert(
+            "envelope_id".into(),
+            self.envelope_ids.first().cloned().unwrap_or_default(),
+        );
+        v.insert(
+            "envelope_ids_json".into(),
+            serde_json::to_string(&self.envelope_ids).unwrap_or_else(|_| "[]".into()),
+        );
+        v.insert("recipient_node".into(), recipient_node.to_owned());
+        v.insert("thread_id".into(), self.thread_id.clone());
+        v.insert("sender_token".into(), self.sender_token.clone());
+        v.insert("user_token".into(), self.sender_token.clone());
+        v
     }
 }

@@ -243,12 +243,22 @@ impl PeerNode {
         self.host_as(name, "human")
     }
 
+    /// The signing key id of hosted identity `name`'s key `generation`: `k_sign_{ULID}`,
+    /// unique per identity, generation and peer (a node may keep key ids unique across every
+    /// identity it knows, DESIGN.md §9), and the same for the same seed.
+    fn identity_key_id(&self, name: &str, generation: u32) -> String {
+        let b = self.derive(&format!("identity-key-id-{name}-{generation}"));
+        let mut bytes = [0u8; 16];
+        bytes.copy_from_slice(&b[..16]);
+        format!("k_sign_{}", ulid::Ulid::from_bytes(bytes))
+    }
+
     /// An identity of type `kind` (`human`, `agent`, …) the peer hosts.
     pub fn host_as(&self, name: &str, kind: &str) -> Identity {
         let address = format!("loom://{name}@{}", self.domain);
         let seed = self.derive(&format!("identity-{name}-1"));
         let id = Identity::from_seed(&address, &seed)
-            .and_then(|i| i.with_key_id(&format!("k_sign_{name}_1")))
+            .and_then(|i| i.with_key_id(&self.identity_key_id(name, 1)))
             .map(|i| i.with_type(kind))
             .expect("a seeded Ed25519 key and a valid key id");
         self.lock().identities.insert(address, id.clone());
@@ -269,7 +279,7 @@ impl PeerNode {
             .to_owned();
         let seed = self.derive(&format!("identity-{name}-{generation}"));
         let id = Identity::from_seed(address, &seed)
-            .and_then(|i| i.with_key_id(&format!("k_sign_{name}_{generation}")))
+            .and_then(|i| i.with_key_id(&self.identity_key_id(&name, generation)))
             .ok()?
             .with_type(old.kind());
         s.retired.entry(address.to_owned()).or_default().push(old);

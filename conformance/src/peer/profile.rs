@@ -51,7 +51,12 @@
 //! `{peer_public_key_pem}`, `{peer_public_key_b64url}`, `{peer_address}` (the harness's
 //! `host:port`, where every peer domain must lead), with `tls = true` also
 //! `{peer_ca_pem_path}` and `{peer_ca_pem}`, plus every `[federation.vars]` entry (e.g.
-//! `admin_token`).
+//! `admin_token`). In `send_now` also what the target is asked to send (a node that federates
+//! only queued envelopes needs them): `{envelope_id}`, `{envelope_ids_json}` (a JSON array,
+//! inserted as JSON), `{recipient_node}` (the peer's domain), `{thread_id}` and
+//! `{sender_token}` (a bearer token of the sending identity). In `learn_peer` and `send_now`,
+//! `{user_token}` is the bearer token of an identity the harness registered on the target, for
+//! requests that need a logged-in user besides an admin token.
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -112,6 +117,18 @@ pub struct Templated {
     pub body: Option<String>,
     /// `send_now = wait`: longest wait for the target to deliver (seconds, default 10).
     pub wait_secs: Option<f64>,
+}
+
+impl Templated {
+    /// Whether any part of the request names the placeholder `{name}`.
+    pub fn mentions(&self, name: &str) -> bool {
+        let p = format!("{{{name}}}");
+        self.url
+            .iter()
+            .chain(self.body.iter())
+            .chain(self.headers.values())
+            .any(|t| t.contains(&p))
+    }
 }
 
 /// `[federation.block_peer]`.
@@ -303,8 +320,9 @@ fn check_request(field: &str, t: &Templated) -> Result<(), String> {
 }
 
 /// Replaces every `{name}` of `template` with `vars[name]`; with `json`, values are
-/// JSON-string-escaped (the template is a JSON body). Unknown placeholders are errors that
-/// name them.
+/// JSON-string-escaped (the template is a JSON body) — except placeholders whose name ends in
+/// `_json`, which hold JSON text and are inserted as they are. Unknown placeholders are
+/// errors that name them.
 pub fn fill(
     template: &str,
     vars: &BTreeMap<String, String>,
@@ -330,7 +348,7 @@ pub fn fill(
                         vars.keys().cloned().collect::<Vec<_>>().join(", ")
                     )
                 })?;
-                if json {
+                if json && !name.ends_with("_json") {
                     let quoted = serde_json::to_string(v).unwrap_or_default();
                     out.push_str(&quoted[1..quoted.len() - 1]);
                 } else {
@@ -468,5 +486,32 @@ mod tests {
             e.contains("federation.learn_peer.url") && e.contains("{nope}"),
             "{e}"
         );
+    }
+
+    /// The `send_now` placeholders of a node that federates only queued envelopes (issue 29):
+    /// `_json` values go in as JSON, the others escaped.
+    #[test]
+    fn send_now_placeholders_fill_a_queue_request() {
+        let out = crate::peer::Outgoing {
+            envelope_ids: vec!["env_A".into(), "env_B".into()],
+            thread_id: "thr_T".into(),
+            sender_token: "at_\"x".into(),
+        };
+        let vars = out.vars("peer-3.test");
+        let body = "{\"recipient_node\":\"{recipient_node}\",\"envelope_ids\":{envelope_ids_json},\"first\":\"{envelope_id}\",\"thread\":\"{thread_id}\"}";
+        let filled = fill(body, &vars, true, "federation.send_now.body").unwrap();
+        let v: serde_json::Value = serde_json::from_str(&filled).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"recipient_node": "peer-3.test", "envelope_ids": ["env_A", "env_B"], "first": "env_A", "thread": "thr_T"})
+        );
+        let auth = fill("Bearer {sender_token}", &vars, false, "h").unwrap();
+        assert_eq!(auth, "Bearer at_\"x");
+        let t = Templated {
+            mode: Some("request".into()),
+            headers: BTreeMap::from([("authorization".into(), "Bearer {user_token}".into())]),
+            ..Templated::default()
+        };
+        assert!(t.mentions("user_token") && !t.mentions("admin_token"));
     }
 }

@@ -213,7 +213,8 @@ async fn policy_blocked(cx: &mut Ctx) -> Verdict {
     let bob = cx.identity("bob", "human").await?;
     let fed = federation(cx)?;
     let url = cx.target.url.clone();
-    let peer = fed.blocked_peer(&mut cx.net, &url).await?;
+    let user = super::kit::user_token(cx, &fed).await?;
+    let peer = fed.blocked_peer(&mut cx.net, &url, &user).await?;
     let f = Fed { fed, peer };
     let eve = as_ident(f.peer.host("eve"));
     let env = message(cx, &eve, &bob, "from a blocked peer");

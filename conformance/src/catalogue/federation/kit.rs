@@ -24,8 +24,23 @@ pub(super) async fn fresh_peer(cx: &mut Ctx) -> Result<Fed, Finding> {
     let fed = federation(cx)?;
     let peer = fed.server.fresh().map_err(Finding::Error)?;
     let url = cx.target.url.clone();
-    fed.learn(&mut cx.net, &url, &peer).await?;
+    let user = user_token(cx, &fed).await?;
+    fed.learn(&mut cx.net, &url, &peer, &user).await?;
     Ok(Fed { fed, peer })
+}
+
+/// `{user_token}` for the profile's templated requests: the bearer token of an identity the
+/// harness registers on the target, only when a template names it.
+pub(super) async fn user_token(
+    cx: &mut Ctx,
+    fed: &Federation,
+) -> Result<std::collections::BTreeMap<String, String>, Finding> {
+    let mut v = std::collections::BTreeMap::new();
+    if fed.needs_user_token() {
+        let u = cx.identity("peering", "human").await?;
+        v.insert("user_token".to_owned(), u.token.clone());
+    }
+    Ok(v)
 }
 
 /// The run's federation setup, or `unsupported`.

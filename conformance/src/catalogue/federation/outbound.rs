@@ -29,7 +29,12 @@ async fn send_out(cx: &mut Ctx, script: &[Answer]) -> Result<(Ident, Fed, Value)
     let ex = cx.net.send(&bob, &env).await?;
     cx.net.expect_created(ex)?;
     let url = cx.target.url.clone();
-    f.fed.send_now(&mut cx.net, &url, &f.peer).await?;
+    let out = crate::peer::Outgoing {
+        envelope_ids: vec![id_of(&env)],
+        thread_id: t,
+        sender_token: bob.token.clone(),
+    };
+    f.fed.send_now(&mut cx.net, &url, &f.peer, &out).await?;
     Ok((bob, f, env))
 }
 
