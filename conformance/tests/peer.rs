@@ -150,7 +150,9 @@ async fn rotation_blocked_peers_and_the_unsupported_paths() {
     assert!(fed.refetch_min_interval().is_none() && fed.ttl().is_none());
     let mut net =
         loom_conformance::ctx::Exchanges::new(Client::tcp(&fed.server.address).expect("client"));
-    let got = fed.blocked_peer(&mut net, "http://127.0.0.1:9").await;
+    let got = fed
+        .blocked_peer(&mut net, "http://127.0.0.1:9", &Default::default())
+        .await;
     assert!(matches!(got, Err(Finding::Unsupported(_))), "{got:?}");
 
     let b0 = fed

@@ -258,7 +258,6 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
         case_timeout: std::time::Duration::from_secs_f64(case_timeout),
         seed,
         max_setup_errors: (args.max_setup_errors > 0).then_some(args.max_setup_errors),
-        ..RunConfig::default()
     };
     let mut partial = partial_reasons(&cfg.only, &cfg.exclude, &cfg.skips);
     let selected: Vec<&'static Case> = runner::select(&catalogue::all(), &cfg);
