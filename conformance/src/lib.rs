@@ -23,6 +23,7 @@ pub mod fuzzing;
 pub mod outcome;
 pub mod peer;
 pub mod profile;
+pub mod readings;
 pub mod report;
 pub mod requirements;
 pub mod runner;

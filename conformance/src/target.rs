@@ -42,6 +42,8 @@ pub struct TargetInfo {
     /// Level 2: the fake federation peers and how the target federates with them (`None`:
     /// the federation cases are `unsupported`).
     pub federation: Option<Arc<crate::peer::Federation>>,
+    /// Readings of open spec choices detected on the target during the run.
+    pub readings: Arc<crate::readings::Readings>,
 }
 
 /// Why a target could not be used (exit code 3).
@@ -228,6 +230,7 @@ async fn probe_with(
                     pool,
                     embedded,
                     federation: None,
+                    readings: Arc::default(),
                 });
             }
             Err(e) => last_error = e,

@@ -147,6 +147,49 @@ async fn witness(v: &'static Variant) {
                 "{d}"
             );
         }
+        "delegation-link-context-signed" => {
+            // A link stored by its delegator: refused when its signature leaves
+            // signature_context out, stored when it covers it.
+            let (alice, token) = session(&mut c, &domain, "linker", &none).await;
+            let link = |reading| {
+                let mut l = json!({
+                    "delegator": alice.address(), "delegate": format!("loom://helper@{domain}"),
+                    "scope": ["message.*"], "created_at": "2026-01-01T00:00:00Z",
+                    "expires_at": "2099-01-01T00:00:00Z", "revocable": true,
+                    "allow_sub_delegation": false,
+                });
+                loom_conformance::readings::sign_link(
+                    &mut l,
+                    alice.signing_key(),
+                    alice.key_id_typed(),
+                    reading,
+                );
+                l
+            };
+            use loom_conformance::readings::LinkContext;
+            let t = call(
+                &mut c,
+                "POST",
+                "/v1/delegations",
+                Some(&token),
+                &link(LinkContext::Outside),
+            )
+            .await;
+            assert_eq!(
+                (t.status, code(&t)),
+                (403, "DELEGATION_INVALID".into()),
+                "{t}"
+            );
+            let t = call(
+                &mut c,
+                "POST",
+                "/v1/delegations",
+                Some(&token),
+                &link(LinkContext::Inside),
+            )
+            .await;
+            assert!(t.is_success(), "{t}");
+        }
         "no-identity-me" => {
             let t = call(&mut c, "GET", "/v1/identity/me", None, &Value::Null).await;
             assert_eq!(t.status, 404, "{t}");
@@ -554,5 +597,66 @@ fn the_node_readme_lists_every_variant_with_its_sentence() {
             .find(|l| l.starts_with(&format!("| `{}` |", v.name)))
             .unwrap_or_else(|| panic!("the node README does not list the variant {}", v.name));
         assert!(row.contains(v.section), "{}: {row}", v.name);
+    }
+}
+
+/// The harness detects the §13.3.1 reading a node verifies (issue 29): both forms on the
+/// reference node, only the member-inside form under the variant — and the delegation cases
+/// pass on both, because the harness signs its links in the detected form.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_delegation_link_reading_is_detected_not_imposed() {
+    use loom_conformance::runner::{RunConfig, run_all};
+    use loom_conformance::{Outcome, catalogue};
+    let cases: Vec<&'static loom_conformance::Case> = catalogue::all()
+        .into_iter()
+        .filter(|c| c.id.starts_with("core.delegation."))
+        .collect();
+    let cfg = RunConfig {
+        jobs: 4,
+        seed: 21,
+        ..RunConfig::default()
+    };
+    for (name, expected) in [
+        (None, "both forms accepted"),
+        (
+            Some("delegation-link-context-signed"),
+            "signature_context inside the signed bytes only",
+        ),
+    ] {
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let (node, info) = match name {
+            Some(n) => variants::start(variants::find(n).expect("variant"), clock.clone(), 21)
+                .await
+                .expect("starts"),
+            None => {
+                // The reference node behind a variant that changes nothing about delegation.
+                let v: &'static Variant = variants::find("no-identity-me").expect("variant");
+                variants::start(v, clock.clone(), 21).await.expect("starts")
+            }
+        };
+        let info = Arc::new(info);
+        let results = run_all(&cases, info.clone(), &cfg, clock, &|_| {}).await;
+        drop(node);
+        for r in &results {
+            assert!(
+                matches!(
+                    r.outcome,
+                    Outcome::Pass | Outcome::Skipped | Outcome::Unsupported
+                ),
+                "{name:?} {}: {} {:?}",
+                r.id,
+                r.outcome,
+                r.message
+            );
+        }
+        let found = info.readings.found();
+        assert_eq!(
+            found,
+            vec![(
+                loom_conformance::readings::LINK_READING,
+                expected.to_owned()
+            )],
+            "{name:?}"
+        );
     }
 }

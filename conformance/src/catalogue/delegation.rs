@@ -30,17 +30,15 @@ fn link(cx: &Ctx, from: &Ident, to: &Ident, scope: &[&str], allow_sub: bool) -> 
         "revocable": true,
         "allow_sub_delegation": allow_sub,
     });
-    sign_link(from, from, &mut l);
+    sign_link(cx, from, from, &mut l);
     l
 }
 
-/// Signs `l` with `signer`'s key under `named`'s key id (context-prefixed, §13.3.1).
-fn sign_link(signer: &Ident, named: &Ident, l: &mut Value) {
-    let _ = loom_protocol::delegation::sign_delegation_link(
-        l,
-        signer.id.signing_key(),
-        named.id.key_id_typed(),
-    );
+/// Signs `l` with `signer`'s key under `named`'s key id (context-prefixed, §13.3.1), in the
+/// reading of §13.3.1 the target verifies ([`Ctx::link_reading`], run by every case first).
+fn sign_link(cx: &Ctx, signer: &Ident, named: &Ident, l: &mut Value) {
+    let reading = cx.target.readings.link_context();
+    crate::readings::sign_link(l, signer.id.signing_key(), named.id.key_id_typed(), reading);
 }
 
 /// A signed message from the agent `bot` to `to` in a fresh thread, carrying `chain`.
@@ -86,6 +84,7 @@ fn refused_beside(cx: &Ctx, probe: Ex, control: Ex) -> Verdict {
 
 /// A human, an agent it delegated `message.*` to, the valid link and the control exchange.
 async fn human_and_agent(cx: &mut Ctx) -> Result<(Ident, Ident, Value, Ex), Finding> {
+    cx.link_reading().await?;
     let alice = cx.identity("alice", "human").await?;
     let bot = cx.identity("bot", "agent").await?;
     let l = link(cx, &alice, &bot, &["message.*"], false);
@@ -109,7 +108,7 @@ async fn link_expired(cx: &mut Ctx) -> Verdict {
     let mut l = link(cx, &alice, &bot, &["message.*"], false);
     l["created_at"] = at(cx, -2 * HOUR_MS).into();
     l["expires_at"] = at(cx, -HOUR_MS).into();
-    sign_link(&alice, &alice, &mut l);
+    sign_link(cx, &alice, &alice, &mut l);
     refused(cx, &bot, &alice, &[l], control).await
 }
 
@@ -117,7 +116,7 @@ async fn link_wrong_key(cx: &mut Ctx) -> Verdict {
     let (alice, bot, _, control) = human_and_agent(cx).await?;
     let mallory = cx.identity("mallory", "human").await?;
     let mut l = link(cx, &alice, &bot, &["message.*"], false);
-    sign_link(&mallory, &alice, &mut l);
+    sign_link(cx, &mallory, &alice, &mut l);
     refused(cx, &bot, &alice, &[l], control).await
 }
 
@@ -143,6 +142,7 @@ async fn root_is_agent(cx: &mut Ctx) -> Verdict {
 
 /// alice → bot1 (sub-delegation allowed) → bot2, accepted; returns the pieces and the control.
 async fn two_links(cx: &mut Ctx) -> Result<(Ident, Ident, Ident, Ex), Finding> {
+    cx.link_reading().await?;
     let alice = cx.identity("alice", "human").await?;
     let bot1 = cx.identity("bot1", "agent").await?;
     let bot2 = cx.identity("bot2", "agent").await?;
@@ -185,7 +185,7 @@ async fn created_at_future(cx: &mut Ctx) -> Verdict {
     let (alice, bot, _, control) = human_and_agent(cx).await?;
     let mut l = link(cx, &alice, &bot, &["message.*"], false);
     l["created_at"] = at(cx, HOUR_MS).into();
-    sign_link(&alice, &alice, &mut l);
+    sign_link(cx, &alice, &alice, &mut l);
     refused(cx, &bot, &alice, &[l], control).await
 }
 
@@ -195,11 +195,12 @@ async fn created_at_missing(cx: &mut Ctx) -> Verdict {
     if let Some(o) = l.as_object_mut() {
         o.remove("created_at");
     }
-    sign_link(&alice, &alice, &mut l);
+    sign_link(cx, &alice, &alice, &mut l);
     refused(cx, &bot, &alice, &[l], control).await
 }
 
 async fn chain_too_long(cx: &mut Ctx) -> Verdict {
+    cx.link_reading().await?;
     let alice = cx.identity("alice", "human").await?;
     let mut agents = Vec::new();
     for _ in 0..11 {
@@ -319,6 +320,7 @@ async fn revocation_recorded(cx: &mut Ctx) -> Verdict {
 }
 
 async fn api_create_list(cx: &mut Ctx) -> Verdict {
+    cx.link_reading().await?;
     let alice = cx.identity("alice", "human").await?;
     let bot = cx.identity("bot", "agent").await?;
     let stranger = cx.identity("stranger", "human").await?;

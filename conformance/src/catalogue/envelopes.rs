@@ -3,7 +3,7 @@
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
 use crate::ctx::data::MESSAGE_INTENT;
 use crate::ctx::{Ctx, Ident, shapes, skip};
-use loom_protocol::delegation::sign_delegation_link;
+use crate::readings::sign_link;
 use loom_protocol::envelope::envelope_signing_payload;
 use serde_json::{Value, json};
 
@@ -259,6 +259,7 @@ async fn oversized(cx: &mut Ctx) -> Verdict {
 }
 
 async fn agent_without_chain(cx: &mut Ctx) -> Verdict {
+    let reading = cx.link_reading().await?;
     let alice = cx.identity("alice", "human").await?;
     let bot = cx.identity("bot", "agent").await?;
     let mut link = json!({
@@ -270,7 +271,12 @@ async fn agent_without_chain(cx: &mut Ctx) -> Verdict {
         "revocable": true,
         "allow_sub_delegation": false,
     });
-    let _ = sign_delegation_link(&mut link, alice.id.signing_key(), alice.id.key_id_typed());
+    sign_link(
+        &mut link,
+        alice.id.signing_key(),
+        alice.id.key_id_typed(),
+        reading,
+    );
     // With the chain the agent is accepted: the refusal below is about the chain alone.
     let t = cx.data.thread_id();
     let mut env = cx.data.message(&bot, &t, None, &[&alice], "from an agent");

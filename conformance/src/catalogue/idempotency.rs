@@ -181,6 +181,7 @@ async fn error_replayed(cx: &mut Ctx) -> Verdict {
 }
 
 async fn delegation_replay(cx: &mut Ctx) -> Verdict {
+    let reading = cx.link_reading().await?;
     let alice = cx.identity("alice", "human").await?;
     let bot = cx.identity("bot", "agent").await?;
     let now = cx.data.now();
@@ -190,10 +191,11 @@ async fn delegation_replay(cx: &mut Ctx) -> Verdict {
         "delegator": alice.address(), "delegate": bot.address(), "scope": ["message.*"],
         "created_at": now, "expires_at": later, "revocable": true, "allow_sub_delegation": false,
     });
-    let _ = loom_protocol::delegation::sign_delegation_link(
+    crate::readings::sign_link(
         &mut l,
         alice.id.signing_key(),
         alice.id.key_id_typed(),
+        reading,
     );
     let k = key(cx);
     let a = post_keyed(cx, &alice, "/v1/delegations", &k, &l).await?;

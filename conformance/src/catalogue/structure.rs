@@ -5,7 +5,7 @@
 use super::envelopes::{INVALID, invalid, remove, setup};
 use crate::case::{Case, Ex, Finding, Mutant, Need, Strength, Verdict};
 use crate::ctx::{Ctx, Ident, TestData};
-use loom_protocol::delegation::sign_delegation_link;
+use crate::readings::sign_link;
 use serde_json::{Value, json};
 
 const P: &[Need] = &[Need::Provisioning];
@@ -208,6 +208,7 @@ async fn envelope_not_found(cx: &mut Ctx) -> Verdict {
 
 /// A human, an agent and a signed root link delegating `scope` to the agent.
 async fn delegated(cx: &mut Ctx, scope: Value) -> Result<(Ident, Ident, Value), Finding> {
+    let reading = cx.link_reading().await?;
     let alice = cx.identity("alice", "human").await?;
     let bot = cx.identity("bot", "agent").await?;
     let mut link = json!({
@@ -219,7 +220,12 @@ async fn delegated(cx: &mut Ctx, scope: Value) -> Result<(Ident, Ident, Value), 
         "revocable": true,
         "allow_sub_delegation": false,
     });
-    let _ = sign_delegation_link(&mut link, alice.id.signing_key(), alice.id.key_id_typed());
+    sign_link(
+        &mut link,
+        alice.id.signing_key(),
+        alice.id.key_id_typed(),
+        reading,
+    );
     Ok((alice, bot, link))
 }
 

@@ -308,6 +308,10 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
         partial,
     };
     outln!("{}", report::terminal::summary(&report));
+    // Where the spec leaves a choice open, what the target chose (issue 29).
+    for (what, which) in info.readings.found() {
+        outln!("reading detected: {what}: {which}");
+    }
     for (kind, path) in outputs {
         let written = match kind.as_str() {
             "json" => serde_json::to_string_pretty(&report::json::render(&report))

@@ -751,8 +751,90 @@ async fn delivery_refusals_in_receipt(_s: Arc<Shim>, req: Request, next: Next) -
     )
 }
 
+// ----- delegation links (v1.1 §13.3.1) -----
+
+/// Why the variant's node refuses `link`, if it does: a link by a delegator registered
+/// through the shim that claims `signature_context` must verify over JCS(link − signature),
+/// the member inside the signed bytes. Links by delegators the shim does not know (remote
+/// ones) are left to the node.
+fn link_refusal(s: &Shim, link: &Value) -> Option<String> {
+    use loom_protocol::keys::{SigContext, signature_from_b64url, verify};
+    if link["signature_context"] != SigContext::DELEGATION.0 {
+        return None;
+    }
+    let delegator = link["delegator"].as_str()?.to_ascii_lowercase();
+    let key_id = link["key_id"].as_str()?;
+    let key = s.remember(|m| {
+        m.signing_keys
+            .get(&delegator)
+            .and_then(|keys| keys.iter().find(|(k, _)| k == key_id).map(|(_, v)| *v))
+    })?;
+    let payload = loom_protocol::delegation::delegation_signing_payload_with_context(link)
+        .unwrap_or_default();
+    let signed = link["signature"]
+        .as_str()
+        .and_then(|v| signature_from_b64url(v).ok())
+        .is_some_and(|sig| verify(&key, Some(SigContext::DELEGATION), &payload, &sig));
+    (!signed).then(|| {
+        "the delegation link's signature does not cover its signature_context member (this node reads v1.1 §13.3.1 that way)".to_owned()
+    })
+}
+
+async fn link_context_signed(s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if is(&req, "POST", "/v1/identity") {
+        let (parts, bytes) = split(req).await;
+        let doc: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let (rparts, rbytes) = respond(next, join(parts, bytes)).await;
+        if ok(rparts.status.as_u16())
+            && let Some(id) = doc["id"].as_str()
+        {
+            let keys: Vec<(String, ed25519_dalek::VerifyingKey)> = doc["signing_keys"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|k| {
+                    let material = k["public_key_pem"].as_str().or(k["public_key"].as_str())?;
+                    let key = loom_protocol::keys::public_key_from_any(material).ok()?;
+                    Some((k["key_id"].as_str()?.to_owned(), key))
+                })
+                .collect();
+            s.remember(|m| m.signing_keys.insert(id.to_ascii_lowercase(), keys));
+        }
+        return reply(rparts, rbytes);
+    }
+    let stored_link = is(&req, "POST", "/v1/delegations");
+    if !(stored_link || is(&req, "POST", "/v1/envelopes")) {
+        return next.run(req).await;
+    }
+    gate(req, next, |v| {
+        let links: Vec<Value> = if stored_link {
+            vec![v.clone()]
+        } else {
+            v["from"]["delegation_chain"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        };
+        links
+            .iter()
+            .find_map(|l| link_refusal(&s, l))
+            .map(|why| s.error("DELEGATION_INVALID", "from.delegation_chain", &why))
+    })
+    .await
+}
+
 /// Every legal variant of the self-test.
 pub static VARIANTS: &[Variant] = &[
+    Variant {
+        name: "delegation-link-context-signed",
+        section: "v1.1 §13.3.1",
+        quote: "Delegation link signatures MUST use the domain-separation context prefix `LOOM-DELEGATION-SIG-v1\\0` prepended to the canonical delegation payload before signing. The `signature_context` field SHOULD be set to `\"LOOM-DELEGATION-SIG-v1\"`.",
+        reading: "The sentence fixes the prefix, not whether the canonical payload includes the signature_context member; the existing v1.1 node's verifier includes it (DESIGN.md §9).",
+        choice: "Delegation links (in envelopes and in POST /v1/delegations) verify only with signature_context inside the signed bytes: JCS of the link without signature.",
+        departs: &[],
+        profile: "",
+        handler: handler!(link_context_signed),
+    },
     Variant {
         name: "node-document-federation-keys",
         section: "v1.1 §15.2",

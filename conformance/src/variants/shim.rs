@@ -30,6 +30,9 @@ pub struct Memory {
     pub threads: BTreeSet<String>,
     /// Request ids the shim issued for its own errors.
     pub errors: u64,
+    /// Signing keys of identities registered through the shim: address (lowercase) →
+    /// `(key_id, key)`.
+    pub signing_keys: BTreeMap<String, Vec<(String, ed25519_dalek::VerifyingKey)>>,
 }
 
 /// The shim's state: the variant, a clock for error timestamps, and its memory.

@@ -74,10 +74,12 @@ fn link(cx: &Ctx, from: &Ident, to: &Ident, scope: &[&str], signer: &Ident) -> V
         "revocable": true,
         "allow_sub_delegation": false,
     });
-    let _ = loom_protocol::delegation::sign_delegation_link(
+    // In the reading of §13.3.1 the target verifies (detected on its own identities).
+    crate::readings::sign_link(
         &mut l,
         signer.id.signing_key(),
         from.id.key_id_typed(),
+        cx.target.readings.link_context(),
     );
     l
 }
@@ -97,6 +99,7 @@ fn agent_message(cx: &mut Ctx, bot: &Ident, to: &Ident, chain: Option<Vec<Value>
 }
 
 async fn delegation(cx: &mut Ctx) -> Verdict {
+    cx.link_reading().await?;
     let bob = cx.identity("bob", "human").await?;
     let f = fresh_peer(cx).await?;
     let carol = as_ident(f.peer.host("carol"));
