@@ -44,6 +44,15 @@ async fn denied(
     expect_state(cx, alice, t, "resolved").await
 }
 
+/// The control after a revocation: a resolve token of the thread's new epoch 1 (§12.3).
+fn epoch_one_resolve(cx: &mut Ctx, alice: &Ident, bob: &Ident, t: &str) -> Value {
+    let g = Grant {
+        epoch: 1,
+        ..Grant::new(t, &["resolve"])
+    };
+    token(cx, alice, bob, &g)
+}
+
 async fn grant_allows_op(cx: &mut Ctx) -> Verdict {
     let (alice, bob, _, t) = setup(cx).await?;
     let p = send_op(cx, &bob, &t, RESOLVE, json!({})).await?;
@@ -237,15 +246,7 @@ async fn revocation_bumps_epoch(cx: &mut Ctx) -> Verdict {
     )?;
     // Every token of the old epoch is now invalid, not only the revoked one; a token of the
     // new epoch works.
-    let fresh = token(
-        cx,
-        &alice,
-        &bob,
-        &Grant {
-            epoch: 1,
-            ..Grant::new(&t, &["resolve"])
-        },
-    );
+    let fresh = epoch_one_resolve(cx, &alice, &bob, &t);
     denied(
         cx,
         &alice,
@@ -301,15 +302,7 @@ async fn endpoints(cx: &mut Ctx) -> Verdict {
     let th = thread_obj(cx, &alice, &t).await?;
     cx.net
         .expect_eq("thread.cap_epoch after DELETE", &json!(1), &th["cap_epoch"])?;
-    let fresh = token(
-        cx,
-        &alice,
-        &bob,
-        &Grant {
-            epoch: 1,
-            ..Grant::new(&t, &["resolve"])
-        },
-    );
+    let fresh = epoch_one_resolve(cx, &alice, &bob, &t);
     denied(
         cx,
         &alice,

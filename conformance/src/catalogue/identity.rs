@@ -294,6 +294,24 @@ async fn register_mixed_case(cx: &mut Ctx) -> Verdict {
     )
 }
 
+/// Adds a second signing key to `who` (a setup step); returns (key, key id).
+async fn add_second_key(cx: &mut Ctx, who: &Ident) -> Result<(SigningKey, String), Finding> {
+    let (key, kid) = second_key(cx, who);
+    let i = cx
+        .net
+        .call(
+            "POST",
+            "/v1/identity/me/keys",
+            Some(&who.token),
+            Some(&json!({"key_id": kid, "public_key_pem": pem(&key.verifying_key())})),
+        )
+        .await?;
+    cx.net.expect_ok(i).map_err(setup_step(&format!(
+        "add {kid} with POST /v1/identity/me/keys (v1.1 §16.3)"
+    )))?;
+    Ok((key, kid))
+}
+
 /// A second signing key for `who`: (key, key id).
 fn second_key(cx: &mut Ctx, who: &Ident) -> (SigningKey, String) {
     let key = signing_key_from_seed(&cx.data.seed32());
@@ -302,19 +320,7 @@ fn second_key(cx: &mut Ctx, who: &Ident) -> (SigningKey, String) {
 
 async fn add_and_revoke_key(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
-    let (key, kid) = second_key(cx, &alice);
-    let i = cx
-        .net
-        .call(
-            "POST",
-            "/v1/identity/me/keys",
-            Some(&alice.token),
-            Some(&json!({"key_id": kid, "public_key_pem": pem(&key.verifying_key())})),
-        )
-        .await?;
-    cx.net.expect_ok(i).map_err(setup_step(&format!(
-        "add {kid} with POST /v1/identity/me/keys (v1.1 §16.3)"
-    )))?;
+    let (key, kid) = add_second_key(cx, &alice).await?;
     let (control, _) = token_request(&mut cx.net, alice.address(), &key, &kid).await?;
     cx.net
         .expect_ok(control)
@@ -368,19 +374,7 @@ async fn last_key_kept(cx: &mut Ctx) -> Verdict {
     let doc = cx.net.ok_body(i)?;
     expect_own_document(cx, &doc, &alice)?;
     // The control: with a second key added, revoking that one (not the last) is accepted.
-    let (key, kid) = second_key(cx, &alice);
-    let i = cx
-        .net
-        .call(
-            "POST",
-            "/v1/identity/me/keys",
-            Some(&alice.token),
-            Some(&json!({"key_id": kid, "public_key_pem": pem(&key.verifying_key())})),
-        )
-        .await?;
-    cx.net.expect_ok(i).map_err(setup_step(&format!(
-        "add {kid} with POST /v1/identity/me/keys (v1.1 §16.3)"
-    )))?;
+    let (_, kid) = add_second_key(cx, &alice).await?;
     let c = cx
         .net
         .call(
