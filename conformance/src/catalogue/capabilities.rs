@@ -44,6 +44,11 @@ async fn denied(
     expect_state(cx, alice, t, "resolved").await
 }
 
+/// The control of most refusals here: alice's token granting bob `resolve` on `t`.
+fn resolve_token(cx: &mut Ctx, alice: &Ident, bob: &Ident, t: &str) -> Value {
+    token(cx, alice, bob, &Grant::new(t, &["resolve"]))
+}
+
 /// The control after a revocation: a resolve token of the thread's new epoch 1 (§12.3).
 fn epoch_one_resolve(cx: &mut Ctx, alice: &Ident, bob: &Ident, t: &str) -> Value {
     let g = Grant {
@@ -58,7 +63,7 @@ async fn grant_allows_op(cx: &mut Ctx) -> Verdict {
     let p = send_op(cx, &bob, &t, RESOLVE, json!({})).await?;
     cx.net
         .expect_not_accepted(p, "403 CAPABILITY_DENIED without a token (v1.1 §12.4)")?;
-    let tok = token(cx, &alice, &bob, &Grant::new(&t, &["resolve"]));
+    let tok = resolve_token(cx, &alice, &bob, &t);
     let c = op_with_token(cx, &bob, &t, RESOLVE, json!({}), &tok).await?;
     cx.net.expect_refused_beside(
         p,
@@ -73,7 +78,7 @@ async fn grant_allows_op(cx: &mut Ctx) -> Verdict {
 async fn wrong_grant(cx: &mut Ctx) -> Verdict {
     let (alice, bob, _, t) = setup(cx).await?;
     let tok = token(cx, &alice, &bob, &Grant::new(&t, &["lock", "reply"]));
-    let control = token(cx, &alice, &bob, &Grant::new(&t, &["resolve"]));
+    let control = resolve_token(cx, &alice, &bob, &t);
     denied(
         cx,
         &alice,
@@ -127,7 +132,7 @@ async fn other_thread(cx: &mut Ctx) -> Verdict {
     let (alice, bob, _, t) = setup(cx).await?;
     let (t2, _) = cx.start_thread(&alice, &[&bob]).await?;
     let tok = token(cx, &alice, &bob, &Grant::new(&t2, &["resolve"]));
-    let control = token(cx, &alice, &bob, &Grant::new(&t, &["resolve"]));
+    let control = resolve_token(cx, &alice, &bob, &t);
     denied(
         cx,
         &alice,
@@ -143,7 +148,7 @@ async fn other_thread(cx: &mut Ctx) -> Verdict {
 async fn other_holder(cx: &mut Ctx) -> Verdict {
     let (alice, bob, carol, t) = setup(cx).await?;
     let tok = token(cx, &alice, &carol, &Grant::new(&t, &["resolve"]));
-    let control = token(cx, &alice, &bob, &Grant::new(&t, &["resolve"]));
+    let control = resolve_token(cx, &alice, &bob, &t);
     denied(
         cx,
         &alice,
@@ -163,7 +168,7 @@ async fn epoch_mismatch(cx: &mut Ctx) -> Verdict {
         ..Grant::new(&t, &["resolve"])
     };
     let tok = token(cx, &alice, &bob, &g);
-    let control = token(cx, &alice, &bob, &Grant::new(&t, &["resolve"]));
+    let control = resolve_token(cx, &alice, &bob, &t);
     denied(
         cx,
         &alice,
@@ -180,7 +185,7 @@ async fn bad_signature(cx: &mut Ctx) -> Verdict {
     let (alice, bob, _, t) = setup(cx).await?;
     let mut tok = token(cx, &alice, &bob, &Grant::new(&t, &["label"]));
     tok["grants"] = json!(["resolve"]);
-    let control = token(cx, &alice, &bob, &Grant::new(&t, &["resolve"]));
+    let control = resolve_token(cx, &alice, &bob, &t);
     denied(
         cx,
         &alice,
@@ -196,7 +201,7 @@ async fn bad_signature(cx: &mut Ctx) -> Verdict {
 async fn self_issued(cx: &mut Ctx) -> Verdict {
     let (alice, bob, _, t) = setup(cx).await?;
     let tok = token(cx, &bob, &bob, &Grant::new(&t, &["resolve"]));
-    let control = token(cx, &alice, &bob, &Grant::new(&t, &["resolve"]));
+    let control = resolve_token(cx, &alice, &bob, &t);
     denied(
         cx,
         &alice,
@@ -229,7 +234,7 @@ async fn single_use(cx: &mut Ctx) -> Verdict {
 async fn revocation_bumps_epoch(cx: &mut Ctx) -> Verdict {
     let (alice, bob, _, t) = setup(cx).await?;
     let revoked = token(cx, &alice, &bob, &Grant::new(&t, &["lock"]));
-    let other = token(cx, &alice, &bob, &Grant::new(&t, &["resolve"]));
+    let other = resolve_token(cx, &alice, &bob, &t);
     op_ok(
         cx,
         &alice,
@@ -261,7 +266,7 @@ async fn revocation_bumps_epoch(cx: &mut Ctx) -> Verdict {
 
 async fn endpoints(cx: &mut Ctx) -> Verdict {
     let (alice, bob, _, t) = setup(cx).await?;
-    let tok = token(cx, &alice, &bob, &Grant::new(&t, &["resolve"]));
+    let tok = resolve_token(cx, &alice, &bob, &t);
     let id = tok["id"].as_str().unwrap_or_default().to_owned();
     let i = cx
         .net

@@ -79,17 +79,21 @@ async fn thread_op_wrong_intent(cx: &mut Ctx) -> Verdict {
         .await
 }
 
-async fn to_with_fragment(cx: &mut Ctx) -> Verdict {
+/// A message whose recipient address is `spelled(bob)` instead of bob's canonical address:
+/// refused beside the same message to the canonical address. Refusing is the only way a node
+/// can keep the signed copy intact and canonical.
+async fn to_address_refused(cx: &mut Ctx, spelled: fn(&str) -> String) -> Verdict {
     let (alice, bob, env) = setup(cx).await?;
     let mut probe = env.clone();
-    probe["to"][0]["identity"] = format!("{}#device-1", bob.address()).into();
+    probe["to"][0]["identity"] = spelled(bob.address()).into();
     alice.sign(&mut probe);
-    // Refusing is the only way a node can keep the signed copy intact and fragment-free.
+    let mut control = env;
+    alice.sign(&mut control);
     cx.net
         .send_probe_and_control(
             &alice,
             &probe,
-            &signed(&alice, env),
+            &control,
             "the same message to the canonical address",
             &[],
             "",
@@ -97,27 +101,12 @@ async fn to_with_fragment(cx: &mut Ctx) -> Verdict {
         .await
 }
 
-/// `env` signed by `who` (a control).
-fn signed(who: &Ident, mut env: Value) -> Value {
-    who.sign(&mut env);
-    env
+async fn to_with_fragment(cx: &mut Ctx) -> Verdict {
+    to_address_refused(cx, |a| format!("{a}#device-1")).await
 }
 
 async fn to_mixed_case(cx: &mut Ctx) -> Verdict {
-    let (alice, bob, env) = setup(cx).await?;
-    let mut probe = env.clone();
-    probe["to"][0]["identity"] = TestData::upper_case_address(bob.address()).into();
-    alice.sign(&mut probe);
-    cx.net
-        .send_probe_and_control(
-            &alice,
-            &probe,
-            &signed(&alice, env),
-            "the same message to the canonical address",
-            &[],
-            "",
-        )
-        .await
+    to_address_refused(cx, TestData::upper_case_address).await
 }
 
 async fn omitted_audience_is_thread(cx: &mut Ctx) -> Verdict {
