@@ -35,9 +35,18 @@ async fn deliver_one(
     Ok((ok, ex))
 }
 
-/// The delivery of `env` did not get it accepted: not listed in a 2xx receipt, not readable
-/// by `who`.
-async fn expect_refused(cx: &mut Ctx, f: &Fed, env: &Value, who: &Ident, why: &str) -> Verdict {
+/// The delivery of `env` did not get it accepted — not listed in a 2xx receipt, not readable
+/// by `who` — beside `control`, an accepted delivery of the same kind (issue 29).
+async fn expect_refused(
+    cx: &mut Ctx,
+    f: &Fed,
+    env: &Value,
+    who: &Ident,
+    why: &str,
+    control: crate::ctx::Ex,
+) -> Verdict {
+    cx.net
+        .expect_control(control, "a valid delivery of the same kind")?;
     let id = id_of(env);
     let (accepted, ex) = deliver_one(cx, f, env).await?;
     if cx.net.transcript(ex).is_success() {
@@ -48,15 +57,23 @@ async fn expect_refused(cx: &mut Ctx, f: &Fed, env: &Value, who: &Ident, why: &s
             "the answer is 2xx and its receipt lists it as accepted (or names no envelope at all)",
         )?;
     }
-    expect_not_stored(cx, who, &id, why).await
+    expect_not_stored(cx, who, &id, why).await?;
+    cx.net.credit(ex, Some(control));
+    Ok(())
 }
 
-/// `env` delivered and accepted: 2xx and `who` reads it.
-async fn expect_accepted(cx: &mut Ctx, f: &Fed, env: &Value, who: &Ident) -> Verdict {
+/// `env` delivered and accepted: 2xx and `who` reads it; returns the delivery.
+async fn expect_accepted(
+    cx: &mut Ctx,
+    f: &Fed,
+    env: &Value,
+    who: &Ident,
+) -> Result<crate::ctx::Ex, Finding> {
     let req = delivery(cx, &f.peer, vec![env.clone()], f.peer.now());
     let ex = send(cx, &req).await?;
     cx.net.expect_ok(ex)?;
-    expect_stored(cx, who, &id_of(env)).await
+    expect_stored(cx, who, &id_of(env)).await?;
+    Ok(ex)
 }
 
 // ---- R-15.4-05: delegation chains ----
@@ -109,7 +126,7 @@ async fn delegation(cx: &mut Ctx) -> Verdict {
     // refusals below are about the chain (v1.1 §13.3).
     let good = link(cx, &carol, &bot, &["message.*"], &carol);
     let env = agent_message(cx, &bot, &bob, Some(vec![good]));
-    expect_accepted(cx, &f, &env, &bob)
+    let control = expect_accepted(cx, &f, &env, &bob)
         .await
         .map_err(crate::finding::setup_step(
             "the control: an agent envelope with a valid delegation chain from a human of the delivering node",
@@ -121,6 +138,7 @@ async fn delegation(cx: &mut Ctx) -> Verdict {
         &no_chain,
         &bob,
         "an agent envelope without a delegation chain (v1.1 §13.5 \"MUST include the full delegation chain\", §15.4)",
+        control,
     )
     .await?;
     let forged = link(cx, &carol, &bot, &["message.*"], &mallory);
@@ -131,6 +149,7 @@ async fn delegation(cx: &mut Ctx) -> Verdict {
         &env,
         &bob,
         "its link is signed by another key than the delegator's (v1.1 §13.3 step 2, §15.4)",
+        control,
     )
     .await?;
     let narrow = link(cx, &carol, &bot, &["calendar.*"], &carol);
@@ -141,6 +160,7 @@ async fn delegation(cx: &mut Ctx) -> Verdict {
         &env,
         &bob,
         "the link's scope does not permit sending a message (v1.1 §13.3, §15.4)",
+        control,
     )
     .await
 }
@@ -180,7 +200,8 @@ async fn op_without_capability(cx: &mut Ctx) -> Verdict {
     let mut op = cx.data.op(&dave, &t, "thread.resolve@v1", json!({}));
     dave.sign(&mut op);
     let id = id_of(&op);
-    let (accepted, ex) = deliver_one(cx, &f, &op).await?;
+    let (accepted, probe) = deliver_one(cx, &f, &op).await?;
+    let ex = probe;
     cx.net.expect_at(
         ex,
         !accepted,
@@ -199,21 +220,29 @@ async fn op_without_capability(cx: &mut Ctx) -> Verdict {
     let mut own = cx.data.op(&alice, &t, "thread.resolve@v1", json!({}));
     alice.sign(&mut own);
     let req = delivery(cx, &f.peer, vec![own], f.peer.now());
-    let ex = send(cx, &req).await?;
-    cx.net.expect_ok(ex)?;
+    let control = send(cx, &req).await?;
+    cx.net
+        .expect_control(control, "the owner's same operation")?;
     let (ex, state) = thread_state(cx, &bob, &t).await?;
     cx.net.expect_at(
         ex,
         state == json!("resolved"),
         "the owner's delivered thread.resolve@v1 applied: state resolved (the control of the refusal above, v1.1 §11.5)",
         format!("state {state}"),
-    )
+    )?;
+    cx.net.credit(probe, Some(control));
+    Ok(())
 }
 
 // ---- R-23.1-07: the federation policy is enforced ----
 
 async fn policy_blocked(cx: &mut Ctx) -> Verdict {
     let bob = cx.identity("bob", "human").await?;
+    // The control: the same kind of message from a peer the policy admits.
+    let admitted = fresh_peer(cx).await?;
+    let eve = as_ident(admitted.peer.host("eve"));
+    let env = message(cx, &eve, &bob, "from an admitted peer");
+    let control = expect_accepted(cx, &admitted, &env, &bob).await?;
     let fed = federation(cx)?;
     let url = cx.target.url.clone();
     let user = super::kit::user_token(cx, &fed).await?;
@@ -230,6 +259,7 @@ async fn policy_blocked(cx: &mut Ctx) -> Verdict {
             "{} is a peer the target's federation policy blocks (v1.1 §23.1 \"policy allow/deny\", §15.2 policy mode)",
             f.peer.domain
         ),
+        control,
     )
     .await
 }

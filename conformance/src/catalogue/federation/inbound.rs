@@ -271,6 +271,16 @@ async fn foreign_sender(cx: &mut Ctx) -> Verdict {
     // carol is an identity of the target's own domain: the peer may not deliver in her name.
     let carol = cx.identity("carol", "human").await?;
     let f = fresh_peer(cx).await?;
+    // The control: the same kind of message from an identity the peer hosts.
+    let alice = as_ident(f.peer.host("alice"));
+    let own = message(cx, &alice, &bob, "the peer's own sender");
+    let req = delivery(cx, &f.peer, vec![own.clone()], f.peer.now());
+    let control = send(cx, &req).await?;
+    cx.net.expect_control(
+        control,
+        "a delivery of a message from the peer's own identity",
+    )?;
+    expect_stored(cx, &bob, &id_of(&own)).await?;
     let env = message(cx, &carol, &bob, "not the peer's to deliver");
     let id = id_of(&env);
     let req = delivery(cx, &f.peer, vec![env], f.peer.now());
@@ -289,11 +299,13 @@ async fn foreign_sender(cx: &mut Ctx) -> Verdict {
             "the receipt lists it as accepted",
         )?;
     }
-    expect_not_stored(cx, &bob, &id, "its sender is not an identity of the delivering node's domain (loom-core-1 sender authority)").await
+    expect_not_stored(cx, &bob, &id, "its sender is not an identity of the delivering node's domain (loom-core-1 sender authority)").await?;
+    cx.net.credit(ex, Some(control));
+    Ok(())
 }
 
 async fn bad_envelope_signature(cx: &mut Ctx) -> Verdict {
-    let (bob, f, alice, good) = scene(cx).await?;
+    let (bob, f, alice, good, control) = negative_scene(cx).await?;
     let mut bad = message(cx, &alice, &bob, "signed, then changed");
     bad["content"]["human"]["text"] = Value::from("changed after signing");
     let bad_id = id_of(&bad);
@@ -310,7 +322,9 @@ async fn bad_envelope_signature(cx: &mut Ctx) -> Verdict {
         &bad_id,
         "its envelope signature fails (v1.1 §15.4)",
     )
-    .await
+    .await?;
+    cx.net.credit(ex, Some(control));
+    Ok(())
 }
 
 async fn partial_receipt(cx: &mut Ctx) -> Verdict {
