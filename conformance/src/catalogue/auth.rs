@@ -150,17 +150,21 @@ async fn bearer_bogus(cx: &mut Ctx) -> Verdict {
     unauthenticated(cx, i).await
 }
 
-async fn refresh_new_access(cx: &mut Ctx) -> Verdict {
-    let alice = cx.identity("alice", "human").await?;
-    let i = cx
-        .net
+/// `POST /v1/auth/refresh` with `token` as the refresh token (v1.1 §14.2).
+async fn refresh(cx: &mut Ctx, token: &str) -> Result<crate::case::Ex, crate::case::Finding> {
+    cx.net
         .call(
             "POST",
             "/v1/auth/refresh",
             None,
-            Some(&json!({"refresh_token": alice.refresh})),
+            Some(&json!({"refresh_token": token})),
         )
-        .await?;
+        .await
+}
+
+async fn refresh_new_access(cx: &mut Ctx) -> Verdict {
+    let alice = cx.identity("alice", "human").await?;
+    let i = refresh(cx, &alice.refresh).await?;
     let t = cx.net.ok_body(i)?;
     let access = t["access_token"].as_str().unwrap_or("").to_owned();
     cx.net.expect_that(
@@ -182,26 +186,10 @@ async fn refresh_new_access(cx: &mut Ctx) -> Verdict {
 
 async fn access_as_refresh(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
-    let i = cx
-        .net
-        .call(
-            "POST",
-            "/v1/auth/refresh",
-            None,
-            Some(&json!({"refresh_token": alice.token})),
-        )
-        .await?;
+    let i = refresh(cx, &alice.token).await?;
     cx.net
         .expect_not_accepted(i, "a refusal: an access token is not a refresh token")?;
-    let c = cx
-        .net
-        .call(
-            "POST",
-            "/v1/auth/refresh",
-            None,
-            Some(&json!({"refresh_token": alice.refresh})),
-        )
-        .await?;
+    let c = refresh(cx, &alice.refresh).await?;
     cx.net
         .expect_refused_beside(i, c, "the same request with the refresh token", &[], "")
 }

@@ -295,11 +295,6 @@ impl Defacto {
         user
     }
 
-    /// The node's current public key.
-    pub fn node_public_key(&self) -> VerifyingKey {
-        self.lock().node_key.verifying_key()
-    }
-
     /// A new node key under the same key id (what the existing node may do on restart).
     pub fn rotate_node_key_same_id(&self, generation: u32) {
         self.lock().node_key = seed(&format!("{}/node/{generation}", self.domain));
