@@ -3,12 +3,22 @@
 //! accepts, and builds that area's requests in an accepted form. The run reports what it found,
 //! so an implementer learns which choice their node made.
 //!
-//! Detected now: whether a delegation link's signature covers its `signature_context` member
-//! (v1.1 §13.3.1 is silent; DESIGN.md §9: the existing node's verifier includes it).
+//! Detected now:
+//! - whether a delegation link's signature covers its `signature_context` member (v1.1
+//!   §13.3.1 is silent; DESIGN.md §9: the existing node's verifier includes it), here;
+//! - which form of a remote identity document's `node_signature` the target verifies (Level 2,
+//!   DESIGN.md §9: the registration form, or the full-key form older peers signed), by the
+//!   federation kit's first fresh peer;
+//! - the encoding of the node document's keys (`core.discovery.node-document.signing-keys`);
+//! - whether search finds an intent through `q` or an `intent` filter
+//!   (`core.search.envelope.intent`);
+//! - whether the node or the client mints the id of an issued capability
+//!   (`core.capability.endpoints`).
 
 use crate::ctx::{Ctx, Ident};
 use crate::finding::Finding;
 use loom_protocol::delegation::{delegation_signing_payload_with_context, sign_delegation_link};
+use loom_protocol::federation::identity::NodeSignatureForm;
 use loom_protocol::keys::{SigContext, sign_b64url};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -52,6 +62,8 @@ pub fn sign_link(
 #[derive(Debug, Default)]
 pub struct Readings {
     link: tokio::sync::OnceCell<LinkContext>,
+    /// The identity-document form, detected by the federation kit on the first Level 2 case.
+    pub(crate) identity_form: tokio::sync::OnceCell<NodeSignatureForm>,
     found: Mutex<BTreeMap<&'static str, String>>,
 }
 
@@ -72,13 +84,25 @@ impl Readings {
             .collect()
     }
 
-    fn record(&self, what: &'static str, which: String) {
+    pub(crate) fn record(&self, what: &'static str, which: String) {
         self.found
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(what, which);
     }
 }
+
+/// The name the identity-document reading is reported under.
+pub const IDENTITY_FORM_READING: &str = "identity document node_signature (Level 2, DESIGN.md §9)";
+
+/// The name the capability id reading is reported under.
+pub const CAPABILITY_ID_READING: &str = "issued capability id (v1.1 §12.1, §16.4)";
+
+/// The name the key encoding reading is reported under.
+pub const KEY_ENCODING_READING: &str = "node-document key encoding (v1.1 §15.2)";
+
+/// The name the intent search reading is reported under.
+pub const INTENT_SEARCH_READING: &str = "search by intent (v1.1 §16.6)";
 
 /// The name the delegation-link reading is reported under.
 pub const LINK_READING: &str = "delegation link signature (v1.1 §13.3.1)";

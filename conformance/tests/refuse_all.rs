@@ -47,6 +47,8 @@ fn probe(name: &str) -> (&'static str, &'static str, Value, u16, &'static str) {
             404,
             "EXTENSION_DISABLED",
         ),
+        // Not a refusal: a search that answers and finds nothing, with no error code.
+        "empty-search" => ("GET", "/v1/search?q=anything", Value::Null, 200, ""),
         "refuse-all-thread-operations" => (
             "POST",
             "/v1/envelopes",
@@ -60,7 +62,7 @@ fn probe(name: &str) -> (&'static str, &'static str, Value, u16, &'static str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_mutant_refuses_its_area_and_nothing_else() {
-    assert!(REFUSE_ALL.len() >= 6);
+    assert!(REFUSE_ALL.len() >= 7);
     for r in REFUSE_ALL {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let (node, _) = loom_conformance::variants::start(&r.variant, clock, 5)

@@ -542,6 +542,115 @@ async fn witness(v: &'static Variant) {
             let t = call(&mut c, "POST", "/v1/blobs", None, &json!({"filename": "a"})).await;
             assert_eq!(json(&t)["error"]["details"]["field"], "size_bytes", "{t}");
         }
+        "node-document-pem-keys" => {
+            let d = doc(&call(&mut c, "GET", "/.well-known/loom.json", None, &Value::Null).await);
+            let keys = d["signing_keys"].as_array().cloned().unwrap_or_default();
+            assert!(
+                !keys.is_empty()
+                    && keys
+                        .iter()
+                        .all(|k| k["public_key"].is_null() && k["public_key_pem"].is_string()),
+                "{d}"
+            );
+        }
+        "search-intent-filter" => {
+            let (alice, a) = session(&mut c, &domain, "alice", &none).await;
+            let (bob, b) = session(&mut c, &domain, "bob", &none).await;
+            let mut env = message(&alice, &bob, 7);
+            env["content"]["structured"] =
+                json!({"intent": "message.witness@v1", "parameters": {}});
+            alice.sign(&mut env).expect("signed");
+            let t = call(&mut c, "POST", "/v1/envelopes", Some(&a), &env).await;
+            assert!(t.is_success(), "{t}");
+            let by_q = call(
+                &mut c,
+                "GET",
+                "/v1/search?q=message.witness%40v1",
+                Some(&b),
+                &Value::Null,
+            )
+            .await;
+            let by_filter = call(
+                &mut c,
+                "GET",
+                "/v1/search?intent=message.witness%40v1",
+                Some(&b),
+                &Value::Null,
+            )
+            .await;
+            let id = env["id"].as_str().expect("id");
+            let text = |t: &Transcript| String::from_utf8_lossy(&t.response_body).into_owned();
+            assert!(
+                by_q.is_success() && !text(&by_q).contains(id) && text(&by_filter).contains(id),
+                "{by_q} {by_filter}"
+            );
+        }
+        "capability-ids-minted-by-node" => {
+            let (alice, a) = session(&mut c, &domain, "alice", &none).await;
+            let (bob, _) = session(&mut c, &domain, "bob", &none).await;
+            let env = message(&alice, &bob, 8);
+            let t = call(&mut c, "POST", "/v1/envelopes", Some(&a), &env).await;
+            assert!(t.is_success(), "{t}");
+            let mut tok = json!({
+                "loom": "1.1", "id": "cap_01J00000000000000000000008",
+                "issued_by": alice.address(), "issued_to": bob.address(),
+                "created_at": "2026-01-01T00:00:00Z", "expires_at": null, "single_use": false,
+                "epoch": 0, "grants": ["label"], "scope": {"thread_id": env["thread_id"]},
+            });
+            loom_protocol::capability::sign_capability_token(
+                &mut tok,
+                alice.signing_key(),
+                alice.key_id_typed(),
+            )
+            .expect("signed");
+            let t = call(&mut c, "POST", "/v1/capabilities", Some(&a), &tok).await;
+            let issued = json(&t)["id"].as_str().unwrap_or_default().to_owned();
+            assert!(
+                t.is_success() && issued.starts_with("cap_") && issued != tok["id"],
+                "{t}"
+            );
+            let by_token_id = call(
+                &mut c,
+                "DELETE",
+                "/v1/capabilities/cap_01J00000000000000000000008",
+                Some(&a),
+                &json!({}),
+            )
+            .await;
+            assert_eq!(by_token_id.status, 404, "{by_token_id}");
+        }
+        "identity-document-full-key-form" => {
+            let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+            let (embedded, info) = variants::start(v, clock, 5).await.expect("starts");
+            let mut c = Client::tcp(&embedded.url).expect("client");
+            let (bob, _) = session(&mut c, &info.domain, "bob", &none).await;
+            let fed = info.federation.clone().expect("the fake federation peers");
+            let peer = fed.server.fresh().expect("a peer");
+            let path = loom_protocol::federation::wrapper::DELIVER_PATH;
+            let mut answers = Vec::new();
+            for (n, form) in loom_protocol::federation::identity::NodeSignatureForm::ALL
+                .into_iter()
+                .enumerate()
+            {
+                let alice = peer.host(&format!("alice{n}"));
+                peer.sign_identity_as(alice.address(), form);
+                let env = message(&alice, &bob, 1 + n as u8);
+                let body = serde_json::to_vec(&peer.wrapper(vec![env], peer.now())).expect("json");
+                let h = peer.sign("POST", path, &body, peer.now(), &peer.active_key(), None);
+                let mut pairs = h.all_pairs();
+                pairs.push(("content-type", "application/json"));
+                let t = c
+                    .exchange("POST", path, &pairs, Some(body), None)
+                    .await
+                    .expect("exchange");
+                answers.push((t.status, json(&t)["error"]["details"]["field"].clone()));
+            }
+            assert_eq!(
+                answers,
+                vec![(401, json!("node_signature")), (202, Value::Null)],
+                "the registration form refused, the full-key form accepted"
+            );
+        }
         "delivery-refusals-in-receipt" => {
             // Its own node: the fake peers live as long as the run info that holds them.
             let clock: Arc<dyn Clock> = Arc::new(SystemClock);
@@ -600,63 +709,113 @@ fn the_node_readme_lists_every_variant_with_its_sentence() {
     }
 }
 
-/// The harness detects the §13.3.1 reading a node verifies (issue 29): both forms on the
-/// reference node, only the member-inside form under the variant — and the delegation cases
-/// pass on both, because the harness signs its links in the detected form.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_delegation_link_reading_is_detected_not_imposed() {
-    use loom_conformance::runner::{RunConfig, run_all};
-    use loom_conformance::{Outcome, catalogue};
-    let cases: Vec<&'static loom_conformance::Case> = catalogue::all()
-        .into_iter()
-        .filter(|c| c.id.starts_with("core.delegation."))
-        .collect();
-    let cfg = RunConfig {
-        jobs: 4,
-        seed: 21,
-        ..RunConfig::default()
-    };
-    for (name, expected) in [
-        (None, "both forms accepted"),
-        (
-            Some("delegation-link-context-signed"),
+/// Each reading the harness detects (issue 29), on the reference node and under the variant
+/// that makes the other choice: the cases of its area pass on both, and the run reports the
+/// reading found — so the harness finds the target's choice instead of imposing ours.
+struct ReadingCheck {
+    /// The variant making the other choice.
+    variant: &'static str,
+    /// The cases that depend on the reading (ID prefix).
+    cases: &'static str,
+    /// The reading's report name.
+    reading: &'static str,
+    /// What is found on the reference node, and under the variant.
+    found: (&'static str, &'static str),
+}
+
+const READINGS: &[ReadingCheck] = &[
+    ReadingCheck {
+        variant: "delegation-link-context-signed",
+        cases: "core.delegation.",
+        reading: loom_conformance::readings::LINK_READING,
+        found: (
+            "both forms accepted",
             "signature_context inside the signed bytes only",
         ),
-    ] {
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let (node, info) = match name {
-            Some(n) => variants::start(variants::find(n).expect("variant"), clock.clone(), 21)
-                .await
-                .expect("starts"),
-            None => {
-                // The reference node behind a variant that changes nothing about delegation.
-                let v: &'static Variant = variants::find("no-identity-me").expect("variant");
-                variants::start(v, clock.clone(), 21).await.expect("starts")
-            }
+    },
+    ReadingCheck {
+        variant: "node-document-pem-keys",
+        cases: "core.discovery.",
+        reading: loom_conformance::readings::KEY_ENCODING_READING,
+        found: (
+            "base64url (public_key) only",
+            "SPKI PEM (public_key_pem) only",
+        ),
+    },
+    ReadingCheck {
+        variant: "search-intent-filter",
+        cases: "core.search.",
+        reading: loom_conformance::readings::INTENT_SEARCH_READING,
+        found: (
+            "full-text q finds intents and an intent= filter",
+            "an intent= filter",
+        ),
+    },
+    ReadingCheck {
+        variant: "capability-ids-minted-by-node",
+        cases: "core.capability.endpoints",
+        reading: loom_conformance::readings::CAPABILITY_ID_READING,
+        found: (
+            "the client's: the node keeps the token's id",
+            "the node's: it answers ",
+        ),
+    },
+    ReadingCheck {
+        variant: "identity-document-full-key-form",
+        cases: "fed.inbound.valid-delivery",
+        reading: loom_conformance::readings::IDENTITY_FORM_READING,
+        found: ("both forms accepted", "full-key form only"),
+    },
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readings_are_detected_not_imposed() {
+    use loom_conformance::runner::{RunConfig, run_all};
+    use loom_conformance::{Outcome, catalogue};
+    for check in READINGS {
+        let cases: Vec<&'static loom_conformance::Case> = catalogue::all()
+            .into_iter()
+            .filter(|c| c.id.starts_with(check.cases))
+            .collect();
+        assert!(!cases.is_empty(), "{}", check.cases);
+        let cfg = RunConfig {
+            jobs: 4,
+            seed: 21,
+            ..RunConfig::default()
         };
-        let info = Arc::new(info);
-        let results = run_all(&cases, info.clone(), &cfg, clock, &|_| {}).await;
-        drop(node);
-        for r in &results {
-            assert!(
-                matches!(
+        // The reference node behind a variant that changes nothing these cases touch.
+        for (name, expected) in [
+            ("no-identity-me", check.found.0),
+            (check.variant, check.found.1),
+        ] {
+            let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+            let v = variants::find(name).expect("variant");
+            let (node, info) = variants::start(v, clock.clone(), 21).await.expect("starts");
+            let info = Arc::new(info);
+            let results = run_all(&cases, info.clone(), &cfg, clock, &|_| {}).await;
+            drop(node);
+            for r in &results {
+                assert!(
+                    matches!(
+                        r.outcome,
+                        Outcome::Pass | Outcome::Skipped | Outcome::Unsupported
+                    ),
+                    "{name} {}: {} {:?}",
+                    r.id,
                     r.outcome,
-                    Outcome::Pass | Outcome::Skipped | Outcome::Unsupported
-                ),
-                "{name:?} {}: {} {:?}",
-                r.id,
-                r.outcome,
-                r.message
+                    r.message
+                );
+            }
+            let found = info.readings.found();
+            let got = found
+                .iter()
+                .find(|(what, _)| *what == check.reading)
+                .map(|(_, which)| which.as_str());
+            assert!(
+                got.is_some_and(|g| g.starts_with(expected)),
+                "{name}: {} found {got:?}, expected {expected:?} ({found:?})",
+                check.reading
             );
         }
-        let found = info.readings.found();
-        assert_eq!(
-            found,
-            vec![(
-                loom_conformance::readings::LINK_READING,
-                expected.to_owned()
-            )],
-            "{name:?}"
-        );
     }
 }

@@ -181,7 +181,11 @@ async fn bcc_copy_case(cx: &mut Ctx) -> Verdict {
         .data
         .signed_message(&alice, &t, None, &[&bob], "hello bob");
     let i = cx.net.send(&alice, &visible).await?;
-    cx.net.expect_created(i)?;
+    cx.net
+        .expect_created(i)
+        .map_err(crate::finding::setup_step(
+            "the visible envelope the copy links to",
+        ))?;
     // The bcc-copy (v1.1 §20.6): same thread, audience custom {sender, bcc recipient}, linked
     // to the visible envelope. §20.6 does not say whom its `to` names, so the harness sends
     // the reference node's form (the visible recipients plus the bcc entry, reference/node/

@@ -35,12 +35,24 @@ async fn denied(
     control: &Value,
     what: &str,
 ) -> Verdict {
+    denied_with(cx, (alice, bob, t), probe, control, what, &[DENIED]).await
+}
+
+/// [`denied`] where the refusal may carry any of `codes`.
+async fn denied_with(
+    cx: &mut Ctx,
+    (alice, bob, t): (&Ident, &Ident, &str),
+    probe: &Value,
+    control: &Value,
+    what: &str,
+    codes: &[&str],
+) -> Verdict {
     let p = op_with_token(cx, bob, t, RESOLVE, json!({}), probe).await?;
     cx.net
-        .expect_not_accepted(p, "403 CAPABILITY_DENIED (v1.1 §12.4, §24.2)")?;
+        .expect_not_accepted(p, "a refusal (v1.1 §12.4, §24.2)")?;
     expect_state(cx, alice, t, "active").await?;
     let c = op_with_token(cx, bob, t, RESOLVE, json!({}), control).await?;
-    cx.net.expect_refused_beside(p, c, what, &[DENIED], "")?;
+    cx.net.expect_refused_beside(p, c, what, codes, "")?;
     expect_state(cx, alice, t, "resolved").await
 }
 
@@ -186,14 +198,15 @@ async fn bad_signature(cx: &mut Ctx) -> Verdict {
     let mut tok = token(cx, &alice, &bob, &Grant::new(&t, &["label"]));
     tok["grants"] = json!(["resolve"]);
     let control = resolve_token(cx, &alice, &bob, &t);
-    denied(
+    // A token whose signature fails is an invalid capability (CAPABILITY_DENIED) and a failed
+    // verification (SIGNATURE_INVALID) alike; §24.2 names both, neither for this alone.
+    denied_with(
         cx,
-        &alice,
-        &bob,
-        &t,
+        (&alice, &bob, &t),
         &tok,
         &control,
         "the same grant, signed",
+        &[DENIED, "SIGNATURE_INVALID"],
     )
     .await
 }
@@ -264,10 +277,21 @@ async fn revocation_bumps_epoch(cx: &mut Ctx) -> Verdict {
     .await
 }
 
+/// The id the target answered `POST /v1/capabilities` with: `id`, `capability_id`,
+/// `capability.id` or `token.id`, the first that is a `cap_` id. §16.4 says the node
+/// "issues" the token and §12.1 puts an `id` in it: a node may keep the client's id or
+/// mint its own for the stored token; either is read, and the one found is reported.
+fn issued_id(body: &Value) -> Option<&str> {
+    ["/id", "/capability_id", "/capability/id", "/token/id"]
+        .iter()
+        .find_map(|p| body.pointer(p).and_then(Value::as_str))
+        .filter(|id| id.starts_with("cap_"))
+}
+
 async fn endpoints(cx: &mut Ctx) -> Verdict {
     let (alice, bob, _, t) = setup(cx).await?;
     let tok = resolve_token(cx, &alice, &bob, &t);
-    let id = tok["id"].as_str().unwrap_or_default().to_owned();
+    let tok_id = tok["id"].as_str().unwrap_or_default().to_owned();
     let i = cx
         .net
         .call("POST", "/v1/capabilities", Some(&alice.token), Some(&tok))
@@ -277,6 +301,16 @@ async fn endpoints(cx: &mut Ctx) -> Verdict {
         "POST /v1/capabilities with an owner-signed token succeeds (v1.1 §16.4)",
         format!("HTTP {}", cx.net.transcript(i).status),
     )?;
+    let answer = cx.net.json(i);
+    let id = issued_id(&answer).unwrap_or(&tok_id).to_owned();
+    let minted = if id == tok_id {
+        "the client's: the node keeps the token's id".to_owned()
+    } else {
+        format!("the node's: it answers {id} for the token {tok_id}")
+    };
+    cx.target
+        .readings
+        .record(crate::readings::CAPABILITY_ID_READING, minted);
     let i = cx
         .net
         .get(&format!("/v1/capabilities?thread_id={t}"), &bob.token)
@@ -287,11 +321,13 @@ async fn endpoints(cx: &mut Ctx) -> Verdict {
         format!("GET /v1/capabilities?thread_id= lists {id} for its holder"),
         crate::show::compact(&body),
     )?;
+    // The operation names the token, what replicates (§12.4); the route names what the
+    // node issued.
     let mut op = cx.data.op(
         &alice,
         &t,
         "capability.revoked@v1",
-        json!({"capability_id": id}),
+        json!({"capability_id": tok_id}),
     );
     alice.sign(&mut op);
     let i = cx
@@ -423,7 +459,7 @@ pub const CASES: &[Case] = &[
         requirement: "A token whose signature does not verify MUST be refused.",
         covers: &["R-12.1-02", "R-12.1-03"],
         needs: P,
-        how: "Alice signs a label token for Bob; its grants are changed to [resolve] after signing; Bob's resolve with it is 403 CAPABILITY_DENIED.",
+        how: "Alice signs a label token for Bob; its grants are changed to [resolve] after signing; Bob's resolve with it is 403 CAPABILITY_DENIED or 401 SIGNATURE_INVALID (both fit §24.2).",
         interpretation: None,
         mutant: Mutant::Quirk("skip-capability-check"),
         run: |cx| Box::pin(bad_signature(cx)),
@@ -475,7 +511,7 @@ pub const CASES: &[Case] = &[
         requirement: "POST /v1/capabilities issues a token, GET /v1/capabilities?thread_id= lists it, DELETE /v1/capabilities/{id} revokes it through a capability.revoked@v1 thread_op.",
         covers: &["R-16.4-01", "R-12.3-02"],
         needs: &[Need::Provisioning, Need::Capabilities],
-        how: "Alice POSTs a signed resolve token for Bob (2xx); Bob's GET ?thread_id= lists its id; Alice DELETEs it with the signed capability.revoked@v1 op as body (the reference node's convention, reference/node/src/service/capabilities.rs) (2xx); cap_epoch is 1 and the token is refused.",
+        how: "Alice POSTs a signed resolve token for Bob (2xx); the id the node answers with (id, capability_id, capability.id or token.id; else the token's) is its issued id, reported as a reading; Bob's GET ?thread_id= lists that id; Alice DELETEs /v1/capabilities/{that id} with the signed capability.revoked@v1 op naming the token's id as body (the reference node's convention, reference/node/src/service/capabilities.rs) (2xx); cap_epoch is 1 and the token is refused.",
         interpretation: Some(
             "§16.4 lists the capability endpoints without a requirement keyword (R-16.4-01 is a SHOULD), and a node cannot sign the capability.revoked@v1 thread_op a revocation creates, so the DELETE body is the reference node's convention. The MUST behind it, revocation bumping cap_epoch, is core.capability.revocation.epoch.",
         ),

@@ -40,7 +40,9 @@ async fn sent(
     }
     alice.sign(&mut env);
     let i = cx.net.send(alice, &env).await?;
-    cx.net.expect_created(i)?;
+    cx.net
+        .expect_created(i)
+        .map_err(crate::finding::setup_step("sending the envelope"))?;
     Ok(env)
 }
 
@@ -143,7 +145,8 @@ async fn legal_hold_envelope(cx: &mut Ctx) -> Verdict {
     let bob = cx.identity("bob", "human").await?;
     let free = sent(cx, &alice, &bob, "not held", None).await?;
     let c = delete(cx, &alice, &free).await?;
-    succeeded(cx, c)?;
+    cx.net
+        .expect_control(c, "retracting an envelope without the hold (v1.1 §20.7)")?;
     let held = sent(cx, &alice, &bob, "held", Some(json!(["sys.legal_hold"]))).await?;
     let i = delete(cx, &alice, &held).await?;
     cx.net.expect_refused_beside(
@@ -170,9 +173,14 @@ async fn legal_hold_thread(cx: &mut Ctx) -> Verdict {
     // The control: a retraction in a thread without the hold.
     let free = sent(cx, &alice, &bob, "not held", None).await?;
     let c = delete(cx, &alice, &free).await?;
-    succeeded(cx, c)?;
+    cx.net
+        .expect_control(c, "retracting an envelope without the hold (v1.1 §20.7)")?;
     let i = cx.net.send(&alice, &op).await?;
-    cx.net.expect_created(i)?;
+    cx.net
+        .expect_created(i)
+        .map_err(crate::finding::setup_step(
+            "labelling the thread sys.legal_hold",
+        ))?;
     let i = delete(cx, &alice, &root).await?;
     cx.net.expect_refused_beside(
         i,

@@ -253,7 +253,13 @@ async fn store_link(cx: &mut Ctx, who: &Ident, l: &Value) -> Result<String, Find
 
 async fn revoked(cx: &mut Ctx) -> Verdict {
     let (alice, bot, l, _) = human_and_agent(cx).await?;
-    let id = store_link(cx, &alice, &l).await?;
+    // Storing and revoking through the §16.5 routes are the means here; the requirement is
+    // §13.4's enforcement (the routes have cases of their own).
+    let id = store_link(cx, &alice, &l)
+        .await
+        .map_err(crate::finding::setup_step(
+            "storing the link (POST /v1/delegations)",
+        ))?;
     let control = accepted(cx, &bot, &alice, std::slice::from_ref(&l)).await?;
     let i = cx
         .net
@@ -265,11 +271,15 @@ async fn revoked(cx: &mut Ctx) -> Verdict {
         )
         .await?;
     let status = cx.net.transcript(i).status;
-    cx.net.expect_that(
-        (200..300).contains(&status),
-        "DELETE /v1/delegations/{id} by the delegator succeeds (v1.1 §16.5)",
-        format!("HTTP {status}"),
-    )?;
+    cx.net
+        .expect_that(
+            (200..300).contains(&status),
+            "DELETE /v1/delegations/{id} by the delegator succeeds (v1.1 §16.5)",
+            format!("HTTP {status}"),
+        )
+        .map_err(crate::finding::setup_step(
+            "revoking the link (DELETE /v1/delegations/{id})",
+        ))?;
     refused(cx, &bot, &alice, &[l], control).await
 }
 

@@ -231,6 +231,29 @@ async fn federation_policy(cx: &mut Ctx) -> Verdict {
     )
 }
 
+const B64URL: &str = "public_key";
+const PEM: &str = "public_key_pem";
+
+/// The encodings a node key entry carries its public key in. §15.2 asks for "node signing
+/// keys" and names no encoding: base64url of the raw 32 bytes (as §7.3 stores signatures) and
+/// SPKI PEM (as DESIGN.md §9's registration sends identity keys) are both read. A member that
+/// is present but not a valid Ed25519 key is an error, named.
+fn key_encodings(k: &Value) -> Result<Vec<&'static str>, String> {
+    use loom_protocol::keys::{public_key_from_b64url, public_key_from_spki_pem};
+    let mut found = Vec::new();
+    if let Some(v) = k.get(B64URL) {
+        let s = v.as_str().ok_or("public_key is not a string")?;
+        public_key_from_b64url(s).map_err(|e| format!("public_key: {}", e.reason))?;
+        found.push(B64URL);
+    }
+    if let Some(v) = k.get(PEM) {
+        let s = v.as_str().ok_or("public_key_pem is not a string")?;
+        public_key_from_spki_pem(s).map_err(|e| format!("public_key_pem: {}", e.reason))?;
+        found.push(PEM);
+    }
+    Ok(found)
+}
+
 async fn signing_keys(cx: &mut Ctx) -> Verdict {
     let doc = document(cx).await?;
     let found = find(&doc, SIGNING_KEYS);
@@ -248,6 +271,7 @@ async fn signing_keys(cx: &mut Ctx) -> Verdict {
             None => format!("none of {} is present", places(SIGNING_KEYS)),
         },
     )?;
+    let mut seen = std::collections::BTreeSet::new();
     for k in &keys {
         cx.net.expect_that(
             k["key_id"]
@@ -257,17 +281,25 @@ async fn signing_keys(cx: &mut Ctx) -> Verdict {
             "every node key_id starts with k_node_sign_ (v1.1 §8.4, §15.2)",
             format!("key = {k}"),
         )?;
-        let valid = k["public_key"]
-            .as_str()
-            .and_then(|p| loom_protocol::keys::b64url_decode(p).ok())
-            .and_then(|b| <[u8; 32]>::try_from(b.as_slice()).ok())
-            .is_some_and(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).is_ok());
+        let enc = key_encodings(k);
         cx.net.expect_that(
-            valid,
-            "every node public_key is a base64url Ed25519 public key (32 bytes, a valid point; v1.1 §7.1, Appendix D)",
-            format!("key = {k}"),
+            enc.as_ref().is_ok_and(|e| !e.is_empty()),
+            "every node key as an Ed25519 public key: public_key (base64url of the 32 bytes) or public_key_pem (SPKI PEM), a valid point (v1.1 §7.1, §15.2; the encoding is a reading the harness detects)",
+            match &enc {
+                Err(why) => format!("{why}; key = {k}"),
+                Ok(_) => format!("neither public_key nor public_key_pem; key = {k}"),
+            },
         )?;
+        seen.extend(enc.unwrap_or_default());
     }
+    let which = match (seen.contains(&B64URL), seen.contains(&PEM)) {
+        (true, true) => "base64url public_key and SPKI PEM public_key_pem",
+        (false, true) => "SPKI PEM (public_key_pem) only",
+        _ => "base64url (public_key) only",
+    };
+    cx.target
+        .readings
+        .record(crate::readings::KEY_ENCODING_READING, which.to_owned());
     Ok(())
 }
 
@@ -454,7 +486,7 @@ pub const CASES: &[Case] = &[
         requirement: "The node document MUST include the node signing keys.",
         covers: &["R-15.2-08", "R-8.4-10"],
         needs: &[],
-        how: "GET /.well-known/loom.json; the keys (signing_keys, federation.signing_keys, node_signing_keys, keys.signing or keys) must be non-empty, each key_id k_node_sign_… and each public_key a valid base64url Ed25519 key.",
+        how: "GET /.well-known/loom.json; the keys (signing_keys, federation.signing_keys, node_signing_keys, keys.signing or keys) must be non-empty, each key_id k_node_sign_… and each key a valid Ed25519 public key as base64url public_key or SPKI PEM public_key_pem (the encoding found is reported as a reading).",
         interpretation: Some(NAMES),
         mutant: Mutant::Quirk("incomplete-node-document"),
         run: |cx| Box::pin(signing_keys(cx)),

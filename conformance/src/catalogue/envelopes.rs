@@ -29,6 +29,17 @@ pub(super) async fn setup(cx: &mut Ctx) -> Result<(Ident, Ident, Value), Finding
 /// 400 ENVELOPE_INVALID (§24.2: schema/validation failure), beside the control: the same
 /// message, same id, without the change.
 pub(super) async fn invalid(cx: &mut Ctx, change: fn(&mut Value)) -> Verdict {
+    invalid_with(cx, change, &["ENVELOPE_INVALID"], "").await
+}
+
+/// [`invalid`] where the sentence names other codes, or none (`codes` empty: any §24.1 4xx
+/// error; issue 29, item 4).
+pub(super) async fn invalid_with(
+    cx: &mut Ctx,
+    change: fn(&mut Value),
+    codes: &[&str],
+    why: &str,
+) -> Verdict {
     let (alice, _, env) = setup(cx).await?;
     let mut probe = env.clone();
     change(&mut probe);
@@ -41,8 +52,8 @@ pub(super) async fn invalid(cx: &mut Ctx, change: fn(&mut Value)) -> Verdict {
             &probe,
             &control,
             "the same message without the change",
-            &["ENVELOPE_INVALID"],
-            "",
+            codes,
+            why,
         )
         .await
 }
@@ -96,10 +107,15 @@ async fn task_without_structured(cx: &mut Ctx) -> Verdict {
 }
 
 async fn task_wrong_intent(cx: &mut Ctx) -> Verdict {
-    invalid(cx, |e| {
-        e["type"] = "task".into();
-        e["content"]["structured"] = json!({"intent": "note.add@v1", "parameters": {}});
-    })
+    invalid_with(
+        cx,
+        |e| {
+            e["type"] = "task".into();
+            e["content"]["structured"] = json!({"intent": "note.add@v1", "parameters": {}});
+        },
+        &["ENVELOPE_INVALID", "CAPABILITY_DENIED"],
+        "§24.2 ENVELOPE_INVALID (fails schema) fits, and loom-core-1 rejects extension intents with CAPABILITY_DENIED",
+    )
     .await
 }
 
@@ -314,8 +330,8 @@ async fn tampered_body(cx: &mut Ctx) -> Verdict {
             &env,
             &control,
             "the same envelope as signed",
-            &["SIGNATURE_INVALID"],
-            "",
+            super::signatures::SIGNATURE_FAILED,
+            "§24.2 names SIGNATURE_INVALID for a failed verification and the §24.1 example ENVELOPE_INVALID",
         )
         .await
 }
@@ -352,10 +368,10 @@ pub const CASES: &[Case] = &[
         level: 1,
         strength: Strength::Must,
         spec: &["v1.1 §7.3", "v1.1 §16.1", "v1.0 §7.2"],
-        requirement: "A node MUST reject an envelope whose signed content was altered after signing (SIGNATURE_INVALID).",
+        requirement: "A node MUST reject an envelope whose signed content was altered after signing.",
         covers: &["R-7.3-06", "R-7.3-01"],
         needs: &[Need::Provisioning],
-        how: "Sign a message, change content.human.text, POST it; expect 401 SIGNATURE_INVALID with a §24.1 body.",
+        how: "Sign a message, change content.human.text, POST it; expect 401 SIGNATURE_INVALID or 400 ENVELOPE_INVALID with a §24.1 body (§24.2 names the first, the §24.1 example the second).",
         interpretation: None,
         mutant: Mutant::Quirk("accept-bad-signature"),
         run: |cx| Box::pin(tampered_body(cx)),
@@ -451,7 +467,8 @@ pub const CASES: &[Case] = &[
         &["R-9.2-04", "R-24.2-01"],
         "task envelopes MUST use a task.*@vN intent.",
         "Send a task whose intent is note.add@v1",
-        task_wrong_intent
+        task_wrong_intent,
+        expect: "400 ENVELOPE_INVALID or 403 CAPABILITY_DENIED (loom-core-1: extension intents)"
     ),
     Case {
         id: "core.envelope.from.type-mismatch",

@@ -109,7 +109,9 @@ async fn registry_status(cx: &mut Ctx) -> Verdict {
             Some(&json!({"identity": alice.address(), "key_id": alice.id.key_id()})),
         )
         .await?;
-    let ch = cx.net.ok_body(ch)?;
+    let ch = cx.net.ok_body(ch).map_err(crate::finding::setup_step(
+        "the login challenge (DESIGN.md §9)",
+    ))?;
     provoked.push(
         cx.net
             .call(

@@ -163,18 +163,28 @@ async fn error_replayed(cx: &mut Ctx) -> Verdict {
     let mut lock = lock;
     alice.sign(&mut lock);
     let i = cx.net.send(&alice, &lock).await?;
-    cx.net.expect_created(i)?;
+    cx.net
+        .expect_created(i)
+        .map_err(crate::finding::setup_step(
+            "the lock that provokes an error",
+        ))?;
     let reply = cx
         .data
         .signed_message(&bob, &t, root["id"].as_str(), &[&alice], "while locked");
     let k = key(cx);
     let a = post_keyed(cx, &bob, "/v1/envelopes", &k, &reply).await?;
+    // The error only sets up the replay: any §24.1 4xx error will do.
     cx.net
-        .expect_refused_beside(a, c, "bob's reply before the lock", &["THREAD_LOCKED"], "")?;
+        .expect_refused_beside(a, c, "bob's reply before the lock", &[], "")
+        .map_err(crate::finding::setup_step(
+            "a reply to the locked thread is refused",
+        ))?;
     let mut reopen = cx.data.op(&alice, &t, "thread.reopen@v1", json!({}));
     alice.sign(&mut reopen);
     let i = cx.net.send(&alice, &reopen).await?;
-    cx.net.expect_created(i)?;
+    cx.net
+        .expect_created(i)
+        .map_err(crate::finding::setup_step("the reopen"))?;
     // A fresh attempt would now succeed; the key must replay the first (error) result.
     let b = post_keyed(cx, &bob, "/v1/envelopes", &k, &reply).await?;
     same_result(cx, a, b)

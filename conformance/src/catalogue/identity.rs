@@ -46,7 +46,12 @@ pub(super) async fn challenge(
             Some(&json!({"identity": identity, "key_id": key_id})),
         )
         .await?;
-    let body = cx.net.ok_body(i)?;
+    let body = cx
+        .net
+        .ok_body(i)
+        .map_err(crate::finding::setup_step(
+            "the challenge (DESIGN.md §9 form: {identity, key_id}; a node that registers differently is provisioned by the profile)",
+        ))?;
     Ok((i, body))
 }
 

@@ -82,7 +82,11 @@ async fn refused_with(
 /// Registers `id` (expects 201) and returns its resolved document.
 async fn registered_document(cx: &mut Ctx, id: &Identity) -> Result<Value, Finding> {
     let i = register(cx, id).await?;
-    cx.net.expect_created(i)?;
+    cx.net
+        .expect_created(i)
+        .map_err(crate::finding::setup_step(
+            "the registration (DESIGN.md §9 form)",
+        ))?;
     let observer = cx.identity("observer", "human").await?;
     let i = cx
         .net

@@ -31,7 +31,9 @@ async fn envelopes_per_thread_limit(cx: &mut Ctx) -> Verdict {
     for n in 1..limit {
         let who = &all[usize::try_from(n).unwrap_or(0) % all.len()];
         let (i, _) = reply(cx, who, &t, root_id.as_deref(), &[alice], "filling").await?;
-        cx.net.expect_created(i)?;
+        cx.net
+            .expect_created(i)
+            .map_err(crate::finding::setup_step("filling up to the limit"))?;
         control = Some(i);
     }
     let last = &all[usize::try_from(limit).unwrap_or(0) % all.len()];

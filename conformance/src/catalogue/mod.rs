@@ -7,6 +7,17 @@
 /// fail by the reference node's `skip-envelope-validation` quirk.
 macro_rules! invalid_case {
     ($id:literal, $spec:expr, $covers:expr, $req:literal, $how:literal, $f:ident) => {
+        invalid_case!(
+            $id,
+            $spec,
+            $covers,
+            $req,
+            $how,
+            $f,
+            expect: "400 ENVELOPE_INVALID"
+        )
+    };
+    ($id:literal, $spec:expr, $covers:expr, $req:literal, $how:literal, $f:ident, expect: $expect:literal) => {
         $crate::case::Case {
             id: $id,
             level: 1,
@@ -17,7 +28,9 @@ macro_rules! invalid_case {
             needs: &[$crate::case::Need::Provisioning],
             how: concat!(
                 $how,
-                "; the envelope is otherwise valid and correctly signed; expect 400 ENVELOPE_INVALID."
+                "; the envelope is otherwise valid and correctly signed; expect ",
+                $expect,
+                "."
             ),
             interpretation: None,
             mutant: $crate::case::Mutant::Quirk("skip-envelope-validation"),

@@ -48,7 +48,11 @@ async fn envelopes_limited(cx: &mut Ctx) -> Verdict {
             };
         }
         if !cx.net.transcript(i).is_success() {
-            return cx.net.expect_created(i);
+            // Another refusal than 429 during the flood: the window was never reached.
+            return cx
+                .net
+                .expect_created(i)
+                .map_err(crate::finding::setup_step("an envelope inside the window"));
         }
         last = Some((n + 1, i));
     }

@@ -30,6 +30,14 @@ async fn search(cx: &mut Ctx, who: &Ident, q: &str) -> Result<Value, Finding> {
     cx.net.ok_body(i)
 }
 
+/// How a search can ask for an intent: the full-text `q`, or a structured `intent` filter
+/// (v1.0 §16's example filters by `type`, `state` and `from` the same way). §16.6 makes the
+/// intent searchable and names neither.
+const INTENT_FORMS: [(&str, &str); 2] = [
+    ("q", "full-text q finds intents"),
+    ("intent", "an intent= filter"),
+];
+
 /// Whether a search answer lists `want` (an `env_` or `thr_` id) as a hit.
 fn lists(body: &Value, want: &str) -> bool {
     fn envelope_hit(v: &Value, want: &str) -> bool {
@@ -109,16 +117,42 @@ async fn structured(cx: &mut Ctx) -> Result<(Ident, String, String, String), Fin
     ))
 }
 
+/// Each way of asking for an intent ([`INTENT_FORMS`]) is tried; the requirement is met by
+/// any, and the ones that find the envelope are reported as the target's reading.
 async fn intent(cx: &mut Ctx) -> Verdict {
     let (bob, id, intent, _) = structured(cx).await?;
-    let body = search(cx, &bob, &intent).await?;
-    expect_found(
-        cx,
-        &body,
-        &id,
-        true,
-        "content.structured.intent is searchable, v1.1 §16.6",
-    )
+    let mut found = Vec::new();
+    let mut answers = Vec::new();
+    for (param, what) in INTENT_FORMS {
+        let i = cx
+            .net
+            .get(
+                &format!("/v1/search?{param}={}", intent.replace('@', "%40")),
+                &bob.token,
+            )
+            .await?;
+        let t = cx.net.transcript(i);
+        if t.is_success() && lists(&cx.net.json(i), &id) {
+            found.push(what);
+        } else {
+            answers.push(format!(
+                "?{param}=: HTTP {} {}",
+                t.status,
+                crate::show::preview(&t.response_body)
+            ));
+        }
+    }
+    cx.net.expect_that(
+        !found.is_empty(),
+        format!(
+            "a search for the intent {intent} lists {id} (v1.1 §16.6: content.structured.intent is searchable), by ?q= or ?intent="
+        ),
+        answers.join("; "),
+    )?;
+    cx.target
+        .readings
+        .record(crate::readings::INTENT_SEARCH_READING, found.join(" and "));
+    Ok(())
 }
 
 async fn parameters(cx: &mut Ctx) -> Verdict {
@@ -208,23 +242,47 @@ async fn audience_limited(cx: &mut Ctx) -> Verdict {
     cx.net.expect_created(i)?;
     let id = env["id"].as_str().unwrap_or("").to_owned();
     let body = search(cx, &bob, &tok).await?;
+    let control = last(cx)?;
     expect_found(cx, &body, &id, true, "control: the recipient finds it")?;
     let body = search(cx, &carol, &tok).await?;
-    expect_found(
+    expect_withheld(
         cx,
         &body,
         &id,
-        false,
+        control,
         "a participant outside audience.mode=recipients may not read it, v1.1 §8.3",
     )?;
     let body = search(cx, &dave, &tok).await?;
-    expect_found(
+    expect_withheld(
         cx,
         &body,
         &id,
-        false,
+        control,
         "a non-participant may not read it, v1.1 §8.3",
     )
+}
+
+/// The exchange just made.
+fn last(cx: &Ctx) -> Result<crate::ctx::Ex, Finding> {
+    cx.net
+        .last()
+        .ok_or_else(|| Finding::Error("no exchange was recorded".into()))
+}
+
+/// The last search's answer does not mention `want`, beside `control`, a search of the same
+/// term that listed it: the absence is credited as a refusal with its control (issue 29), so
+/// a node whose search finds nothing cannot pass.
+fn expect_withheld(
+    cx: &Ctx,
+    body: &Value,
+    want: &str,
+    control: crate::ctx::Ex,
+    what: &str,
+) -> Verdict {
+    let probe = last(cx)?;
+    expect_found(cx, body, want, false, what)?;
+    cx.net.credit(probe, Some(control));
+    Ok(())
 }
 
 async fn encrypted_not_indexed(cx: &mut Ctx) -> Verdict {
@@ -251,6 +309,7 @@ async fn encrypted_not_indexed(cx: &mut Ctx) -> Verdict {
     let i = cx.net.send(&alice, &reply).await?;
     cx.net.expect_created(i)?;
     let body = search(cx, &bob, &clear).await?;
+    let control = last(cx)?;
     expect_found(
         cx,
         &body,
@@ -259,11 +318,11 @@ async fn encrypted_not_indexed(cx: &mut Ctx) -> Verdict {
         "control: cleartext in the same thread is found",
     )?;
     let body = search(cx, &bob, &cipher).await?;
-    expect_found(
+    expect_withheld(
         cx,
         &body,
         env["id"].as_str().unwrap_or(""),
-        false,
+        control,
         "encrypted content is not indexed, v1.1 §16.6",
     )
 }
@@ -293,7 +352,7 @@ pub const CASES: &[Case] = &[
         requirement: "A node MUST support searching content.structured.intent.",
         covers: &["R-16.6-02"],
         needs: NEEDS,
-        how: "A message with content.structured.intent `message.<unique>@v1`; the recipient's search for that intent must list it.",
+        how: "A message with content.structured.intent `message.<unique>@v1`; the recipient's search for that intent, as ?q= or as an ?intent= filter, must list it (the forms that do are reported as a reading).",
         interpretation: None,
         mutant: Mutant::Quirk("skip-envelope-search-index"),
         run: |cx| Box::pin(intent(cx)),

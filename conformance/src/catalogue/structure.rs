@@ -25,6 +25,10 @@ async fn missing_thread_id(cx: &mut Ctx) -> Verdict {
     invalid(cx, |e| remove(e, "thread_id")).await
 }
 
+/// A required member missing is the schema failure §24.2 names ENVELOPE_INVALID for. Any
+/// other refusal would not show that `from` is checked at all: without it no sender key can
+/// be looked up, so a node that skips the check still refuses, for its signature (the
+/// `skip-envelope-validation` quirk proves it).
 async fn missing_from(cx: &mut Ctx) -> Verdict {
     invalid(cx, |e| remove(e, "from")).await
 }
@@ -73,8 +77,8 @@ async fn thread_op_wrong_intent(cx: &mut Ctx) -> Verdict {
             &op,
             &control,
             "the same thread_op with a thread.* intent",
-            &["ENVELOPE_INVALID"],
-            "",
+            &["ENVELOPE_INVALID", "CAPABILITY_DENIED"],
+            "§24.2 ENVELOPE_INVALID (fails schema) fits, and loom-core-1 rejects extension intents with CAPABILITY_DENIED",
         )
         .await
 }
@@ -160,8 +164,9 @@ async fn lone_surrogate(cx: &mut Ctx) -> Verdict {
         p,
         c,
         SURROGATE_CONTROL,
-        &["ENVELOPE_INVALID", "SIGNATURE_INVALID"],
-        "JSON text with a lone surrogate is not valid (RFC 8785 §3.2.2.2), so it fails the form (ENVELOPE_INVALID) and cannot be verified (SIGNATURE_INVALID)",
+        // §7.2 makes the refusal mandatory and names no code: any §24.1 4xx error.
+        &[],
+        "",
     )
 }
 
@@ -232,7 +237,8 @@ async fn agent_envelope_tampered(cx: &mut Ctx) -> Verdict {
     // Control: the same agent and chain, signed correctly, are accepted.
     let env = agent_message(cx, &alice, &bot, &link, "from an agent");
     let i = cx.net.send(&bot, &env).await?;
-    cx.net.expect_created(i)?;
+    cx.net
+        .expect_control(i, "the agent's message, signed, under its chain")?;
     let control = agent_message(cx, &alice, &bot, &link, "original");
     let mut env = control.clone();
     env["content"]["human"]["text"] = "altered after signing".into();
@@ -242,8 +248,8 @@ async fn agent_envelope_tampered(cx: &mut Ctx) -> Verdict {
             &env,
             &control,
             "the same agent envelope as signed",
-            &["SIGNATURE_INVALID"],
-            "",
+            &["SIGNATURE_INVALID", "ENVELOPE_INVALID", "DELEGATION_INVALID"],
+            "§24.2 names SIGNATURE_INVALID for a failed verification, the §24.1 example ENVELOPE_INVALID, and §13.3 rejects a failing agent envelope with DELEGATION_INVALID",
         )
         .await
 }
@@ -383,7 +389,7 @@ pub const CASES: &[Case] = &[
         requirement: "thread_op envelopes MUST carry a thread.*, capability.* or encryption.* intent.",
         covers: &["R-9.2-07", "R-24.2-01"],
         needs: P,
-        how: "The owner of a fresh thread sends a correctly signed thread_op with intent note.add@v1; expect 400 ENVELOPE_INVALID.",
+        how: "The owner of a fresh thread sends a correctly signed thread_op with intent note.add@v1; expect 400 ENVELOPE_INVALID or 403 CAPABILITY_DENIED (loom-core-1 rejects extension intents with it).",
         interpretation: None,
         mutant: INVALID,
         run: |cx| Box::pin(thread_op_wrong_intent(cx)),
@@ -435,7 +441,7 @@ pub const CASES: &[Case] = &[
         requirement: "Lone surrogate code points MUST be rejected.",
         covers: &["R-7.2-07", "R-24.2-01"],
         needs: P,
-        how: "Sign a message whose text holds U+FFFD, then send its JSON text with that character written \\ud800 (a lone surrogate escape); expect 400 ENVELOPE_INVALID or 401 SIGNATURE_INVALID.",
+        how: "Sign a message whose text holds U+FFFD, then send its JSON text with that character written \\ud800 (a lone surrogate escape); expect a §24.1 4xx error (§7.2 names no code; the SHOULD twin asks for ENVELOPE_INVALID).",
         interpretation: None,
         mutant: Mutant::Quirk("accept-lone-surrogates"),
         run: |cx| Box::pin(lone_surrogate(cx)),
@@ -489,7 +495,7 @@ pub const CASES: &[Case] = &[
         requirement: "When receiving an envelope from an agent, nodes MUST verify the envelope signature.",
         covers: &["R-13.3-01", "R-24.2-02"],
         needs: AGENT,
-        how: "A human delegates * to a fresh agent; the agent's signed message with that chain is accepted (201); a second one altered after signing gets 401 SIGNATURE_INVALID.",
+        how: "A human delegates * to a fresh agent; the agent's signed message with that chain is accepted (201); a second one altered after signing gets 401 SIGNATURE_INVALID, 400 ENVELOPE_INVALID (§24.1 example) or 403 DELEGATION_INVALID (§13.3 \"Reject on failure\").",
         interpretation: None,
         mutant: Mutant::Quirk("accept-bad-signature"),
         run: |cx| Box::pin(agent_envelope_tampered(cx)),

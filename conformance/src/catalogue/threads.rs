@@ -265,7 +265,9 @@ async fn single_parent(cx: &mut Ctx) -> Verdict {
     let bob = cx.identity("bob", "human").await?;
     let (t, root) = cx.start_thread(&alice, &[&bob]).await?;
     let (i, second) = reply(cx, &alice, &t, root["id"].as_str(), &[&bob], "second").await?;
-    cx.net.expect_created(i)?;
+    cx.net
+        .expect_created(i)
+        .map_err(crate::finding::setup_step("a second reply to the root"))?;
     let e = cx.data.message(&alice, &t, None, &[&bob], "two parents");
     let with_parent = |parent: Value| {
         let mut x = e.clone();
@@ -314,7 +316,11 @@ async fn cycle(cx: &mut Ctx) -> Verdict {
     let (t, root) = cx.start_thread(&alice, &[&bob]).await?;
     let a_id = cx.data.envelope_id();
     let (i, b) = reply(cx, &alice, &t, Some(&a_id), &[&bob], "child of a").await?;
-    cx.net.expect_created(i)?;
+    cx.net
+        .expect_created(i)
+        .map_err(crate::finding::setup_step(
+            "a reply whose parent is not there yet (pending, v1.1 §10.7)",
+        ))?;
     let mut base = cx.data.message(&alice, &t, None, &[&bob], "a");
     base["id"] = a_id.into();
     let a = |parent: &Value| {
@@ -360,7 +366,9 @@ async fn pending_parents_limit(cx: &mut Ctx) -> Verdict {
         let who = &all[usize::try_from(n).unwrap_or(0) % all.len()];
         let missing = cx.data.envelope_id();
         let (i, _) = reply(cx, who, &t, Some(&missing), &[alice], "orphan").await?;
-        cx.net.expect_created(i)?;
+        cx.net
+            .expect_created(i)
+            .map_err(crate::finding::setup_step("filling up to the limit"))?;
         control = Some(i);
     }
     let missing = cx.data.envelope_id();

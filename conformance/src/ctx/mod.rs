@@ -117,7 +117,8 @@ impl Ctx {
     }
 
     /// Starts a thread: `owner` sends a root message to `to`; returns (thread id, root). A
-    /// refused root is a failure: sending a message is what every Level 1 node does.
+    /// refused root is an `error` of the case that needed the thread (its requirement was not
+    /// reached); sending a message has cases of its own (issue 29, item 4).
     pub async fn start_thread(
         &mut self,
         owner: &Ident,
@@ -126,7 +127,11 @@ impl Ctx {
         let t = self.data.thread_id();
         let root = self.data.signed_message(owner, &t, None, to, "thread root");
         let ex = self.net.send(owner, &root).await?;
-        self.net.expect_created(ex)?;
+        self.net
+            .expect_created(ex)
+            .map_err(crate::finding::setup_step(
+                "starting a thread: the root message",
+            ))?;
         Ok((t, root))
     }
 }

@@ -4,9 +4,10 @@
 
 use loom_client::Identity;
 use loom_protocol::clock::Clock;
-use loom_protocol::federation::DeliveryWrapper;
+use loom_protocol::federation::identity::NodeSignatureForm;
 use loom_protocol::federation::receipt::DeliveryReceipt;
 use loom_protocol::federation::wrapper::WrapperLimits;
+use loom_protocol::federation::{DeliveryWrapper, sign_identity_document_as};
 use loom_protocol::http_sig::{RequestParts, SignedHeaders, sign_request_with_epoch};
 use loom_protocol::keys::{public_key_to_b64url, public_key_to_spki_pem};
 use loom_protocol::time::Timestamp;
@@ -115,6 +116,10 @@ struct State {
     received: Vec<Received>,
     deliver_url: Option<String>,
     draws: u64,
+    /// The form hosted identities' documents are signed in (`None`: the registration form).
+    identity_form: Option<NodeSignatureForm>,
+    /// Identities whose documents are signed in another form than the peer's.
+    identity_forms: BTreeMap<String, NodeSignatureForm>,
 }
 
 /// One fake peer.
@@ -287,6 +292,17 @@ impl PeerNode {
         Some(id)
     }
 
+    /// Signs every hosted identity's document in `form` from now on (the reading the target
+    /// verifies, [`crate::readings`]).
+    pub fn set_identity_form(&self, form: NodeSignatureForm) {
+        self.lock().identity_form = Some(form);
+    }
+
+    /// Signs `address`'s document in `form`, whatever the peer's form (the reading probes).
+    pub fn sign_identity_as(&self, address: &str, form: NodeSignatureForm) {
+        self.lock().identity_forms.insert(address.to_owned(), form);
+    }
+
     /// Where the node document says deliveries go.
     pub fn deliver_url(&self) -> String {
         self.lock()
@@ -365,15 +381,21 @@ impl PeerNode {
         })
     }
 
-    /// The node-signed identity document of a hosted identity (DESIGN.md §9), if hosted.
+    /// The node-signed identity document of a hosted identity (DESIGN.md §9), if hosted,
+    /// signed in the registration form unless a detected reading said otherwise.
     pub fn identity_document(&self, address: &str) -> Option<Value> {
-        let (id, retired) = {
+        let (id, retired, form) = {
             let s = self.lock();
             let (a, id) = s
                 .identities
                 .iter()
                 .find(|(a, _)| a.eq_ignore_ascii_case(address))?;
-            (id.clone(), s.retired.get(a).cloned().unwrap_or_default())
+            let form = s.identity_forms.get(a).copied().or(s.identity_form);
+            (
+                id.clone(),
+                s.retired.get(a).cloned().unwrap_or_default(),
+                form.unwrap_or(NodeSignatureForm::Registration),
+            )
         };
         let key = |i: &Identity, status: &str| {
             json!({
@@ -394,7 +416,7 @@ impl PeerNode {
             "signing_keys": keys,
         });
         let k = self.active_key();
-        loom_protocol::federation::sign_identity_document(&mut doc, &k.key_id, &k.key).ok()?;
+        sign_identity_document_as(&mut doc, form, &k.key_id, &k.key).ok()?;
         Some(doc)
     }
 

@@ -17,6 +17,7 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use loom_protocol::clock::Clock;
+use loom_protocol::federation::identity::NodeSignatureForm;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -48,6 +49,7 @@ pub struct PeerServer {
     next: AtomicU32,
     next_blocked: AtomicU32,
     peers: Mutex<BTreeMap<u32, Arc<PeerNode>>>,
+    identity_form: Mutex<Option<NodeSignatureForm>>,
     stop: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
 }
 
@@ -97,6 +99,7 @@ impl PeerServer {
             next: AtomicU32::new(0),
             next_blocked: AtomicU32::new(0),
             peers: Mutex::new(BTreeMap::new()),
+            identity_form: Mutex::new(None),
             stop: Mutex::new(Some(stop)),
         });
         let router = Router::new()
@@ -194,10 +197,42 @@ impl PeerServer {
             seed,
             self.clock.clone(),
         ));
+        self.adopt(&peer);
         if let Ok(mut p) = self.peers.lock() {
             p.insert(n, peer.clone());
         }
         Ok(peer)
+    }
+
+    /// Every peer, those handed out and those to come, signs its identity documents in
+    /// `form` (the target's reading, [`crate::readings`]).
+    pub fn set_identity_form(&self, form: NodeSignatureForm) {
+        if let Ok(mut f) = self.identity_form.lock() {
+            *f = Some(form);
+        }
+        for p in self
+            .peers
+            .lock()
+            .map(|p| p.values().cloned().collect::<Vec<_>>())
+            .unwrap_or_default()
+        {
+            p.set_identity_form(form);
+        }
+    }
+
+    /// The peer serving `domain`, if one was handed out.
+    pub fn peer_of(&self, domain: &str) -> Option<Arc<PeerNode>> {
+        let peers = self.peers.lock().ok()?;
+        peers
+            .values()
+            .find(|p| p.domain.eq_ignore_ascii_case(domain))
+            .cloned()
+    }
+
+    fn adopt(&self, peer: &PeerNode) {
+        if let Some(form) = self.identity_form.lock().ok().and_then(|f| *f) {
+            peer.set_identity_form(form);
+        }
     }
 
     /// A fresh peer of the ones the target is configured to block (profile
@@ -223,6 +258,7 @@ impl PeerServer {
             seed,
             self.clock.clone(),
         ));
+        self.adopt(&peer);
         if let Ok(mut p) = self.peers.lock() {
             p.insert(index, peer.clone());
         }
@@ -436,7 +472,7 @@ fn answer(
 }
 
 /// `%XX` decoding of a path segment (identity addresses arrive encoded).
-fn percent_decode(s: &str) -> String {
+pub(crate) fn percent_decode(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;

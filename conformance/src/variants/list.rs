@@ -66,6 +66,30 @@ async fn federation_keys(_s: Arc<Shim>, req: Request, next: Next) -> Response {
     .await
 }
 
+async fn pem_node_keys(_s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if !node_document(&req) {
+        return next.run(req).await;
+    }
+    edit_json(next, req, ok, |d| {
+        for at in ["/signing_keys", "/federation/signing_keys"] {
+            let Some(keys) = d.pointer_mut(at).and_then(Value::as_array_mut) else {
+                continue;
+            };
+            for k in keys.iter_mut().filter_map(Value::as_object_mut) {
+                let pem = k
+                    .remove("public_key")
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .and_then(|b| loom_protocol::keys::public_key_from_b64url(&b).ok())
+                    .map(|vk| loom_protocol::keys::public_key_to_spki_pem(&vk));
+                if let Some(pem) = pem {
+                    k.insert("public_key_pem".into(), pem.into());
+                }
+            }
+        }
+    })
+    .await
+}
+
 async fn flat_federation(_s: Arc<Shim>, req: Request, next: Next) -> Response {
     if !node_document(&req) {
         return next.run(req).await;
@@ -328,6 +352,51 @@ async fn search_results(_s: Arc<Shim>, req: Request, next: Next) -> Response {
             }
         }
         *v = json!({"total": results.len(), "results": results});
+    })
+    .await
+}
+
+/// Whether `q` has the shape of an intent (`namespace.name@vN`, §9.2).
+fn intent_shaped(q: &str) -> bool {
+    q.rsplit_once("@v").is_some_and(|(name, v)| {
+        name.contains('.')
+            && !name.contains("://")
+            && !v.is_empty()
+            && v.bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
+async fn search_intent_filter(_s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if !is(&req, "GET", "/v1/search") {
+        return next.run(req).await;
+    }
+    let query = req.uri().query().unwrap_or_default().to_owned();
+    let pairs: Vec<(&str, &str)> = query.split('&').filter_map(|p| p.split_once('=')).collect();
+    if let Some((_, intent)) = pairs.iter().find(|(k, _)| *k == "intent") {
+        // The filter: the node's own search for the intent.
+        let (mut parts, body) = req.into_parts();
+        parts.uri = format!("/v1/search?q={intent}")
+            .parse()
+            .unwrap_or(parts.uri);
+        return next.run(Request::from_parts(parts, body)).await;
+    }
+    let full_text_intent = pairs
+        .iter()
+        .any(|(k, v)| *k == "q" && intent_shaped(&crate::peer::server::percent_decode(v)));
+    if !full_text_intent {
+        return next.run(req).await;
+    }
+    // Full text does not index intents here: no hits.
+    edit_json(next, req, ok, |v| {
+        if let Some(o) = v.as_object_mut() {
+            for (k, m) in o.iter_mut() {
+                if m.is_array() {
+                    *m = json!([]);
+                } else if k == "total" {
+                    *m = json!(0);
+                }
+            }
+        }
     })
     .await
 }
@@ -823,6 +892,107 @@ async fn link_context_signed(s: Arc<Shim>, req: Request, next: Next) -> Response
     .await
 }
 
+/// Why the sender of `env` is refused under the full-key-form-only reading: its home peer's
+/// identity document (as that peer serves it) is signed in another form.
+fn identity_form_refusal(s: &Shim, env: &Value) -> Option<String> {
+    use loom_protocol::federation::identity::{NodeSignatureForm, verify_identity_document};
+    let from = env["from"]["identity"].as_str()?;
+    let domain = from.rsplit('@').next()?;
+    let peer = s.federation.server.peer_of(domain)?;
+    let doc = peer.identity_document(from)?;
+    let keys = loom_protocol::federation::read_node_document(&peer.node_document(), domain)
+        .ok()?
+        .keys;
+    match verify_identity_document(&doc, &keys) {
+        Ok(v) if v.form == NodeSignatureForm::FullKeys => None,
+        Ok(v) => Some(format!(
+            "the identity document of {from} is signed in the {}; this node verifies only the full-key form",
+            v.form.as_str()
+        )),
+        Err(e) => Some(e.to_string()),
+    }
+}
+
+async fn identity_full_key_form(s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if !is(
+        &req,
+        "POST",
+        loom_protocol::federation::wrapper::DELIVER_PATH,
+    ) {
+        return next.run(req).await;
+    }
+    gate(req, next, |w| {
+        w["envelopes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find_map(|e| identity_form_refusal(&s, e))
+            .map(|why| s.error("SIGNATURE_INVALID", "node_signature", &why))
+    })
+    .await
+}
+
+/// The id the shim issues for the token `token_id` (minting one the first time).
+fn node_capability_id(s: &Shim, token_id: &str) -> String {
+    s.remember(|m| {
+        if let Some((n, _)) = m.capability_ids.iter().find(|(_, t)| *t == token_id) {
+            return n.clone();
+        }
+        let n = m.capability_ids.len() as u64 + 1;
+        let id = format!(
+            "cap_{}",
+            ulid::Ulid::from_parts(1_800_000_000_000 + n, u128::from(n))
+        );
+        m.capability_ids.insert(id.clone(), token_id.to_owned());
+        id
+    })
+}
+
+async fn capability_ids_minted(s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if is(&req, "POST", "/v1/capabilities") {
+        return edit_json(next, req, ok, |v| {
+            let token = v.take();
+            let id = node_capability_id(&s, token["id"].as_str().unwrap_or_default());
+            *v = json!({"id": id, "token": token});
+        })
+        .await;
+    }
+    if is(&req, "GET", "/v1/capabilities") {
+        return edit_json(next, req, ok, |v| {
+            let lists: Vec<&mut Value> = match v {
+                Value::Array(_) => vec![v],
+                Value::Object(o) => o.values_mut().filter(|m| m.is_array()).collect(),
+                _ => Vec::new(),
+            };
+            for entry in lists
+                .into_iter()
+                .flat_map(|l| l.as_array_mut().into_iter().flatten())
+            {
+                if let Some(t) = entry["token"]["id"].as_str().map(str::to_owned) {
+                    entry["id"] = node_capability_id(&s, &t).into();
+                }
+            }
+        })
+        .await;
+    }
+    if req.method().as_str() == "DELETE" && req.uri().path().starts_with("/v1/capabilities/") {
+        let asked = req.uri().path()["/v1/capabilities/".len()..].to_owned();
+        let Some(token_id) = s.remember(|m| m.capability_ids.get(&asked).cloned()) else {
+            return s.error(
+                "ENVELOPE_NOT_FOUND",
+                "capability_id",
+                &format!("no capability {asked} was issued by this node (it issues its own ids)"),
+            );
+        };
+        let (mut parts, body) = req.into_parts();
+        parts.uri = format!("/v1/capabilities/{token_id}")
+            .parse()
+            .unwrap_or(parts.uri);
+        return next.run(Request::from_parts(parts, body)).await;
+    }
+    next.run(req).await
+}
+
 /// Every legal variant of the self-test.
 pub static VARIANTS: &[Variant] = &[
     Variant {
@@ -836,6 +1006,16 @@ pub static VARIANTS: &[Variant] = &[
         handler: handler!(link_context_signed),
     },
     Variant {
+        name: "identity-document-full-key-form",
+        section: "DESIGN.md §9",
+        quote: "`node_signature` on a served identity document is verified over the canonical JSON of `{loom: \"1.1\", id, type, display_name, signing_keys: [{key_id, public_key_pem}] … tolerate the richer form an older peer of ours signed.",
+        reading: "The spec defines no identity-document signature form (v1.1 §6.2 lists the document, §15.4 only says senders are resolved); the form is a convention, and a node that verifies only the richer full-key form is as legal as one that verifies the registration form.",
+        choice: "A federated delivery is refused 401 SIGNATURE_INVALID (field node_signature) when a sender's identity document, as its home peer serves it, is not signed in the full-key form.",
+        departs: &[],
+        profile: "",
+        handler: handler!(identity_full_key_form),
+    },
+    Variant {
         name: "node-document-federation-keys",
         section: "v1.1 §15.2",
         quote: "The Node Document MUST include: … node signing keys",
@@ -844,6 +1024,16 @@ pub static VARIANTS: &[Variant] = &[
         departs: &[],
         profile: "",
         handler: handler!(federation_keys),
+    },
+    Variant {
+        name: "node-document-pem-keys",
+        section: "v1.1 §15.2",
+        quote: "The Node Document MUST include: … node signing keys",
+        reading: "No encoding is given for the node keys; SPKI PEM is how the existing v1.1 node carries public keys (DESIGN.md §9), base64url is how §7.3 stores signatures.",
+        choice: "Every node signing key is served as public_key_pem (SPKI PEM) and has no public_key member.",
+        departs: &[],
+        profile: "",
+        handler: handler!(pem_node_keys),
     },
     Variant {
         name: "node-document-flat-federation",
@@ -966,6 +1156,16 @@ pub static VARIANTS: &[Variant] = &[
         handler: handler!(thread_existence_hidden),
     },
     Variant {
+        name: "capability-ids-minted-by-node",
+        section: "v1.1 §16.4",
+        quote: "| POST | /v1/capabilities | Issue capability token | … | DELETE | /v1/capabilities/{id} | Revoke (creates thread_op) |",
+        reading: "The node \"issues\" the token and the route's {id} is not said to be the token's own id (§12.1); a node may keep issued tokens under ids it mints, while the thread_op, which replicates, names the token (§12.4).",
+        choice: "POST /v1/capabilities answers {id: <an id the node mints>, token}; GET lists entries under that id; DELETE /v1/capabilities/{id} takes only that id (the token's own id is 404).",
+        departs: &[],
+        profile: "",
+        handler: handler!(capability_ids_minted),
+    },
+    Variant {
         name: "bare-list-responses",
         section: "v1.1 §16.2",
         quote: "| GET | /v1/threads | List threads |",
@@ -984,6 +1184,16 @@ pub static VARIANTS: &[Variant] = &[
         departs: &[],
         profile: "",
         handler: handler!(search_results),
+    },
+    Variant {
+        name: "search-intent-filter",
+        section: "v1.1 §16.6",
+        quote: "Nodes MUST support searching: … `content.structured.intent` and parameters",
+        reading: "How a search asks for an intent is not said; v1.0 §16 shows structured filters as query parameters (`?q=invoice&type=task&state=active&from=…`), so an intent filter beside the full-text q is a fair reading.",
+        choice: "GET /v1/search finds intents only through ?intent=…; a full-text ?q= that is an intent finds nothing.",
+        departs: &[],
+        profile: "",
+        handler: handler!(search_intent_filter),
     },
     Variant {
         name: "events-event-id-data",

@@ -87,13 +87,17 @@ pub async fn start(
 ) -> Result<(Embedded, TargetInfo), SetupError> {
     let profile = Profile::parse(variant.profile)
         .map_err(|e| SetupError(format!("variant {}: profile: {e}", variant.name)))?;
-    let shim = Shim::new(variant, clock.clone());
     let mut config = embedded_config();
     let fed = crate::peer::Federation::embedded(&mut config, seed, clock.clone())
         .await
         .map_err(|e| SetupError(format!("the fake federation peers: {e}")))?;
+    let shim = Shim::new(variant, clock.clone(), fed.clone());
+    // The shim runs before the node's routing (the node's router is the fallback of an
+    // empty one), so a variant may rewrite a path as well as a body.
     let node = start_embedded_wrapped(clock, seed, config, Transport::Plain, move |router| {
-        router.layer(axum::middleware::from_fn_with_state(shim, shim::dispatch))
+        axum::Router::new()
+            .fallback_service(router)
+            .layer(axum::middleware::from_fn_with_state(shim, shim::dispatch))
     })
     .await?;
     let mut info = probe_embedded_with(&node, &profile).await?;

@@ -114,6 +114,16 @@ async fn no_blob_routes(shim: Arc<Shim>, req: Request, next: Next) -> Response {
     next.run(req).await
 }
 
+async fn empty_search(_shim: Arc<Shim>, req: Request, next: Next) -> Response {
+    if req.method().as_str() == "GET" && req.uri().path() == "/v1/search" {
+        return super::shim::json_reply(
+            200,
+            &serde_json::json!({"envelopes": [], "threads": [], "total": 0}),
+        );
+    }
+    next.run(req).await
+}
+
 async fn thread_operations(shim: Arc<Shim>, req: Request, next: Next) -> Response {
     if !(req.method().as_str() == "POST" && req.uri().path() == "/v1/envelopes") {
         return next.run(req).await;
@@ -197,6 +207,19 @@ pub static REFUSE_ALL: &[RefuseAll] = &[
             handler: handler!(no_blob_routes),
         },
         areas: &["core.blobs."],
+    },
+    RefuseAll {
+        variant: Variant {
+            name: "empty-search",
+            section: "DESIGN.md §4",
+            quote: "",
+            reading: "A node whose search route answers but indexes nothing (v1.1 §16.6).",
+            choice: "Every GET /v1/search answers 200 with no hits.",
+            departs: &[],
+            profile: "",
+            handler: handler!(empty_search),
+        },
+        areas: &["core.search."],
     },
     RefuseAll {
         variant: Variant {

@@ -33,24 +33,34 @@ pub struct Memory {
     /// Signing keys of identities registered through the shim: address (lowercase) →
     /// `(key_id, key)`.
     pub signing_keys: BTreeMap<String, Vec<(String, ed25519_dalek::VerifyingKey)>>,
+    /// Capability ids the shim minted → the token's own id.
+    pub capability_ids: BTreeMap<String, String>,
 }
 
-/// The shim's state: the variant, a clock for error timestamps, and its memory.
+/// The shim's state: the variant, a clock for error timestamps, the run's fake peers (what
+/// a node's outbound fetches would reach), and its memory.
 #[derive(Debug)]
 pub struct Shim {
     /// The variant in force.
     pub variant: &'static Variant,
     clock: Arc<dyn Clock>,
+    /// The fake federation peers the node behind the shim federates with.
+    pub federation: Arc<crate::peer::Federation>,
     /// What the variant remembers.
     pub memory: Mutex<Memory>,
 }
 
 impl Shim {
     /// The shim of `variant`.
-    pub fn new(variant: &'static Variant, clock: Arc<dyn Clock>) -> Arc<Shim> {
+    pub fn new(
+        variant: &'static Variant,
+        clock: Arc<dyn Clock>,
+        federation: Arc<crate::peer::Federation>,
+    ) -> Arc<Shim> {
         Arc::new(Shim {
             variant,
             clock,
+            federation,
             memory: Mutex::new(Memory::default()),
         })
     }

@@ -6,8 +6,8 @@
 //! its recipient (no status or error code is asserted: §24.2 names none for a delivery).
 
 use super::kit::{
-    Fed, accepted_ids, as_ident, delivery, expect_not_stored, expect_stored, federation,
-    fresh_peer, id_of, message, send,
+    Fed, accepted_ids, as_ident, delivery, expect_not_stored, expect_stored, federation, id_of,
+    message, send, sending_peer,
 };
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
 use crate::ctx::{Ctx, Ident};
@@ -118,7 +118,7 @@ fn agent_message(cx: &mut Ctx, bot: &Ident, to: &Ident, chain: Option<Vec<Value>
 async fn delegation(cx: &mut Ctx) -> Verdict {
     cx.link_reading().await?;
     let bob = cx.identity("bob", "human").await?;
-    let f = fresh_peer(cx).await?;
+    let f = sending_peer(cx).await?;
     let carol = as_ident(f.peer.host("carol"));
     let mallory = as_ident(f.peer.host("mallory"));
     let bot = as_ident(f.peer.host_as("bot", "agent"));
@@ -184,7 +184,7 @@ async fn thread_state(
 
 async fn op_without_capability(cx: &mut Ctx) -> Verdict {
     let bob = cx.identity("bob", "human").await?;
-    let f = fresh_peer(cx).await?;
+    let f = sending_peer(cx).await?;
     let alice = as_ident(f.peer.host("alice"));
     let dave = as_ident(f.peer.host("dave"));
     let t = cx.data.thread_id();
@@ -239,10 +239,15 @@ async fn op_without_capability(cx: &mut Ctx) -> Verdict {
 async fn policy_blocked(cx: &mut Ctx) -> Verdict {
     let bob = cx.identity("bob", "human").await?;
     // The control: the same kind of message from a peer the policy admits.
-    let admitted = fresh_peer(cx).await?;
+    let admitted = sending_peer(cx).await?;
     let eve = as_ident(admitted.peer.host("eve"));
     let env = message(cx, &eve, &bob, "from an admitted peer");
-    let control = expect_accepted(cx, &admitted, &env, &bob).await?;
+    let control =
+        expect_accepted(cx, &admitted, &env, &bob)
+            .await
+            .map_err(crate::finding::setup_step(
+                "the control: the same message from a peer the policy admits",
+            ))?;
     let fed = federation(cx)?;
     let url = cx.target.url.clone();
     let user = super::kit::user_token(cx, &fed).await?;
@@ -279,7 +284,7 @@ async fn sender_key_rotation(cx: &mut Ctx) -> Verdict {
         )));
     }
     let bob = cx.identity("bob", "human").await?;
-    let f = fresh_peer(cx).await?;
+    let f = sending_peer(cx).await?;
     let alice = as_ident(f.peer.host("alice"));
     let first = message(cx, &alice, &bob, "signed with my first key");
     expect_accepted(cx, &f, &first, &bob)

@@ -5,8 +5,8 @@
 //! is asserted: §24.2 names none for these conditions).
 
 use super::kit::{
-    Req, as_ident, delivery, expect_not_stored, expect_rejected, expect_stored, fresh_peer, id_of,
-    message, send, thread_of,
+    Req, as_ident, delivery, expect_not_stored, expect_rejected, expect_stored, id_of, message,
+    send, sending_peer, thread_of,
 };
 use crate::case::{Case, Ex, Finding, Mutant, Need, Strength, Verdict};
 use crate::ctx::{Ctx, Ident};
@@ -17,7 +17,7 @@ const NEEDS: &[Need] = &[Need::Provisioning, Need::FederationPeer];
 /// A target-side recipient, a fresh peer hosting `alice`, and a signed message alice → bob.
 async fn scene(cx: &mut Ctx) -> Result<(Ident, super::kit::Fed, Ident, Value), Finding> {
     let bob = cx.identity("bob", "human").await?;
-    let f = fresh_peer(cx).await?;
+    let f = sending_peer(cx).await?;
     let alice = as_ident(f.peer.host("alice"));
     let env = message(cx, &alice, &bob, "federated hello");
     Ok((bob, f, alice, env))
@@ -164,7 +164,7 @@ async fn unknown_key(cx: &mut Ctx) -> Verdict {
 
 async fn other_nodes_key(cx: &mut Ctx) -> Verdict {
     let (bob, f, _, env, control) = negative_scene(cx).await?;
-    let other = fresh_peer(cx).await?;
+    let other = sending_peer(cx).await?;
     let now = f.peer.now();
     let mut req = delivery(cx, &f.peer, vec![env.clone()], now);
     // Signed by the other peer's published key; X-LOOM-Node names this peer.
@@ -222,7 +222,7 @@ async fn future(cx: &mut Ctx) -> Verdict {
 
 async fn old_envelope(cx: &mut Ctx) -> Verdict {
     let bob = cx.identity("bob", "human").await?;
-    let f = fresh_peer(cx).await?;
+    let f = sending_peer(cx).await?;
     let alice = as_ident(f.peer.host("alice"));
     let t = cx.data.thread_id();
     let mut env = cx
@@ -270,7 +270,7 @@ async fn foreign_sender(cx: &mut Ctx) -> Verdict {
     let bob = cx.identity("bob", "human").await?;
     // carol is an identity of the target's own domain: the peer may not deliver in her name.
     let carol = cx.identity("carol", "human").await?;
-    let f = fresh_peer(cx).await?;
+    let f = sending_peer(cx).await?;
     // The control: the same kind of message from an identity the peer hosts.
     let alice = as_ident(f.peer.host("alice"));
     let own = message(cx, &alice, &bob, "the peer's own sender");

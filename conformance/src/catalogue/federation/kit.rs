@@ -5,7 +5,9 @@
 use crate::case::{Finding, Verdict};
 use crate::ctx::{Ctx, Ex, Ident};
 use crate::peer::{Federation, PeerNode, Received};
+use crate::readings::{IDENTITY_FORM_READING, Readings};
 use loom_client::{Identity, Transcript};
+use loom_protocol::federation::identity::NodeSignatureForm;
 use loom_protocol::http_sig::SignedHeaders;
 use loom_protocol::time::Timestamp;
 use serde_json::Value;
@@ -27,6 +29,76 @@ pub(super) async fn fresh_peer(cx: &mut Ctx) -> Result<Fed, Finding> {
     let user = user_token(cx, &fed).await?;
     fed.learn(&mut cx.net, &url, &peer, &user).await?;
     Ok(Fed { fed, peer })
+}
+
+/// A [`fresh_peer`] whose identities will send to the target: their documents are signed
+/// in the form the target verifies, detected on the run's first such peer.
+pub(super) async fn sending_peer(cx: &mut Ctx) -> Result<Fed, Finding> {
+    let f = fresh_peer(cx).await?;
+    identity_form(cx, &f.fed).await?;
+    Ok(f)
+}
+
+/// The form of a remote identity document's `node_signature` the target verifies (DESIGN.md
+/// §9; a reading, [`crate::readings`]), detected once per run on a peer of its own.
+async fn identity_form(cx: &mut Ctx, fed: &Arc<Federation>) -> Result<NodeSignatureForm, Finding> {
+    let readings = cx.target.readings.clone();
+    readings
+        .identity_form
+        .get_or_try_init(|| detect_identity_form(cx, fed, &readings))
+        .await
+        .copied()
+}
+
+/// A message from an identity whose document is signed in each form; the first form whose
+/// delivery the target accepts is what every fake peer signs from then on. A target that
+/// accepts neither is an `error` naming both tries.
+async fn detect_identity_form(
+    cx: &mut Ctx,
+    fed: &Arc<Federation>,
+    readings: &Readings,
+) -> Result<NodeSignatureForm, Finding> {
+    let peer = fed.server.fresh().map_err(Finding::Error)?;
+    let url = cx.target.url.clone();
+    let user = user_token(cx, fed).await?;
+    fed.learn(&mut cx.net, &url, &peer, &user).await?;
+    let local = cx.identity("reading-recipient", "human").await?;
+    let (mut accepted, mut tried) = (Vec::new(), Vec::new());
+    for (n, form) in NodeSignatureForm::ALL.into_iter().enumerate() {
+        let from = as_ident(peer.host(&format!("reading{n}")));
+        peer.sign_identity_as(from.address(), form);
+        let env = message(cx, &from, &local, "which identity-document form");
+        let d = send(cx, &delivery(cx, &peer, vec![env.clone()], peer.now())).await?;
+        // Accepted: 2xx, and the receipt (if any) lists the envelope. Whether it is then
+        // stored is what the delivery cases judge, not the reading.
+        let listed = accepted_ids(&cx.net.json(d)).is_none_or(|ids| ids.contains(&id_of(&env)));
+        if cx.net.transcript(d).is_success() && listed {
+            accepted.push(form);
+        } else {
+            let t = cx.net.transcript(d);
+            tried.push(format!(
+                "{}: HTTP {}{}",
+                form.as_str(),
+                t.status,
+                crate::show::error_summary(t)
+            ));
+        }
+    }
+    let Some(first) = accepted.first().copied() else {
+        return Err(Finding::Error(format!(
+            "the target accepted a signed delivery from a peer identity whose document was \
+             signed in neither form of DESIGN.md §9: {}",
+            tried.join("; ")
+        )));
+    };
+    let which = if accepted.len() == 2 {
+        "both forms accepted".to_owned()
+    } else {
+        format!("{} only", first.as_str())
+    };
+    readings.record(IDENTITY_FORM_READING, which);
+    fed.server.set_identity_form(first);
+    Ok(first)
 }
 
 /// `{user_token}` for the profile's templated requests: the bearer token of an identity the

@@ -27,7 +27,11 @@ async fn send_out(cx: &mut Ctx, script: &[Answer]) -> Result<(Ident, Fed, Value)
         .data
         .signed_message(&bob, &t, None, &[&alice], "to a remote recipient");
     let ex = cx.net.send(&bob, &env).await?;
-    cx.net.expect_created(ex)?;
+    cx.net
+        .expect_created(ex)
+        .map_err(crate::finding::setup_step(
+            "the local send to a remote recipient",
+        ))?;
     let url = cx.target.url.clone();
     let out = crate::peer::Outgoing {
         envelope_ids: vec![id_of(&env)],
@@ -173,7 +177,11 @@ async fn failure_receipt(cx: &mut Ctx) -> Result<(Value, String), Finding> {
         .data
         .signed_message(&bob, &t, None, &[&alice], "will never arrive");
     let ex = cx.net.send(&bob, &env).await?;
-    cx.net.expect_created(ex)?;
+    cx.net
+        .expect_created(ex)
+        .map_err(crate::finding::setup_step(
+            "the local send to a remote recipient",
+        ))?;
     let id = id_of(&env);
     let deadline = tokio::time::Instant::now() + ttl + f.fed.wait(cx.timeout_scale);
     loop {
