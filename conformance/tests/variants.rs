@@ -651,6 +651,18 @@ async fn witness(v: &'static Variant) {
                 "the registration form refused, the full-key form accepted"
             );
         }
+        "signature-failure-envelope-invalid" => {
+            let (alice, a) = session(&mut c, &domain, "alice", &none).await;
+            let (bob, _) = session(&mut c, &domain, "bob", &none).await;
+            let mut env = message(&alice, &bob, 6);
+            env["content"]["human"]["text"] = "changed after signing".into();
+            let t = call(&mut c, "POST", "/v1/envelopes", Some(&a), &env).await;
+            assert_eq!(
+                (t.status, code(&t)),
+                (400, "ENVELOPE_INVALID".to_owned()),
+                "{t}"
+            );
+        }
         "delivery-refusals-in-receipt" => {
             // Its own node: the fake peers live as long as the run info that holds them.
             let clock: Arc<dyn Clock> = Arc::new(SystemClock);

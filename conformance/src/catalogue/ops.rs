@@ -83,7 +83,16 @@ async fn lock_from_resolved(cx: &mut Ctx) -> Verdict {
     let c = op_accepted(cx, &alice, &t, RESOLVE, json!({})).await?;
     op_ok(cx, &alice, &t, LOCK, json!({})).await?;
     expect_state(cx, &alice, &t, "locked").await?;
-    refused(cx, &alice, &t, RESOLVE, c).await
+    // §10.4 names STATE_TRANSITION_INVALID for an invalid transition, and §24.2's
+    // THREAD_LOCKED ("Thread locked") fits a locked thread as well.
+    let i = send_op(cx, &alice, &t, RESOLVE, json!({})).await?;
+    cx.net.expect_refused_beside(
+        i,
+        c,
+        &format!("{RESOLVE} from a state §10.4 allows it from"),
+        &["STATE_TRANSITION_INVALID", "THREAD_LOCKED"],
+        "",
+    )
 }
 
 async fn reopen(cx: &mut Ctx) -> Verdict {
@@ -266,8 +275,10 @@ async fn unknown_thread(cx: &mut Ctx) -> Verdict {
         .expect_not_accepted(p, "404 THREAD_NOT_FOUND (v1.1 §24.2)")?;
     let c = op_accepted(cx, &alice, &known, RESOLVE, json!({})).await?;
     let what = "the same operation on alice's own thread";
+    // A node that checks the operation's authority before the thread's existence may answer
+    // CAPABILITY_DENIED (§12.4) as fittingly as THREAD_NOT_FOUND (§24.2 "Thread missing").
     cx.net
-        .expect_refused_beside(p, c, what, &["THREAD_NOT_FOUND"], "")?;
+        .expect_refused_beside(p, c, what, &["THREAD_NOT_FOUND", "CAPABILITY_DENIED"], "")?;
     let p = cx
         .net
         .get(&format!("/v1/threads/{t}"), &alice.token)
@@ -382,7 +393,7 @@ pub const CASES: &[Case] = &[
         requirement: "thread.lock@v1 MUST also lock a resolved thread; resolve from locked MUST be refused.",
         covers: &["R-10.4-04", "R-10.4-06"],
         needs: P,
-        how: "Resolve, lock (201 each); state locked; thread.resolve@v1 is 409 STATE_TRANSITION_INVALID.",
+        how: "Resolve, lock (201 each); state locked; thread.resolve@v1 is 409 STATE_TRANSITION_INVALID or 409 THREAD_LOCKED (both fit).",
         interpretation: None,
         mutant: Mutant::Quirk("allow-invalid-state-transition"),
         run: |cx| Box::pin(lock_from_resolved(cx)),
@@ -470,10 +481,10 @@ pub const CASES: &[Case] = &[
         level: 1,
         strength: Strength::Must,
         spec: &["v1.1 §11.1", "v1.1 §24.2"],
-        requirement: "A thread operation on a thread that does not exist MUST be refused with THREAD_NOT_FOUND (404).",
+        requirement: "A thread operation on a thread that does not exist MUST be refused (THREAD_NOT_FOUND, §24.2 \"Thread missing\").",
         covers: &["R-24.2-09"],
         needs: P,
-        how: "Send thread.resolve@v1 for a fresh thread id: 404 THREAD_NOT_FOUND; GET /v1/threads/{id} is 404 THREAD_NOT_FOUND too.",
+        how: "Send thread.resolve@v1 for a fresh thread id: 404 THREAD_NOT_FOUND (or 403 CAPABILITY_DENIED from a node that checks authority first); GET /v1/threads/{id} is 404 THREAD_NOT_FOUND.",
         interpretation: None,
         mutant: Mutant::Quirk("bootstrap-thread-from-op"),
         run: |cx| Box::pin(unknown_thread(cx)),

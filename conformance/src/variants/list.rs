@@ -233,6 +233,24 @@ async fn missing_signature(s: Arc<Shim>, req: Request, next: Next) -> Response {
     .await
 }
 
+async fn signature_failure_envelope_invalid(s: Arc<Shim>, req: Request, next: Next) -> Response {
+    if !post_envelope(&req) {
+        return next.run(req).await;
+    }
+    let (parts, bytes) = respond(next, req).await;
+    let failed = parts.status == StatusCode::UNAUTHORIZED
+        && serde_json::from_slice::<Value>(&bytes)
+            .is_ok_and(|v| v["error"]["code"] == "SIGNATURE_INVALID");
+    if !failed {
+        return reply(parts, bytes);
+    }
+    s.error(
+        "ENVELOPE_INVALID",
+        "signature",
+        "Envelope signature verification failed",
+    )
+}
+
 async fn padded_signatures(_s: Arc<Shim>, req: Request, next: Next) -> Response {
     if !post_envelope(&req) {
         return next.run(req).await;
@@ -1114,6 +1132,19 @@ pub static VARIANTS: &[Variant] = &[
         departs: &["core.signature.missing.code"],
         profile: "",
         handler: handler!(missing_signature),
+    },
+    Variant {
+        name: "signature-failure-envelope-invalid",
+        section: "v1.1 §24.1",
+        quote: "\"code\": \"ENVELOPE_INVALID\", \"message\": \"Envelope signature verification failed\"",
+        reading: "The §24.1 example reports a failed envelope signature as ENVELOPE_INVALID, while the §24.2 row names SIGNATURE_INVALID for a failed verification: a node following the example is as right as one following the registry.",
+        choice: "Every envelope POST the node refuses 401 SIGNATURE_INVALID is answered 400 ENVELOPE_INVALID instead.",
+        departs: &[
+            "core.signature.missing.code",
+            "core.signature.unverifiable.code",
+        ],
+        profile: "",
+        handler: handler!(signature_failure_envelope_invalid),
     },
     Variant {
         name: "padded-base64url-signatures",
