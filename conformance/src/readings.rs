@@ -121,39 +121,84 @@ impl Ctx {
     }
 }
 
-async fn detect_link_reading(cx: &mut Ctx, readings: &Readings) -> Result<LinkContext, Finding> {
-    let alice = cx.identity("reading", "human").await?;
-    let bot = cx.identity("reading-bot", "agent").await?;
-    let mut accepted = Vec::new();
-    let mut tried = Vec::new();
-    for reading in [LinkContext::Outside, LinkContext::Inside] {
-        let i = agent_message(cx, &alice, &bot, reading).await?;
-        let t = cx.net.transcript(i);
-        if t.is_success() {
-            accepted.push(reading);
+/// The controls a detection sent, one per legal form: which the target accepted, and what it
+/// answered the others.
+#[derive(Debug)]
+pub(crate) struct Tries<F> {
+    accepted: Vec<F>,
+    refused: Vec<String>,
+}
+
+impl<F: Copy> Tries<F> {
+    /// No control sent yet.
+    pub(crate) fn new() -> Tries<F> {
+        Tries {
+            accepted: Vec::new(),
+            refused: Vec::new(),
+        }
+    }
+
+    /// The control in `form` (`named` in reports) got `t`; `accepted` says whether it took it.
+    pub(crate) fn note(
+        &mut self,
+        form: F,
+        named: &str,
+        t: &loom_client::Transcript,
+        accepted: bool,
+    ) {
+        if accepted {
+            self.accepted.push(form);
         } else {
-            tried.push(format!(
-                "{}: HTTP {}{}",
-                reading.describe(),
+            self.refused.push(format!(
+                "{named}: HTTP {}{}",
                 t.status,
                 crate::show::error_summary(t)
             ));
         }
     }
-    let Some(first) = accepted.first().copied() else {
-        return Err(Finding::Error(format!(
-            "the target accepted an agent's envelope under a valid delegation link in neither \
-             reading of v1.1 §13.3.1: {}",
-            tried.join("; ")
-        )));
-    };
-    let which = if accepted.len() == 2 {
-        "both forms accepted".to_owned()
-    } else {
-        format!("{} only", first.describe())
-    };
-    readings.record(LINK_READING, which);
-    Ok(first)
+
+    /// The first accepted form, recorded under `what` ("both forms accepted" or "… only",
+    /// with `named` for the form); an `error` naming every refused form when none was
+    /// accepted (`none` says what was refused).
+    pub(crate) fn conclude(
+        self,
+        readings: &Readings,
+        what: &'static str,
+        named: impl Fn(F) -> &'static str,
+        none: &str,
+    ) -> Result<F, Finding> {
+        let Some(first) = self.accepted.first().copied() else {
+            return Err(Finding::Error(format!(
+                "{none}: {}",
+                self.refused.join("; ")
+            )));
+        };
+        let which = if self.refused.is_empty() && self.accepted.len() > 1 {
+            "both forms accepted".to_owned()
+        } else {
+            format!("{} only", named(first))
+        };
+        readings.record(what, which);
+        Ok(first)
+    }
+}
+
+async fn detect_link_reading(cx: &mut Ctx, readings: &Readings) -> Result<LinkContext, Finding> {
+    let alice = cx.identity("reading", "human").await?;
+    let bot = cx.identity("reading-bot", "agent").await?;
+    let mut tries = Tries::new();
+    for reading in [LinkContext::Outside, LinkContext::Inside] {
+        let i = agent_message(cx, &alice, &bot, reading).await?;
+        let t = cx.net.transcript(i);
+        tries.note(reading, reading.describe(), t, t.is_success());
+    }
+    tries.conclude(
+        readings,
+        LINK_READING,
+        LinkContext::describe,
+        "the target accepted an agent's envelope under a valid delegation link in neither \
+         reading of v1.1 §13.3.1",
+    )
 }
 
 /// `bot` sends `alice` a message under a fresh link from her signed in `reading`.

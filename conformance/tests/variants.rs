@@ -120,6 +120,22 @@ fn message(from: &Identity, to: &Identity, n: u8) -> Value {
     env
 }
 
+/// `env` delivered by `peer` in a signed wrapper to the node `c` talks to.
+async fn deliver(
+    c: &mut Client,
+    peer: &loom_conformance::peer::PeerNode,
+    env: Value,
+) -> Transcript {
+    let body = serde_json::to_vec(&peer.wrapper(vec![env], peer.now())).expect("json");
+    let path = loom_protocol::federation::wrapper::DELIVER_PATH;
+    let h = peer.sign("POST", path, &body, peer.now(), &peer.active_key(), None);
+    let mut pairs = h.all_pairs();
+    pairs.push(("content-type", "application/json"));
+    c.exchange("POST", path, &pairs, Some(body), None)
+        .await
+        .expect("exchange")
+}
+
 /// What the node under `v` does differently, observed in one or two requests.
 async fn witness(v: &'static Variant) {
     let (_node, mut c, domain) = node(v).await;
@@ -626,7 +642,6 @@ async fn witness(v: &'static Variant) {
             let (bob, _) = session(&mut c, &info.domain, "bob", &none).await;
             let fed = info.federation.clone().expect("the fake federation peers");
             let peer = fed.server.fresh().expect("a peer");
-            let path = loom_protocol::federation::wrapper::DELIVER_PATH;
             let mut answers = Vec::new();
             for (n, form) in loom_protocol::federation::identity::NodeSignatureForm::ALL
                 .into_iter()
@@ -635,14 +650,7 @@ async fn witness(v: &'static Variant) {
                 let alice = peer.host(&format!("alice{n}"));
                 peer.sign_identity_as(alice.address(), form);
                 let env = message(&alice, &bob, 1 + n as u8);
-                let body = serde_json::to_vec(&peer.wrapper(vec![env], peer.now())).expect("json");
-                let h = peer.sign("POST", path, &body, peer.now(), &peer.active_key(), None);
-                let mut pairs = h.all_pairs();
-                pairs.push(("content-type", "application/json"));
-                let t = c
-                    .exchange("POST", path, &pairs, Some(body), None)
-                    .await
-                    .expect("exchange");
+                let t = deliver(&mut c, &peer, env).await;
                 answers.push((t.status, json(&t)["error"]["details"]["field"].clone()));
             }
             assert_eq!(
@@ -674,15 +682,7 @@ async fn witness(v: &'static Variant) {
             let alice = peer.host("alice");
             let mut env = message(&alice, &bob, 9);
             env["content"]["human"]["text"] = "changed after signing".into();
-            let body = serde_json::to_vec(&peer.wrapper(vec![env], peer.now())).expect("json");
-            let path = loom_protocol::federation::wrapper::DELIVER_PATH;
-            let h = peer.sign("POST", path, &body, peer.now(), &peer.active_key(), None);
-            let mut pairs = h.all_pairs();
-            pairs.push(("content-type", "application/json"));
-            let t = c
-                .exchange("POST", path, &pairs, Some(body), None)
-                .await
-                .expect("exchange");
+            let t = deliver(&mut c, &peer, env).await;
             assert!(
                 t.status == 202 && json(&t)["accepted_envelope_ids"] == json!([]),
                 "{t}"

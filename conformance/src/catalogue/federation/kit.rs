@@ -5,7 +5,7 @@
 use crate::case::{Finding, Verdict};
 use crate::ctx::{Ctx, Ex, Ident};
 use crate::peer::{Federation, PeerNode, Received};
-use crate::readings::{IDENTITY_FORM_READING, Readings};
+use crate::readings::{IDENTITY_FORM_READING, Readings, Tries};
 use loom_client::{Identity, Transcript};
 use loom_protocol::federation::identity::NodeSignatureForm;
 use loom_protocol::http_sig::SignedHeaders;
@@ -63,7 +63,7 @@ async fn detect_identity_form(
     let user = user_token(cx, fed).await?;
     fed.learn(&mut cx.net, &url, &peer, &user).await?;
     let local = cx.identity("reading-recipient", "human").await?;
-    let (mut accepted, mut tried) = (Vec::new(), Vec::new());
+    let mut tries = Tries::new();
     for (n, form) in NodeSignatureForm::ALL.into_iter().enumerate() {
         let from = as_ident(peer.host(&format!("reading{n}")));
         peer.sign_identity_as(from.address(), form);
@@ -72,31 +72,16 @@ async fn detect_identity_form(
         // Accepted: 2xx, and the receipt (if any) lists the envelope. Whether it is then
         // stored is what the delivery cases judge, not the reading.
         let listed = accepted_ids(&cx.net.json(d)).is_none_or(|ids| ids.contains(&id_of(&env)));
-        if cx.net.transcript(d).is_success() && listed {
-            accepted.push(form);
-        } else {
-            let t = cx.net.transcript(d);
-            tried.push(format!(
-                "{}: HTTP {}{}",
-                form.as_str(),
-                t.status,
-                crate::show::error_summary(t)
-            ));
-        }
+        let t = cx.net.transcript(d);
+        tries.note(form, form.as_str(), t, t.is_success() && listed);
     }
-    let Some(first) = accepted.first().copied() else {
-        return Err(Finding::Error(format!(
-            "the target accepted a signed delivery from a peer identity whose document was \
-             signed in neither form of DESIGN.md §9: {}",
-            tried.join("; ")
-        )));
-    };
-    let which = if accepted.len() == 2 {
-        "both forms accepted".to_owned()
-    } else {
-        format!("{} only", first.as_str())
-    };
-    readings.record(IDENTITY_FORM_READING, which);
+    let first = tries.conclude(
+        readings,
+        IDENTITY_FORM_READING,
+        NodeSignatureForm::as_str,
+        "the target accepted a signed delivery from a peer identity whose document was signed \
+         in neither form of DESIGN.md §9",
+    )?;
     fed.server.set_identity_form(first);
     Ok(first)
 }
