@@ -75,6 +75,25 @@ impl Exchanges {
     /// A 404 or 405 that means "no such route" (issue 29): the feature is `unsupported`, never a
     /// refusal that passes. It is a real answer when its code names a missing resource (§24.2
     /// `*_NOT_FOUND`) or when `control`, the same method on the same path, was accepted.
+    /// A 5xx answer to a probe is neither an acceptance nor a refusal of the property under
+    /// test: the target failed before it could be judged, so the case is an `error` naming the
+    /// exchange, never a `fail` of a rule that is not about server errors (issue 29).
+    fn no_server_error(&self, probe: Ex) -> Verdict {
+        let t = self.transcript(probe);
+        if t.status < 500 {
+            return Ok(());
+        }
+        Err(Finding::Error(format!(
+            "the target answered the probe (exchange {probe}, {} {}) with a server error, HTTP {}{}: \
+             the property under test was not judged; a node should refuse bad input with a §24.1 \
+             4xx error",
+            t.method,
+            path_only(&t.path),
+            t.status,
+            error_summary(t)
+        )))
+    }
+
     fn no_route(&self, probe: Ex, control: Option<Ex>) -> Verdict {
         let status = self.status(probe);
         if !matches!(status, 404 | 405) {
@@ -143,6 +162,7 @@ impl Exchanges {
         why: &str,
     ) -> Verdict {
         self.expect_control(control, what)?;
+        self.no_server_error(ex)?;
         if codes.is_empty() {
             self.no_route(ex, Some(control))?;
             let st = self.status(ex);
@@ -185,6 +205,7 @@ impl Exchanges {
     /// `ex` must be a refusal: a 4xx with a §24.1 body (for rules whose error code the spec
     /// does not name; any code from the registry passes).
     pub fn expect_refused(&self, ex: Ex) -> Verdict {
+        self.no_server_error(ex)?;
         self.no_route(ex, None)?;
         let st = self.status(ex);
         if !(400..500).contains(&st) {
