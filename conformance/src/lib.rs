@@ -19,6 +19,7 @@ pub mod catalogue;
 pub mod cli;
 pub mod ctx;
 pub mod finding;
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod outcome;
 pub mod peer;

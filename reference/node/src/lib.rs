@@ -14,6 +14,7 @@ pub mod discover;
 pub mod dns;
 pub mod env;
 pub mod error;
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod http;
 pub mod net;

@@ -13,6 +13,7 @@ pub mod ast;
 pub mod engine;
 pub mod env;
 pub mod error;
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod http;
 pub mod imf;

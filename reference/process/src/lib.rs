@@ -13,6 +13,7 @@
 
 pub mod cli;
 pub mod engine;
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod package;
 pub mod runner;

@@ -21,6 +21,7 @@ pub mod documents;
 pub mod envelope;
 pub mod error;
 pub mod federation;
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod http_sig;
 pub mod id;
