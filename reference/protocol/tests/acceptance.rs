@@ -7,19 +7,18 @@ mod common;
 use common::{ALICE, BOB, CAROL, key, key_id};
 use ed25519_dalek::VerifyingKey;
 use loom_protocol::accept::{
-    AcceptView, Admitted, Context, Decision, Deviations, Directory, Effect, EnvelopeLimits, Origin,
-    SpecRules, TaskRecord, ThreadRuntime, admit, decide,
+    Admitted, Context, Decision, Deviations, Directory, Effect, EnvelopeLimits, Origin, SpecRules,
+    admit, decide,
 };
-use loom_protocol::capability::CapabilityResolver;
 use loom_protocol::delegation::{DelegationResolver, LinkRef};
 use loom_protocol::envelope::{SenderType, sign_envelope};
-use loom_protocol::id::{CapabilityId, EnvelopeId, ThreadId};
-use loom_protocol::task::TaskState;
-use loom_protocol::thread::{ThreadLimits, ThreadState};
+use loom_protocol::fuzzing::world::World;
+use loom_protocol::id::ThreadId;
+use loom_protocol::thread::ThreadLimits;
 use loom_protocol::{Address, ErrorCode, Timestamp};
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 const NOW: &str = "2026-02-16T17:00:00Z";
 
@@ -31,26 +30,37 @@ fn limits() -> EnvelopeLimits {
     }
 }
 
-/// Registered identities, stored envelopes, threads and tasks.
+/// The kit's one in-memory world (the fuzz bodies' too: alice, bob and carol registered with
+/// their fixed-seed keys), and the events a node would emit.
 #[derive(Default)]
-struct World {
-    identities: BTreeMap<Address, (String, VerifyingKey)>,
-    stored: BTreeSet<EnvelopeId>,
-    threads: BTreeMap<ThreadId, ThreadRuntime>,
-    tasks: BTreeMap<String, TaskRecord>,
+struct Node {
+    world: World,
     events: Vec<(ThreadId, u64)>,
 }
 
-impl World {
-    fn with_people() -> World {
-        let mut w = World::default();
-        for (a, seed) in [(ALICE, 1), (BOB, 2), (CAROL, 3)] {
-            w.identities.insert(
-                Address::parse_wire(a).unwrap(),
-                ("human".into(), key(seed).verifying_key()),
-            );
-        }
-        w
+impl std::ops::Deref for Node {
+    type Target = World;
+    fn deref(&self) -> &World {
+        &self.world
+    }
+}
+
+impl std::ops::DerefMut for Node {
+    fn deref_mut(&mut self) -> &mut World {
+        &mut self.world
+    }
+}
+
+impl Node {
+    fn with_people() -> Node {
+        Node::default()
+    }
+
+    /// Takes `who` out of the directory.
+    fn unregister(&mut self, who: &str) {
+        self.world
+            .unregistered
+            .insert(Address::parse_wire(who).unwrap());
     }
 
     /// Admits and decides like a node: applies an accepted envelope's effects.
@@ -70,118 +80,19 @@ impl World {
         dev: &Deviations,
     ) -> Result<Decision, loom_protocol::ProtocolError> {
         let now = Timestamp::parse(NOW).unwrap();
-        let admitted: Admitted = admit(env, origin, self, &SpecRules, &limits(), now)?;
+        let admitted: Admitted = admit(env, origin, &self.world, &SpecRules, &limits(), now)?;
         let ctx = Context {
             now,
             node_id: "node.test",
             limits: ThreadLimits::default(),
             deviations: dev,
         };
-        let d = decide(&admitted, origin, self, &ctx)?;
+        let d = decide(&admitted, origin, &self.world, &ctx)?;
         if let Decision::Accepted(a) = &d {
-            self.stored.insert(a.facts.id);
-            for e in &a.effects {
-                if let Effect::TaskCreated {
-                    id,
-                    thread,
-                    creator,
-                    assignee,
-                } = e
-                {
-                    self.tasks.insert(
-                        id.to_string(),
-                        TaskRecord {
-                            thread: *thread,
-                            creator: creator.to_string(),
-                            assignee: assignee.clone(),
-                            state: TaskState::Created,
-                        },
-                    );
-                }
-                if let Effect::TaskMoved {
-                    id,
-                    state,
-                    assignee,
-                } = e
-                {
-                    let t = self.tasks.get_mut(id).unwrap();
-                    t.state = *state;
-                    t.assignee = assignee.clone();
-                }
-            }
-            let rt = self
-                .threads
-                .entry(a.facts.thread)
-                .or_insert_with(|| ThreadRuntime {
-                    dag: Default::default(),
-                    state: a.next_state.clone(),
-                    last_event_seq: 0,
-                });
-            a.advance(rt);
+            self.world.apply(a);
             self.events.push((a.facts.thread, a.event_seq));
         }
         Ok(d)
-    }
-}
-
-impl DelegationResolver for World {
-    fn signing_keys(&self, identity: &Address) -> Option<Vec<(String, VerifyingKey)>> {
-        self.identities
-            .get(identity)
-            .map(|(_, k)| vec![("k_sign_x".into(), *k)])
-    }
-    fn identity_type(&self, identity: &Address) -> Option<SenderType> {
-        self.identities
-            .get(identity)
-            .and_then(|(t, _)| SenderType::parse(t))
-    }
-    fn is_revoked(&self, _: &LinkRef<'_>) -> bool {
-        false
-    }
-}
-
-impl Directory for World {
-    fn registered_type(&self, identity: &Address) -> Option<String> {
-        self.identities.get(identity).map(|(t, _)| t.clone())
-    }
-    fn active_signing_key(&self, identity: &Address, _key_id: &str) -> Option<VerifyingKey> {
-        self.identities.get(identity).map(|(_, k)| *k)
-    }
-}
-
-impl CapabilityResolver for World {
-    fn signing_key(&self, identity: &Address, key_id: &str) -> Option<VerifyingKey> {
-        self.active_signing_key(identity, key_id)
-    }
-    fn pop_key(&self, holder: &Address, key_id: &str) -> Option<VerifyingKey> {
-        self.active_signing_key(holder, key_id)
-    }
-    fn may_issue(&self, _: &Address, _: &ThreadId) -> bool {
-        false
-    }
-    fn is_revoked(&self, _: &CapabilityId) -> bool {
-        false
-    }
-    fn is_spent(&self, _: &CapabilityId) -> bool {
-        false
-    }
-}
-
-impl AcceptView for World {
-    fn is_stored(&self, id: &EnvelopeId) -> bool {
-        self.stored.contains(id)
-    }
-    fn thread(&self, id: &ThreadId) -> Option<&ThreadRuntime> {
-        self.threads.get(id)
-    }
-    fn stored_thread(&self, id: &ThreadId) -> Option<ThreadState> {
-        self.threads.get(id).map(|t| t.state.clone())
-    }
-    fn task(&self, id: &str) -> Option<TaskRecord> {
-        self.tasks.get(id).cloned()
-    }
-    fn capability_holder(&self, _: &str) -> Option<String> {
-        None
     }
 }
 
@@ -243,7 +154,7 @@ const NONE: Deviations = Deviations::NONE;
 
 #[test]
 fn a_root_bootstraps_its_thread_and_lists_every_effect_in_order() {
-    let mut w = World::with_people();
+    let mut w = Node::with_people();
     let a = accepted(w.submit(msg(1, 1, ALICE, BOB, None), &NONE).unwrap());
     assert_eq!(a.event_seq, 1);
     assert!(!a.pending_parent);
@@ -287,7 +198,7 @@ fn a_root_bootstraps_its_thread_and_lists_every_effect_in_order() {
 
 #[test]
 fn replies_take_the_next_event_seq_and_a_missing_parent_is_pending() {
-    let mut w = World::with_people();
+    let mut w = Node::with_people();
     w.submit(msg(1, 1, ALICE, BOB, None), &NONE).unwrap();
     let b = accepted(w.submit(msg(2, 1, BOB, ALICE, Some(1)), &NONE).unwrap());
     assert_eq!((b.event_seq, b.pending_parent), (2, false));
@@ -306,7 +217,7 @@ fn replies_take_the_next_event_seq_and_a_missing_parent_is_pending() {
 
 #[test]
 fn duplicates_are_refused_unless_the_deviation_replays_them() {
-    let mut w = World::with_people();
+    let mut w = Node::with_people();
     w.submit(msg(1, 1, ALICE, BOB, None), &NONE).unwrap();
     let e = w.submit(msg(1, 1, ALICE, BOB, None), &NONE).unwrap_err();
     assert_eq!(e.code, ErrorCode::EnvelopeDuplicate);
@@ -322,7 +233,7 @@ fn duplicates_are_refused_unless_the_deviation_replays_them() {
 
 #[test]
 fn admission_checks_run_in_the_documented_order() {
-    let mut w = World::with_people();
+    let mut w = Node::with_people();
     // Step 3 before step 4: a spoofed sender is refused before the lookup.
     let carol = Address::parse_wire(CAROL).unwrap();
     let e = w
@@ -337,7 +248,7 @@ fn admission_checks_run_in_the_documented_order() {
         (ErrorCode::CapabilityDenied, "from.identity")
     );
     // Step 4: unknown sender.
-    w.identities.remove(&Address::parse_wire(BOB).unwrap());
+    w.unregister(BOB);
     let e = w.submit(msg(2, 2, BOB, ALICE, None), &NONE).unwrap_err();
     assert_eq!(e.code, ErrorCode::IdentityNotFound);
     // Step 5: a signature by another key.
@@ -368,7 +279,7 @@ fn admission_checks_run_in_the_documented_order() {
 /// signature and any per-recipient work; the refusal names the limit and leaves no trace.
 #[test]
 fn per_envelope_bounds_refuse_first_and_name_the_limit() {
-    let mut w = World::with_people();
+    let mut w = Node::with_people();
     let at_limit = limits().max_recipients;
     let many = |n: usize| -> Value {
         (0..n)
@@ -376,7 +287,7 @@ fn per_envelope_bounds_refuse_first_and_name_the_limit() {
             .collect()
     };
     // An unknown sender and an unsigned body: step 1 answers before steps 4 and 5.
-    w.identities.remove(&Address::parse_wire(BOB).unwrap());
+    w.unregister(BOB);
     let mut env = msg(1, 1, BOB, ALICE, None);
     env["to"] = many(at_limit + 1);
     let e = w.submit(env, &NONE).unwrap_err();
@@ -410,7 +321,7 @@ fn per_envelope_bounds_refuse_first_and_name_the_limit() {
 
 #[test]
 fn thread_rules_refuse_unknown_threads_outsiders_and_locked_threads() {
-    let mut w = World::with_people();
+    let mut w = Node::with_people();
     let e = w
         .submit(op(1, 1, ALICE, "thread.resolve@v1", json!({})), &NONE)
         .unwrap_err();
@@ -439,7 +350,7 @@ fn thread_rules_refuse_unknown_threads_outsiders_and_locked_threads() {
 
 #[test]
 fn operations_need_the_owner_and_change_the_state() {
-    let mut w = World::with_people();
+    let mut w = Node::with_people();
     w.submit(msg(1, 1, ALICE, BOB, None), &NONE).unwrap();
     let e = w
         .submit(op(2, 1, BOB, "thread.resolve@v1", json!({})), &NONE)
@@ -477,7 +388,7 @@ fn operations_need_the_owner_and_change_the_state() {
 
 #[test]
 fn tasks_move_by_the_table_and_only_for_the_roles_that_may() {
-    let mut w = World::with_people();
+    let mut w = Node::with_people();
     let mut create = msg(1, 1, ALICE, BOB, None);
     create["content"]["structured"] =
         json!({"intent": "task.create@v1", "parameters": {"assignee": BOB}});
@@ -510,7 +421,7 @@ fn tasks_move_by_the_table_and_only_for_the_roles_that_may() {
 
 #[test]
 fn federated_delivery_binds_the_sender_to_the_delivering_node_and_keeps_its_seq() {
-    let mut w = World::with_people();
+    let mut w = Node::with_people();
     let e = w
         .submit_as(
             msg(1, 1, ALICE, BOB, None),
@@ -544,7 +455,7 @@ proptest! {
     #[test]
     fn event_seq_is_dense_per_thread(steps in proptest::collection::vec((0u32..3, 0usize..3, 0usize..3, 0u32..40), 1..40)) {
         let people = [ALICE, BOB, CAROL];
-        let mut w = World::with_people();
+        let mut w = Node::with_people();
         let mut last: BTreeMap<ThreadId, u64> = BTreeMap::new();
         for (n, (t, from, to, parent)) in steps.into_iter().enumerate() {
             let n = n as u32 + 1;

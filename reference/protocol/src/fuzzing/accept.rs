@@ -235,18 +235,9 @@ fn run(u: &mut Unstructured<'_>, stats: &mut Stats) -> ArbResult<()> {
         stats.accepted_ops += usize::from(is_op);
         stats.accepted_from_agents += usize::from(sender.kind.as_str() == "agent");
         stats.pending_parents += usize::from(a.pending_parent);
-        world.stored.insert(a.facts.id);
         accepted_ids.push(a.facts.id);
-        let rt =
-            world
-                .threads
-                .entry(a.facts.thread)
-                .or_insert_with(|| crate::accept::ThreadRuntime {
-                    dag: Default::default(),
-                    state: a.next_state.clone(),
-                    last_event_seq: 0,
-                });
-        a.advance(rt);
+        world.apply(&a);
+        let rt = &world.threads[&a.facts.thread];
         assert!(rt.dag.contains(&a.facts.id));
         let order = rendering_order(&rt.dag);
         assert_eq!(

@@ -33,7 +33,7 @@ mod federation;
 mod http_sig;
 mod identity;
 mod json;
-mod world;
+pub mod world;
 
 pub use accept::accept;
 pub use capability::capability_token;
