@@ -20,11 +20,7 @@ fn make(scratch: &Path) -> Result<Vec<u8>, String> {
     }
     let db = scratch.join("loom.db");
     // Fold the WAL into the database file so one file is the whole store.
-    {
-        let c = rusqlite::Connection::open(&db).map_err(|e| format!("template store: {e}"))?;
-        c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-            .map_err(|e| format!("template store: {e}"))?;
-    }
+    Store::fold_wal(&db).map_err(|e| format!("template store: {e}"))?;
     let bytes = std::fs::read(&db).map_err(|e| format!("template store: {e}"))?;
     let _ = std::fs::remove_dir_all(scratch);
     Ok(bytes)

@@ -17,6 +17,7 @@ pub mod error;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod http;
+pub mod inspect;
 pub mod net;
 pub mod outbound;
 pub mod quirks;

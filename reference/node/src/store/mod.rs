@@ -38,6 +38,7 @@ pub mod events;
 pub mod federation;
 pub mod idempotency;
 pub mod identities;
+pub(crate) mod inspect;
 pub mod listings;
 pub mod node_keys;
 pub mod resolvers;
@@ -317,6 +318,14 @@ impl Store {
         }
         conn.pragma_update(None, "foreign_keys", "ON")?;
         Ok(())
+    }
+
+    /// Folds the write-ahead log of the closed store file `db` into the file itself
+    /// (`wal_checkpoint(TRUNCATE)`), so that one file is the whole store (the simulator copies
+    /// a migrated template this way).
+    pub fn fold_wal(db: &std::path::Path) -> rusqlite::Result<()> {
+        let c = Connection::open(db)?;
+        c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
     }
 
     /// The writer connection, for one short critical section.
