@@ -163,6 +163,64 @@ fn node_config(
     }
 }
 
+/// Everything a node host needs to boot (and boot again after a crash): turmoil calls the
+/// host's closure on every start, each time with a clone of this.
+#[derive(Clone)]
+struct NodeHostSpec {
+    seed: u64,
+    domain: String,
+    dir: PathBuf,
+    skew: Arc<AtomicI64>,
+    scenario: Scenario,
+    shared: Shared,
+    topology: Arc<RwLock<Topology>>,
+    /// Every node's base URL by domain (filled in once all hosts are placed).
+    peers: Arc<RwLock<BTreeMap<String, String>>>,
+    quirks: Quirks,
+    /// Boots so far (each draws fresh randomness, as a real start-up would).
+    boots: Arc<AtomicU64>,
+}
+
+impl NodeHostSpec {
+    /// One boot of the node: its config and environment, then serving until the host stops.
+    async fn boot(self) -> turmoil::Result {
+        let d = self.domain;
+        let boot = self.boots.fetch_add(1, Ordering::Relaxed);
+        let peers: BTreeMap<String, String> = self
+            .peers
+            .read()
+            .map(|p| {
+                p.iter()
+                    .filter(|(k, _)| **k != d)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let config = node_config(&self.scenario, &d, self.dir, peers);
+        // Each boot draws fresh randomness, as a real start-up would (OS entropy).
+        let env = Env::new(
+            Arc::new(SkewClock::new(self.skew)),
+            derive_seed(self.seed, &format!("node/{d}/{boot}")),
+        );
+        let dial = TracingDial {
+            node: d.clone(),
+            shared: self.shared.clone(),
+            topology: self.topology,
+        };
+        let node = Node::builder(config, env)
+            .quirks(self.quirks)
+            .dial(Arc::new(dial))
+            .build()?;
+        self.shared
+            .lock()
+            .line("boot", json!({"node": d, "boot": boot}));
+        let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PORT)).await?;
+        node.serve(listener, None, std::future::pending::<()>())
+            .await?;
+        Ok(())
+    }
+}
+
 /// Runs `scenario` with `seed`.
 pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunReport, String> {
     let scratch = Scratch::new(seed);
@@ -185,62 +243,19 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
             skew: Arc::new(AtomicI64::new(0)),
         };
         crate::template::seed_store(&slot.dir, &crate::template::scratch_base())?;
-        let boots = Arc::new(AtomicU64::new(0));
-        let (d, dir, skew, sc, sh, topo, peers, q) = (
-            domain.clone(),
-            slot.dir.clone(),
-            slot.skew.clone(),
-            scenario.clone(),
-            shared.clone(),
-            topology.clone(),
-            peers_of.clone(),
-            opts.quirks.clone(),
-        );
-        sim.host(domain.as_str(), move || {
-            let (d, dir, skew, sc, sh, topo, peers, q, boots) = (
-                d.clone(),
-                dir.clone(),
-                skew.clone(),
-                sc.clone(),
-                sh.clone(),
-                topo.clone(),
-                peers.clone(),
-                q.clone(),
-                boots.clone(),
-            );
-            async move {
-                let boot = boots.fetch_add(1, Ordering::Relaxed);
-                let peers: BTreeMap<String, String> = peers
-                    .read()
-                    .map(|p| {
-                        p.iter()
-                            .filter(|(k, _)| **k != d)
-                            .map(|(k, v)| (k.clone(), v.clone()))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let config = node_config(&sc, &d, dir, peers);
-                // Each boot draws fresh randomness, as a real start-up would (OS entropy).
-                let env = Env::new(
-                    Arc::new(SkewClock::new(skew)),
-                    derive_seed(seed, &format!("node/{d}/{boot}")),
-                );
-                let dial = TracingDial {
-                    node: d.clone(),
-                    shared: sh.clone(),
-                    topology: topo,
-                };
-                let node = Node::builder(config, env)
-                    .quirks(q)
-                    .dial(Arc::new(dial))
-                    .build()?;
-                sh.lock().line("boot", json!({"node": d, "boot": boot}));
-                let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PORT)).await?;
-                node.serve(listener, None, std::future::pending::<()>())
-                    .await?;
-                Ok(())
-            }
-        });
+        let spec = NodeHostSpec {
+            seed,
+            domain: domain.clone(),
+            dir: slot.dir.clone(),
+            skew: slot.skew.clone(),
+            scenario: scenario.clone(),
+            shared: shared.clone(),
+            topology: topology.clone(),
+            peers: peers_of.clone(),
+            quirks: opts.quirks.clone(),
+            boots: Arc::new(AtomicU64::new(0)),
+        };
+        sim.host(domain.as_str(), move || spec.clone().boot());
         slots.insert(domain.clone(), slot);
     }
     {

@@ -179,7 +179,11 @@ mod tests {
         assert_eq!(i.counts(), (0, 0));
         let s = i.snapshot().expect("snapshot");
         assert!(s.envelopes.is_empty() && s.outbox.is_empty() && s.threads.is_empty());
-        assert!(matches!(s.audit, Ok(AuditVerdict::Intact { .. })), "{:?}", s.audit);
+        assert!(
+            matches!(s.audit, Ok(AuditVerdict::Intact { .. })),
+            "{:?}",
+            s.audit
+        );
         drop(store);
         let _ = std::fs::remove_dir_all(&dir);
     }
