@@ -60,6 +60,49 @@ impl ApiError {
         self
     }
 
+    /// The §24.1 response: the status, `{error: {code, message, details: {field, reason,
+    /// section}, request_id, timestamp}}` with the §14.1 content type, and the error's extra
+    /// headers. The one builder of an error body, for routed requests (with the request id
+    /// and the node's time) and for the connection layer's refusals alike.
+    pub fn to_response(
+        &self,
+        request_id: Option<String>,
+        timestamp: Option<String>,
+    ) -> axum::response::Response {
+        use axum::http::{HeaderValue, StatusCode, header};
+        let body = loom_protocol::ErrorBody {
+            error: loom_protocol::error::ErrorObject {
+                code: self.code,
+                message: self.message(),
+                details: Some(serde_json::json!({
+                    "field": self.field, "reason": self.reason, "section": self.section,
+                })),
+                request_id,
+                timestamp,
+            },
+        };
+        let mut resp = axum::response::Response::new(axum::body::Body::from(
+            serde_json::to_vec(&body).unwrap_or_default(),
+        ));
+        *resp.status_mut() =
+            StatusCode::from_u16(self.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json; charset=utf-8"),
+        );
+        self.add_headers(&mut resp);
+        resp
+    }
+
+    /// Adds the error's extra headers (`Retry-After`, …) to `resp`.
+    pub fn add_headers(&self, resp: &mut axum::response::Response) {
+        for (name, value) in &self.headers {
+            if let Ok(v) = axum::http::HeaderValue::from_str(value) {
+                resp.headers_mut().insert(*name, v);
+            }
+        }
+    }
+
     /// The §24.1 `message`: field, rule and section. The code is not repeated (it is the
     /// body's `code`; clients print both, issue 18).
     pub fn message(&self) -> String {

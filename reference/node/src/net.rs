@@ -13,7 +13,7 @@ use crate::error::ApiError;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
-use axum::http::{HeaderValue, Request, Response, StatusCode, header};
+use axum::http::{HeaderValue, Request, Response, header};
 use hyper::body::{Body as HttpBody, Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
@@ -174,30 +174,7 @@ impl Hygiene {
 }
 
 fn bare_refusal(e: ApiError) -> Response<Body> {
-    let body = loom_protocol::ErrorBody {
-        error: loom_protocol::error::ErrorObject {
-            code: e.code,
-            message: e.message(),
-            details: Some(
-                serde_json::json!({"field": e.field, "reason": e.reason, "section": e.section}),
-            ),
-            request_id: None,
-            timestamp: None,
-        },
-    };
-    let mut resp = Response::new(Body::from(serde_json::to_vec(&body).unwrap_or_default()));
-    *resp.status_mut() =
-        StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json; charset=utf-8"),
-    );
-    for (name, value) in &e.headers {
-        if let Ok(v) = HeaderValue::from_str(value) {
-            resp.headers_mut().insert(*name, v);
-        }
-    }
-    resp
+    e.to_response(None, None)
 }
 
 /// 503 for a connection beyond `max_connections` (v1.1 §14.3: rate limits are node policy).

@@ -25,42 +25,60 @@ impl FromRequest<AppState> for StrictJson {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
-        let ctype = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
+        json_content_type(req.headers(), state)?;
         let dev = &state.settings().http;
-        let essence = ctype.split(';').next().unwrap_or("").trim();
-        if !essence.eq_ignore_ascii_case("application/json") && !dev.accept_any_content_type {
-            return Err(ApiError::new(
-                loom_protocol::ErrorCode::EnvelopeInvalid,
-                "Content-Type",
-                format!("expected application/json; charset=utf-8, got {ctype:?}"),
-                "v1.1 §14.1",
-            )
-            .with_status(415));
-        }
         let limit = if dev.ignore_body_limit {
             usize::MAX
         } else {
             state.config.limits.max_body_bytes
         };
-        let body = axum::body::to_bytes(req.into_body(), limit)
-            .await
-            .map_err(|_| {
-                ApiError::new(
-                    loom_protocol::ErrorCode::PayloadTooLarge,
-                    "$body",
-                    format!("request body exceeds {limit} bytes"),
-                    "v1.1 §24.2",
-                )
-            })?;
+        let body = bounded_body(req.into_body(), limit, "request body", "v1.1 §24.2").await?;
         let (value, body) = dev.json.read(body).map_err(|e| {
             ApiError::bad_request("$body", format!("malformed JSON: {e}"), "v1.1 §7.2, §14.1")
         })?;
         Ok(StrictJson { value, raw: body })
     }
+}
+
+/// The request must say it is JSON (v1.1 §14.1): 415 otherwise, naming what it said.
+pub(super) fn json_content_type(
+    headers: &axum::http::HeaderMap,
+    state: &AppState,
+) -> Result<(), ApiError> {
+    let ctype = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let essence = ctype.split(';').next().unwrap_or("").trim();
+    if essence.eq_ignore_ascii_case("application/json")
+        || state.settings().http.accept_any_content_type
+    {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        loom_protocol::ErrorCode::EnvelopeInvalid,
+        "Content-Type",
+        format!("expected application/json; charset=utf-8, got {ctype:?}"),
+        "v1.1 §14.1",
+    )
+    .with_status(415))
+}
+
+/// The body, read up to `limit` bytes: `PAYLOAD_TOO_LARGE` naming `what` and `section` beyond.
+pub(super) async fn bounded_body(
+    body: axum::body::Body,
+    limit: usize,
+    what: &str,
+    section: &'static str,
+) -> Result<Bytes, ApiError> {
+    axum::body::to_bytes(body, limit).await.map_err(|_| {
+        ApiError::new(
+            loom_protocol::ErrorCode::PayloadTooLarge,
+            "$body",
+            format!("{what} exceeds {limit} bytes"),
+            section,
+        )
+    })
 }
 
 impl StrictJson {

@@ -3,6 +3,7 @@
 //! its exact bytes — up to `federation.max_wrapper_bytes` (sized for a full wrapper of 100
 //! envelopes), while every other route keeps `limits.max_body_bytes`.
 
+use super::extract::{bounded_body, json_content_type};
 use super::{AppState, json_response};
 use crate::error::ApiError;
 use axum::Router;
@@ -19,35 +20,9 @@ pub(super) fn routes() -> Router<AppState> {
 
 async fn deliver(State(s): State<AppState>, req: Request) -> Result<Response, ApiError> {
     let (parts, body) = req.into_parts();
-    let essence = parts
-        .headers
-        .get(axum::http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let ok_type = essence
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .eq_ignore_ascii_case("application/json");
-    if !ok_type && !s.settings().http.accept_any_content_type {
-        return Err(ApiError::new(
-            loom_protocol::ErrorCode::EnvelopeInvalid,
-            "Content-Type",
-            format!("expected application/json; charset=utf-8, got {essence:?}"),
-            "v1.1 §14.1",
-        )
-        .with_status(415));
-    }
+    json_content_type(&parts.headers, &s)?;
     let limit = s.config.federation.max_wrapper_bytes;
-    let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| {
-        ApiError::new(
-            loom_protocol::ErrorCode::PayloadTooLarge,
-            "$body",
-            format!("delivery body exceeds {limit} bytes"),
-            "v1.1 §15.4, §24.2",
-        )
-    })?;
+    let bytes = bounded_body(body, limit, "delivery body", "v1.1 §15.4, §24.2").await?;
     let headers: Vec<(String, String)> = parts
         .headers
         .iter()

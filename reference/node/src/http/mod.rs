@@ -162,37 +162,17 @@ fn http_date(t: loom_protocol::Timestamp) -> String {
 }
 
 fn render(svc: &Service, rid: &str, e: ApiError) -> Response {
-    let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut resp = if svc.settings().http.bare_error_bodies {
-        Response::builder()
+    if svc.settings().http.bare_error_bodies {
+        let status =
+            StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut resp = Response::builder()
             .status(status)
             .body(Body::empty())
-            .unwrap_or_default()
-    } else {
-        let body = loom_protocol::ErrorBody {
-            error: loom_protocol::error::ErrorObject {
-                code: e.code,
-                message: e.message(),
-                details: Some(
-                    serde_json::json!({"field": e.field, "reason": e.reason, "section": e.section}),
-                ),
-                request_id: Some(rid.to_owned()),
-                timestamp: Some(svc.env.now().to_rfc3339()),
-            },
-        };
-        let mut r = (status, axum::Json(body)).into_response();
-        r.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json; charset=utf-8"),
-        );
-        r
-    };
-    for (name, value) in &e.headers {
-        if let Ok(v) = HeaderValue::from_str(value) {
-            resp.headers_mut().insert(*name, v);
-        }
+            .unwrap_or_default();
+        e.add_headers(&mut resp);
+        return resp;
     }
-    resp
+    e.to_response(Some(rid.to_owned()), Some(svc.env.now().to_rfc3339()))
 }
 
 /// A JSON response with the §14.1 content type, from text already serialized.
