@@ -6,17 +6,17 @@
 //! with the `sim` feature, turmoil hosts in the simulator.
 //!
 //! Layers (DESIGN.md §4): [`store`] (SQLite, WAL, migrations), [`service`] (every protocol
-//! rule, transport-free), [`http`] (axum routes, §24.1 error bodies), [`net`] (listeners), [`tls`]
+//! rule, transport-free), `http` (axum routes, §24.1 error bodies), [`net`] (listeners), [`tls`]
 //! (TLS 1.3 acceptor, v1.1 §14.1).
 
 pub mod config;
-pub mod discover;
+pub(crate) mod discover;
 pub mod dns;
 pub mod env;
 pub mod error;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
-pub mod http;
+pub(crate) mod http;
 pub mod inspect;
 pub mod net;
 pub mod outbound;

@@ -29,10 +29,6 @@ use std::sync::Arc;
 /// Shared state of every handler.
 pub type AppState = Arc<Service>;
 
-/// The request id of the current request (set by the middleware).
-#[derive(Debug, Clone)]
-pub struct RequestId(pub String);
-
 /// The node's router.
 pub fn router(service: Arc<Service>) -> Router {
     let api = Router::new()
@@ -70,9 +66,8 @@ impl IntoResponse for ApiError {
 }
 
 /// Assigns the request id and renders every error as the §24.1 body.
-async fn error_bodies(State(svc): State<AppState>, mut req: Request, next: Next) -> Response {
+async fn error_bodies(State(svc): State<AppState>, req: Request, next: Next) -> Response {
     let rid = svc.env.request_id();
-    req.extensions_mut().insert(RequestId(rid.clone()));
     let method = req.method().clone();
     let mut resp = next.run(req).await;
     let err = match resp.extensions_mut().remove::<ApiError>() {
