@@ -7,7 +7,7 @@
 //! rate, a write timeout for a client that does not read its response, a connection cap with
 //! a fast 503 beyond it, accept-error back-off with rate-limited logging, and bounded
 //! per-connection buffers. Every timer is tokio's, so inside turmoil they run on simulated
-//! time (`tests/sim_timers.rs` proves each one there).
+//! time (`tests/node/sim_timers.rs` proves each one there).
 
 use crate::error::ApiError;
 use axum::Router;

@@ -4,7 +4,7 @@
 //! with their audit entry, and return data or an [`ApiError`].
 //!
 //! The service holds no SQL: every statement is a typed function of [`crate::store`]
-//! (`tests/service_has_no_sql.rs` keeps it so). Deliberate defects arrive as data
+//! (`tests/node/service_has_no_sql.rs` keeps it so). Deliberate defects arrive as data
 //! ([`crate::quirks::Settings`], built once in [`Service::new`]).
 
 pub mod auth;

@@ -5,7 +5,7 @@
 //! ([`tokens`], [`challenges`]), [`capabilities`], [`delegations`], [`blobs`],
 //! [`idempotency`], the node's own key ([`node_keys`]) and the read side of threads and
 //! events ([`listings`]) and search ([`search`]). The service calls these functions and
-//! never writes SQL (`tests/service_has_no_sql.rs`).
+//! never writes SQL (`tests/node/service_has_no_sql.rs`).
 //!
 //! Writes outside the envelope path run in a [`Tx`] ([`Store::begin`]): `COMMIT` on
 //! [`Tx::commit`], `ROLLBACK` when dropped. The read side of authentication is cached

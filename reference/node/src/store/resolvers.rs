@@ -237,7 +237,7 @@ impl CapabilityResolver for StoreResolver<'_> {
 /// authentication cache ([`super::cache`]): registered types and active signing keys for
 /// the request tasks that admit envelopes without holding the writer. It answers as
 /// [`StoreResolver`] over a read connection does, and an envelope signed with a key
-/// revoked a request earlier is refused (`tests/auth_cache.rs`).
+/// revoked a request earlier is refused (`tests/node/auth_cache.rs`).
 #[derive(Debug, Clone, Copy)]
 pub struct CachedDirectory<'a>(pub &'a super::Store);
 

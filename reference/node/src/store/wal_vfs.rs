@@ -40,7 +40,7 @@
 //!
 //! Durability is unchanged: the bytes reach the file before the `fsync` that makes a commit
 //! durable, exactly as without the shim; a crash before that `fsync` loses the transaction
-//! either way (`tests/crash.rs`).
+//! either way (`tests/node/crash.rs`).
 //!
 //! Every other method, and every method of every other file (the database file, its
 //! shared-memory wal-index, journals), goes straight to the default VFS; the database

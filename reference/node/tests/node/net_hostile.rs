@@ -1,0 +1,172 @@
+//! Hostile peers against a real tokio listener: garbage bytes, a 100 KB request line, an h2
+//! preface followed by junk, half-open and half-closed connections, a client that aborts a
+//! TLS handshake. Each ends only its own connection (net.rs); a normal request afterwards
+//! still gets 200.
+
+use crate::support::{DOMAIN, TestNode};
+use loom_node::config::TlsSettings;
+use rustls::pki_types::CertificateDer;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::oneshot;
+use tokio::time::timeout;
+
+/// A node on 127.0.0.1:0 and the certificate it presents (empty without TLS); dropping the
+/// sender stops it.
+async fn start(
+    tls: Option<TlsSettings>,
+) -> (
+    SocketAddr,
+    oneshot::Sender<()>,
+    Vec<CertificateDer<'static>>,
+) {
+    let t = TestNode::new();
+    let tls = tls.map(|s| loom_node::tls::server_tls(&s, DOMAIN).unwrap());
+    let chain = tls
+        .as_ref()
+        .map(|t| t.cert_chain.clone())
+        .unwrap_or_default();
+    let acceptor = tls.map(|t| t.acceptor);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(async move {
+        t.node
+            .serve(listener, acceptor, async {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+    });
+    (addr, stop, chain)
+}
+
+/// Writes `bytes` and reads whatever comes back until the server closes (or 5 s pass).
+async fn poke(addr: SocketAddr, bytes: &[u8]) -> Vec<u8> {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    // The server may close before everything is written; that is an acceptable answer.
+    let _ = s.write_all(bytes).await;
+    let mut out = Vec::new();
+    let _ = timeout(Duration::from_secs(5), s.read_to_end(&mut out)).await;
+    out
+}
+
+/// A plain HTTP/1.1 discovery request; returns the status line.
+async fn discovery_status(addr: SocketAddr) -> String {
+    let out = poke(
+        addr,
+        b"GET /.well-known/loom.json HTTP/1.1\r\nHost: node.test\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    let text = String::from_utf8_lossy(&out);
+    text.lines().next().unwrap_or("").to_owned()
+}
+
+#[tokio::test]
+async fn hostile_connections_do_not_take_the_server_down() {
+    let (addr, _stop, _) = start(None).await;
+
+    // Garbage bytes: answered with a 4xx or a close, never a crash.
+    let out = poke(addr, &[0xff, 0x00, 0x13, 0x37, b'\r', b'\n', 0xfe, 0xfd]).await;
+    let text = String::from_utf8_lossy(&out);
+    assert!(out.is_empty() || text.starts_with("HTTP/1.1 4"), "{text}");
+
+    // A 100 KB request line.
+    let mut long = b"GET /".to_vec();
+    long.extend(std::iter::repeat_n(b'a', 100 * 1024));
+    long.extend_from_slice(b" HTTP/1.1\r\nHost: node.test\r\n\r\n");
+    let out = poke(addr, &long).await;
+    let text = String::from_utf8_lossy(&out);
+    assert!(out.is_empty() || text.starts_with("HTTP/1.1 4"), "{text}");
+
+    // 100 KB of header bytes with no end, left open: the server waits for the rest (until
+    // net::HEADER_READ_TIMEOUT) without blocking anyone else.
+    let mut slow = TcpStream::connect(addr).await.unwrap();
+    let mut headers = b"GET / HTTP/1.1\r\nHost: node.test\r\nX-Junk: ".to_vec();
+    headers.extend(std::iter::repeat_n(b'b', 100 * 1024));
+    slow.write_all(&headers).await.unwrap();
+
+    // An HTTP/2 preface followed by junk frames.
+    let mut h2 = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    h2.extend_from_slice(&[0xff; 64]);
+    poke(addr, &h2).await;
+
+    // Half-open: partial requests left hanging on open sockets.
+    let mut hanging = Vec::new();
+    for _ in 0..32 {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        s.write_all(b"GET /.well-known/loom.json HTTP/1.1\r\nHost: no")
+            .await
+            .unwrap();
+        hanging.push(s);
+    }
+    // Half-closed: the client shuts its write side mid-request.
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"POST /v1/identity HTTP/1.1\r\nHost: node.test\r\nContent-Length: 100\r\n\r\n{")
+        .await
+        .unwrap();
+    s.shutdown().await.unwrap();
+    let mut out = Vec::new();
+    let _ = timeout(Duration::from_secs(5), s.read_to_end(&mut out)).await;
+
+    // Connect-and-vanish.
+    for _ in 0..16 {
+        drop(TcpStream::connect(addr).await.unwrap());
+    }
+
+    // With all of that still open, a normal request is served.
+    assert_eq!(discovery_status(addr).await, "HTTP/1.1 200 OK");
+    drop(hanging);
+    drop(slow);
+    assert_eq!(discovery_status(addr).await, "HTTP/1.1 200 OK");
+}
+
+#[tokio::test]
+async fn hostile_tls_handshakes_do_not_take_the_server_down() {
+    let (addr, _stop, chain) = start(Some(TlsSettings::SelfSigned)).await;
+    // Plain HTTP and garbage at a TLS port.
+    poke(addr, b"GET / HTTP/1.1\r\nHost: node.test\r\n\r\n").await;
+    poke(addr, &[0x16, 0x03, 0x01, 0xff, 0xff, 0x00]).await;
+    // A half-open handshake: a ClientHello record header, then silence.
+    let mut hanging = TcpStream::connect(addr).await.unwrap();
+    hanging.write_all(&[0x16, 0x03, 0x01, 0x00]).await.unwrap();
+
+    // A proper TLS 1.3 client is still served.
+    let mut roots = rustls::RootCertStore::empty();
+    for c in chain {
+        roots.add(c).unwrap();
+    }
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(
+        rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth(),
+    ));
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let mut s = connector
+        .connect(
+            rustls::pki_types::ServerName::try_from("localhost").unwrap(),
+            tcp,
+        )
+        .await
+        .unwrap();
+    s.write_all(
+        b"GET /.well-known/loom.json HTTP/1.1\r\nHost: node.test\r\nConnection: close\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let mut out = Vec::new();
+    let _ = timeout(Duration::from_secs(5), s.read_to_end(&mut out)).await;
+    assert!(
+        String::from_utf8_lossy(&out).starts_with("HTTP/1.1 200 OK"),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
+    drop(hanging);
+}
