@@ -110,6 +110,11 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
     ),
     (
         "reference/node/README.md",
+        "cargo test -p loom-node --test node federation_quirks",
+        "a module of the node's test binary, run by cargo test itself",
+    ),
+    (
+        "reference/node/README.md",
         "cargo build -p loom-node -p loom-client",
         "builds loom-node and loom (this test builds them itself, tests/support)",
     ),
