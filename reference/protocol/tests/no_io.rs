@@ -1,10 +1,9 @@
 //! The core does no IO (ARCHITECTURE.md invariants, issue 31): outside the fuzz bodies, which
 //! exist only with the `fuzzing` feature, no source of `loom-protocol` names the file system,
-//! the network, processes or an async runtime; and no normal build of the workspace turns the
-//! `fuzzing` feature on (only the fuzz crate and the crates' own tests do).
+//! the network, processes or an async runtime. (That no normal build turns `fuzzing` on is
+//! checked with the release-build checks, `reference/node/tests/node/release_has_no_quirks.rs`.)
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).expect("src") {
@@ -49,54 +48,4 @@ fn the_core_names_no_io_outside_the_fuzz_bodies() {
         lib.contains("#[cfg(feature = \"fuzzing\")]\npub mod fuzzing;"),
         "the fuzz bodies must be behind the `fuzzing` feature"
     );
-}
-
-fn tree(edges: &str, package: &str) -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let out = Command::new(env!("CARGO"))
-        .current_dir(&root)
-        .args([
-            "tree",
-            "--workspace",
-            "--offline",
-            "--locked",
-            "-e",
-            edges,
-            "-e",
-            "features",
-            "-i",
-            package,
-        ])
-        .output()
-        .expect("cargo runs");
-    assert!(
-        out.status.success(),
-        "cargo tree failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-#[test]
-fn normal_builds_never_enable_the_fuzz_bodies() {
-    for package in [
-        "loom-protocol",
-        "loom-plsp",
-        "loom-process",
-        "loom-node",
-        "loom-conformance",
-    ] {
-        let normal = tree("normal,build", package);
-        assert!(normal.contains(package), "{normal}");
-        let feature = format!("{package} feature \"fuzzing\"");
-        assert!(
-            !normal.contains(&feature),
-            "a normal dependency turns on {package}/fuzzing:\n{normal}"
-        );
-        let with_dev = tree("normal,build,dev", package);
-        assert!(
-            with_dev.contains(&feature),
-            "{package}'s own tests should turn fuzzing on (the check must be able to fail):\n{with_dev}"
-        );
-    }
 }
