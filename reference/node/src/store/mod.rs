@@ -120,6 +120,37 @@ pub struct Store {
     readers: Mutex<Vec<Connection>>,
     /// The read side of authentication (tokens, identities and their keys).
     pub cache: cache::AuthCache,
+    /// The exclusive lock on the data directory (`loom.lock`) while this store is open for
+    /// writing: a second writer (another node, `node-key rotate`) on the same directory would
+    /// keep its own caches of what this one changes (issue 36, item 4).
+    _lock: Option<std::fs::File>,
+}
+
+/// The file whose exclusive lock marks a data directory in use by a writer.
+pub const LOCK_FILE: &str = "loom.lock";
+
+/// Takes the exclusive lock on `dir`'s [`LOCK_FILE`], held until the returned file is dropped
+/// (the operating system releases it when the process ends, however it ends).
+fn lock_data_dir(dir: &std::path::Path) -> Result<std::fs::File, StoreError> {
+    let path = dir.join(LOCK_FILE);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| StoreError(format!("cannot open {}: {e}", path.display())))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError(format!(
+            "the data directory {} is in use by another node (it holds the lock on {}); stop \
+             that node first, or give this one its own --data directory",
+            dir.display(),
+            path.display()
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(StoreError(format!("cannot lock {}: {e}", path.display())))
+        }
+    }
 }
 
 /// A write transaction on the writer connection ([`Store::begin`]): `COMMIT` on
@@ -219,6 +250,7 @@ impl std::error::Error for StoreError {}
 impl Store {
     /// Opens (creating if needed) and migrates the store.
     pub fn open(storage: &Storage) -> Result<Store, StoreError> {
+        let mut lock = None;
         let conn = match storage {
             Storage::Memory => Connection::open_in_memory(),
             Storage::Dir(dir) => {
@@ -228,6 +260,7 @@ impl Store {
                         dir.display()
                     ))
                 })?;
+                lock = Some(lock_data_dir(dir)?);
                 // The writer gathers its WAL writes (`wal_vfs`); `prepare` sets the
                 // `synchronous = FULL` that VFS relies on.
                 wal_vfs::register().map_err(StoreError)?;
@@ -249,6 +282,7 @@ impl Store {
             },
             readers: Mutex::new(Vec::new()),
             cache: cache::AuthCache::default(),
+            _lock: lock,
         })
     }
 
@@ -265,6 +299,8 @@ impl Store {
             path: None,
             readers: Mutex::new(Vec::new()),
             cache: cache::AuthCache::default(),
+            // Read-only: `audit verify` may run beside the node that writes.
+            _lock: None,
         })
     }
 

@@ -331,3 +331,53 @@ async fn node_key_rotate_retires_the_active_key_and_keeps_it() {
     assert!(!missing.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// One data directory, one writer (issue 36, item 4): a second node on a directory a running
+/// node holds exits with an error naming the directory and the lock, and so does a key rotation;
+/// once the first node stopped, the directory is free again.
+#[test]
+fn a_second_node_on_one_data_directory_is_refused() {
+    let dir = temp_dir("locked");
+    let data = dir.to_str().unwrap();
+    let args = [
+        "--data",
+        data,
+        "--listen",
+        "127.0.0.1:0",
+        "--domain",
+        "example.test",
+        "--seed",
+        "1",
+    ];
+    let (mut first, _, _) = spawn_node(&args);
+    let mut second = Command::new(BIN)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let Some(status) = wait_exit(&mut second) else {
+        let _ = second.kill();
+        let _ = first.kill();
+        panic!("a second node started on a data directory another node holds");
+    };
+    let mut err = String::new();
+    let _ = std::io::Read::read_to_string(&mut second.stderr.take().unwrap(), &mut err);
+    assert!(!status.success(), "{status}");
+    assert!(
+        err.contains("in use by another node") && err.contains("loom.lock"),
+        "{err}"
+    );
+    let rotate = run(&["node-key", "rotate", "--data", data]);
+    assert_ne!(rotate.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&rotate.stderr).contains("in use by another node"),
+        "{rotate:?}"
+    );
+    let _ = first.kill();
+    let _ = first.wait();
+    let (mut again, _, _) = spawn_node(&args);
+    let _ = again.kill();
+    let _ = again.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}
