@@ -423,6 +423,9 @@ async fn handle(
     hygiene: Arc<Hygiene>,
 ) -> Result<Response<Body>, Infallible> {
     let limits = &hygiene.limits;
+    if let Some(e) = framing_error(&req) {
+        return Ok((hygiene.refusal)(e));
+    }
     let slow = Arc::new(AtomicBool::new(false));
     req.extensions_mut().insert(ConnectInfo(peer));
     let req = req.map(|b| {
@@ -456,6 +459,29 @@ async fn handle(
             _responding: responding,
         })
     }))
+}
+
+/// A request whose framing the HTTP RFCs forbid, refused before any route sees it (issue 36,
+/// item 9): an HTTP/1.1 request without `Host` (RFC 9112 §3.2: "A server MUST respond with a
+/// 400 (Bad Request) status code to any HTTP/1.1 request message that lacks a Host header
+/// field"), and more than one `Authorization` field line (RFC 9110 §5.3: a singleton field;
+/// which credentials to use would be a guess).
+fn framing_error<B>(req: &Request<B>) -> Option<ApiError> {
+    if req.version() == axum::http::Version::HTTP_11 && !req.headers().contains_key(header::HOST) {
+        return Some(ApiError::bad_request(
+            "Host",
+            "an HTTP/1.1 request must carry a Host header",
+            "RFC 9112 §3.2",
+        ));
+    }
+    if req.headers().get_all(header::AUTHORIZATION).iter().count() > 1 {
+        return Some(ApiError::bad_request(
+            "Authorization",
+            "more than one Authorization header: send one set of credentials",
+            "RFC 9110 §5.3, §11.6.2; v1.1 §14.2",
+        ));
+    }
+    None
 }
 
 /// The request-body error of [`MinRate`].

@@ -170,3 +170,50 @@ async fn hostile_tls_handshakes_do_not_take_the_server_down() {
     );
     drop(hanging);
 }
+
+/// Framing the HTTP RFCs forbid is refused before any route (issue 36, item 9): HTTP/1.1
+/// without `Host` is 400 (RFC 9112 §3.2), two `Authorization` headers are 400 naming the field
+/// (RFC 9110 §5.3); the same requests framed properly are answered normally.
+#[tokio::test]
+async fn forbidden_framing_is_refused_with_400() {
+    let (addr, _stop, _) = start(None).await;
+    let answer = |out: Vec<u8>| String::from_utf8_lossy(&out).into_owned();
+    let no_host = answer(
+        poke(
+            addr,
+            b"GET /.well-known/loom.json HTTP/1.1\r\nConnection: close\r\n\r\n",
+        )
+        .await,
+    );
+    assert!(
+        no_host.starts_with("HTTP/1.1 400") && no_host.contains("\"Host\""),
+        "{no_host}"
+    );
+    let two_auth = answer(
+        poke(
+            addr,
+            b"GET /v1/threads HTTP/1.1\r\nHost: node.test\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\nConnection: close\r\n\r\n",
+        )
+        .await,
+    );
+    assert!(
+        two_auth.starts_with("HTTP/1.1 400") && two_auth.contains("\"Authorization\""),
+        "{two_auth}"
+    );
+    // Controls: with a Host, and with one (bogus) Authorization header.
+    assert_eq!(discovery_status(addr).await, "HTTP/1.1 200 OK");
+    let one_auth = answer(
+        poke(
+            addr,
+            b"GET /v1/threads HTTP/1.1\r\nHost: node.test\r\nAuthorization: Bearer a\r\nConnection: close\r\n\r\n",
+        )
+        .await,
+    );
+    assert!(one_auth.starts_with("HTTP/1.1 401"), "{one_auth}");
+    // HTTP/1.0 does not require Host.
+    let old = answer(poke(addr, b"GET /.well-known/loom.json HTTP/1.0\r\n\r\n").await);
+    assert!(
+        old.starts_with("HTTP/1.0 200") || old.starts_with("HTTP/1.1 200"),
+        "{old}"
+    );
+}
