@@ -65,20 +65,30 @@ pub(super) fn json_content_type(
 }
 
 /// The body, read up to `limit` bytes: `PAYLOAD_TOO_LARGE` naming `what` and `section` beyond.
+/// A body whose declared length (`Content-Length`) is already over the limit is refused before
+/// a byte of it is read, so a client that sent `Expect: 100-continue` gets the 413 instead of
+/// `100 Continue` (RFC 9110 §10.1.1; issue 36, item 9).
 pub(super) async fn bounded_body(
     body: axum::body::Body,
     limit: usize,
     what: &str,
     section: &'static str,
 ) -> Result<Bytes, ApiError> {
-    axum::body::to_bytes(body, limit).await.map_err(|_| {
+    use axum::body::HttpBody as _;
+    let too_large = || {
         ApiError::new(
             loom_protocol::ErrorCode::PayloadTooLarge,
             "$body",
             format!("{what} exceeds {limit} bytes"),
             section,
         )
-    })
+    };
+    if body.size_hint().lower() > u64::try_from(limit).unwrap_or(u64::MAX) {
+        return Err(too_large());
+    }
+    axum::body::to_bytes(body, limit)
+        .await
+        .map_err(|_| too_large())
 }
 
 impl StrictJson {
