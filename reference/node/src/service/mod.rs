@@ -146,6 +146,7 @@ impl Service {
             tick: tokio::sync::Mutex::new(()),
             last_purge_ms: std::sync::atomic::AtomicI64::new(i64::MIN),
             discovery_failures: std::sync::Mutex::new(std::collections::BTreeMap::new()),
+            fetch_gates: std::sync::Mutex::new(std::collections::BTreeMap::new()),
             discover: Self::dns_discover(&config, &env)?,
         };
         let service = Service {

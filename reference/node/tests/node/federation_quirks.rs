@@ -781,3 +781,24 @@ async fn no_refetch_on_signature_failure() {
         }
     }
 }
+
+/// Concurrent deliveries that each need the peer's document again cost one fetch, not one
+/// each (issue 36, item 5: single-flight per peer): js.test rotates its node key under the same
+/// key id, and eight deliveries signed with the new key arrive at once.
+#[tokio::test]
+async fn concurrent_refetches_of_one_peer_are_one_fetch() {
+    let w = with_defacto(quirks(None)).await;
+    w.deliver_from_js(w.carol_message()).await.expect(202);
+    assert_eq!(w.js.document_fetches(), 1);
+    w.js.rotate_node_key_same_id(2);
+    w.a.clock.advance_ms(HOUR_MS);
+    let m: Vec<_> = (0..8)
+        .map(|_| w.js.delivery(vec![w.carol_message()]))
+        .collect();
+    let d = |i: usize| w.a.deliver(&m[i].0, m[i].1.clone());
+    let all = tokio::join!(d(0), d(1), d(2), d(3), d(4), d(5), d(6), d(7));
+    for r in [all.0, all.1, all.2, all.3, all.4, all.5, all.6, all.7] {
+        assert_eq!(r.status.as_u16(), 202, "{}", r.body);
+    }
+    assert_eq!(w.js.document_fetches(), 2, "one re-fetch for all eight");
+}

@@ -72,10 +72,16 @@ pub struct Federation {
     /// cannot make this node fetch `https://{name}/…` per request. Bounded by
     /// [`MAX_DISCOVERY_FAILURES`] (cleared when full).
     pub(crate) discovery_failures: std::sync::Mutex<BTreeMap<String, i64>>,
+    /// Per node name, the gate its document fetches go through, holding the last fetch's
+    /// result for the requests that waited on it ([`Service::fetch_peer`]: single-flight).
+    pub(crate) fetch_gates: std::sync::Mutex<BTreeMap<String, PeerFetchGate>>,
     /// Optional DNS SRV/TXT discovery (v1.1 §15.1, `federation.dns_server`); see
     /// [`crate::discover`].
     pub(crate) discover: Option<std::sync::Arc<dyn crate::discover::Discover>>,
 }
+
+/// One node's fetch gate: the last fetch's result, behind the lock fetches take turns on.
+pub(crate) type PeerFetchGate = std::sync::Arc<tokio::sync::Mutex<Option<ApiResult<Peer>>>>;
 
 /// Most node names remembered in [`Federation::discovery_failures`].
 pub const MAX_DISCOVERY_FAILURES: usize = 10_000;

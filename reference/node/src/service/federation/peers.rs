@@ -103,7 +103,37 @@ impl Service {
     /// SRV/TXT records point, if it has any ([`Service::dns_document_urls`]); when they name
     /// several SRV targets, each is tried in RFC 2782 order until one serves an
     /// authenticated document, and the refusal names what every target answered.
+    ///
+    /// Single-flight per node (issue 36, item 5): a request that finds a fetch of the same
+    /// node under way waits for it and takes its result instead of fetching again, so many
+    /// concurrent requests naming an unknown key cost one fetch, not one each.
     pub async fn fetch_peer(&self, node: &str) -> ApiResult<Peer> {
+        let gate = self.fetch_gate(node);
+        let busy = gate.try_lock().is_err();
+        let mut last = gate.lock().await;
+        if busy && let Some(r) = last.as_ref() {
+            return r.clone();
+        }
+        let r = self.fetch_peer_now(node).await;
+        *last = Some(r.clone());
+        r
+    }
+
+    /// The gate of `node`'s document fetches (one map entry per node name; the map is
+    /// cleared of idle gates when it reaches [`MAX_DISCOVERY_FAILURES`] entries).
+    fn fetch_gate(&self, node: &str) -> super::PeerFetchGate {
+        let mut gates = self
+            .fed
+            .fetch_gates
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if gates.len() >= MAX_DISCOVERY_FAILURES {
+            gates.retain(|_, g| std::sync::Arc::strong_count(g) > 1);
+        }
+        gates.entry(node.to_ascii_lowercase()).or_default().clone()
+    }
+
+    async fn fetch_peer_now(&self, node: &str) -> ApiResult<Peer> {
         let configured = self
             .peer_base(node)
             .map(|b| b.trim_end_matches('/').to_owned());
