@@ -26,13 +26,21 @@ impl FromRequest<AppState> for StrictJson {
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
         json_content_type(req.headers(), state)?;
+        let waiting = expects_continue(req.headers());
         let dev = &state.settings().http;
         let limit = if dev.ignore_body_limit {
             usize::MAX
         } else {
             state.config.limits.max_body_bytes
         };
-        let body = bounded_body(req.into_body(), limit, "request body", "v1.1 §24.2").await?;
+        let body = bounded_body(
+            req.into_body(),
+            waiting,
+            limit,
+            "request body",
+            "v1.1 §24.2",
+        )
+        .await?;
         let (value, body) = dev.json.read(body).map_err(|e| {
             ApiError::bad_request("$body", format!("malformed JSON: {e}"), "v1.1 §7.2, §14.1")
         })?;
@@ -64,12 +72,23 @@ pub(super) fn json_content_type(
     .with_status(415))
 }
 
+/// Whether the client waits for `100 Continue` before it sends the body (RFC 9110 §10.1.1).
+pub(super) fn expects_continue(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get(header::EXPECT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("100-continue"))
+}
+
 /// The body, read up to `limit` bytes: `PAYLOAD_TOO_LARGE` naming `what` and `section` beyond.
-/// A body whose declared length (`Content-Length`) is already over the limit is refused before
-/// a byte of it is read, so a client that sent `Expect: 100-continue` gets the 413 instead of
-/// `100 Continue` (RFC 9110 §10.1.1; issue 36, item 9).
+/// When the client waits for `100 Continue` (`waiting`) and the declared length
+/// (`Content-Length`) is already over the limit, the 413 goes out before it sends a byte
+/// (RFC 9110 §10.1.1; issue 36, item 9). A client that is sending its body anyway is read up
+/// to the limit first, as before: answering while it still writes would cut it off mid-body,
+/// and many clients then never read the answer.
 pub(super) async fn bounded_body(
     body: axum::body::Body,
+    waiting: bool,
     limit: usize,
     what: &str,
     section: &'static str,
@@ -83,7 +102,7 @@ pub(super) async fn bounded_body(
             section,
         )
     };
-    if body.size_hint().lower() > u64::try_from(limit).unwrap_or(u64::MAX) {
+    if waiting && body.size_hint().lower() > u64::try_from(limit).unwrap_or(u64::MAX) {
         return Err(too_large());
     }
     axum::body::to_bytes(body, limit)

@@ -3,7 +3,7 @@
 //! its exact bytes — up to `federation.max_wrapper_bytes` (sized for a full wrapper of 100
 //! envelopes), while every other route keeps `limits.max_body_bytes`.
 
-use super::extract::{bounded_body, json_content_type};
+use super::extract::{bounded_body, expects_continue, json_content_type};
 use super::{AppState, json_response};
 use crate::error::ApiError;
 use axum::Router;
@@ -22,7 +22,8 @@ async fn deliver(State(s): State<AppState>, req: Request) -> Result<Response, Ap
     let (parts, body) = req.into_parts();
     json_content_type(&parts.headers, &s)?;
     let limit = s.config.federation.max_wrapper_bytes;
-    let bytes = bounded_body(body, limit, "delivery body", "v1.1 §15.4, §24.2").await?;
+    let waiting = expects_continue(&parts.headers);
+    let bytes = bounded_body(body, waiting, limit, "delivery body", "v1.1 §15.4, §24.2").await?;
     let headers: Vec<(String, String)> = parts
         .headers
         .iter()
