@@ -217,7 +217,7 @@ impl Service {
         }
     }
 
-    pub(super) fn put_remote_identity(
+    fn put_remote_identity(
         &self,
         id: &str,
         node: &str,

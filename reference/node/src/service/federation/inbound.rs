@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 
 /// Probes the store's nonce cache without recording: the nonce is recorded only once the
 /// whole request passed (module docs, step 5).
-pub(super) struct StoreNonces<'a> {
+struct StoreNonces<'a> {
     svc: &'a Service,
     fresh: Option<(String, String)>,
 }
@@ -51,7 +51,7 @@ impl NonceCache for StoreNonces<'_> {
 /// [`crate::quirks::Quirk::IgnoreDeliveredLock`]: acceptance decides on an empty
 /// `thread.update@v1` (no change to the thread) in place of a delivered `thread.lock@v1`;
 /// the stored envelope is still the signed lock.
-pub(super) fn ignore_lock(facts: &mut loom_protocol::accept::Facts) {
+fn ignore_lock(facts: &mut loom_protocol::accept::Facts) {
     if facts.kind == "thread_op"
         && let Some(s) = facts.structured.as_mut()
         && s.intent == "thread.lock@v1"
@@ -65,7 +65,7 @@ pub(super) fn ignore_lock(facts: &mut loom_protocol::accept::Facts) {
 /// sender (`from.key_id`, v1.1 §7.3), every delegator of `from.delegation_chain` (the
 /// link's `key_id`, §13.3 step 2) and the issuer of a presented capability token (its
 /// `signature.key_id`, §12.4). Unparsable entries are left to acceptance to refuse.
-pub(super) fn signers(env: &Value) -> Vec<(Address, String)> {
+fn signers(env: &Value) -> Vec<(Address, String)> {
     let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_owned();
     let mut out = Vec::new();
     if let Some(a) = env
@@ -94,7 +94,7 @@ pub(super) fn signers(env: &Value) -> Vec<(Address, String)> {
 /// The `reject-old-envelopes` quirk: refuses `env` when its `created_at` is more than the
 /// §15.5 freshness window before `now`. A correct node never calls this: §15.5 bounds the
 /// request and wrapper timestamps only, a queued envelope may be days old.
-pub(super) fn refuse_old_envelope(env: &Value, now: Timestamp) -> Result<(), ProtocolError> {
+fn refuse_old_envelope(env: &Value, now: Timestamp) -> Result<(), ProtocolError> {
     let created = env
         .get("created_at")
         .and_then(Value::as_str)
@@ -198,7 +198,7 @@ impl Service {
 
     /// Steps 1–6 of `loom_protocol::federation::check_delivery` with the peer `keys` known
     /// now; the nonce is probed, not recorded (module docs), and handed back for recording.
-    pub(super) fn check_signed_delivery(
+    fn check_signed_delivery(
         &self,
         req: &RequestParts<'_>,
         headers: &SignedHeaders,
@@ -238,14 +238,14 @@ impl Service {
     /// active (a signature error is only reached with such a key) may trigger a re-fetch of that document: not one fetched just now, at most once per
     /// `federation.refetch_min_interval_ms` per peer, and not within that interval of a
     /// failed fetch (so forged requests cannot make this node fetch per request).
-    pub(super) fn may_refetch_after_bad_signature(&self, node: &str, peer: &Peer) -> bool {
+    fn may_refetch_after_bad_signature(&self, node: &str, peer: &Peer) -> bool {
         !self.settings.federation.no_refetch_on_signature_failure
             && peer.fetched_at != Some(self.env.now())
             && self.may_refetch(peer.fetched_at)
             && self.may_discover(node)
     }
 
-    pub(super) async fn accept_delivery(
+    async fn accept_delivery(
         &self,
         checked: loom_protocol::federation::CheckedDelivery,
         now: Timestamp,
@@ -383,7 +383,7 @@ impl Service {
         self.receipt_answer(&checked.wrapper.delivery_id, &node, outcomes, total, now)
     }
 
-    pub(super) fn record_nonce(&self, node: &str, nonce: &str, now: Timestamp) -> ApiResult<bool> {
+    fn record_nonce(&self, node: &str, nonce: &str, now: Timestamp) -> ApiResult<bool> {
         let cutoff = now.unix_ms().saturating_sub(NONCE_TTL_MS);
         let tx = self.store.begin()?;
         let recorded = fed_store::record_nonce(&tx, node, nonce, now.unix_ms(), cutoff)?;
@@ -391,12 +391,7 @@ impl Service {
         Ok(recorded)
     }
 
-    pub(super) fn quarantine(
-        &self,
-        facts: &Facts,
-        envelope: &Value,
-        node: &str,
-    ) -> Result<(), ApiError> {
+    fn quarantine(&self, facts: &Facts, envelope: &Value, node: &str) -> Result<(), ApiError> {
         let tx = self.store.begin()?;
         fed_store::quarantine(
             &tx,

@@ -5,7 +5,7 @@ use super::{MAX_DISCOVERY_FAILURES, Peer};
 use crate::error::{ApiError, ApiResult};
 use crate::outbound::TransportError;
 use crate::service::Service;
-use crate::store::federation::{self as fed_store};
+use crate::store::federation as fed_store;
 use loom_protocol::federation::node_document::{
     KeyLookup, configured_document_url, discovery_url, read_node_document, should_refetch_after,
     url_origin,
@@ -31,7 +31,7 @@ pub(super) fn with_fetch_error(mut e: ApiError, fetch: Option<&ApiError>) -> Api
     e
 }
 
-pub(super) fn transport_error(what: &str, e: &TransportError) -> ApiError {
+fn transport_error(what: &str, e: &TransportError) -> ApiError {
     ApiError::new(
         ErrorCode::NodeUnreachable,
         "X-LOOM-Node",
@@ -45,7 +45,7 @@ pub(super) fn transport_error(what: &str, e: &TransportError) -> ApiError {
 /// document names it under the same path prefix, e.g. `http://127.0.0.1:P/peer/7/v1/…` for
 /// the base `http://127.0.0.1:P/peer/7`) is used as it is: rebasing it would apply the
 /// prefix twice.
-pub(super) fn rebase(url: &str, base: Option<&str>) -> String {
+fn rebase(url: &str, base: Option<&str>) -> String {
     let Some(b) = base.map(|b| b.trim_end_matches('/')) else {
         return url.to_owned();
     };
@@ -64,7 +64,7 @@ pub(super) fn rebase(url: &str, base: Option<&str>) -> String {
 
 impl Service {
     /// The configured base URL of `node`, if it is a static peer.
-    pub(super) fn peer_base(&self, node: &str) -> Option<&str> {
+    fn peer_base(&self, node: &str) -> Option<&str> {
         self.config
             .federation
             .peers
@@ -202,7 +202,7 @@ impl Service {
 
     /// GETs the node document of `node` at `url` and authenticates it for `node` (§15.2,
     /// §15.3); nothing is stored.
-    pub(super) async fn fetch_node_document(
+    async fn fetch_node_document(
         &self,
         node: &str,
         url: &str,
@@ -305,7 +305,7 @@ impl Service {
         should_refetch_after(last, self.env.now(), min)
     }
 
-    pub(super) fn put_node_document(&self, node: &str, doc: &Value) -> ApiResult<()> {
+    fn put_node_document(&self, node: &str, doc: &Value) -> ApiResult<()> {
         let tx = self.store.begin()?;
         fed_store::put_node_document(&tx, node, doc, &self.env.now().to_rfc3339())?;
         tx.commit()?;
