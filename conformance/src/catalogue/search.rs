@@ -15,6 +15,15 @@ fn token(cx: &mut Ctx) -> String {
 
 /// `GET /v1/search?q=…` as `who`; returns the body.
 async fn search(cx: &mut Ctx, who: &Ident, q: &str) -> Result<Value, Finding> {
+    let i = cx
+        .net
+        .get(&format!("/v1/search?q={}", encode(q)), &who.token)
+        .await?;
+    cx.net.ok_body(i)
+}
+
+/// `q` percent-encoded for a query string (RFC 3986 unreserved characters kept).
+fn encode(q: &str) -> String {
     let mut enc = String::new();
     for b in q.bytes() {
         if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
@@ -23,11 +32,7 @@ async fn search(cx: &mut Ctx, who: &Ident, q: &str) -> Result<Value, Finding> {
             enc.push_str(&format!("%{b:02X}"));
         }
     }
-    let i = cx
-        .net
-        .get(&format!("/v1/search?q={enc}"), &who.token)
-        .await?;
-    cx.net.ok_body(i)
+    enc
 }
 
 /// How a search can ask for an intent: the full-text `q`, or a structured `intent` filter
@@ -127,7 +132,7 @@ async fn intent(cx: &mut Ctx) -> Verdict {
         let i = cx
             .net
             .get(
-                &format!("/v1/search?{param}={}", intent.replace('@', "%40")),
+                &format!("/v1/search?{param}={}", encode(&intent)),
                 &bob.token,
             )
             .await?;
