@@ -218,7 +218,14 @@ async fn run_against(
     let fed = crate::peer::Federation::embedded(&mut config, cfg.seed, clock.clone())
         .await
         .map_err(|e| SetupError(format!("the fake federation peers: {e}")))?;
-    let node = start_embedded(quirks, clock.clone(), cfg.seed, config, Transport::Tls).await?;
+    let node = start_embedded(
+        crate::target::quirk_rules(quirks),
+        clock.clone(),
+        cfg.seed,
+        config,
+        Transport::Tls,
+    )
+    .await?;
     let mut info = probe_embedded(&node).await?;
     info.federation = Some(fed);
     let info = Arc::new(info);

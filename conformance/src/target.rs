@@ -424,15 +424,31 @@ pub enum Transport {
     Plain,
 }
 
-/// Starts the reference node (with `quirks`, for the self-test) on 127.0.0.1:0.
+/// The rules of the reference node: the specification ([`loom_node::rules::Spec`]), or a
+/// self-test's quirks ([`loom_node::Node`]'s seam).
+pub type NodeRules = Arc<dyn loom_node::rules::NodeRules>;
+
+/// The reference node as specified.
+pub fn spec_rules() -> NodeRules {
+    Arc::new(loom_node::rules::Spec)
+}
+
+/// The reference node with `quirks` (the self-test).
+#[cfg(feature = "selftest")]
+pub fn quirk_rules(quirks: loom_node::Quirks) -> NodeRules {
+    Arc::new(loom_node::quirks::QuirkNode::new(quirks))
+}
+
+/// Starts the reference node (with `rules`: [`spec_rules`], or a self-test's quirks) on
+/// 127.0.0.1:0.
 pub async fn start_embedded(
-    quirks: loom_node::Quirks,
+    rules: NodeRules,
     clock: Arc<dyn Clock>,
     seed: u64,
     config: loom_node::NodeConfig,
     transport: Transport,
 ) -> Result<Embedded, SetupError> {
-    let prepared = prepare(quirks, clock, seed, config, transport).await?;
+    let prepared = prepare(rules, clock, seed, config, transport).await?;
     Ok(prepared.spawn(|node, listener, tls, stopped| async move {
         let _ = node.serve(listener, tls, stopped).await;
     }))
@@ -448,7 +464,7 @@ pub async fn start_embedded_wrapped(
     transport: Transport,
     wrap: impl FnOnce(axum::Router) -> axum::Router + Send + 'static,
 ) -> Result<Embedded, SetupError> {
-    let prepared = prepare(loom_node::Quirks::none(), clock, seed, config, transport).await?;
+    let prepared = prepare(spec_rules(), clock, seed, config, transport).await?;
     Ok(prepared.spawn(|node, listener, tls, stopped| async move {
         // `Node::serve` runs the federation outbox worker beside the router; the wrapped
         // router needs it too (v1.1 §15.6 store-and-forward).
@@ -500,9 +516,9 @@ impl Prepared {
     }
 }
 
-/// Builds the node (in-memory store, `quirks`), its TLS material and a loopback listener.
+/// Builds the node (in-memory store, `rules`), its TLS material and a loopback listener.
 async fn prepare(
-    quirks: loom_node::Quirks,
+    rules: NodeRules,
     clock: Arc<dyn Clock>,
     seed: u64,
     mut config: loom_node::NodeConfig,
@@ -513,10 +529,10 @@ async fn prepare(
             // The node document then advertises https/wss URLs (v1.1 §14.1, §15.2).
             config.tls = Some(loom_node::config::TlsSettings::SelfSigned);
             Some(
-                loom_node::tls::server_tls_with_quirks(
+                loom_node::tls::server_tls_with(
                     &loom_node::config::TlsSettings::SelfSigned,
                     &config.domain,
-                    &quirks,
+                    &*rules,
                 )
                 .map_err(|e| {
                     SetupError(format!("cannot make the embedded node's certificate: {e}"))
@@ -534,7 +550,7 @@ async fn prepare(
     };
     let env = loom_node::Env::new(clock, seed);
     let node = loom_node::Node::builder(config, env)
-        .quirks(quirks)
+        .rules(rules)
         .build()
         .map_err(|e| SetupError(format!("cannot start the embedded node: {e}")))?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

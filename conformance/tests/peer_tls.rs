@@ -306,9 +306,15 @@ async fn run_embedded(
         .await
         .expect("the peers start");
     tweak(&mut config);
-    let node = target::start_embedded(quirks, clock.clone(), 21, config, Transport::Tls)
-        .await
-        .expect("the node starts");
+    let node = target::start_embedded(
+        target::quirk_rules(quirks),
+        clock.clone(),
+        21,
+        config,
+        Transport::Tls,
+    )
+    .await
+    .expect("the node starts");
     let mut info = target::probe_embedded(&node).await.expect("probes");
     info.federation = Some(fed);
     let cfg = RunConfig {

@@ -6,10 +6,9 @@ use loom_client::{Client, Identity};
 use loom_conformance::profile::Profile;
 use loom_conformance::runner::{RunConfig, run_all};
 use loom_conformance::target::{
-    EMBEDDED_DOMAIN, Transport, embedded_config, probe, start_embedded,
+    EMBEDDED_DOMAIN, Transport, embedded_config, probe, spec_rules, start_embedded,
 };
 use loom_conformance::{Case, Outcome, catalogue};
-use loom_node::Quirks;
 use loom_protocol::clock::{Clock, SystemClock};
 use std::fmt::Write;
 use std::sync::Arc;
@@ -64,7 +63,7 @@ async fn a_pool_profile_logs_in_its_identities_and_registers_nothing() {
     let mut config = embedded_config();
     // Every case shares the pool, so a per-identity envelope limit would throttle the run.
     config.rate_limits.envelopes_per_identity = 0;
-    let node = start_embedded(Quirks::none(), clock.clone(), 7, config, Transport::Plain)
+    let node = start_embedded(spec_rules(), clock.clone(), 7, config, Transport::Plain)
         .await
         .expect("node starts");
     let profile = provision(&node.url, 6, 12).await;
@@ -106,7 +105,7 @@ async fn a_pool_profile_logs_in_its_identities_and_registers_nothing() {
 async fn a_pool_too_small_for_a_case_is_a_setup_error_naming_the_fix() {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let node = start_embedded(
-        Quirks::none(),
+        spec_rules(),
         clock.clone(),
         8,
         embedded_config(),

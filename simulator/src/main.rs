@@ -79,22 +79,25 @@ enum Cmd {
     List,
 }
 
-fn quirks(names: &[String]) -> Result<loom_node::Quirks, String> {
-    #[allow(unused_mut)]
+#[cfg(feature = "quirks")]
+fn quirks(names: &[String]) -> Result<loom_sim::world::NodeRules, String> {
     let mut q = loom_node::Quirks::none();
     for n in names {
         let quirk = loom_node::Quirk::parse(n).ok_or_else(|| format!("unknown quirk {n:?}"))?;
-        #[cfg(feature = "quirks")]
-        {
-            q = q.with(quirk);
-        }
-        #[cfg(not(feature = "quirks"))]
-        {
-            let _ = quirk;
-            return Err("--quirk needs a build with the `quirks` feature (cargo run -p loom-sim --features quirks)".into());
-        }
+        q = q.with(quirk);
     }
-    Ok(q)
+    Ok(q.into())
+}
+
+#[cfg(not(feature = "quirks"))]
+fn quirks(names: &[String]) -> Result<loom_sim::world::NodeRules, String> {
+    if names.is_empty() {
+        return Ok(loom_sim::world::NodeRules::default());
+    }
+    Err(
+        "--quirk needs a build with the `quirks` feature (cargo run -p loom-sim --features quirks)"
+            .into(),
+    )
 }
 
 fn main() -> ExitCode {
@@ -126,7 +129,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
         } => {
             let s = Scenario::load(&scenario)?;
             let opts = RunOptions {
-                quirks: quirks(&quirk)?,
+                rules: quirks(&quirk)?,
                 keep_trace: trace.is_some(),
                 ..RunOptions::default()
             };
@@ -185,7 +188,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
         } => {
             let s = Scenario::load(&scenario)?;
             let opts = RunOptions {
-                quirks: quirks(&quirk)?,
+                rules: quirks(&quirk)?,
                 ..RunOptions::default()
             };
             let started = Instant::now();
@@ -237,7 +240,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             let shard = shard.as_deref().map(Shard::parse).transpose()?;
             let list = seeds(parse_range(&range)?, shard);
             let opts = RunOptions {
-                quirks: quirks(&quirk)?,
+                rules: quirks(&quirk)?,
                 keep_trace: false,
                 ..RunOptions::default()
             };

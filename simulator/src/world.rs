@@ -18,7 +18,7 @@ use crate::scenario::Scenario;
 use crate::trace::{Shared, Violation, trace_hash};
 use crate::workload::{ClientPlan, PORT, run_client, run_replayer};
 use loom_node::config::{FederationConfig, RateLimits};
-use loom_node::{Env, Node, NodeConfig, Quirks, Storage};
+use loom_node::{Env, Node, NodeConfig, Storage};
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -26,11 +26,35 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+/// The rules the nodes run: the specification, or deliberate defects (`From<Quirks>`, with
+/// the `quirks` feature).
+#[derive(Clone)]
+pub struct NodeRules(pub Arc<dyn loom_node::rules::NodeRules>);
+
+impl Default for NodeRules {
+    fn default() -> Self {
+        NodeRules(Arc::new(loom_node::rules::Spec))
+    }
+}
+
+impl std::fmt::Debug for NodeRules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("NodeRules").field(&self.0.names()).finish()
+    }
+}
+
+#[cfg(feature = "quirks")]
+impl From<loom_node::Quirks> for NodeRules {
+    fn from(quirks: loom_node::Quirks) -> Self {
+        NodeRules(Arc::new(loom_node::quirks::QuirkNode::new(quirks)))
+    }
+}
+
 /// How a run is made.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
-    /// Deliberate node defects (only with the `quirks` feature).
-    pub quirks: Quirks,
+    /// The rules the nodes run (deliberate defects only with the `quirks` feature).
+    pub rules: NodeRules,
     /// Keep the full trace in the report (otherwise only its hash and length).
     pub keep_trace: bool,
     /// Run this fault schedule instead of the one the seed draws (`loom-sim shrink`).
@@ -96,15 +120,6 @@ pub fn replay_command(scenario: &str, seed: u64, quirks: &[String]) -> String {
             " --features quirks"
         }
     )
-}
-
-/// The names of the quirks in `quirks`, in `Quirk::ALL` order.
-pub fn quirk_names(quirks: &Quirks) -> Vec<String> {
-    loom_node::Quirk::ALL
-        .into_iter()
-        .filter(|q| quirks.has(*q))
-        .map(loom_node::Quirk::name)
-        .collect()
 }
 
 static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -176,7 +191,7 @@ struct NodeHostSpec {
     topology: Arc<RwLock<Topology>>,
     /// Every node's base URL by domain (filled in once all hosts are placed).
     peers: Arc<RwLock<BTreeMap<String, String>>>,
-    quirks: Quirks,
+    rules: NodeRules,
     /// Boots so far (each draws fresh randomness, as a real start-up would).
     boots: Arc<AtomicU64>,
 }
@@ -208,7 +223,7 @@ impl NodeHostSpec {
             topology: self.topology,
         };
         let node = Node::builder(config, env)
-            .quirks(self.quirks)
+            .rules(self.rules.0)
             .dial(Arc::new(dial))
             .build()?;
         self.shared
@@ -252,7 +267,7 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
             shared: shared.clone(),
             topology: topology.clone(),
             peers: peers_of.clone(),
-            quirks: opts.quirks.clone(),
+            rules: opts.rules.clone(),
             boots: Arc::new(AtomicU64::new(0)),
         };
         sim.host(domain.as_str(), move || spec.clone().boot());
@@ -482,7 +497,7 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
         steps,
         acknowledged: rec.acks.len(),
         scenario_ref: scenario.reference().to_owned(),
-        quirks: quirk_names(&opts.quirks),
+        quirks: opts.rules.0.names(),
         custom_schedule: opts.schedule.is_some(),
     })
 }

@@ -153,7 +153,7 @@ fn capabilities_and_delegations_are_used_and_accepted() {
 /// Sweeps seeds `0..within` against a node with `quirk` and returns the first failing run.
 fn first_violation(s: &Scenario, quirk: Quirk, within: u64) -> Option<RunReport> {
     let opts = RunOptions {
-        quirks: Quirks::none().with(quirk),
+        rules: Quirks::none().with(quirk).into(),
         keep_trace: false,
         ..RunOptions::default()
     };
@@ -294,7 +294,7 @@ fn shrinking_keeps_the_invariant_and_the_script_replays_it() {
     let quirk = Quirk::DropOutboxOnRestart;
     let failing = first_violation(&s, quirk, 10).expect("a failing seed within 10");
     let opts = RunOptions {
-        quirks: Quirks::none().with(quirk),
+        rules: Quirks::none().with(quirk).into(),
         ..RunOptions::default()
     };
     let shrunk = loom_sim::shrink::shrink(&s, failing.seed, &opts).unwrap();
@@ -482,7 +482,7 @@ fn run_replay_command(cmd: &str) -> RunReport {
         &scenario,
         seed,
         &RunOptions {
-            quirks,
+            rules: quirks.into(),
             ..RunOptions::default()
         },
     )

@@ -195,7 +195,7 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
                     }
                 };
             match target::start_embedded(
-                loom_node::Quirks::none(),
+                target::spec_rules(),
                 clock.clone(),
                 seed,
                 config,

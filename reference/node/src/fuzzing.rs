@@ -29,7 +29,7 @@ use loom_protocol::keys::{
     b64url_decode, b64url_encode, public_key_from_any, public_key_from_b64url,
     public_key_to_b64url, public_key_to_spki_pem, signature_from_b64url,
 };
-use loom_protocol::registration::{Deviations, Registration, registration_document_hash};
+use loom_protocol::registration::{Registration, SpecRegistration, registration_document_hash};
 use loom_protocol::scope::check_scope_syntax;
 use loom_protocol::thread::ThreadOp;
 use loom_protocol::{Address, ProtocolError, Timestamp};
@@ -168,7 +168,7 @@ pub fn request_body(data: &[u8]) {
 
 fn register(v: &Value) {
     let _ = registration_document_hash(v);
-    let r = match Registration::parse(v, "node.test", now(), &Deviations::NONE) {
+    let r = match Registration::parse(v, "node.test", now(), &SpecRegistration) {
         Ok(r) => r,
         Err(e) => return explained_protocol(&e),
     };
@@ -408,7 +408,7 @@ mod tests {
             (e.field.as_str(), e.section.as_ref()),
             ("$body", "v1.1 §16.7")
         );
-        let e = Registration::parse(&json!([]), "node.test", now(), &Deviations::NONE).unwrap_err();
+        let e = Registration::parse(&json!([]), "node.test", now(), &SpecRegistration).unwrap_err();
         assert_eq!(e.field, "$body");
         let b: BlobCreate = typed(
             &json!({"filename": "a.txt", "mime_type": "text/plain"}),

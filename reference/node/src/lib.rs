@@ -20,7 +20,9 @@ pub(crate) mod http;
 pub mod inspect;
 pub mod net;
 pub mod outbound;
+#[cfg(feature = "quirks")]
 pub mod quirks;
+pub mod rules;
 pub mod service;
 #[cfg(feature = "sim")]
 pub mod sim;
@@ -30,6 +32,7 @@ pub mod tls;
 pub use config::{NodeConfig, Storage};
 pub use env::Env;
 pub use error::{ApiError, ApiResult};
+#[cfg(feature = "quirks")]
 pub use quirks::{Quirk, Quirks};
 pub use service::Service;
 
@@ -40,15 +43,22 @@ use std::sync::Arc;
 pub struct NodeBuilder {
     config: NodeConfig,
     env: Env,
-    quirks: Quirks,
+    rules: Arc<dyn rules::NodeRules>,
     dial: Arc<dyn outbound::Dial>,
 }
 
 impl NodeBuilder {
-    /// Runs the node with deliberate defects (only with the `quirks` feature).
-    pub fn quirks(mut self, quirks: Quirks) -> Self {
-        self.quirks = quirks;
+    /// Runs the node with `rules` in place of the specification ([`rules::Spec`]): the
+    /// conformance self-test's seam.
+    pub fn rules(mut self, rules: Arc<dyn rules::NodeRules>) -> Self {
+        self.rules = rules;
         self
+    }
+
+    /// Runs the node with deliberate defects (only with the `quirks` feature).
+    #[cfg(feature = "quirks")]
+    pub fn quirks(self, quirks: Quirks) -> Self {
+        self.rules(Arc::new(quirks::QuirkNode::new(quirks)))
     }
 
     /// Federation dials peers through `dial` (default: tokio TCP; turmoil in the simulator).
@@ -60,8 +70,9 @@ impl NodeBuilder {
     /// Opens the store and starts the service.
     pub fn build(self) -> Result<Node, String> {
         self.config.check()?;
-        let store = store::Store::open(&self.config.storage).map_err(|e| e.to_string())?;
-        let service = Service::with_dial(self.config, self.env, store, self.quirks, self.dial)
+        let config = self.rules.config(self.config);
+        let store = store::Store::open(&config.storage).map_err(|e| e.to_string())?;
+        let service = Service::with_dial(config, self.env, store, self.rules, self.dial)
             .map_err(|e| e.to_string())?;
         Ok(Node {
             service: Arc::new(service),
@@ -81,7 +92,7 @@ impl Node {
         NodeBuilder {
             config,
             env,
-            quirks: Quirks::none(),
+            rules: Arc::new(rules::Spec),
             dial: Arc::new(outbound::TokioDial),
         }
     }
@@ -91,9 +102,12 @@ impl Node {
         &self.service
     }
 
-    /// The HTTP router.
+    /// The HTTP router, behind the front of the node's rules ([`rules::NodeRules::front`]).
     pub fn router(&self) -> axum::Router {
-        http::router(self.service.clone())
+        let service = self.service.clone();
+        service
+            .rules
+            .front(http::router(service.clone()), service.clone())
     }
 
     /// Serves on `listener` until `shutdown` completes, with the federation outbox worker

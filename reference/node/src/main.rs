@@ -479,7 +479,7 @@ fn audit_verify(data: &std::path::Path) -> ExitCode {
 #[cfg(feature = "quirks")]
 fn quirks() -> ExitCode {
     for q in loom_node::Quirk::ALL {
-        println!("{}", q.name());
+        println!("{:<36} {}", q.name(), q.reason().replace('\n', " "));
     }
     ExitCode::SUCCESS
 }

@@ -9,7 +9,7 @@
 //! is never part of a deterministic trace, and the simulator runs without TLS.
 
 use crate::config::TlsSettings;
-use crate::quirks::Quirks;
+use crate::rules::NodeRules;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
@@ -75,22 +75,22 @@ impl fmt::Debug for ServerTls {
 
 /// Builds the TLS 1.3-only acceptor for `settings`; `domain` names the self-signed certificate.
 pub fn server_tls(settings: &TlsSettings, domain: &str) -> Result<ServerTls, TlsError> {
-    server_tls_with_quirks(settings, domain, &Quirks::none())
+    server_tls_with(settings, domain, &crate::rules::Spec)
 }
 
-/// [`server_tls`] for a node running `quirks` (the conformance self-test's TLS mutants,
-/// [`Quirks::tls_config`]).
-pub fn server_tls_with_quirks(
+/// [`server_tls`] for a node running `rules` ([`NodeRules::tls`]: the conformance
+/// self-test's TLS mutants).
+pub fn server_tls_with(
     settings: &TlsSettings,
     domain: &str,
-    quirks: &Quirks,
+    rules: &dyn NodeRules,
 ) -> Result<ServerTls, TlsError> {
     let (chain, key) = match settings {
         TlsSettings::Files { cert, key } => (load_chain(cert)?, load_key(key)?),
         TlsSettings::SelfSigned => self_signed(domain)?,
     };
-    let config = quirks
-        .tls_config(server_config(chain.clone(), key)?)
+    let config = rules
+        .tls(server_config(chain.clone(), key)?)
         .map_err(|e| TlsError::Config(e.to_string()))?;
     Ok(ServerTls {
         acceptor: TlsAcceptor::from(Arc::new(config)),

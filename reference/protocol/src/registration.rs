@@ -10,8 +10,9 @@
 //! [`registration_text`] and [`registration_document_hash`]. Key additions
 //! ([`parse_added_key`]) and `PATCH /v1/identity/me` ([`IdentityPatch`]) live here too.
 //!
-//! [`Deviations`] is the conformance self-test seam (as in [`crate::accept`]): every field
-//! is `false` on a real node.
+//! [`RegistrationRules`] is the conformance self-test seam (as [`crate::accept::Rules`] is
+//! for acceptance): each rule a self-test may break is a step whose default is the
+//! specification; a real node runs [`SpecRegistration`].
 
 use crate::address::Address;
 use crate::documents::IdentityType;
@@ -64,76 +65,104 @@ pub fn registration_document_hash(req: &Value) -> String {
     hex::encode(Sha256::digest(to_canonical_bytes(&Value::Object(doc))))
 }
 
-/// Deliberate departures from single registration rules. All `false` in
-/// [`Deviations::NONE`], the only value a real node uses; each field names the rule it
-/// breaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Deviations {
-    /// Register local parts outside `[a-z0-9][a-z0-9._-]{0,63}` (§6.1).
-    pub accept_any_local_part: bool,
-    /// Register mixed-case addresses and publish them as given (§6.1 canonical lowercase).
-    pub accept_non_canonical_address: bool,
-    /// Register `bridge://` addresses (§6.1: the scheme is reserved for bridged identities).
-    pub allow_bridge_registration: bool,
-    /// Accept signing key ids without the `k_sign_` prefix (§8.4).
-    pub accept_any_signing_key_id: bool,
-    /// Accept encryption key ids without the `k_enc_` prefix (§8.4).
-    pub accept_any_encryption_key_id: bool,
-    /// Register without verifying the registration proof (DESIGN.md §9).
-    pub accept_bad_registration_proof: bool,
-    /// Register agents without a `delegator` (§6.3).
-    pub accept_agent_without_delegator: bool,
-    /// Register agents with an empty or malformed scope or a past expiry (§6.3 "bounded").
-    pub accept_unbounded_agent_scope: bool,
-    /// Register agents without `agent_info` or `delegation_signature`, and skip verifying
-    /// the delegator's signature (§6.4).
-    pub accept_incomplete_agent_document: bool,
-    /// Register agent members under a type other than `agent` (§6.4).
-    pub accept_agent_members_on_other_types: bool,
-    /// Register teams without a members list (§6.3).
-    pub accept_team_without_members: bool,
-    /// Register teams without a routing policy (§6.3).
-    pub accept_team_without_routing_policy: bool,
-    /// Register services without an `operator` (§6.3).
-    pub accept_service_without_operator: bool,
+/// The type members a registration publishes (§6.3, §6.4) and, for an agent, the
+/// delegation whose signature the node checks against the delegator's keys.
+#[derive(Debug, Clone)]
+pub struct RegisteredMembers {
+    /// The members to publish.
+    pub members: Vec<(&'static str, Value)>,
+    /// An agent's delegation.
+    pub agent: Option<AgentDelegation>,
 }
 
-impl Deviations {
-    /// The specification: no deviation.
-    pub const NONE: Deviations = Deviations {
-        accept_any_local_part: false,
-        accept_non_canonical_address: false,
-        allow_bridge_registration: false,
-        accept_any_signing_key_id: false,
-        accept_any_encryption_key_id: false,
-        accept_bad_registration_proof: false,
-        accept_agent_without_delegator: false,
-        accept_unbounded_agent_scope: false,
-        accept_incomplete_agent_document: false,
-        accept_agent_members_on_other_types: false,
-        accept_team_without_members: false,
-        accept_team_without_routing_policy: false,
-        accept_service_without_operator: false,
-    };
+/// The registration steps a self-test shim may replace; every default is the rule.
+pub trait RegistrationRules {
+    /// §6.1: the address a registration or registration challenge names, in the canonical
+    /// lowercase wire form with a local part `[a-z0-9][a-z0-9._-]{0,63}`; reported against
+    /// `field`.
+    fn registrant(&self, field: &str, s: &str) -> Result<Address, ProtocolError> {
+        Address::parse_wire(s)
+            .map_err(|e| bad(field, format!("not a LOOM address: {e}"), "v1.1 §6.1"))
+    }
 
-    /// Whether a deviation waives the §6.3/§6.4 type-member rule that failed on `field`.
-    fn waives_type_member(&self, kind: IdentityType, field: &str) -> bool {
-        match field {
-            f if kind != IdentityType::Agent && AGENT_MEMBERS.contains(&f) => {
-                self.accept_agent_members_on_other_types
-            }
-            "delegator" => self.accept_agent_without_delegator,
-            f if f.starts_with("delegation_scope") || f == "delegation_expires" => {
-                self.accept_unbounded_agent_scope
-            }
-            "agent_info" | "delegation_signature" => self.accept_incomplete_agent_document,
-            f if f.starts_with("members") => self.accept_team_without_members,
-            "routing_policy" => self.accept_team_without_routing_policy,
-            "operator" => self.accept_service_without_operator,
-            _ => false,
+    /// §6.1: the address a registration request's `id` registers.
+    fn registered_id(&self, s: &str) -> Result<Address, ProtocolError> {
+        self.registrant("id", s)
+    }
+
+    /// §6.1: the `id` the published document carries for `id` (written `as_written`): the
+    /// canonical form.
+    fn published_id(&self, id: &Address, _as_written: &str) -> String {
+        id.to_string()
+    }
+
+    /// §6.1: the `bridge://` scheme is reserved for identities the Email Bridge creates.
+    fn check_not_bridge(&self, id: &Address) -> Result<(), ProtocolError> {
+        if !id.is_bridge() {
+            return Ok(());
         }
+        Err(bad(
+            "id",
+            format!(
+                "{id}: the bridge:// scheme is reserved for bridged identities, which the Email Bridge creates; they are not registered"
+            ),
+            "v1.1 §6.1",
+        ))
+    }
+
+    /// §8.4: a key id has its kind's prefix (`k_sign_` / `k_enc_`).
+    fn check_key_id(&self, field: &str, key_id: &str, kind: KeyKind) -> Result<(), ProtocolError> {
+        KeyId::parse(key_id, kind)
+            .map(|_| ())
+            .map_err(|e| bad(format!("{field}.key_id"), e.to_string(), "v1.1 §8.4"))
+    }
+
+    /// §6.3, §6.4: the members a `kind` identity must carry, checked at `now`; the members
+    /// to publish and, for an agent, the delegation whose signature the node checks.
+    fn type_members(
+        &self,
+        kind: IdentityType,
+        raw: &Value,
+        now: Timestamp,
+    ) -> Result<RegisteredMembers, ProtocolError> {
+        let m = check_type_members(kind, raw, now)?;
+        let agent = match &m {
+            TypeMembers::Agent(d) => Some(d.clone()),
+            _ => None,
+        };
+        Ok(RegisteredMembers {
+            members: m.document_members(raw),
+            agent,
+        })
+    }
+
+    /// DESIGN.md §9: the registration proof, `signature` by `key` over `text`.
+    fn check_proof(
+        &self,
+        key: &VerifyingKey,
+        text: &str,
+        signature: &str,
+    ) -> Result<(), ProtocolError> {
+        let ok = signature_from_b64url(signature)
+            .map(|s| verify(key, None, text.as_bytes(), &s))
+            .unwrap_or(false);
+        if ok {
+            return Ok(());
+        }
+        Err(ProtocolError::new(
+            ErrorCode::SignatureInvalid,
+            "registration_proof.signature",
+            "Ed25519 signature over the registration text does not verify",
+            "v1.1 §14.2",
+        ))
     }
 }
+
+/// The specification.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SpecRegistration;
+
+impl RegistrationRules for SpecRegistration {}
 
 fn bad(field: impl Into<String>, rule: impl Into<String>, section: &'static str) -> ProtocolError {
     ProtocolError::invalid(field, rule, section)
@@ -195,12 +224,9 @@ pub fn parse_key_input(
     field: &str,
     k: &KeyInput,
     kind: KeyKind,
-    any_id: bool,
+    rules: &dyn RegistrationRules,
 ) -> Result<RegisteredKey, ProtocolError> {
-    if !any_id {
-        KeyId::parse(&k.key_id, kind)
-            .map_err(|e| bad(format!("{field}.key_id"), e.to_string(), "v1.1 §8.4"))?;
-    }
+    rules.check_key_id(field, &k.key_id, kind)?;
     let text = k
         .public_key_pem
         .as_deref()
@@ -243,7 +269,7 @@ pub fn parse_added_key(k: &KeyInput) -> Result<(KeyKind, RegisteredKey), Protoco
     if kind == KeyKind::NodeSigning {
         return Err(bad("key_id", "node keys belong to nodes", "v1.1 §15.2"));
     }
-    Ok((kind, parse_key_input("$body", k, kind, false)?))
+    Ok((kind, parse_key_input("$body", k, kind, &SpecRegistration)?))
 }
 
 /// One `public_keys.signing[]` / `encryption[]` entry of an identity document (§6.2).
@@ -269,34 +295,6 @@ pub fn registrable_type(s: &str) -> Result<IdentityType, ProtocolError> {
         ));
     }
     Ok(t)
-}
-
-/// A `loom://local@domain` address taken as written, without the §6.1 local-part rule
-/// (only under [`Deviations::accept_any_local_part`]).
-fn lenient_loom_address(s: &str) -> Option<Address> {
-    let (local, domain) = s.strip_prefix("loom://")?.rsplit_once('@')?;
-    (!local.is_empty() && !domain.is_empty()).then(|| Address::Loom {
-        local: local.to_owned(),
-        domain: domain.to_owned(),
-    })
-}
-
-/// The address a registration or registration challenge names (§6.1: canonical lowercase
-/// wire form), reported against `field`.
-pub fn registrant_address(
-    field: &str,
-    s: &str,
-    dev: &Deviations,
-) -> Result<Address, ProtocolError> {
-    Address::parse_wire(s)
-        .map_err(|e| bad(field, format!("not a LOOM address: {e}"), "v1.1 §6.1"))
-        .or_else(|e| {
-            if dev.accept_any_local_part {
-                lenient_loom_address(s).ok_or(e)
-            } else {
-                Err(e)
-            }
-        })
 }
 
 /// A registration request read once (DESIGN.md §9, v1.1 §6).
@@ -338,7 +336,7 @@ impl Registration {
         raw: &Value,
         node_domain: &str,
         now: Timestamp,
-        dev: &Deviations,
+        rules: &dyn RegistrationRules,
     ) -> Result<Registration, ProtocolError> {
         if !raw.is_object() {
             // serde reads a struct from a JSON array too; a request body is an object.
@@ -355,21 +353,8 @@ impl Registration {
                 "v1.1 §16.3",
             )
         })?;
-        let id = if dev.accept_non_canonical_address {
-            Address::parse(&req.id)
-                .map_err(|e| bad("id", format!("not a LOOM address: {e}"), "v1.1 §6.1"))?
-        } else {
-            registrant_address("id", &req.id, dev)?
-        };
-        if id.is_bridge() && !dev.allow_bridge_registration {
-            return Err(bad(
-                "id",
-                format!(
-                    "{id}: the bridge:// scheme is reserved for bridged identities, which the Email Bridge creates; they are not registered"
-                ),
-                "v1.1 §6.1",
-            ));
-        }
+        let id = rules.registered_id(&req.id)?;
+        rules.check_not_bridge(&id)?;
         let hosted = !id.is_bridge() && id.domain().eq_ignore_ascii_case(node_domain);
         if !hosted && !id.is_bridge() {
             return Err(bad(
@@ -393,12 +378,7 @@ impl Registration {
             .iter()
             .enumerate()
             .map(|(i, k)| {
-                parse_key_input(
-                    &format!("signing_keys[{i}]"),
-                    k,
-                    KeyKind::Signing,
-                    dev.accept_any_signing_key_id,
-                )
+                parse_key_input(&format!("signing_keys[{i}]"), k, KeyKind::Signing, rules)
             })
             .collect::<Result<Vec<_>, _>>()?;
         let encryption = req
@@ -411,28 +391,15 @@ impl Registration {
                     &format!("encryption_keys[{i}]"),
                     k,
                     KeyKind::Encryption,
-                    dev.accept_any_encryption_key_id,
+                    rules,
                 )
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let (type_members, agent) = match check_type_members(kind, raw, now) {
-            Ok(m) => {
-                let agent = match &m {
-                    TypeMembers::Agent(d) if !dev.accept_incomplete_agent_document => {
-                        Some(d.clone())
-                    }
-                    _ => None,
-                };
-                (m.document_members(raw), agent)
-            }
-            Err(e) if dev.waives_type_member(kind, &e.field) => (present_type_members(raw), None),
-            Err(e) => return Err(e),
-        };
-        let document_id = if dev.accept_non_canonical_address {
-            req.id.clone()
-        } else {
-            id.to_string()
-        };
+        let RegisteredMembers {
+            members: type_members,
+            agent,
+        } = rules.type_members(kind, raw, now)?;
+        let document_id = rules.published_id(&id, &req.id);
         Ok(Registration {
             id,
             document_id,
@@ -466,7 +433,11 @@ impl Registration {
 
     /// The proof (DESIGN.md §9): the proof key's signature over [`registration_text`] with
     /// the challenge `nonce`.
-    pub fn verify_proof(&self, nonce: &str, dev: &Deviations) -> Result<(), ProtocolError> {
+    pub fn verify_proof(
+        &self,
+        nonce: &str,
+        rules: &dyn RegistrationRules,
+    ) -> Result<(), ProtocolError> {
         let key = self.proof_key()?;
         let text = registration_text(
             &self.id.to_string(),
@@ -474,19 +445,7 @@ impl Registration {
             &self.document_hash,
             nonce,
         );
-        let ok = signature_from_b64url(&self.proof.signature)
-            .map(|s| verify(&key, None, text.as_bytes(), &s))
-            .unwrap_or(false);
-        if ok || dev.accept_bad_registration_proof {
-            Ok(())
-        } else {
-            Err(ProtocolError::new(
-                ErrorCode::SignatureInvalid,
-                "registration_proof.signature",
-                "Ed25519 signature over the registration text does not verify",
-                "v1.1 §14.2",
-            ))
-        }
+        rules.check_proof(&key, &text, &self.proof.signature)
     }
 
     /// The §6.2 identity document this node publishes for the registration, with every key
@@ -522,8 +481,9 @@ impl Registration {
     }
 }
 
-/// Under a type-member deviation: whatever type members the request carries, as given.
-fn present_type_members(raw: &Value) -> Vec<(&'static str, Value)> {
+/// Whatever type members `raw` carries, as given (what a self-test shim that waives a
+/// §6.3/§6.4 rule publishes).
+pub fn present_type_members(raw: &Value) -> Vec<(&'static str, Value)> {
     AGENT_MEMBERS
         .iter()
         .chain(TEAM_MEMBERS.iter())

@@ -7,8 +7,9 @@
 //! presented token is valid — as pure functions over the stored records. The node keeps the
 //! records (only hashes of tokens) and does the IO.
 //!
-//! [`Deviations`] is the conformance self-test seam (as in [`crate::accept`]): every field
-//! is `false` on a real node.
+//! [`SessionRules`] is the conformance self-test seam (as [`crate::accept::Rules`] is for
+//! acceptance): each rule a self-test may break is a step whose default is the
+//! specification; a real node runs [`SpecSession`].
 
 use crate::error::{ErrorCode, ProtocolError};
 use crate::keys::{signature_from_b64url, verify};
@@ -28,29 +29,66 @@ pub const AUTH_PURPOSE: &str = "auth";
 /// The section every session rule comes from.
 const S: &str = "v1.1 §14.2";
 
-/// Deliberate departures from single §14.2 rules. All `false` in [`Deviations::NONE`], the
-/// only value a real node uses; each field names the rule it breaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Deviations {
-    /// Let a challenge be redeemed more than once (single use).
-    pub allow_challenge_reuse: bool,
-    /// Accept access and refresh tokens after their expiry.
-    pub accept_expired_token: bool,
-    /// Accept an access token where a refresh token is required and vice versa.
-    pub token_kind_unchecked: bool,
-    /// Issue tokens without verifying the signature over the challenge nonce.
-    pub accept_bad_login_signature: bool,
+/// The §14.2 steps a self-test shim may replace; every default is the rule.
+pub trait SessionRules {
+    /// A challenge is single use (DESIGN.md §9).
+    fn check_unused(&self, c: &ChallengeRecord) -> Result<(), ProtocolError> {
+        if c.used {
+            return Err(challenge_error("the challenge was already used"));
+        }
+        Ok(())
+    }
+
+    /// Proof of key for a login: the Ed25519 signature (base64url, no context prefix)
+    /// over the raw nonce.
+    fn check_login_signature(
+        &self,
+        key: &VerifyingKey,
+        nonce: &str,
+        signature: &str,
+    ) -> Result<(), ProtocolError> {
+        let ok = signature_from_b64url(signature)
+            .map(|s| verify(key, None, nonce.as_bytes(), &s))
+            .unwrap_or(false);
+        if ok {
+            return Ok(());
+        }
+        Err(ProtocolError::new(
+            ErrorCode::SignatureInvalid,
+            "signature",
+            "Ed25519 signature over the challenge nonce does not verify",
+            S,
+        ))
+    }
+
+    /// A presented token is of the kind the request needs (`at_` for API calls, `rt_` to
+    /// refresh).
+    fn check_token_kind(&self, t: &TokenRecord, expected: TokenKind) -> Result<(), TokenRefusal> {
+        if t.kind == Some(expected) {
+            return Ok(());
+        }
+        Err(TokenRefusal::WrongKind(expected))
+    }
+
+    /// A presented token is within its lifetime at `now`.
+    fn check_token_expiry(
+        &self,
+        t: &TokenRecord,
+        expected: TokenKind,
+        now: Timestamp,
+    ) -> Result<(), TokenRefusal> {
+        if t.expires_at.is_none_or(|e| e < now) {
+            return Err(TokenRefusal::Expired(expected));
+        }
+        Ok(())
+    }
 }
 
-impl Deviations {
-    /// The specification: no deviation.
-    pub const NONE: Deviations = Deviations {
-        allow_challenge_reuse: false,
-        accept_expired_token: false,
-        token_kind_unchecked: false,
-        accept_bad_login_signature: false,
-    };
-}
+/// The specification.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SpecSession;
+
+impl SessionRules for SpecSession {}
 
 /// A stored challenge.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,7 +130,7 @@ pub fn redeem_challenge(
     identity: &str,
     key_id: &str,
     now: Timestamp,
-    dev: &Deviations,
+    rules: &dyn SessionRules,
 ) -> Redemption {
     let Some(c) = record else {
         return Redemption::Refused(challenge_error("unknown challenge"));
@@ -102,8 +140,8 @@ pub fn redeem_challenge(
             "the challenge was issued for another identity, key or purpose",
         ));
     }
-    if c.used && !dev.allow_challenge_reuse {
-        return Redemption::Refused(challenge_error("the challenge was already used"));
+    if let Err(e) = rules.check_unused(c) {
+        return Redemption::Refused(e);
     }
     let expired = Timestamp::parse(&c.expires_at)
         .map(|t| t < now)
@@ -113,29 +151,6 @@ pub fn redeem_challenge(
     } else {
         Ok(c.nonce.clone())
     })
-}
-
-/// §14.2 proof of key for a login: the Ed25519 signature (base64url, no context prefix)
-/// over the raw nonce.
-pub fn check_login_signature(
-    key: &VerifyingKey,
-    nonce: &str,
-    signature: &str,
-    dev: &Deviations,
-) -> Result<(), ProtocolError> {
-    let ok = signature_from_b64url(signature)
-        .map(|s| verify(key, None, nonce.as_bytes(), &s))
-        .unwrap_or(false);
-    if ok || dev.accept_bad_login_signature {
-        Ok(())
-    } else {
-        Err(ProtocolError::new(
-            ErrorCode::SignatureInvalid,
-            "signature",
-            "Ed25519 signature over the challenge nonce does not verify",
-            S,
-        ))
-    }
 }
 
 /// The two kinds of bearer token.
@@ -230,22 +245,16 @@ pub fn check_token(
     record: Option<&TokenRecord>,
     expected: TokenKind,
     now: Timestamp,
-    dev: &Deviations,
+    rules: &dyn SessionRules,
 ) -> Result<(), TokenRefusal> {
     let Some(t) = record else {
         return Err(TokenRefusal::Unknown(expected));
     };
-    if t.kind != Some(expected) && !dev.token_kind_unchecked {
-        return Err(TokenRefusal::WrongKind(expected));
-    }
+    rules.check_token_kind(t, expected)?;
     if t.revoked {
         return Err(TokenRefusal::Revoked(expected));
     }
-    let expired = t.expires_at.is_none_or(|e| e < now);
-    if expired && !dev.accept_expired_token {
-        return Err(TokenRefusal::Expired(expected));
-    }
-    Ok(())
+    rules.check_token_expiry(t, expected, now)
 }
 
 /// What `POST /v1/auth/refresh` does with a presented refresh token (§14.2 rotation, with
@@ -267,9 +276,9 @@ pub enum RefreshDecision {
 pub fn decide_refresh(
     record: Option<&TokenRecord>,
     now: Timestamp,
-    dev: &Deviations,
+    rules: &dyn SessionRules,
 ) -> RefreshDecision {
-    match check_token(record, TokenKind::Refresh, now, dev) {
+    match check_token(record, TokenKind::Refresh, now, rules) {
         Ok(()) => RefreshDecision::Rotate,
         Err(r @ TokenRefusal::Revoked(_)) => RefreshDecision::Reuse(r),
         Err(r) => RefreshDecision::Refuse(r),
@@ -296,13 +305,67 @@ mod tests {
         }
     }
 
-    fn redeem(c: Option<&ChallengeRecord>, now: &str, dev: &Deviations) -> Redemption {
-        redeem_challenge(c, AUTH_PURPOSE, "loom://a@x.test", "k_sign_a", at(now), dev)
+    fn redeem(c: Option<&ChallengeRecord>, now: &str, rules: &dyn SessionRules) -> Redemption {
+        redeem_challenge(
+            c,
+            AUTH_PURPOSE,
+            "loom://a@x.test",
+            "k_sign_a",
+            at(now),
+            rules,
+        )
+    }
+
+    /// A shim breaking the rules below one step at a time (`used`, `signature`, `kind`,
+    /// `expiry`), to show each step is the only place its rule is applied.
+    #[derive(Default)]
+    struct Lax {
+        reuse: bool,
+        signature: bool,
+        kind: bool,
+        expiry: bool,
+    }
+
+    impl SessionRules for Lax {
+        fn check_unused(&self, c: &ChallengeRecord) -> Result<(), ProtocolError> {
+            if self.reuse {
+                return Ok(());
+            }
+            SpecSession.check_unused(c)
+        }
+        fn check_login_signature(
+            &self,
+            key: &VerifyingKey,
+            nonce: &str,
+            signature: &str,
+        ) -> Result<(), ProtocolError> {
+            if self.signature {
+                return Ok(());
+            }
+            SpecSession.check_login_signature(key, nonce, signature)
+        }
+        fn check_token_kind(&self, t: &TokenRecord, k: TokenKind) -> Result<(), TokenRefusal> {
+            if self.kind {
+                return Ok(());
+            }
+            SpecSession.check_token_kind(t, k)
+        }
+        fn check_token_expiry(
+            &self,
+            t: &TokenRecord,
+            k: TokenKind,
+            now: Timestamp,
+        ) -> Result<(), TokenRefusal> {
+            if self.expiry {
+                return Ok(());
+            }
+            SpecSession.check_token_expiry(t, k, now)
+        }
     }
 
     #[test]
     fn a_challenge_is_taken_once_and_only_while_fresh() {
-        let none = Deviations::NONE;
+        let none = SpecSession;
         let c = challenge();
         assert_eq!(
             redeem(Some(&c), "2026-01-01T00:01:00Z", &none),
@@ -321,9 +384,9 @@ mod tests {
             redeem(Some(&used), "2026-01-01T00:01:00Z", &none),
             Redemption::Refused(e) if e.rule.contains("already used")
         ));
-        let reuse = Deviations {
-            allow_challenge_reuse: true,
-            ..none
+        let reuse = Lax {
+            reuse: true,
+            ..Lax::default()
         };
         assert!(matches!(
             redeem(Some(&used), "2026-01-01T00:01:00Z", &reuse),
@@ -345,7 +408,7 @@ mod tests {
 
     #[test]
     fn refresh_rotates_valid_tokens_and_flags_reuse_of_revoked_ones() {
-        let none = Deviations::NONE;
+        let none = SpecSession;
         let now = at("2026-01-01T00:00:00Z");
         let rt = TokenRecord {
             kind: Some(TokenKind::Refresh),
@@ -393,23 +456,31 @@ mod tests {
     fn the_login_signature_is_over_the_raw_nonce() {
         let k = signing_key_from_seed(&[7; 32]);
         let good = sign_b64url(&k, None, b"n0nce");
-        let none = Deviations::NONE;
-        assert!(check_login_signature(&k.verifying_key(), "n0nce", &good, &none).is_ok());
-        let e = check_login_signature(&k.verifying_key(), "other", &good, &none).unwrap_err();
+        let none = SpecSession;
+        assert!(
+            none.check_login_signature(&k.verifying_key(), "n0nce", &good)
+                .is_ok()
+        );
+        let e = none
+            .check_login_signature(&k.verifying_key(), "other", &good)
+            .unwrap_err();
         assert_eq!(
             (e.code, e.field.as_str()),
             (ErrorCode::SignatureInvalid, "signature")
         );
-        let lax = Deviations {
-            accept_bad_login_signature: true,
-            ..none
+        let lax = Lax {
+            signature: true,
+            ..Lax::default()
         };
-        assert!(check_login_signature(&k.verifying_key(), "other", "!!", &lax).is_ok());
+        assert!(
+            lax.check_login_signature(&k.verifying_key(), "other", "!!")
+                .is_ok()
+        );
     }
 
     #[test]
     fn tokens_are_checked_for_kind_revocation_and_expiry_in_that_order() {
-        let none = Deviations::NONE;
+        let none = SpecSession;
         let now = at("2026-01-01T00:30:00Z");
         let t = TokenRecord {
             kind: Some(TokenKind::Access),
@@ -418,7 +489,7 @@ mod tests {
             expires_at: Some(at("2026-01-01T01:00:00Z")),
             revoked: false,
         };
-        let check = |r: &TokenRecord, k, d: &Deviations| check_token(Some(r), k, now, d);
+        let check = |r: &TokenRecord, k, d: &dyn SessionRules| check_token(Some(r), k, now, d);
         assert_eq!(check(&t, TokenKind::Access, &none), Ok(()));
         assert_eq!(
             check(&t, TokenKind::Refresh, &none),
@@ -441,10 +512,10 @@ mod tests {
             check(&expired, TokenKind::Access, &none),
             Err(TokenRefusal::Expired(TokenKind::Access))
         );
-        let lax = Deviations {
-            accept_expired_token: true,
-            token_kind_unchecked: true,
-            ..none
+        let lax = Lax {
+            expiry: true,
+            kind: true,
+            ..Lax::default()
         };
         assert_eq!(check(&expired, TokenKind::Refresh, &lax), Ok(()));
         assert_eq!(

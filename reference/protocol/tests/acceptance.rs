@@ -7,7 +7,7 @@ mod common;
 use common::{ALICE, BOB, CAROL, key, key_id};
 use ed25519_dalek::VerifyingKey;
 use loom_protocol::accept::{
-    Admitted, Context, Decision, Deviations, Directory, Effect, EnvelopeLimits, Origin, SpecRules,
+    Acceptance, Admitted, Context, Directory, Effect, EnvelopeLimits, Origin, Rules, SpecRules,
     admit, decide,
 };
 use loom_protocol::delegation::{DelegationResolver, LinkRef};
@@ -67,32 +67,30 @@ impl Node {
     fn submit(
         &mut self,
         env: Value,
-        dev: &Deviations,
-    ) -> Result<Decision, loom_protocol::ProtocolError> {
+        rules: &dyn Rules,
+    ) -> Result<Acceptance, loom_protocol::ProtocolError> {
         let caller = Address::parse_wire(env["from"]["identity"].as_str().unwrap()).unwrap();
-        self.submit_as(env, Origin::Local { caller: &caller }, dev)
+        self.submit_as(env, Origin::Local { caller: &caller }, rules)
     }
 
     fn submit_as(
         &mut self,
         env: Value,
         origin: Origin<'_>,
-        dev: &Deviations,
-    ) -> Result<Decision, loom_protocol::ProtocolError> {
+        rules: &dyn Rules,
+    ) -> Result<Acceptance, loom_protocol::ProtocolError> {
         let now = Timestamp::parse(NOW).unwrap();
-        let admitted: Admitted = admit(env, origin, &self.world, &SpecRules, &limits(), now)?;
+        let admitted: Admitted = admit(env, origin, &self.world, rules, &limits(), now)?;
         let ctx = Context {
             now,
             node_id: "node.test",
             limits: ThreadLimits::default(),
-            deviations: dev,
+            rules,
         };
-        let d = decide(&admitted, origin, &self.world, &ctx)?;
-        if let Decision::Accepted(a) = &d {
-            self.world.apply(a);
-            self.events.push((a.facts.thread, a.event_seq));
-        }
-        Ok(d)
+        let a = decide(&admitted, origin, &self.world, &ctx)?;
+        self.world.apply(&a);
+        self.events.push((a.facts.thread, a.event_seq));
+        Ok(a)
     }
 }
 
@@ -143,19 +141,12 @@ fn op(n: u32, t: u32, from: &str, intent: &str, parameters: Value) -> Value {
     env
 }
 
-fn accepted(d: Decision) -> Box<loom_protocol::accept::Acceptance> {
-    match d {
-        Decision::Accepted(a) => a,
-        Decision::AlreadyStored => panic!("expected an acceptance"),
-    }
-}
-
-const NONE: Deviations = Deviations::NONE;
+const NONE: SpecRules = SpecRules;
 
 #[test]
 fn a_root_bootstraps_its_thread_and_lists_every_effect_in_order() {
     let mut w = Node::with_people();
-    let a = accepted(w.submit(msg(1, 1, ALICE, BOB, None), &NONE).unwrap());
+    let a = w.submit(msg(1, 1, ALICE, BOB, None), &NONE).unwrap();
     assert_eq!(a.event_seq, 1);
     assert!(!a.pending_parent);
     assert_eq!(a.envelope["meta"]["event_seq"], 1);
@@ -171,6 +162,7 @@ fn a_root_bootstraps_its_thread_and_lists_every_effect_in_order() {
         .map(|e| match e {
             Effect::PutThread { fresh: true, .. } => "thread(new)",
             Effect::IndexThread { .. } => "index-thread",
+            Effect::SearchThread { .. } => "search-thread",
             Effect::PutEnvelope { .. } => "envelope",
             Effect::IndexEnvelope { .. } => "index-envelope",
             Effect::Event(_) => "event",
@@ -183,6 +175,7 @@ fn a_root_bootstraps_its_thread_and_lists_every_effect_in_order() {
         [
             "thread(new)",
             "index-thread",
+            "search-thread",
             "envelope",
             "index-envelope",
             "event",
@@ -200,9 +193,9 @@ fn a_root_bootstraps_its_thread_and_lists_every_effect_in_order() {
 fn replies_take_the_next_event_seq_and_a_missing_parent_is_pending() {
     let mut w = Node::with_people();
     w.submit(msg(1, 1, ALICE, BOB, None), &NONE).unwrap();
-    let b = accepted(w.submit(msg(2, 1, BOB, ALICE, Some(1)), &NONE).unwrap());
+    let b = w.submit(msg(2, 1, BOB, ALICE, Some(1)), &NONE).unwrap();
     assert_eq!((b.event_seq, b.pending_parent), (2, false));
-    let c = accepted(w.submit(msg(3, 1, ALICE, BOB, Some(99)), &NONE).unwrap());
+    let c = w.submit(msg(3, 1, ALICE, BOB, Some(99)), &NONE).unwrap();
     assert_eq!((c.event_seq, c.pending_parent), (3, true));
     assert_eq!(c.envelope["meta"]["pending_parent"], true);
     assert!(matches!(
@@ -216,19 +209,26 @@ fn replies_take_the_next_event_seq_and_a_missing_parent_is_pending() {
 }
 
 #[test]
-fn duplicates_are_refused_unless_the_deviation_replays_them() {
+fn duplicates_are_refused_and_change_nothing() {
     let mut w = Node::with_people();
     w.submit(msg(1, 1, ALICE, BOB, None), &NONE).unwrap();
+    let before = (w.stored.len(), w.events.len());
     let e = w.submit(msg(1, 1, ALICE, BOB, None), &NONE).unwrap_err();
     assert_eq!(e.code, ErrorCode::EnvelopeDuplicate);
-    let dev = Deviations {
-        allow_duplicate_ids: true,
-        ..NONE
-    };
-    assert_eq!(
-        w.submit(msg(1, 1, ALICE, BOB, None), &dev).unwrap(),
-        Decision::AlreadyStored
-    );
+    assert_eq!((w.stored.len(), w.events.len()), before);
+}
+
+/// A shim that breaks §10.4 `THREAD_LOCKED` and nothing else: the override of one step.
+struct LockIgnored;
+
+impl Rules for LockIgnored {
+    fn check_unlocked(
+        &self,
+        _facts: &loom_protocol::accept::Facts,
+        _state: &loom_protocol::thread::ThreadState,
+    ) -> Result<(), loom_protocol::ProtocolError> {
+        Ok(())
+    }
 }
 
 #[test]
@@ -316,7 +316,7 @@ fn per_envelope_bounds_refuse_first_and_name_the_limit() {
     let (seed, kid) = seed_of(ALICE);
     sign_envelope(&mut ok, &key(seed), &key_id(kid)).unwrap();
     let d = w.submit(ok, &NONE);
-    assert!(matches!(d, Ok(Decision::Accepted(_))), "{d:?}");
+    assert!(d.is_ok(), "{d:?}");
 }
 
 #[test]
@@ -334,18 +334,16 @@ fn thread_rules_refuse_unknown_threads_outsiders_and_locked_threads() {
         (e.code, e.field.as_str()),
         (ErrorCode::CapabilityDenied, "from.identity")
     );
-    let lock = accepted(
-        w.submit(op(4, 1, ALICE, "thread.lock@v1", json!({})), &NONE)
-            .unwrap(),
-    );
+    let lock = w
+        .submit(op(4, 1, ALICE, "thread.lock@v1", json!({})), &NONE)
+        .unwrap();
     assert_eq!(lock.events().next().unwrap().kind, "thread.updated");
     let e = w.submit(msg(5, 1, BOB, ALICE, Some(2)), &NONE).unwrap_err();
     assert_eq!(e.code, ErrorCode::ThreadLocked);
-    let dev = Deviations {
-        accept_into_locked_thread: true,
-        ..NONE
-    };
-    assert!(w.submit(msg(5, 1, BOB, ALICE, Some(2)), &dev).is_ok());
+    assert!(
+        w.submit(msg(5, 1, BOB, ALICE, Some(2)), &LockIgnored)
+            .is_ok()
+    );
 }
 
 #[test]
@@ -356,8 +354,8 @@ fn operations_need_the_owner_and_change_the_state() {
         .submit(op(2, 1, BOB, "thread.resolve@v1", json!({})), &NONE)
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::CapabilityDenied);
-    let add = accepted(
-        w.submit(
+    let add = w
+        .submit(
             op(
                 3,
                 1,
@@ -367,8 +365,7 @@ fn operations_need_the_owner_and_change_the_state() {
             ),
             &NONE,
         )
-        .unwrap(),
-    );
+        .unwrap();
     assert!(
         add.next_state
             .is_active_participant(&Address::parse_wire(CAROL).unwrap())
@@ -394,7 +391,7 @@ fn tasks_move_by_the_table_and_only_for_the_roles_that_may() {
         json!({"intent": "task.create@v1", "parameters": {"assignee": BOB}});
     let (s, k) = seed_of(ALICE);
     sign_envelope(&mut create, &key(s), &key_id(k)).unwrap();
-    let a = accepted(w.submit(create, &NONE).unwrap());
+    let a = w.submit(create, &NONE).unwrap();
     assert!(
         a.effects
             .iter()
@@ -433,8 +430,8 @@ fn federated_delivery_binds_the_sender_to_the_delivering_node_and_keeps_its_seq(
         )
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::CapabilityDenied);
-    let a = accepted(
-        w.submit_as(
+    let a = w
+        .submit_as(
             msg(1, 1, ALICE, BOB, None),
             Origin::Federated {
                 node: "NODE.test",
@@ -442,8 +439,7 @@ fn federated_delivery_binds_the_sender_to_the_delivering_node_and_keeps_its_seq(
             },
             &NONE,
         )
-        .unwrap(),
-    );
+        .unwrap();
     assert_eq!(a.envelope["meta"]["event_seq"], 1);
     assert_eq!(a.envelope["meta"]["origin_event_seq"], 7);
 }
@@ -462,13 +458,12 @@ proptest! {
             let env = msg(n, t, people[from], people[to], (parent < n).then_some(parent));
             let before = (w.stored.len(), w.events.len());
             match w.submit(env, &NONE) {
-                Ok(Decision::Accepted(a)) => {
+                Ok(a) => {
                     let prev = last.get(&a.facts.thread).copied().unwrap_or(0);
                     prop_assert_eq!(a.event_seq, prev + 1);
                     last.insert(a.facts.thread, a.event_seq);
                     prop_assert!(a.events().all(|e| e.readers.contains(&a.facts.sender)));
                 }
-                Ok(Decision::AlreadyStored) => prop_assert!(false, "no deviation is on"),
                 Err(e) => {
                     prop_assert_eq!(e.code, ErrorCode::CapabilityDenied, "only outsiders are refused here: {}", e);
                     prop_assert_eq!((w.stored.len(), w.events.len()), before);

@@ -64,17 +64,13 @@ async fn complete(State(s): State<AppState>, Authed(c): Authed, Path(id): Path<S
     Ok(json_response(StatusCode::OK, s.complete_blob(&c, &id)?))
 }
 
-async fn download(
-    State(s): State<AppState>,
-    auth: Result<Authed, ApiError>,
-    Path(id): Path<String>,
-) -> R {
-    let caller = match auth {
-        Ok(Authed(c)) => Some(c),
-        Err(_) if s.settings().http.anonymous_blob_download => None,
-        Err(e) => return Err(e),
-    };
-    let blob = s.get_blob(caller.as_ref(), &id)?;
+async fn download(State(s): State<AppState>, Authed(c): Authed, Path(id): Path<String>) -> R {
+    Ok(blob_response(s.get_blob(Some(&c), &id)?))
+}
+
+/// A blob download (§16.7): the bytes with their type, a safe file name and the SHA-256
+/// as `ETag`.
+pub(crate) fn blob_response(blob: crate::service::blobs::BlobContent) -> Response {
     let safe: String = blob
         .filename
         .chars()
@@ -97,5 +93,5 @@ async fn download(
     if let Ok(v) = HeaderValue::from_str(&format!("\"{}\"", blob.sha256)) {
         h.insert(header::ETAG, v);
     }
-    Ok(resp)
+    resp
 }

@@ -1,7 +1,6 @@
 //! Request extractors that fail with spec errors: strict JSON bodies (content type, size,
-//! RFC 8259 + I-JSON: duplicate keys, lone surrogates, depth, via `loom_protocol::jcs`; a
-//! self-test node reads them as its [`crate::quirks::JsonReading`] says) and bearer
-//! authentication (§14.2).
+//! RFC 8259 + I-JSON: duplicate keys, lone surrogates, depth, via `loom_protocol::jcs`) and
+//! bearer authentication (§14.2).
 
 use super::AppState;
 use crate::error::ApiError;
@@ -25,23 +24,17 @@ impl FromRequest<AppState> for StrictJson {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
-        json_content_type(req.headers(), state)?;
+        json_content_type(req.headers())?;
         let waiting = expects_continue(req.headers());
-        let dev = &state.settings().http;
-        let limit = if dev.ignore_body_limit {
-            usize::MAX
-        } else {
-            state.config.limits.max_body_bytes
-        };
         let body = bounded_body(
             req.into_body(),
             waiting,
-            limit,
+            state.config.limits.max_body_bytes,
             "request body",
             "v1.1 §24.2",
         )
         .await?;
-        let (value, body) = dev.json.read(body).map_err(|e| {
+        let value = loom_protocol::jcs::parse_strict_bytes(&body).map_err(|e| {
             ApiError::bad_request("$body", format!("malformed JSON: {e}"), "v1.1 §7.2, §14.1")
         })?;
         Ok(StrictJson { value, raw: body })
@@ -49,18 +42,13 @@ impl FromRequest<AppState> for StrictJson {
 }
 
 /// The request must say it is JSON (v1.1 §14.1): 415 otherwise, naming what it said.
-pub(super) fn json_content_type(
-    headers: &axum::http::HeaderMap,
-    state: &AppState,
-) -> Result<(), ApiError> {
+pub(super) fn json_content_type(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
     let ctype = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let essence = ctype.split(';').next().unwrap_or("").trim();
-    if essence.eq_ignore_ascii_case("application/json")
-        || state.settings().http.accept_any_content_type
-    {
+    if essence.eq_ignore_ascii_case("application/json") {
         return Ok(());
     }
     Err(ApiError::new(

@@ -20,7 +20,7 @@ pub(super) fn routes() -> Router<AppState> {
 
 async fn deliver(State(s): State<AppState>, req: Request) -> Result<Response, ApiError> {
     let (parts, body) = req.into_parts();
-    json_content_type(&parts.headers, &s)?;
+    json_content_type(&parts.headers)?;
     let limit = s.config.federation.max_wrapper_bytes;
     let waiting = expects_continue(&parts.headers);
     let bytes = bounded_body(body, waiting, limit, "delivery body", "v1.1 §15.4, §24.2").await?;

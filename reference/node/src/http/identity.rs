@@ -73,13 +73,6 @@ async fn resolve(State(s): State<AppState>, Path(address): Path<String>) -> R {
     let addr = loom_protocol::Address::parse(&full).map_err(|e| {
         ApiError::bad_request("identity", format!("not a LOOM address: {e}"), "v1.1 §6.1")
     })?;
-    if s.settings().http.case_sensitive_address_lookup && addr.to_string() != full {
-        return Err(ApiError::not_found(
-            loom_protocol::ErrorCode::IdentityNotFound,
-            "identity",
-            &full,
-        ));
-    }
     Ok(json_response(StatusCode::OK, s.resolve_identity(&addr)?))
 }
 

@@ -3,6 +3,8 @@
 //! routes, wrong methods, oversized bodies — into the §24.1 body.
 
 mod blobs;
+#[cfg(feature = "quirks")]
+pub(crate) use blobs::blob_response;
 mod capabilities;
 mod delegations;
 mod discovery;
@@ -19,7 +21,6 @@ pub use extract::{Authed, StrictJson};
 use crate::error::ApiError;
 use crate::service::Service;
 use axum::Router;
-use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -119,17 +120,6 @@ async fn error_bodies(State(svc): State<AppState>, req: Request, next: Next) -> 
     if let Ok(v) = HeaderValue::from_str(&http_date(svc.env.now())) {
         resp.headers_mut().insert(header::DATE, v);
     }
-    if svc.settings().http.no_json_charset
-        && resp
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .is_some_and(|v| v.as_bytes().starts_with(b"application/json"))
-    {
-        resp.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-    }
     resp
 }
 
@@ -157,16 +147,6 @@ fn http_date(t: loom_protocol::Timestamp) -> String {
 }
 
 fn render(svc: &Service, rid: &str, e: ApiError) -> Response {
-    if svc.settings().http.bare_error_bodies {
-        let status =
-            StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut resp = Response::builder()
-            .status(status)
-            .body(Body::empty())
-            .unwrap_or_default();
-        e.add_headers(&mut resp);
-        return resp;
-    }
     e.to_response(Some(rid.to_owned()), Some(svc.env.now().to_rfc3339()))
 }
 

@@ -8,11 +8,8 @@
 use super::identity::ChallengeRequest;
 use super::{Caller, Service, parse_address};
 use crate::error::{ApiError, ApiResult};
-use crate::quirks::Output;
 use crate::store::{Tx, tokens};
-use loom_protocol::session::{
-    RefreshDecision, TokenKind, check_login_signature, check_token, decide_refresh,
-};
+use loom_protocol::session::{RefreshDecision, TokenKind, check_token, decide_refresh};
 use loom_protocol::{ErrorCode, Timestamp};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -62,9 +59,7 @@ impl Service {
                 "v1.1 §14.2",
             ));
         }
-        let mut challenge = self.issue_challenge(AUTH_PURPOSE, req)?;
-        self.settings
-            .shape(Output::AuthChallenge, &mut challenge, &self.env);
+        let challenge = self.issue_challenge(AUTH_PURPOSE, req)?;
         Ok(challenge)
     }
 
@@ -100,7 +95,10 @@ impl Service {
             &identity.to_string(),
             &req.key_id,
         )?;
-        if let Err(e) = check_login_signature(&key, &nonce, &req.signature, &self.settings.session)
+        if let Err(e) = self
+            .rules
+            .session()
+            .check_login_signature(&key, &nonce, &req.signature)
         {
             self.audit(
                 &tx,
@@ -150,7 +148,7 @@ impl Service {
                 },
             )?;
         }
-        let mut pair = json!({
+        let pair = json!({
             "access_token": access,
             "refresh_token": refresh,
             "token_type": "Bearer",
@@ -159,7 +157,6 @@ impl Service {
             "identity": identity,
             "key_id": key_id,
         });
-        self.settings.shape(Output::TokenPair, &mut pair, &self.env);
         Ok(pair)
     }
 
@@ -173,7 +170,7 @@ impl Service {
         // Inside the transaction the database is read, not the cache (store::cache).
         let record = tokens::get(&tx, &req.refresh_token)?;
         let family = tokens::family_of(&tx, &req.refresh_token)?;
-        match decide_refresh(record.as_ref(), self.env.now(), &self.settings.session) {
+        match decide_refresh(record.as_ref(), self.env.now(), self.rules.session()) {
             RefreshDecision::Refuse(r) => Err(ApiError::unauthenticated(r.to_string())),
             RefreshDecision::Reuse(r) => {
                 let Some(record) = record else {
@@ -225,7 +222,7 @@ impl Service {
             record.as_ref(),
             TokenKind::Access,
             self.env.now(),
-            &self.settings.session,
+            self.rules.session(),
         )
         .map_err(|r| ApiError::unauthenticated(r.to_string()))?;
         let Some(record) = record else {

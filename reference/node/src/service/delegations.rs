@@ -186,7 +186,7 @@ impl Service {
             .into_iter()
             .filter_map(|a| Address::parse_wire(a).ok())
             .collect();
-        if !self.settings.api.omit_delegation_revoked_event {
+        if !self.deviations.api.omit_delegation_revoked_event {
             self.append_event(
                 &tx,
                 "delegation.revoked",

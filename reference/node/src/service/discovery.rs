@@ -27,13 +27,6 @@ pub const FEATURES: &[&str] = &[
 impl Service {
     /// `GET /.well-known/loom.json`: every member §15.2 requires.
     pub fn node_document(&self) -> Value {
-        let mut doc = self.full_node_document();
-        self.settings
-            .shape(crate::quirks::Output::NodeDocument, &mut doc, &self.env);
-        doc
-    }
-
-    fn full_node_document(&self) -> Value {
         let base = self.config.base_url();
         let ws = base.replacen("http", "ws", 1);
         let (key_id, key) = self.node_key();

@@ -9,10 +9,9 @@
 
 use super::{Caller, Document, Service};
 use crate::error::{ApiError, ApiResult};
-use crate::quirks::{Quirk, QuirkRules};
 use crate::store::resolvers::local_directory;
 use crate::store::{envelopes, events, threads};
-use loom_protocol::accept::{Origin, SpecRules, ThreadRuntime, admit};
+use loom_protocol::accept::{Origin, ThreadRuntime, admit};
 use loom_protocol::envelope::AudienceMode;
 use loom_protocol::id::{EnvelopeId, ThreadId};
 use loom_protocol::jcs::to_canonical_bytes;
@@ -77,12 +76,8 @@ impl Service {
             };
             let limit = &self.config.limits.envelope();
             let now = self.env.now();
-            if self.quirks == crate::quirks::Quirks::none() {
-                admit(env, origin, &directory, &SpecRules, limit, now)?
-            } else {
-                let rules = QuirkRules::new(&self.quirks, &self.env, &caller.identity);
-                admit(env, origin, &directory, &rules, limit, now)?
-            }
+            let rules = self.admission(&caller.identity, false);
+            admit(env, origin, &directory, &*rules, limit, now)?
         };
         // A token issued on another node: its issuer's keys come from its home node (§12),
         // and the writer's decision needs them. Fetched only for an envelope that admission
@@ -94,7 +89,7 @@ impl Service {
 
     /// A fresh event id (`evt_` + ULID).
     pub(crate) fn new_event_id(&self) -> String {
-        if self.quirk(Quirk::UnprefixedEventIds) {
+        if self.deviations.api.unprefixed_event_ids {
             self.env.ids().ulid().to_string()
         } else {
             self.env.ids().event().to_string()
@@ -180,11 +175,11 @@ impl Service {
         caller: &Caller,
         active_participant: bool,
     ) -> Result<(), ProtocolError> {
-        if self.quirk(Quirk::IgnoreAudience) {
+        if self.deviations.reads.ignore_audience {
             return Ok(());
         }
         let mut audience = AudienceOf::read(env);
-        if self.quirk(Quirk::OmittedAudienceAsRecipients)
+        if self.deviations.reads.omitted_audience_as_recipients
             && audience.mode.is_none()
             && !audience.unknown_mode
         {
@@ -231,7 +226,7 @@ impl Service {
             .into_iter()
             .flatten()
             .filter_map(Value::as_str);
-        if !self.quirk(Quirk::IgnoreLegalHold) {
+        if !self.deviations.api.ignore_legal_hold {
             check_deletable(env_labels.chain(state.labels.iter().map(String::as_str)))?;
         }
         let window = i64::try_from(self.config.retract_window_secs)
@@ -250,7 +245,7 @@ impl Service {
             ));
         }
         let now = self.env.now().to_rfc3339();
-        envelopes::retract(&tx, &eid, &now, self.quirk(Quirk::RetractKeepsContent))?;
+        envelopes::retract(&tx, &eid, &now, self.deviations.api.retract_keeps_content)?;
         let mut audience = AudienceOf::read(&env);
         audience.sender = Some(caller.identity.clone());
         let participants: Vec<Address> = state
@@ -260,7 +255,7 @@ impl Service {
             .map(|(a, _)| a.clone())
             .collect();
         let who = audience.readers(participants.iter(), &[]);
-        if !self.quirk(Quirk::OmitRetractedEvent) {
+        if !self.deviations.api.omit_retracted_event {
             self.append_event(
                 &tx,
                 "envelope.retracted",

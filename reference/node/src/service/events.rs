@@ -11,7 +11,6 @@
 
 use super::{Caller, Service};
 use crate::error::{ApiError, ApiResult};
-use crate::quirks::Output;
 use crate::store::listings::{self, EventAudience};
 use loom_protocol::id::EventId;
 use serde::Deserialize;
@@ -46,7 +45,7 @@ impl Service {
                 format!("limit must be 1-{}", self.config.limits.max_page_size),
             ));
         }
-        let dev = &self.settings.reads;
+        let dev = &self.deviations.reads;
         let me = &caller.identity;
         let conn = self.store.read();
         let after: i64 = match (&q.since, &q.cursor) {
@@ -91,10 +90,7 @@ impl Service {
             }));
             next = e.seq;
         }
-        let mut page =
-            json!({"events": events, "next_cursor": next.to_string(), "has_more": has_more});
-        self.settings
-            .shape(Output::EventsPage, &mut page, &self.env);
+        let page = json!({"events": events, "next_cursor": next.to_string(), "has_more": has_more});
         Ok(page)
     }
 }

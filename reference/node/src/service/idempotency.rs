@@ -29,7 +29,7 @@ impl Service {
         request_hash: &str,
         f: impl std::future::Future<Output = Outcome>,
     ) -> ApiResult<Outcome> {
-        let Some(key) = key.filter(|_| !self.settings.api.ignore_idempotency_key) else {
+        let Some(key) = key.filter(|_| !self.deviations.api.ignore_idempotency_key) else {
             return Ok(f.await);
         };
         if key.is_empty() || key.len() > MAX_KEY_LEN || !key.bytes().all(|b| b.is_ascii_graphic()) {

@@ -8,13 +8,11 @@
 
 use super::{Caller, Service};
 use crate::error::{ApiError, ApiResult};
-use crate::quirks::Output;
 use crate::store::{challenges, identities, tokens};
 use loom_protocol::federation::NodeSignatureForm;
 use loom_protocol::id::{KeyId, KeyKind};
 use loom_protocol::registration::{
     IdentityPatch, Registration, check_agent_delegation, parse_added_key, public_key_entry,
-    registrant_address,
 };
 use loom_protocol::session::{CHALLENGE_TTL_MS as SESSION_CHALLENGE_TTL_MS, Redemption};
 use loom_protocol::{Address, ErrorCode, Timestamp};
@@ -39,7 +37,10 @@ pub struct ChallengeRequest {
 impl Service {
     /// Issues a challenge for `purpose` (registration or login), single use, 5 minutes.
     pub fn issue_challenge(&self, purpose: &str, req: &ChallengeRequest) -> ApiResult<Value> {
-        let identity = registrant_address("identity", &req.identity, &self.settings.registration)?;
+        let identity = self
+            .rules
+            .registration()
+            .registrant("identity", &req.identity)?;
         KeyId::parse(&req.key_id, KeyKind::Signing)
             .map_err(|e| ApiError::bad_request("key_id", e.to_string(), "v1.1 §8.4"))?;
         let challenge_id = format!("ch_{}", self.env.ids().ulid());
@@ -83,7 +84,7 @@ impl Service {
             identity,
             key_id,
             self.env.now(),
-            &self.settings.session,
+            self.rules.session(),
         ) {
             Redemption::Refused(e) => Err(e.into()),
             Redemption::Taken(nonce) => {
@@ -95,8 +96,8 @@ impl Service {
 
     /// `POST /v1/identity`: registers an identity on this node after checking the proof.
     pub fn register_identity(&self, raw: &Value) -> ApiResult<Value> {
-        let dev = &self.settings.registration;
-        let reg = Registration::parse(raw, &self.config.domain, self.env.now(), dev)?;
+        let rules = self.rules.registration();
+        let reg = Registration::parse(raw, &self.config.domain, self.env.now(), rules)?;
         if let Some(d) = &reg.agent
             && self.is_local(&d.delegator)
         {
@@ -117,12 +118,12 @@ impl Service {
             &id.to_string(),
             &reg.proof.key_id,
         )?;
-        if let Err(e) = reg.verify_proof(&nonce, dev) {
+        if let Err(e) = reg.verify_proof(&nonce, rules) {
             tx.commit()?; // the challenge stays burnt
             return Err(e.into());
         }
         if identities::exists(&tx, id)? {
-            if !self.settings.identity.allow_duplicate_registration {
+            if !self.deviations.identity.allow_duplicate_registration {
                 tx.commit()?;
                 return Err(ApiError::new(
                     ErrorCode::EnvelopeDuplicate,
@@ -204,11 +205,9 @@ impl Service {
             .collect();
         doc["public_keys"] = json!({"signing": signing, "encryption": encryption});
         doc["signing_keys"] = Value::Array(pem);
-        self.settings
-            .shape(Output::IdentityDocument, &mut doc, &self.env);
         // §15.4: remote nodes verify senders' keys through the home node's signature.
         let (key_id, key) = self.node_key();
-        let form = if self.settings.federation.full_key_node_signature {
+        let form = if self.deviations.federation.full_key_node_signature {
             NodeSignatureForm::FullKeys
         } else {
             NodeSignatureForm::Registration
@@ -297,7 +296,7 @@ impl Service {
     /// last active signing key cannot be revoked (the identity would be locked out).
     pub fn revoke_key(&self, caller: &Caller, key_id: &str) -> ApiResult<Value> {
         let id = &caller.identity;
-        let dev = &self.settings.identity;
+        let dev = &self.deviations.identity;
         let tx = self.store.begin()?;
         let Some(key) = identities::key(&tx, id, key_id)? else {
             return Err(ApiError::not_found(

@@ -4,8 +4,9 @@
 //! with their audit entry, and return data or an [`ApiError`].
 //!
 //! The service holds no SQL: every statement is a typed function of [`crate::store`]
-//! (`tests/node/service_has_no_sql.rs` keeps it so). Deliberate defects arrive as data
-//! ([`crate::quirks::Settings`], built once in [`Service::new`]).
+//! (`tests/node/service_has_no_sql.rs` keeps it so). Deliberate defects arrive through
+//! [`crate::rules::NodeRules`]: acceptance steps, and [`crate::rules::Deviations`] as data
+//! built once in [`Service::new`].
 
 pub mod auth;
 pub mod blobs;
@@ -27,7 +28,7 @@ pub mod write_group;
 use crate::config::NodeConfig;
 use crate::env::Env;
 use crate::error::{ApiError, ApiResult};
-use crate::quirks::{Quirk, Quirks, Settings};
+use crate::rules::{Deviations, NodeRules};
 use crate::store::audit::{self, AuditEntry};
 use crate::store::{Connection, Store, node_keys};
 use ed25519_dalek::SigningKey;
@@ -62,7 +63,7 @@ pub struct Caller {
     pub key_id: String,
 }
 
-/// The node: configuration, environment, store and quirks.
+/// The node: configuration, environment, store and rules.
 #[derive(Debug)]
 pub struct Service {
     /// Configuration.
@@ -71,12 +72,10 @@ pub struct Service {
     pub env: Env,
     /// Durable state.
     pub store: Store,
-    /// Deliberate defects (empty unless built with `quirks`).
-    pub quirks: Quirks,
-    /// The acceptance deviations the quirks stand for (none on a real node).
-    pub(crate) deviations: loom_protocol::accept::Deviations,
-    /// Every other deviation, per layer (none on a real node).
-    pub(crate) settings: Settings,
+    /// The rules it runs ([`crate::rules::Spec`] on a real node).
+    pub(crate) rules: Arc<dyn NodeRules>,
+    /// The deviations of the service outside acceptance (none on a real node).
+    pub(crate) deviations: Deviations,
     node_key: SigningKey,
     node_key_id: String,
     /// Node keys replaced by a rotation, `(key_id, public key)`, published as `retired`.
@@ -89,12 +88,17 @@ pub struct Service {
 
 impl Service {
     /// Builds the service over an opened store, creating the node signing key on first start.
-    pub fn new(config: NodeConfig, env: Env, store: Store, quirks: Quirks) -> ApiResult<Service> {
+    pub fn new(
+        config: NodeConfig,
+        env: Env,
+        store: Store,
+        rules: Arc<dyn NodeRules>,
+    ) -> ApiResult<Service> {
         Self::with_dial(
             config,
             env,
             store,
-            quirks,
+            rules,
             Arc::new(crate::outbound::TokioDial),
         )
     }
@@ -126,7 +130,7 @@ impl Service {
         config: NodeConfig,
         env: Env,
         store: Store,
-        quirks: Quirks,
+        rules: Arc<dyn NodeRules>,
         dial: Arc<dyn crate::outbound::Dial>,
     ) -> ApiResult<Service> {
         let (node_key_id, node_key) = Self::load_or_create_node_key(&store, &env)?;
@@ -153,9 +157,8 @@ impl Service {
             config,
             env,
             store,
-            deviations: quirks.deviations(),
-            settings: quirks.settings(),
-            quirks,
+            deviations: rules.deviations(),
+            rules,
             node_key,
             node_key_id,
             retired_node_keys,
@@ -164,7 +167,7 @@ impl Service {
             rate_limiter: rate_limit::RateLimiter::default(),
             fed,
         };
-        service.outbox_on_start()?;
+        service.rules.on_start(&service.store, &service.config)?;
         Ok(service)
     }
 
@@ -245,20 +248,24 @@ impl Service {
         (&self.node_key_id, &self.node_key)
     }
 
-    /// Is quirk `q` on? Only `service/envelopes.rs` still asks (it belongs to the
-    /// write-path work); everything else reads [`Service::settings`].
-    pub fn quirk(&self, q: Quirk) -> bool {
-        self.quirks.has(q)
-    }
-
     /// Is `addr` hosted here?
     pub fn is_local(&self, addr: &Address) -> bool {
         !addr.is_bridge() && addr.domain().eq_ignore_ascii_case(&self.config.domain)
     }
 
-    /// The deviations every layer reads (none on a real node).
-    pub fn settings(&self) -> &Settings {
-        &self.settings
+    /// The deviations of the service outside acceptance (none on a real node).
+    pub fn deviations(&self) -> &Deviations {
+        &self.deviations
+    }
+
+    /// The acceptance steps for an envelope `caller` submits, or a peer delivered
+    /// (`delivered`, §15.4).
+    pub(crate) fn admission<'a>(
+        &'a self,
+        caller: &'a Address,
+        delivered: bool,
+    ) -> Box<dyn loom_protocol::accept::Rules + 'a> {
+        self.rules.admission(&self.env, caller, delivered)
     }
 
     /// Appends to the §25.1 audit log inside the caller's transaction.

@@ -210,7 +210,7 @@ impl Service {
         now: Timestamp,
         report: &mut TickReport,
     ) -> ApiResult<()> {
-        let dev = self.settings.federation;
+        let dev = self.deviations.federation;
         let denied = if dev.inbound.ignore_policy {
             None
         } else {
@@ -300,7 +300,7 @@ impl Service {
             now,
             &nonce[..16],
         );
-        let headers: Vec<(&str, &str)> = if self.settings.federation.unsigned_outbound {
+        let headers: Vec<(&str, &str)> = if self.deviations.federation.unsigned_outbound {
             Vec::new()
         } else {
             signed.all_pairs()
@@ -354,7 +354,8 @@ impl Service {
                 // An envelope the peer refuses as `ENVELOPE_DUPLICATE` is one it already holds
                 // (a re-send after a lost answer): delivered, as a whole-batch 409 is
                 // (DESIGN.md §9, v1.1 §23.2).
-                let duplicate_is_refusal = self.settings.federation.duplicate_rejection_is_failure;
+                let duplicate_is_refusal =
+                    self.deviations.federation.duplicate_rejection_is_failure;
                 let (done, refused): (Vec<&OutboxItem>, Vec<&OutboxItem>) =
                     items.iter().partition(|i| {
                         accepted.contains(i.envelope_id.as_str())
@@ -483,7 +484,7 @@ impl Service {
 
     /// What follows a failed attempt of `item` (§15.6).
     fn next_step(&self, item: &OutboxItem, kind: FailureKind, now: Timestamp) -> NextStep {
-        let dev = self.settings.federation;
+        let dev = self.deviations.federation;
         let attempts = item.attempts.saturating_add(1);
         let queued = Timestamp::from_unix_ms(item.queued_ms);
         let policy = &self.fed.retry;
@@ -520,7 +521,7 @@ impl Service {
         reason: ErrorCode,
         report: &mut TickReport,
     ) -> ApiResult<()> {
-        let dev = self.settings.federation;
+        let dev = self.deviations.federation;
         let reason = if dev.wrong_failure_reason
             && matches!(
                 reason,
@@ -606,29 +607,6 @@ impl Service {
             key_id: sign_id.clone(),
         };
         self.commit_from(admitted, Submitter::Local(caller)).await?;
-        Ok(())
-    }
-
-    /// Start-up: the `DropOutboxOnRestart` quirk forgets queued deliveries,
-    /// `ForgetLastEnvelopeOnRestart` the newest local envelope and `PruneAuditOnRestart` the
-    /// oldest audit row (self-test defects only; a real node changes nothing here).
-    pub(crate) fn outbox_on_start(&self) -> ApiResult<()> {
-        let dev = self.settings.federation;
-        if dev.drop_outbox_on_restart {
-            let tx = self.store.begin()?;
-            fed_store::drop_queued(&tx)?;
-            tx.commit()?;
-        }
-        if dev.forget_last_envelope_on_restart {
-            let tx = self.store.begin()?;
-            envelopes::forget_newest_local(&tx, &self.config.domain)?;
-            tx.commit()?;
-        }
-        if dev.prune_audit_on_restart {
-            let tx = self.store.begin()?;
-            crate::store::audit::prune_oldest(&tx)?;
-            tx.commit()?;
-        }
         Ok(())
     }
 }

@@ -71,7 +71,7 @@ impl Service {
         if entry.0 != window {
             *entry = (window, 0);
         }
-        let allowed = entry.1 < limit || self.settings.api.disable_rate_limit;
+        let allowed = entry.1 < limit || self.deviations.api.disable_rate_limit;
         if entry.1 < limit {
             entry.1 += 1;
         }

@@ -3,7 +3,6 @@
 
 use super::{Caller, Document, Service};
 use crate::error::{ApiError, ApiResult};
-use crate::quirks::Output;
 use crate::store::listings::{self, ThreadPage, ThreadSort};
 use crate::store::{envelopes, threads};
 use loom_protocol::ErrorCode;
@@ -87,14 +86,15 @@ impl Service {
             .thread_state(&conn, &tid)?
             .ok_or_else(|| ApiError::internal("thread state"))?;
         drop(conn);
-        if !state.is_active_participant(&caller.identity) && !self.settings.reads.ignore_audience {
+        if !state.is_active_participant(&caller.identity) && !self.deviations.reads.ignore_audience
+        {
             return Err(ApiError::not_found(
                 ErrorCode::ThreadNotFound,
                 "thread_id",
                 tid,
             ));
         }
-        let mut obj = thread_object(
+        let obj = thread_object(
             &state,
             &row.created_at,
             &row.updated_at,
@@ -102,7 +102,6 @@ impl Service {
             row.envelope_count,
             row.last_event_seq,
         );
-        self.settings.shape(Output::Thread, &mut obj, &self.env);
         Ok(obj)
     }
 
@@ -207,7 +206,7 @@ impl Service {
         };
         // A bcc recipient or custom-audience reader may still see single envelopes.
         if !state.is_active_participant(&caller.identity)
-            && !self.settings.reads.ignore_audience
+            && !self.deviations.reads.ignore_audience
             && !listings::reads_in_thread(&conn, &tid, &caller.identity)?
         {
             return Err(ApiError::not_found(

@@ -25,9 +25,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::store::accept::{WriterView, apply};
 use crate::store::batch::{self, Deferred};
 use crate::store::{envelopes, federation, threads};
-use loom_protocol::accept::{
-    Acceptance, Admitted, Context, Decision, Origin, ThreadRuntime, decide,
-};
+use loom_protocol::accept::{Acceptance, Admitted, Context, Origin, ThreadRuntime, decide};
 use loom_protocol::id::ThreadId;
 use loom_protocol::thread::ThreadLimits;
 use rusqlite::Connection;
@@ -494,11 +492,12 @@ impl Service {
         };
         let now = self.env.now();
         let limit = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
-        let federated = self.federated_deviations();
-        let deviations = match job.submitter {
-            Submitter::Local(_) => &self.deviations,
-            Submitter::Federated { .. } => &federated,
+        let node = self.node_address()?;
+        let (caller, delivered) = match &job.submitter {
+            Submitter::Local(caller) => (&caller.identity, false),
+            Submitter::Federated { .. } => (&node, true),
         };
+        let admission = self.admission(caller, delivered);
         let ctx = Context {
             now,
             node_id: &self.config.domain,
@@ -506,7 +505,7 @@ impl Service {
                 max_envelopes_per_thread: limit(self.config.limits.max_envelopes_per_thread),
                 max_pending_parents: limit(self.config.limits.max_pending_parents),
             },
-            deviations,
+            rules: &*admission,
         };
         let origin = match &job.submitter {
             Submitter::Local(caller) => Origin::Local {
@@ -524,7 +523,7 @@ impl Service {
             Err(e)
                 if e.code == loom_protocol::ErrorCode::EnvelopeDuplicate
                     && matches!(job.submitter, Submitter::Federated { .. })
-                    && !self.settings.federation.reject_identical_redelivery =>
+                    && !self.deviations.federation.reject_identical_redelivery =>
             {
                 // §23.2: an identical re-delivery is accepted again, not stored twice; a
                 // different envelope under a stored id stays ENVELOPE_DUPLICATE.
@@ -533,29 +532,21 @@ impl Service {
                 if stored.as_deref() != Some(mine.as_str()) {
                     return Err(e.into());
                 }
-                if !self.settings.federation.store_redelivered_twice {
+                if !self.deviations.federation.store_redelivered_twice {
                     let body = envelopes::body(c, &f.id)?;
                     return Ok(Decided::Stored(
                         body.unwrap_or_else(|| job.admitted.envelope.clone()),
                     ));
                 }
-                // The `store-redelivered-twice` quirk: the copy is stored again as a row of
-                // its own (a key the node draws), its body unchanged, so it is listed twice.
+                // The `store_redelivered_twice` deviation: the copy is stored again as a row
+                // of its own (a key the node draws), its body unchanged, so it is listed twice.
                 let mut copy = job.admitted.clone();
                 copy.facts.id = self.env.ids().envelope();
                 decide(&copy, origin, &view, &ctx)?
             }
             other => other?,
         };
-        match decision {
-            Decision::AlreadyStored => {
-                let stored = envelopes::body(c, &f.id)?;
-                Ok(Decided::Stored(
-                    stored.unwrap_or_else(|| job.admitted.envelope.clone()),
-                ))
-            }
-            Decision::Accepted(a) => Ok(Decided::Accept(a, now.to_rfc3339())),
-        }
+        Ok(Decided::Accept(Box::new(decision), now.to_rfc3339()))
     }
 
     /// Writes an accepted envelope's effects (and its outbox rows, §15.6); returns the

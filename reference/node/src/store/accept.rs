@@ -88,7 +88,6 @@ pub fn apply(
             Effect::PutOtherThread { state, create } => {
                 threads::put_other(conn, state, *create, now)?
             }
-            Effect::MoveEnvelopes { from, to } => envelopes::move_all(conn, from, to)?,
             Effect::TaskCreated {
                 id,
                 thread,
@@ -118,14 +117,8 @@ pub fn apply(
                 fresh,
                 state_changed,
             } => threads::put(conn, state, *fresh, *state_changed, seq, now)?,
-            Effect::IndexThread {
-                state,
-                fresh,
-                searchable,
-            } => {
-                threads::index(conn, state, *fresh, now)?;
-                search.thread(state, *fresh, *searchable);
-            }
+            Effect::IndexThread { state, fresh } => threads::index(conn, state, *fresh, now)?,
+            Effect::SearchThread { state, fresh } => search.thread(state, *fresh),
             Effect::PutEnvelope {
                 readers,
                 signed_hash,

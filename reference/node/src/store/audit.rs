@@ -56,15 +56,6 @@ const INSERT: &str =
 const HIGH_WATER: &str = "SELECT high_water FROM audit_anchor WHERE id = 1";
 const RAISE_HIGH_WATER: &str = "UPDATE audit_anchor SET high_water = ?1 WHERE id = 1";
 
-/// Deletes the oldest audit row; only the `PruneAuditOnRestart` quirk calls this (the chain
-/// then starts at a row whose `prev_hash` is not [`GENESIS`], and [`walk`] reports it).
-pub fn prune_oldest(conn: &Connection) -> rusqlite::Result<usize> {
-    conn.execute(
-        "DELETE FROM audit_log WHERE seq = (SELECT MIN(seq) FROM audit_log)",
-        [],
-    )
-}
-
 /// Appends an entry inside the caller's transaction. Its sequence number is one above both
 /// the last row and the high-water mark, so numbers of deleted rows are never handed out again.
 pub fn append(conn: &Connection, e: &AuditEntry<'_>) -> rusqlite::Result<()> {

@@ -96,9 +96,9 @@ impl Deferred {
     }
 
     /// Queues a thread's search row as of `state` (the last one queued for a thread wins);
-    /// `fresh`: the thread was created in this group; `searchable` false: remove it only.
-    pub fn thread(&mut self, state: &ThreadState, fresh: bool, searchable: bool) {
-        let row = searchable.then(|| threads::search_row(state));
+    /// `fresh`: the thread was created in this group.
+    pub fn thread(&mut self, state: &ThreadState, fresh: bool) {
+        let row = Some(threads::search_row(state));
         self.threads
             .entry(state.id)
             .and_modify(|t| t.row = row.clone())
@@ -200,7 +200,7 @@ mod tests {
         let through_deferred = pages_after(n, |c, states| {
             let mut d = Deferred::default();
             for s in states {
-                d.thread(s, true, true);
+                d.thread(s, true);
             }
             d.flush(c).unwrap();
         });

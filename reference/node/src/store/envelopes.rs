@@ -30,8 +30,6 @@ pub const ERASE: &str =
     "UPDATE envelopes SET body = NULL, erased_at = ?2, retracted_at = ?2 WHERE id = ?1";
 /// Retraction that keeps the content (a self-test deviation).
 pub const MARK_RETRACTED: &str = "UPDATE envelopes SET retracted_at = ?2 WHERE id = ?1";
-/// Moves a thread's envelopes into another (a self-test deviation of §11.4).
-pub const MOVE: &str = "UPDATE envelopes SET thread_id = ?2, event_seq = event_seq + 1000000, body = json_set(body, '$.thread_id', ?2) WHERE thread_id = ?1";
 
 /// The columns of a new envelope row.
 #[derive(Debug, Clone, Copy)]
@@ -66,24 +64,6 @@ pub fn exists(conn: &Connection, id: &EnvelopeId) -> rusqlite::Result<bool> {
         .row(EXISTS, [id.to_string()], |_| Ok(()))
         .optional()?
         .is_some())
-}
-
-/// Deletes the newest envelope a user of `domain` submitted (not the node's own receipts);
-/// returns its id. Only the `ForgetLastEnvelopeOnRestart` quirk calls
-/// this: a real node never loses what it acknowledged.
-pub fn forget_newest_local(conn: &Connection, domain: &str) -> rusqlite::Result<Option<String>> {
-    let id: Option<String> = conn
-        .query_row(
-            "SELECT id FROM envelopes WHERE sender LIKE ?1 AND sender NOT LIKE 'loom://loom-node@%'
-                 ORDER BY rowid DESC LIMIT 1",
-            [format!("%@{domain}")],
-            |r| r.get(0),
-        )
-        .optional()?;
-    if let Some(id) = &id {
-        conn.execute("DELETE FROM envelopes WHERE id = ?1", [id])?;
-    }
-    Ok(id)
 }
 
 /// The stored document (`None` when missing or erased).
@@ -218,11 +198,5 @@ pub fn retract(
         params![id, now],
     )?;
     conn.exec(DELETE_SEARCH, [&id])?;
-    Ok(())
-}
-
-/// Moves every envelope of `from` into `to`.
-pub fn move_all(conn: &Connection, from: &ThreadId, to: &ThreadId) -> rusqlite::Result<()> {
-    conn.exec(MOVE, params![from.to_string(), to.to_string()])?;
     Ok(())
 }

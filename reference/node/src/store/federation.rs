@@ -22,7 +22,6 @@ const NEXT_DUE: &str = "SELECT MIN(next_attempt_ms) FROM federation_outbox WHERE
 const MARK_DELIVERED: &str = "UPDATE federation_outbox SET state = 'delivered', attempts = attempts + 1, done_at = ?2, last_failure = NULL WHERE id = ?1";
 const MARK_RETRY: &str = "UPDATE federation_outbox SET attempts = ?2, last_failure = ?3, next_attempt_ms = ?4 WHERE id = ?1";
 const MARK_FAILED: &str = "UPDATE federation_outbox SET state = 'failed', attempts = ?2, last_failure = ?3, reason = ?4, done_at = ?5 WHERE id = ?1";
-const DROP_QUEUED: &str = "DELETE FROM federation_outbox WHERE state = 'queued'";
 const OUTBOX_ROWS: &str = "SELECT destination, envelope_id, state, attempts, last_failure, reason FROM federation_outbox ORDER BY id";
 const QUARANTINE: &str = "INSERT OR IGNORE INTO federation_quarantine (envelope_id, node, envelope, received_at) VALUES (?1, ?2, ?3, ?4)";
 const SIGNED_HASH: &str = "SELECT body_sha256 FROM envelopes WHERE id = ?1";
@@ -291,11 +290,6 @@ pub fn mark_failed(
 ) -> rusqlite::Result<()> {
     conn.exec(MARK_FAILED, params![id, attempts, failure, reason, at])?;
     Ok(())
-}
-
-/// Deletes every queued item (only the `DropOutboxOnRestart` quirk calls this).
-pub fn drop_queued(conn: &Connection) -> rusqlite::Result<usize> {
-    conn.exec(DROP_QUEUED, [])
 }
 
 /// One outbox row as tests and operators see it.

@@ -40,6 +40,8 @@ pub mod idempotency;
 pub mod identities;
 pub(crate) mod inspect;
 pub mod listings;
+#[cfg(feature = "quirks")]
+pub(crate) mod mutants;
 pub mod node_keys;
 pub mod resolvers;
 pub mod search;

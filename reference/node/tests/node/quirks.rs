@@ -1326,13 +1326,15 @@ async fn ignore_key_revocation_leaves_the_key_usable() {
 #[tokio::test]
 async fn tls_quirks_allow_tls12_and_drop_h2() {
     use loom_node::config::TlsSettings;
-    use loom_node::tls::server_tls_with_quirks;
+    use loom_node::quirks::QuirkNode;
+    use loom_node::tls::server_tls_with;
     use rustls::pki_types::ServerName;
     use std::sync::Arc;
     for q in [None, Some(Quirk::AllowTls12), Some(Quirk::NoHttp2)] {
         let quirks = q.map_or_else(Quirks::none, |q| Quirks::none().with(q));
-        let tls = server_tls_with_quirks(&TlsSettings::SelfSigned, crate::support::DOMAIN, &quirks)
-            .unwrap();
+        let rules = QuirkNode::new(quirks);
+        let tls =
+            server_tls_with(&TlsSettings::SelfSigned, crate::support::DOMAIN, &rules).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let acceptor = tls.acceptor.clone();

@@ -75,13 +75,6 @@ pub enum Effect {
         /// Create the thread row when missing.
         create: bool,
     },
-    /// Every envelope of `from` moves to `to` (only under a conformance self-test deviation).
-    MoveEnvelopes {
-        /// Source thread.
-        from: ThreadId,
-        /// Target thread.
-        to: ThreadId,
-    },
     /// `task.create@v1` (§18.3).
     TaskCreated {
         /// The task (= envelope) id.
@@ -128,14 +121,20 @@ pub enum Effect {
         /// `content.structured.parameters` as JSON text.
         parameters: String,
     },
-    /// Keep participants, labels and the thread search row equal to `state` (§16.2, §16.6).
+    /// Keep participants and labels equal to `state` (§16.2).
     IndexThread {
         /// The state to index.
         state: ThreadState,
         /// The thread was created by this envelope: it has no index rows yet.
         fresh: bool,
-        /// Write the search row (false only under a self-test deviation).
-        searchable: bool,
+    },
+    /// Keep the thread's search row (subject, labels, participants) equal to `state`
+    /// (§16.6).
+    SearchThread {
+        /// The state to index.
+        state: ThreadState,
+        /// The thread was created by this envelope: it has no search row yet.
+        fresh: bool,
     },
     /// Append an event.
     Event(EventDraft),

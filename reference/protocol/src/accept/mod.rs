@@ -35,6 +35,10 @@
 //! 15. `meta.event_seq` = the thread's last + 1 (§11.6), `meta` filled in;
 //! 16. readers (§8.3, §11.5), the envelope row, search rows (§16.6), the event (§17.3) and
 //!     the audit entry (§25.1), as [`Effect`]s.
+//!
+//! Each rule a conformance self-test may break is a step of [`Rules`] with the
+//! specification as its default ([`SpecRules`]); the steps run in this order and the core
+//! reads no flags. [`Rules::accepted`] sees the finished decision last.
 
 mod effects;
 mod facts;
@@ -43,7 +47,7 @@ mod view;
 
 pub use effects::{Acceptance, AuditDraft, Effect, EventDraft};
 pub use facts::{Facts, Structured};
-pub use rules::{Deviations, Rules, SpecRules};
+pub use rules::{Rules, SpecRules};
 pub use view::{AcceptView, Directory, Origin, TaskRecord, ThreadRuntime};
 
 use crate::address::Address;
@@ -51,16 +55,12 @@ use crate::capability::{
     CapabilityRequest, CapabilityResolver, Grant, PopProof, authorize_capability, grant_for_intent,
 };
 use crate::clock::FixedClock;
-use crate::delegation::verify_delegation_chain;
-use crate::envelope::validate::THREAD_OP_NAMESPACES;
 use crate::error::{ErrorCode, ProtocolError};
 use crate::id::{CapabilityId, ThreadId};
 use crate::jcs::{to_canonical_bytes_without, to_canonical_bytes_without_and};
 use crate::policy::require_encryption;
-use crate::task::{TaskRole, TaskState, check_task_transition};
-use crate::thread::{
-    LinkedThread, ParticipantRole, ThreadDag, ThreadLimits, ThreadOp, ThreadState, ThreadStatus,
-};
+use crate::task::{TaskRole, TaskState};
+use crate::thread::{LinkedThread, ThreadDag, ThreadLimits, ThreadOp, ThreadState, ThreadStatus};
 use crate::time::Timestamp;
 use ed25519_dalek::VerifyingKey;
 use serde_json::{Value, json};
@@ -95,29 +95,14 @@ pub fn admit(
     limits: &EnvelopeLimits,
     now: Timestamp,
 ) -> Result<Admitted, ProtocolError> {
-    let dev = rules.deviations();
     crate::bounds::check(&envelope, limits)?;
     // The stored form (the size limit and `body_sha256`) and the signed form, in one pass.
     let (canonical, signed_form) =
         to_canonical_bytes_without_and(&envelope, &["meta"], "signature").unwrap_or_default();
-    if !dev.ignore_size_limit {
-        crate::envelope::check_envelope_size(canonical.len(), limits.max_envelope_bytes)?;
-    }
+    rules.check_size(canonical.len(), limits.max_envelope_bytes)?;
     let facts = rules.structure(&envelope)?;
     match origin {
-        Origin::Local { caller } => {
-            if facts.sender != *caller && !dev.allow_sender_spoofing {
-                return Err(ProtocolError::new(
-                    ErrorCode::CapabilityDenied,
-                    "from.identity",
-                    format!(
-                        "the authenticated identity is {caller}; it cannot send as {}",
-                        facts.sender
-                    ),
-                    "v1.1 §16.1",
-                ));
-            }
-        }
+        Origin::Local { caller } => rules.check_local_sender(&facts, caller)?,
         Origin::Federated { node, .. } => {
             if !facts.sender.domain().eq_ignore_ascii_case(node) {
                 return Err(ProtocolError::new(
@@ -135,40 +120,13 @@ pub fn admit(
     let registered = directory
         .registered_type(&facts.sender)
         .ok_or_else(|| not_found(ErrorCode::IdentityNotFound, "from.identity", &facts.sender))?;
-    if facts.sender_type != registered && !dev.ignore_sender_type {
-        return Err(ProtocolError::invalid(
-            "from.type",
-            format!(
-                "{} is registered as {registered}, not {:?}",
-                facts.sender, facts.sender_type
-            ),
-            "v1.1 §6.3, §8.1",
-        ));
-    }
-    if !dev.skip_signature {
-        let key = directory
-            .active_signing_key(&facts.sender, &facts.key_id)
-            .or_else(|| historical_key(directory, origin, &facts))
-            .ok_or_else(|| {
-                ProtocolError::new(
-                    ErrorCode::SignatureInvalid,
-                    "from.key_id",
-                    format!(
-                        "{} is not an active signing key of {}",
-                        facts.key_id, facts.sender
-                    ),
-                    "v1.1 §7.3",
-                )
-            })?;
-        rules.verify_signature(&envelope, &signed_form, &key)?;
-    }
-    if registered == "agent" && !dev.skip_delegation_chain {
-        verify_delegation_chain(
-            &envelope,
-            directory,
-            &rules.chain_policy(),
-            &FixedClock(now),
-        )?;
+    rules.check_sender_type(&facts, &registered)?;
+    let key = directory
+        .active_signing_key(&facts.sender, &facts.key_id)
+        .or_else(|| historical_key(directory, origin, &facts));
+    rules.check_signature(&envelope, &signed_form, &facts, key)?;
+    if registered == "agent" {
+        rules.check_delegation(&envelope, directory, now)?;
     }
     let canonical = if rules.stored_form(&mut envelope) {
         to_canonical_bytes_without(&envelope, &["meta"]).unwrap_or_default()
@@ -202,18 +160,8 @@ fn historical_key(
     }
 }
 
-/// What the node decides for one admitted envelope.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Decision {
-    /// Accepted: apply the effects.
-    Accepted(Box<Acceptance>),
-    /// The id is stored and [`Deviations::allow_duplicate_ids`] answers with the stored
-    /// envelope instead of `ENVELOPE_DUPLICATE`.
-    AlreadyStored,
-}
-
 /// The node's settings that acceptance reads.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct Context<'a> {
     /// The current time (receipt time, token expiry).
     pub now: Timestamp,
@@ -221,8 +169,18 @@ pub struct Context<'a> {
     pub node_id: &'a str,
     /// §10.7 limits.
     pub limits: ThreadLimits,
-    /// Deviations in force ([`Deviations::NONE`] on a real node).
-    pub deviations: &'a Deviations,
+    /// The steps of acceptance ([`SpecRules`] on a real node).
+    pub rules: &'a dyn Rules,
+}
+
+impl std::fmt::Debug for Context<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("now", &self.now)
+            .field("node_id", &self.node_id)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Steps 7–16 for `admitted`, against `view` as the writer sees it.
@@ -231,27 +189,15 @@ pub fn decide(
     origin: Origin<'_>,
     view: &dyn AcceptView,
     ctx: &Context<'_>,
-) -> Result<Decision, ProtocolError> {
+) -> Result<Acceptance, ProtocolError> {
     let f = &admitted.facts;
-    let dev = ctx.deviations;
-    if view.is_stored(&f.id) {
-        if dev.allow_duplicate_ids {
-            return Ok(Decision::AlreadyStored);
-        }
-        return Err(ProtocolError::new(
-            ErrorCode::EnvelopeDuplicate,
-            "id",
-            format!("{} is already stored", f.id),
-            "v1.1 §8.4, §24.2",
-        ));
-    }
+    let rules = ctx.rules;
+    rules.check_new_id(f, view.is_stored(&f.id))?;
     let bootstrap;
     let (rt, fresh) = match view.thread(&f.thread) {
         Some(rt) => (rt, false),
         None => {
-            if f.kind == "thread_op" && !dev.bootstrap_thread_from_op {
-                return Err(not_found(ErrorCode::ThreadNotFound, "thread_id", f.thread));
-            }
+            rules.check_may_start_thread(f)?;
             // §10.5 bootstrap: the root's sender owns the thread, its recipients participate.
             bootstrap = ThreadRuntime {
                 dag: ThreadDag::new(),
@@ -274,8 +220,9 @@ pub fn decide(
         effects: Vec::new(),
         evict: Vec::new(),
     };
-    d.run(admitted, origin, fresh)
-        .map(|a| Decision::Accepted(Box::new(a)))
+    let mut acceptance = d.run(admitted, origin, fresh)?;
+    rules.accepted(&mut acceptance);
+    Ok(acceptance)
 }
 
 struct Decider<'a> {
@@ -327,14 +274,10 @@ impl Decider<'_> {
         fresh: bool,
     ) -> Result<Acceptance, ProtocolError> {
         let f = self.f;
-        let dev = *self.ctx.deviations;
+        let rules = self.ctx.rules;
         let state = &self.rt.state;
-        let out_of_family = !f
-            .intent()
-            .is_some_and(|i| THREAD_OP_NAMESPACES.iter().any(|ns| i.starts_with(ns)));
-        let is_op = f.kind == "thread_op" && !(out_of_family && dev.inert_out_of_family_ops);
-        if !fresh && !state.is_active_participant(&f.sender) && !is_op && !dev.skip_capability_check
-        {
+        let is_op = rules.is_operation(f);
+        if !is_op && rules.reply_needs_capability(f, state, fresh) {
             let Some(token) = f.parameter("capability_token") else {
                 return Err(ProtocolError::new(
                     ErrorCode::CapabilityDenied,
@@ -348,35 +291,17 @@ impl Decider<'_> {
             };
             self.check_capability(token, Grant::Reply)?;
         }
-        if !dev.accept_into_locked_thread {
-            state.check_accepts_envelope(&f.kind)?;
-        }
+        rules.check_unlocked(f, state)?;
         require_encryption(f.kind == "thread_op", f.encrypted, state.encryption_enabled)?;
-        let limits = if dev.ignore_thread_limits {
-            ThreadLimits::UNLIMITED
-        } else {
-            self.ctx.limits
-        };
-        if !dev.allow_dag_cycles {
-            self.rt.dag.check(&f.id, f.parent.as_ref(), &limits)?;
-        }
+        rules.check_dag(&self.rt.dag, f, &self.ctx.limits)?;
         let pending = f.parent.is_some_and(|p| !self.rt.dag.contains(&p));
-        if pending && !fresh && dev.reject_missing_parent {
-            return Err(ProtocolError::invalid(
-                "parent_id",
-                "the parent is not in the thread",
-                "v1.1 §10.2",
-            ));
-        }
+        rules.check_pending_parent(f, pending && !fresh)?;
         let event_seq = self.rt.last_event_seq + 1;
         let mut next = state.clone();
         let mut op_subjects = Vec::new();
         if is_op {
-            let mut op = thread_op(f)?;
-            if dev.ignore_op_preconditions {
-                op.preconditions = None;
-            }
-            if !(state.is_owner(&f.sender) || dev.skip_capability_check) {
+            let op = thread_op(f)?;
+            if rules.operation_needs_capability(f, state) {
                 let Some(token) = op.parameters.get("capability_token") else {
                     return Err(ProtocolError::new(
                         ErrorCode::CapabilityDenied,
@@ -388,24 +313,7 @@ impl Decider<'_> {
                 let token = token.clone();
                 self.check_capability(&token, grant_for_intent(&op.intent))?;
             }
-            let unapplied = match op.intent.as_str() {
-                "thread.delegate@v1" => dev.ignore_thread_delegate,
-                "thread.fork@v1" => dev.fork_without_entry,
-                "thread.merge@v1" => dev.ignore_thread_merge,
-                "thread.link@v1" => dev.ignore_thread_link,
-                _ => false,
-            };
-            match if unapplied {
-                Ok(())
-            } else {
-                next.apply(event_seq, &op)
-            } {
-                Ok(()) => {}
-                Err(e)
-                    if e.code == ErrorCode::StateTransitionInvalid
-                        && dev.allow_invalid_state_transition => {}
-                Err(e) => return Err(e),
-            }
+            rules.apply_operation(&mut next, event_seq, &op)?;
             // §11.5: a removed participant still receives the removal.
             op_subjects.extend(
                 state
@@ -421,29 +329,20 @@ impl Decider<'_> {
         let mut meta = serde_json::Map::new();
         meta.insert("node_id".into(), self.ctx.node_id.into());
         meta.insert("received_at".into(), now.clone().into());
-        if !dev.omit_event_seq {
-            meta.insert("event_seq".into(), event_seq.into());
-        }
+        meta.insert("event_seq".into(), event_seq.into());
         let origin_seq = match origin {
             Origin::Local { .. } => Some(event_seq),
             Origin::Federated {
                 origin_event_seq, ..
             } => origin_event_seq,
         };
-        if let Some(o) = origin_seq.filter(|_| !dev.omit_origin_event_seq) {
+        if let Some(o) = origin_seq {
             meta.insert("origin_event_seq".into(), o.into());
         }
         meta.insert("pending_parent".into(), pending.into());
         let mut envelope = admitted.envelope.clone();
-        let mut canonical = std::borrow::Cow::Borrowed(&admitted.canonical);
-        if dev.restamp_created_at {
-            envelope["created_at"] = now.clone().into();
-            canonical = std::borrow::Cow::Owned(
-                to_canonical_bytes_without(&envelope, &["meta"]).unwrap_or_default(),
-            );
-        }
         envelope["meta"] = Value::Object(meta);
-        let signed_hash = hex::encode(Sha256::digest(&*canonical));
+        let signed_hash = hex::encode(Sha256::digest(&admitted.canonical));
 
         let state_changed = fresh || f.kind == "thread_op";
         self.effects.push(Effect::PutThread {
@@ -452,33 +351,20 @@ impl Decider<'_> {
             state_changed,
         });
         if state_changed {
-            self.effects.push(Effect::IndexThread {
-                state: next.clone(),
-                fresh,
-                searchable: !dev.skip_thread_search_index,
-            });
+            self.index_thread(next.clone(), fresh);
         }
-        let mut readers = f.audience.readers(
+        let readers = f.audience.readers(
             next.participants
                 .iter()
                 .filter(|(_, p)| p.left_at.is_none())
                 .map(|(a, _)| a),
             &op_subjects,
         );
-        if f.kind == "thread_op" && dev.skip_observer_delivery {
-            readers.retain(|a| {
-                *a == f.sender
-                    || next
-                        .participants
-                        .get(a)
-                        .is_none_or(|p| p.role != ParticipantRole::Observer)
-            });
-        }
         self.effects.push(Effect::PutEnvelope {
             readers: readers.clone(),
             signed_hash: signed_hash.clone(),
         });
-        if !f.encrypted && !dev.skip_envelope_search_index {
+        if !f.encrypted {
             self.effects.push(Effect::IndexEnvelope {
                 text: f.human_text.clone().unwrap_or_default(),
                 intent: f.intent().unwrap_or_default().to_owned(),
@@ -566,7 +452,7 @@ impl Decider<'_> {
                     .unwrap_or_default(),
                 token: token.clone(),
             });
-            if !self.ctx.deviations.omit_capability_spent_event {
+            {
                 let holder = token
                     .get("issued_to")
                     .and_then(Value::as_str)
@@ -584,7 +470,6 @@ impl Decider<'_> {
     /// Revocations carried by operations (§12.3, §13.4) and the fork threads of §11.4.
     fn op_side_effects(&mut self, op: &ThreadOp, next: &ThreadState) {
         let f = self.f;
-        let dev = *self.ctx.deviations;
         let now = self.now();
         let param = |k: &str| {
             op.parameters
@@ -612,9 +497,6 @@ impl Decider<'_> {
             }
             "thread.fork@v1" => {
                 self.evict.extend(fork);
-                if dev.fork_without_entry {
-                    return;
-                }
                 let Some(fork) = param("fork_thread_id").and_then(|s| ThreadId::parse(&s).ok())
                 else {
                     return;
@@ -633,32 +515,19 @@ impl Decider<'_> {
                     }
                     s
                 });
-                if !dev.fork_without_parent_link {
-                    state.linked_threads.insert(LinkedThread {
-                        thread_id: next.id,
-                        relation: "parent".into(),
-                    });
-                }
+                state.linked_threads.insert(LinkedThread {
+                    thread_id: next.id,
+                    relation: "parent".into(),
+                });
                 self.other_thread(state, true);
             }
             "thread.merge@v1" => {
                 self.evict.extend(fork);
-                if dev.ignore_thread_merge {
-                    return;
-                }
                 let Some(fork) = param("fork_thread_id").and_then(|s| ThreadId::parse(&s).ok())
                 else {
                     return;
                 };
-                if dev.merge_moves_envelopes {
-                    self.effects.push(Effect::MoveEnvelopes {
-                        from: fork,
-                        to: f.thread,
-                    });
-                }
-                if !dev.merge_leaves_fork_open
-                    && let Some(mut state) = self.view.stored_thread(&fork)
-                {
+                if let Some(mut state) = self.view.stored_thread(&fork) {
                     state.state = ThreadStatus::Merged;
                     self.other_thread(state, false);
                 }
@@ -684,16 +553,20 @@ impl Decider<'_> {
     }
 
     fn other_thread(&mut self, state: ThreadState, create: bool) {
-        let searchable = !self.ctx.deviations.skip_thread_search_index;
         self.effects.push(Effect::PutOtherThread {
             state: state.clone(),
             create,
         });
+        self.index_thread(state, false);
+    }
+
+    /// Participants and labels (§16.2), then the search row (§16.6), of `state`.
+    fn index_thread(&mut self, state: ThreadState, fresh: bool) {
         self.effects.push(Effect::IndexThread {
-            state,
-            fresh: false,
-            searchable,
+            state: state.clone(),
+            fresh,
         });
+        self.effects.push(Effect::SearchThread { state, fresh });
     }
 
     /// Tasks (§18.3): `task.create@v1` starts one; `task.state_update@v1` moves it by the
@@ -701,7 +574,6 @@ impl Decider<'_> {
     /// thread before this envelope.
     fn task(&mut self, state: &ThreadState) -> Result<(), ProtocolError> {
         let f = self.f;
-        let dev = self.ctx.deviations;
         match f.intent() {
             Some("task.create@v1") => {
                 self.effects.push(Effect::TaskCreated {
@@ -745,15 +617,7 @@ impl Decider<'_> {
                 if task.assignee.as_deref() == Some(&me) {
                     roles.push(TaskRole::Assignee);
                 }
-                match check_task_transition(task.state, to, &roles) {
-                    Err(e)
-                        if e.code == ErrorCode::StateTransitionInvalid
-                            && dev.allow_invalid_state_transition => {}
-                    Err(e) if e.code == ErrorCode::CapabilityDenied && dev.allow_any_task_actor => {
-                    }
-                    Err(e) => return Err(e),
-                    Ok(()) => {}
-                }
+                self.ctx.rules.check_task_move(task.state, to, &roles)?;
                 self.effects.push(Effect::TaskMoved {
                     id: task_id.to_owned(),
                     state: to,

@@ -1,127 +1,32 @@
-//! The rule implementations acceptance runs, as settings. [`SpecRules`] is the
-//! specification and what every real node uses. A conformance self-test shim (the reference
-//! node's `quirks` module) substitutes deliberate defects through [`Rules`] and
-//! [`Deviations`] so the harness can prove each of its cases can fail; no other caller
-//! should (DESIGN.md §4).
+//! The steps of acceptance a conformance self-test shim may replace, each with the
+//! specification as its default. [`SpecRules`] is the specification and what every real
+//! node uses; the reference node's `quirks` shim (built only with its `quirks` feature)
+//! overrides one step per deliberate defect so the harness can prove each of its cases can
+//! fail (DESIGN.md §4). The acceptance core reads no flags: it calls these steps, in the
+//! order [`super`] documents.
 
+use super::effects::Acceptance;
 use super::facts::Facts;
-use crate::delegation::ChainPolicy;
-use crate::envelope::{validate_envelope, verify_envelope_signature_over};
-use crate::error::ProtocolError;
+use super::view::Directory;
+use crate::address::Address;
+use crate::clock::FixedClock;
+use crate::delegation::{ChainPolicy, verify_delegation_chain};
+use crate::envelope::{check_envelope_size, validate_envelope, verify_envelope_signature_over};
+use crate::error::{ErrorCode, ProtocolError};
 use crate::policy::check_bcc_copy;
+use crate::task::{TaskRole, TaskState, check_task_transition};
+use crate::thread::{ThreadDag, ThreadLimits, ThreadOp, ThreadState};
+use crate::time::Timestamp;
 use ed25519_dalek::VerifyingKey;
 use serde_json::Value;
 
-/// Deliberate departures from single MUST-level rules of acceptance. All `false` in
-/// [`Deviations::NONE`], the only value a real node uses; each field names the rule it
-/// breaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Deviations {
-    /// Accept envelopes over the size limit (§24.2 `PAYLOAD_TOO_LARGE`).
-    pub ignore_size_limit: bool,
-    /// Accept `from.identity` other than the authenticated identity (§16.1).
-    pub allow_sender_spoofing: bool,
-    /// Accept a `from.type` other than the registered type (§6.3, §8.1).
-    pub ignore_sender_type: bool,
-    /// Skip the sender key lookup and signature verification (§7.3).
-    pub skip_signature: bool,
-    /// Skip agent delegation chains (§13.3).
-    pub skip_delegation_chain: bool,
-    /// Accept a stored id again, answering with the stored envelope (§8.4).
-    pub allow_duplicate_ids: bool,
-    /// Start a thread from a `thread_op` naming an unknown thread (§24.2 `THREAD_NOT_FOUND`).
-    pub bootstrap_thread_from_op: bool,
-    /// Skip capability tokens for non-participants and operations (§12.4).
-    pub skip_capability_check: bool,
-    /// Accept envelopes into locked threads (§10.4).
-    pub accept_into_locked_thread: bool,
-    /// Ignore `max_envelopes_per_thread` / `max_pending_parents` (§10.7).
-    pub ignore_thread_limits: bool,
-    /// Skip cycle detection (§10.2).
-    pub allow_dag_cycles: bool,
-    /// Refuse envelopes whose parent is missing (§10.2 requires accepting them).
-    pub reject_missing_parent: bool,
-    /// Ignore operation preconditions (§11.3).
-    pub ignore_op_preconditions: bool,
-    /// Accept invalid thread and task transitions (§10.4, §18.3).
-    pub allow_invalid_state_transition: bool,
-    /// Let anyone trigger a task transition (§18.3).
-    pub allow_any_task_actor: bool,
-    /// Accept `thread.delegate@v1` without applying it (§11.2).
-    pub ignore_thread_delegate: bool,
-    /// Accept `thread.fork@v1` without the `forks[]` entry or fork thread (§11.4).
-    pub fork_without_entry: bool,
-    /// Create fork threads without their `parent` link (§11.4).
-    pub fork_without_parent_link: bool,
-    /// Accept `thread.merge@v1` without applying it (§11.4).
-    pub ignore_thread_merge: bool,
-    /// Move a merged fork's envelopes into the parent (§11.4 "does not move envelopes").
-    pub merge_moves_envelopes: bool,
-    /// Leave a merged fork thread's state unchanged (§11.4).
-    pub merge_leaves_fork_open: bool,
-    /// Accept `thread.link@v1` without applying it (§11.4).
-    pub ignore_thread_link: bool,
-    /// Leave observers out of the readers of operations (§11.5).
-    pub skip_observer_delivery: bool,
-    /// Spend single-use tokens without the `capability.spent` event (§12.5).
-    pub omit_capability_spent_event: bool,
-    /// Leave `meta.event_seq` out (§11.6).
-    pub omit_event_seq: bool,
-    /// Leave `meta.origin_event_seq` out (§11.6 SHOULD).
-    pub omit_origin_event_seq: bool,
-    /// Overwrite the signed `created_at` with the receipt time (§10.3).
-    pub restamp_created_at: bool,
-    /// Leave envelopes out of the search index (§16.6).
-    pub skip_envelope_search_index: bool,
-    /// Leave threads out of the search index (§16.6).
-    pub skip_thread_search_index: bool,
-    /// Store a `thread_op` whose intent is outside the §9.2 families as an inert envelope
-    /// (only reachable when structural validation is skipped).
-    pub inert_out_of_family_ops: bool,
-}
-
-impl Deviations {
-    /// The specification: no deviation.
-    pub const NONE: Deviations = Deviations {
-        ignore_size_limit: false,
-        allow_sender_spoofing: false,
-        ignore_sender_type: false,
-        skip_signature: false,
-        skip_delegation_chain: false,
-        allow_duplicate_ids: false,
-        bootstrap_thread_from_op: false,
-        skip_capability_check: false,
-        accept_into_locked_thread: false,
-        ignore_thread_limits: false,
-        allow_dag_cycles: false,
-        reject_missing_parent: false,
-        ignore_op_preconditions: false,
-        allow_invalid_state_transition: false,
-        allow_any_task_actor: false,
-        ignore_thread_delegate: false,
-        fork_without_entry: false,
-        fork_without_parent_link: false,
-        ignore_thread_merge: false,
-        merge_moves_envelopes: false,
-        merge_leaves_fork_open: false,
-        ignore_thread_link: false,
-        skip_observer_delivery: false,
-        omit_capability_spent_event: false,
-        omit_event_seq: false,
-        omit_origin_event_seq: false,
-        restamp_created_at: false,
-        skip_envelope_search_index: false,
-        skip_thread_search_index: false,
-        inert_out_of_family_ops: false,
-    };
-}
-
-/// The steps of admission whose implementation a self-test shim may replace. Every method
-/// has the specification as its default.
+/// The steps of admission and decision. Every method's default is the rule it names; an
+/// implementation other than [`SpecRules`] exists only to break one on purpose.
 pub trait Rules {
-    /// The deviations in force ([`Deviations::NONE`] for the specification).
-    fn deviations(&self) -> &Deviations {
-        &Deviations::NONE
+    /// §24.2 `PAYLOAD_TOO_LARGE`: `len`, the size of `JCS(envelope − meta)`, is within
+    /// `limit` (0: no limit).
+    fn check_size(&self, len: usize, limit: usize) -> Result<(), ProtocolError> {
+        check_envelope_size(len, limit)
     }
 
     /// Structure (§8.1–§8.4, §9.2) and the bcc-copy form (§8.3, §20.6): the typed facts,
@@ -132,9 +37,64 @@ pub trait Rules {
         Ok(Facts::of(&typed))
     }
 
+    /// §16.1 "validate authorization": a local submission's `from.identity` is the
+    /// authenticated identity.
+    fn check_local_sender(&self, facts: &Facts, caller: &Address) -> Result<(), ProtocolError> {
+        if facts.sender == *caller {
+            return Ok(());
+        }
+        Err(ProtocolError::new(
+            ErrorCode::CapabilityDenied,
+            "from.identity",
+            format!(
+                "the authenticated identity is {caller}; it cannot send as {}",
+                facts.sender
+            ),
+            "v1.1 §16.1",
+        ))
+    }
+
+    /// §6.3, §8.1: `from.type` is the type the sender registered.
+    fn check_sender_type(&self, facts: &Facts, registered: &str) -> Result<(), ProtocolError> {
+        if facts.sender_type == registered {
+            return Ok(());
+        }
+        Err(ProtocolError::invalid(
+            "from.type",
+            format!(
+                "{} is registered as {registered}, not {:?}",
+                facts.sender, facts.sender_type
+            ),
+            "v1.1 §6.3, §8.1",
+        ))
+    }
+
+    /// §7.3: the envelope verifies under `key`, the sender's signing key `from.key_id`
+    /// (`None`: the sender has no such key). `payload`: the signed form,
+    /// `JCS(envelope − signature − meta)` (§7.2).
+    fn check_signature(
+        &self,
+        envelope: &Value,
+        payload: &[u8],
+        facts: &Facts,
+        key: Option<VerifyingKey>,
+    ) -> Result<(), ProtocolError> {
+        let key = key.ok_or_else(|| {
+            ProtocolError::new(
+                ErrorCode::SignatureInvalid,
+                "from.key_id",
+                format!(
+                    "{} is not an active signing key of {}",
+                    facts.key_id, facts.sender
+                ),
+                "v1.1 §7.3",
+            )
+        })?;
+        self.verify_signature(envelope, payload, &key)
+    }
+
     /// §7.3 verification with the sender's key: the context prefix when
-    /// `signature.context` says so, the legacy form as the migration fallback. `payload`:
-    /// the signed form, `JCS(envelope − signature − meta)` (§7.2).
+    /// `signature.context` says so, the legacy form as the migration fallback.
     fn verify_signature(
         &self,
         envelope: &Value,
@@ -142,6 +102,16 @@ pub trait Rules {
         key: &VerifyingKey,
     ) -> Result<(), ProtocolError> {
         verify_envelope_signature_over(envelope, payload, key).map(|_| ())
+    }
+
+    /// §13.3, §13.5: an agent's envelope carries a delegation chain that verifies at `now`.
+    fn check_delegation(
+        &self,
+        envelope: &Value,
+        directory: &dyn Directory,
+        now: Timestamp,
+    ) -> Result<(), ProtocolError> {
+        verify_delegation_chain(envelope, directory, &self.chain_policy(), &FixedClock(now))
     }
 
     /// How delegation chains are verified (§13.3; both readings of §13.3.1, DESIGN.md §9).
@@ -154,6 +124,97 @@ pub trait Rules {
     fn stored_form(&self, _envelope: &mut Value) -> bool {
         false
     }
+
+    /// §8.4 `ENVELOPE_DUPLICATE`: `facts.id` is not stored yet (`stored`: it is).
+    fn check_new_id(&self, facts: &Facts, stored: bool) -> Result<(), ProtocolError> {
+        if !stored {
+            return Ok(());
+        }
+        Err(ProtocolError::new(
+            ErrorCode::EnvelopeDuplicate,
+            "id",
+            format!("{} is already stored", facts.id),
+            "v1.1 §8.4, §24.2",
+        ))
+    }
+
+    /// §10.5, §24.2 `THREAD_NOT_FOUND`: an envelope naming an unknown thread starts it,
+    /// except a `thread_op`, which needs the thread to exist.
+    fn check_may_start_thread(&self, facts: &Facts) -> Result<(), ProtocolError> {
+        if facts.kind != "thread_op" {
+            return Ok(());
+        }
+        Err(ProtocolError::new(
+            ErrorCode::ThreadNotFound,
+            "thread_id",
+            format!("{} does not exist", facts.thread),
+            "v1.1 §24.2",
+        ))
+    }
+
+    /// §9.2, §11: the envelope is an operation on its thread (a `thread_op`).
+    fn is_operation(&self, facts: &Facts) -> bool {
+        facts.kind == "thread_op"
+    }
+
+    /// §10.5, §12.4: a reply from someone who is not an active participant of an existing
+    /// thread needs a `reply` capability.
+    fn reply_needs_capability(&self, facts: &Facts, state: &ThreadState, fresh: bool) -> bool {
+        !fresh && !state.is_active_participant(&facts.sender)
+    }
+
+    /// §12.4: an operation from anyone but an owner needs a capability for its grant.
+    fn operation_needs_capability(&self, facts: &Facts, state: &ThreadState) -> bool {
+        !state.is_owner(&facts.sender)
+    }
+
+    /// §10.4 `THREAD_LOCKED`: a locked thread takes only operations.
+    fn check_unlocked(&self, facts: &Facts, state: &ThreadState) -> Result<(), ProtocolError> {
+        state.check_accepts_envelope(&facts.kind)
+    }
+
+    /// §10.2, §10.7: the envelope may join the DAG: not a duplicate, no cycle, within
+    /// `limits`.
+    fn check_dag(
+        &self,
+        dag: &ThreadDag,
+        facts: &Facts,
+        limits: &ThreadLimits,
+    ) -> Result<(), ProtocolError> {
+        dag.check(&facts.id, facts.parent.as_ref(), limits)
+    }
+
+    /// §10.2 out-of-order acceptance: an envelope whose parent is not in its thread
+    /// (`pending`) is accepted and marked pending, never refused.
+    fn check_pending_parent(&self, _facts: &Facts, _pending: bool) -> Result<(), ProtocolError> {
+        Ok(())
+    }
+
+    /// §10.4, §11: `op` (preconditions §11.3 included) applied to `next`, the thread's
+    /// state, as event `event_seq`.
+    fn apply_operation(
+        &self,
+        next: &mut ThreadState,
+        event_seq: u64,
+        op: &ThreadOp,
+    ) -> Result<(), ProtocolError> {
+        next.apply(event_seq, op)
+    }
+
+    /// §18.3 (v1.0 §17.3): the move `from` → `to` is in the transition table and one of
+    /// `roles` may trigger it.
+    fn check_task_move(
+        &self,
+        from: TaskState,
+        to: TaskState,
+        roles: &[TaskRole],
+    ) -> Result<(), ProtocolError> {
+        check_task_transition(from, to, roles)
+    }
+
+    /// The decision as the node will apply it (§11.6 `meta`, §8.3 readers, §16.6 search
+    /// rows, §17.3 events, §11.4 fork threads); the specification changes nothing.
+    fn accepted(&self, _acceptance: &mut Acceptance) {}
 }
 
 /// The specification.

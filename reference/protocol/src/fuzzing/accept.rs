@@ -7,9 +7,7 @@
 
 use super::world::{PEOPLE, Person, World};
 use super::{assert_explained, now};
-use crate::accept::{
-    Context, Decision, Deviations, EnvelopeLimits, Origin, SpecRules, admit, decide,
-};
+use crate::accept::{Context, EnvelopeLimits, Origin, SpecRules, admit, decide};
 use crate::address::Address;
 use crate::delegation::sign_delegation_link;
 use crate::envelope::sign_envelope;
@@ -199,7 +197,7 @@ fn run(u: &mut Unstructured<'_>, stats: &mut Stats) -> ArbResult<()> {
                 now: now(),
                 node_id: "node.test",
                 limits,
-                deviations: &Deviations::NONE,
+                rules: &SpecRules,
             };
             decide(&admitted, origin, &world, &ctx)
         });
@@ -217,8 +215,7 @@ fn run(u: &mut Unstructured<'_>, stats: &mut Stats) -> ArbResult<()> {
                 }
                 continue;
             }
-            Ok(Decision::AlreadyStored) => panic!("AlreadyStored without the deviation"),
-            Ok(Decision::Accepted(a)) => a,
+            Ok(a) => a,
         };
         assert!(
             expect.is_none(),

@@ -111,7 +111,7 @@ impl Service {
             let fresh_enough = !self.may_refetch(Timestamp::parse(&r.fetched_at).ok());
             if r.lists_key(key_id)
                 || fresh_enough
-                || self.settings.federation.no_refetch_on_unknown_key
+                || self.deviations.federation.no_refetch_on_unknown_key
             {
                 return Ok((stored, None));
             }

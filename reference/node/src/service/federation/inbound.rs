@@ -6,21 +6,19 @@ use super::directory::FedDirectory;
 use super::peers::with_fetch_error;
 use super::{DeliveryAnswer, Peer};
 use crate::error::{ApiError, ApiResult};
-use crate::quirks::QuirkRules;
 use crate::service::Service;
 use crate::service::rate_limit::LimitClass;
 use crate::service::write_group::Submitter;
 use crate::store::federation::{self as fed_store, RemoteIdentity};
 use crate::store::resolvers::local_directory;
-use loom_protocol::accept::{Facts, Origin, SpecRules, admit};
+use loom_protocol::accept::{Facts, Origin, admit};
 use loom_protocol::capability::presented_token_issuer;
 use loom_protocol::federation::node_name::parse_node_name;
 use loom_protocol::federation::replication::stamp_federated_meta;
 use loom_protocol::federation::wrapper::{MAX_ENVELOPES_PER_WRAPPER, WrapperLimits};
 use loom_protocol::federation::{InboundContext, NodeKeys, PolicyDecision, check_delivery_with};
 use loom_protocol::http_sig::{
-    FRESHNESS_MS, HEADER_SIGNATURE, NONCE_TTL_MS, NonceCache, NonceOutcome, RequestParts,
-    SignedHeaders,
+    HEADER_SIGNATURE, NONCE_TTL_MS, NonceCache, NonceOutcome, RequestParts, SignedHeaders,
 };
 use loom_protocol::{Address, ErrorCode, ProtocolError, Timestamp};
 use serde_json::Value;
@@ -45,19 +43,6 @@ impl NonceCache for StoreNonces<'_> {
                 NonceOutcome::Fresh
             }
         }
-    }
-}
-
-/// [`crate::quirks::Quirk::IgnoreDeliveredLock`]: acceptance decides on an empty
-/// `thread.update@v1` (no change to the thread) in place of a delivered `thread.lock@v1`;
-/// the stored envelope is still the signed lock.
-fn ignore_lock(facts: &mut loom_protocol::accept::Facts) {
-    if facts.kind == "thread_op"
-        && let Some(s) = facts.structured.as_mut()
-        && s.intent == "thread.lock@v1"
-    {
-        s.intent = "thread.update@v1".into();
-        s.parameters = None;
     }
 }
 
@@ -91,24 +76,6 @@ fn signers(env: &Value) -> Vec<(Address, String)> {
     out
 }
 
-/// The `reject-old-envelopes` quirk: refuses `env` when its `created_at` is more than the
-/// §15.5 freshness window before `now`. A correct node never calls this: §15.5 bounds the
-/// request and wrapper timestamps only, a queued envelope may be days old.
-fn refuse_old_envelope(env: &Value, now: Timestamp) -> Result<(), ProtocolError> {
-    let created = env
-        .get("created_at")
-        .and_then(Value::as_str)
-        .and_then(|s| Timestamp::parse(s).ok());
-    match created {
-        Some(c) if now.unix_ms() - c.unix_ms() > FRESHNESS_MS => Err(ProtocolError::invalid(
-            "created_at",
-            format!("created_at {c} is more than {FRESHNESS_MS} ms old"),
-            "v1.1 §15.5",
-        )),
-        _ => Ok(()),
-    }
-}
-
 impl Service {
     /// `POST /v1/federation/deliver` (module docs). `pairs` are the request headers, `path`
     /// the request path as received (it is signed).
@@ -120,7 +87,7 @@ impl Service {
     ) -> ApiResult<DeliveryAnswer> {
         let headers =
             SignedHeaders::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        let dev = self.settings.federation;
+        let dev = self.deviations.federation;
         let now = self.env.now();
         let mut keys: BTreeMap<String, NodeKeys> = BTreeMap::new();
         let mut fetch_error = None;
@@ -229,7 +196,7 @@ impl Service {
             headers,
             &mut nonces,
             &ctx,
-            &self.settings.federation.inbound,
+            &self.deviations.federation.inbound,
         )?;
         Ok((checked, nonces.fresh.take()))
     }
@@ -239,7 +206,7 @@ impl Service {
     /// `federation.refetch_min_interval_ms` per peer, and not within that interval of a
     /// failed fetch (so forged requests cannot make this node fetch per request).
     fn may_refetch_after_bad_signature(&self, node: &str, peer: &Peer) -> bool {
-        !self.settings.federation.no_refetch_on_signature_failure
+        !self.deviations.federation.no_refetch_on_signature_failure
             && peer.fetched_at != Some(self.env.now())
             && self.may_refetch(peer.fetched_at)
             && self.may_discover(node)
@@ -251,7 +218,7 @@ impl Service {
         now: Timestamp,
     ) -> ApiResult<DeliveryAnswer> {
         let node = checked.request.node.clone();
-        let dev = self.settings.federation;
+        let dev = self.deviations.federation;
         let total = checked.wrapper.envelopes.len();
         // Resolve senders first (IO), then admit (no IO), then commit in wrapper order.
         let mut remote: BTreeMap<Address, RemoteIdentity> = BTreeMap::new();
@@ -280,7 +247,6 @@ impl Service {
                 }
             }
         }
-        let delivery_quirks = self.quirks.for_delivery();
         let node_address = self.node_address()?;
         let limit = &self.config.limits.envelope();
         let mut outcomes: Vec<(Option<String>, Result<(), ApiError>)> = Vec::with_capacity(total);
@@ -299,9 +265,6 @@ impl Service {
             }
             let admitted = (|| -> Result<_, ProtocolError> {
                 authority.clone()?;
-                if dev.reject_old_envelopes {
-                    refuse_old_envelope(env, now)?;
-                }
                 let received = stamp_federated_meta(env.get("meta"), 0)?;
                 let origin_event_seq = received
                     .get("origin_event_seq")
@@ -327,27 +290,17 @@ impl Service {
                     node: &sender_node,
                     origin_event_seq,
                 };
-                let a = if delivery_quirks == crate::quirks::Quirks::none() {
-                    admit(unmetered, origin, &directory, &SpecRules, limit, now)?
-                } else {
-                    let sender = env
-                        .pointer("/from/identity")
-                        .and_then(Value::as_str)
-                        .and_then(|s| Address::parse(s).ok());
-                    let caller = sender.unwrap_or_else(|| node_address.clone());
-                    let rules = QuirkRules::new(&delivery_quirks, &self.env, &caller);
-                    admit(unmetered, origin, &directory, &rules, limit, now)?
-                };
+                let sender = env
+                    .pointer("/from/identity")
+                    .and_then(Value::as_str)
+                    .and_then(|s| Address::parse(s).ok());
+                let caller = sender.unwrap_or_else(|| node_address.clone());
+                let rules = self.admission(&caller, true);
+                let a = admit(unmetered, origin, &directory, &*rules, limit, now)?;
                 Ok((a, sender_node, origin_event_seq))
             })();
             match admitted {
-                Ok((mut a, sender_node, origin_event_seq)) => {
-                    if dev.orphan_delivered_replies {
-                        a.facts.parent = None;
-                    }
-                    if dev.ignore_delivered_lock {
-                        ignore_lock(&mut a.facts);
-                    }
+                Ok((a, sender_node, origin_event_seq)) => {
                     if checked.policy == PolicyDecision::Quarantine {
                         outcomes.push((id, self.quarantine(&a.facts, &a.envelope, &node)));
                     } else {

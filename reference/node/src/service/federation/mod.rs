@@ -38,7 +38,6 @@ mod receipts;
 use crate::error::{ApiError, ApiResult};
 use crate::outbound::HttpClient;
 use crate::service::Service;
-use loom_protocol::accept::Deviations;
 use loom_protocol::federation::wrapper::{DELIVER_PATH, MAX_ENVELOPES_PER_WRAPPER};
 use loom_protocol::federation::{FederationPolicy, NodeKeys, RetryPolicy};
 use loom_protocol::keys::{public_key_to_b64url, public_key_to_spki_pem};
@@ -109,16 +108,6 @@ pub struct DeliveryAnswer {
 }
 
 impl Service {
-    /// The acceptance deviations of delivered envelopes.
-    pub(crate) fn federated_deviations(&self) -> Deviations {
-        let f = &self.settings.federation;
-        let mut d = self.deviations;
-        d.skip_signature |= f.skip_envelope_signature;
-        d.skip_delegation_chain |= f.skip_delegation;
-        d.skip_capability_check |= f.skip_capability;
-        d
-    }
-
     /// The node's own identity, `loom://loom-node@{domain}` (failure receipts).
     pub(crate) fn node_address(&self) -> ApiResult<Address> {
         Address::parse(&format!(

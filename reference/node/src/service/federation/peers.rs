@@ -257,7 +257,7 @@ impl Service {
         let may_fetch = match &stored {
             None => self.peer_base(node).is_some() || self.may_discover(node),
             Some(p) => {
-                !self.settings.federation.no_refetch_on_unknown_key
+                !self.deviations.federation.no_refetch_on_unknown_key
                     && self.may_refetch(p.fetched_at)
             }
         };

@@ -47,7 +47,7 @@ impl Service {
             }));
         };
         let (key_id, key) = self.node_key();
-        let dev = &self.settings.federation;
+        let dev = &self.deviations.federation;
         let receipt = if dev.unsigned_receipt {
             receipt.unsigned_value()
         } else {
