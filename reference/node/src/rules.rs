@@ -7,8 +7,9 @@
 //! Where a defect lives:
 //! - acceptance steps (§7–§13, §16.1): [`NodeRules::admission`], loom-protocol's
 //!   [`loom_protocol::accept::Rules`] with one step overridden per defect; sessions
-//!   (§14.2) and registration (§6): [`NodeRules::session`] and
-//!   [`NodeRules::registration`], the same shape;
+//!   (§14.2), registration (§6) and receiving deliveries (§15.3–§15.5):
+//!   [`NodeRules::session`], [`NodeRules::registration`] and [`NodeRules::inbound`], the
+//!   same shape;
 //! - what a client or a peer sees on the wire (response shapes, HTTP framing, replays):
 //!   [`NodeRules::front`], a layer in front of the unchanged router;
 //! - TLS (§14.1): [`NodeRules::tls`]; start-up (§15.6, §16.1, §25.1):
@@ -22,6 +23,7 @@ use crate::service::Service;
 use crate::store::Store;
 use loom_protocol::Address;
 use loom_protocol::accept::{Rules, SpecRules};
+use loom_protocol::federation::{InboundRules, SpecInbound};
 use loom_protocol::registration::{RegistrationRules, SpecRegistration};
 use loom_protocol::session::{SessionRules, SpecSession};
 use std::sync::Arc;
@@ -47,6 +49,12 @@ pub trait NodeRules: Send + Sync + std::fmt::Debug {
     /// The registration steps (DESIGN.md §9, v1.1 §6).
     fn registration(&self) -> &dyn RegistrationRules {
         &SpecRegistration
+    }
+
+    /// The receiving checks of `POST /v1/federation/deliver` and the federation policy
+    /// (v1.1 §15.2–§15.5, §23.1).
+    fn inbound(&self) -> &dyn InboundRules {
+        &SpecInbound
     }
 
     /// The deviations of the service's other layers (none: [`Deviations::default`]).
@@ -100,12 +108,10 @@ pub struct Deviations {
     pub federation: FederationDeviations,
 }
 
-/// Deviations of federation (v1.1 §15, §23, §11.6): loom-protocol's receiving checks and
-/// the node's delivery, outbox and receipt behaviour.
+/// Deviations of federation (v1.1 §15, §23, §11.6): the node's delivery, outbox and
+/// receipt behaviour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FederationDeviations {
-    /// The receiving checks of `POST /v1/federation/deliver` (loom-protocol).
-    pub inbound: loom_protocol::federation::InboundDeviations,
     /// Refuse identical re-deliveries (§23.2).
     pub reject_identical_redelivery: bool,
     /// Receipts without `signature` (§15.4).

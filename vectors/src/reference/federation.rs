@@ -172,19 +172,27 @@ pub fn verify_delivery(input: Input<'_>) -> Result<Answer, BadRequest> {
         limits: WrapperLimits::default(),
         now,
     };
-    Ok(match check_delivery(&req, &headers, &mut nonces, &ctx) {
-        Ok(d) => Answer::valid(json!({
-            "form": d.request.form.as_str(),
-            "trust_epoch": d.request.trust_epoch,
-            "sender_node": d.wrapper.sender_node,
-            "policy": decision(d.policy),
-            "envelope_errors": d.authority.iter().map(|r| match r {
-                Ok(()) => Value::Null,
-                Err(e) => e.code.as_str().into(),
-            }).collect::<Vec<_>>(),
-        })),
-        Err(e) => refused(&e),
-    })
+    Ok(
+        match check_delivery(
+            &req,
+            &headers,
+            &mut nonces,
+            &ctx,
+            &loom_protocol::federation::SpecInbound,
+        ) {
+            Ok(d) => Answer::valid(json!({
+                "form": d.request.form.as_str(),
+                "trust_epoch": d.request.trust_epoch,
+                "sender_node": d.wrapper.sender_node,
+                "policy": decision(d.policy),
+                "envelope_errors": d.authority.iter().map(|r| match r {
+                    Ok(()) => Value::Null,
+                    Err(e) => e.code.as_str().into(),
+                }).collect::<Vec<_>>(),
+            })),
+            Err(e) => refused(&e),
+        },
+    )
 }
 
 /// `federation-receipt-text`.

@@ -213,6 +213,13 @@ impl Rules for QuirkRules<'_> {
         SpecRules.check_local_sender(facts, caller)
     }
 
+    fn check_delivering_node(&self, facts: &Facts, node: &str) -> Result<(), ProtocolError> {
+        if self.delivered && self.q(Quirk::AcceptForeignSender) {
+            return Ok(());
+        }
+        SpecRules.check_delivering_node(facts, node)
+    }
+
     fn check_sender_type(&self, facts: &Facts, registered: &str) -> Result<(), ProtocolError> {
         if self.q(Quirk::SkipEnvelopeValidation) {
             return Ok(());

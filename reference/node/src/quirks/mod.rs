@@ -14,6 +14,7 @@
 //! [`Quirk::ALL`] is derived from the list.
 
 mod admission;
+mod federation;
 mod front;
 mod registration;
 mod session;
@@ -29,6 +30,7 @@ use crate::service::Service;
 use crate::store::Store;
 use loom_protocol::Address;
 use loom_protocol::accept::Rules;
+use loom_protocol::federation::InboundRules;
 use loom_protocol::registration::RegistrationRules;
 use loom_protocol::session::SessionRules;
 use std::collections::BTreeSet;
@@ -449,6 +451,10 @@ impl NodeRules for QuirkNode {
         &self.local
     }
 
+    fn inbound(&self) -> &dyn InboundRules {
+        &self.local
+    }
+
     fn deviations(&self) -> Deviations {
         self.local.deviations()
     }
@@ -515,17 +521,6 @@ impl Quirks {
                 omit_retracted_event: q(Q::OmitRetractedEvent),
             },
             federation: FederationDeviations {
-                inbound: loom_protocol::federation::InboundDeviations {
-                    accept_unsigned: q(Q::AcceptUnsignedDelivery),
-                    skip_nonce_cache: q(Q::SkipNonceCache),
-                    accept_stale_timestamp: q(Q::AcceptStaleTimestamp),
-                    ignore_sender_node_mismatch: q(Q::IgnoreSenderNodeMismatch),
-                    accept_inactive_node_key: q(Q::AcceptInactiveNodeKey),
-                    accept_foreign_sender: q(Q::AcceptForeignSender),
-                    ignore_policy: q(Q::IgnoreFederationPolicy),
-                    ignore_wrapper_limit: q(Q::IgnoreWrapperLimit),
-                    require_signed_trust_epoch: q(Q::RequireSignedTrustEpoch),
-                },
                 reject_identical_redelivery: q(Q::RejectIdenticalRedelivery),
                 unsigned_receipt: q(Q::UnsignedReceipt),
                 unsigned_outbound: q(Q::UnsignedOutbound),

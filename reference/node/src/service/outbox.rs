@@ -210,12 +210,11 @@ impl Service {
         now: Timestamp,
         report: &mut TickReport,
     ) -> ApiResult<()> {
-        let dev = self.deviations.federation;
-        let denied = if dev.inbound.ignore_policy {
-            None
-        } else {
-            self.fed.policy.decide(dest).err()
-        };
+        let denied = self
+            .rules
+            .inbound()
+            .decide_policy(&self.fed.policy, dest)
+            .err();
         let mut live = Vec::new();
         for item in items {
             let queued = Timestamp::from_unix_ms(item.queued_ms);

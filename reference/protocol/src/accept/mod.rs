@@ -103,19 +103,7 @@ pub fn admit(
     let facts = rules.structure(&envelope)?;
     match origin {
         Origin::Local { caller } => rules.check_local_sender(&facts, caller)?,
-        Origin::Federated { node, .. } => {
-            if !facts.sender.domain().eq_ignore_ascii_case(node) {
-                return Err(ProtocolError::new(
-                    ErrorCode::CapabilityDenied,
-                    "from.identity",
-                    format!(
-                        "{} is not an identity of the delivering node {node}",
-                        facts.sender
-                    ),
-                    "v1.1 §15.4",
-                ));
-            }
-        }
+        Origin::Federated { node, .. } => rules.check_delivering_node(&facts, node)?,
     }
     let registered = directory
         .registered_type(&facts.sender)

@@ -54,6 +54,22 @@ pub trait Rules {
         ))
     }
 
+    /// §15.4: a delivered envelope's sender is an identity of the delivering `node`.
+    fn check_delivering_node(&self, facts: &Facts, node: &str) -> Result<(), ProtocolError> {
+        if facts.sender.domain().eq_ignore_ascii_case(node) {
+            return Ok(());
+        }
+        Err(ProtocolError::new(
+            ErrorCode::CapabilityDenied,
+            "from.identity",
+            format!(
+                "{} is not an identity of the delivering node {node}",
+                facts.sender
+            ),
+            "v1.1 §15.4",
+        ))
+    }
+
     /// §6.3, §8.1: `from.type` is the type the sender registered.
     fn check_sender_type(&self, facts: &Facts, registered: &str) -> Result<(), ProtocolError> {
         if facts.sender_type == registered {

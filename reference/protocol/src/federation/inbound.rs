@@ -20,7 +20,7 @@
 
 use crate::error::{ErrorCode, ProtocolError};
 use crate::federation::authority::check_sender_authority;
-use crate::federation::node_document::{KeyLookup, NodeKeys};
+use crate::federation::node_document::NodeKeys;
 use crate::federation::node_name::parse_node_name;
 use crate::federation::policy::{FederationPolicy, PolicyDecision};
 use crate::federation::wrapper::{DeliveryWrapper, WrapperLimits};
@@ -29,6 +29,8 @@ use crate::http_sig::{
     VerifiedRequest, check_required_headers, verify_request_detailed,
 };
 use crate::time::Timestamp;
+use ed25519_dalek::VerifyingKey;
+use serde_json::Value;
 
 /// Where the receiver finds a peer's node keys (its cache of node documents).
 pub trait NodeKeySource: std::fmt::Debug {
@@ -68,96 +70,128 @@ pub struct InboundContext<'a> {
     pub now: Timestamp,
 }
 
-/// Deliberate departures from single MUST-level receiving checks, for a conformance
-/// self-test node (DESIGN.md §4). All `false` in [`InboundDeviations::NONE`], the only value a
-/// real node uses; each field names the rule it breaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct InboundDeviations {
-    /// Skip LOOM-HTTP-SIG-1 entirely: headers, key, signature, nonce (§15.3).
-    pub accept_unsigned: bool,
-    /// Neither check nor record the nonce (§15.3 "nonce replay prevented", §23.2).
-    pub skip_nonce_cache: bool,
-    /// Skip the ±5 minute freshness of the request and wrapper timestamps (§15.5).
-    pub accept_stale_timestamp: bool,
-    /// Accept a wrapper `sender_node` other than `X-LOOM-Node` (DESIGN.md §9, §15.4).
-    pub ignore_sender_node_mismatch: bool,
-    /// Verify with a published node key that is not active (§15.3, v1.0 §7.4).
-    pub accept_inactive_node_key: bool,
-    /// Accept envelopes whose sender is not hosted by the delivering node (loom-core-1).
-    pub accept_foreign_sender: bool,
-    /// Do not enforce the federation policy (§15.2, §23.1).
-    pub ignore_policy: bool,
-    /// Accept more than 100 envelopes per wrapper (§15.4 bound, DESIGN.md §9).
-    pub ignore_wrapper_limit: bool,
-    /// Refuse a valid five-line signature when `X-LOOM-Trust-Epoch` is present (§15.3 defines
-    /// only the five-line form; the existing node sends that form beside the header).
-    pub require_signed_trust_epoch: bool,
-}
+/// The receiving checks a self-test shim may replace (DESIGN.md §4), in the order
+/// [`check_delivery`] runs them; every default is the rule. A real node runs
+/// [`SpecInbound`].
+pub trait InboundRules {
+    /// §15.4: the wrapper bounds (≤ 100 envelopes, DESIGN.md §9).
+    fn wrapper_limits(&self, limits: WrapperLimits) -> WrapperLimits {
+        limits
+    }
 
-impl InboundDeviations {
-    /// The specification: no deviation.
-    pub const NONE: InboundDeviations = InboundDeviations {
-        accept_unsigned: false,
-        skip_nonce_cache: false,
-        accept_stale_timestamp: false,
-        ignore_sender_node_mismatch: false,
-        accept_inactive_node_key: false,
-        accept_foreign_sender: false,
-        ignore_policy: false,
-        ignore_wrapper_limit: false,
-        require_signed_trust_epoch: false,
-    };
-}
+    /// §15.3: the request carries LOOM-HTTP-SIG-1 and is checked as [`check_signed`] does;
+    /// `limits` bound the wrapper.
+    fn authenticate(
+        &self,
+        req: &RequestParts<'_>,
+        headers: &SignedHeaders,
+        nonces: &mut dyn NonceCache,
+        ctx: &InboundContext<'_>,
+        limits: &WrapperLimits,
+    ) -> Result<CheckedDelivery, ProtocolError> {
+        check_signed(self, req, headers, nonces, ctx, limits)
+    }
 
-/// A nonce cache that remembers nothing ([`InboundDeviations::skip_nonce_cache`]).
-#[derive(Debug, Clone, Copy, Default)]
-struct NoNonces;
+    /// §15.2, §23.1: the federation policy for `peer` (deliveries both ways).
+    fn decide_policy(
+        &self,
+        policy: &FederationPolicy,
+        peer: &str,
+    ) -> Result<PolicyDecision, ProtocolError> {
+        policy.decide(peer)
+    }
 
-impl NonceCache for NoNonces {
-    fn check_and_insert(&mut self, _: &str, _: &str, _: Timestamp) -> NonceOutcome {
-        NonceOutcome::Fresh
+    /// §15.3: the key `key_id` among `keys`, which must be active.
+    fn node_key<'k>(
+        &self,
+        keys: &'k NodeKeys,
+        key_id: &str,
+    ) -> Result<&'k VerifyingKey, ProtocolError> {
+        keys.active_key(key_id, HEADER_KEY_ID)
+    }
+
+    /// §15.5: the time the request's freshness is judged at.
+    fn request_time(&self, _headers: &SignedHeaders, now: Timestamp) -> Timestamp {
+        now
+    }
+
+    /// §15.3 "nonce replay prevented", §23.2: `nonce` from `node` is new, and is remembered.
+    fn check_nonce(
+        &self,
+        cache: &mut dyn NonceCache,
+        node: &str,
+        nonce: &str,
+        at: Timestamp,
+    ) -> NonceOutcome {
+        cache.check_and_insert(node, nonce, at)
+    }
+
+    /// §15.3: what the signature must cover beside the five lines (nothing: a five-line
+    /// signature beside `X-LOOM-Trust-Epoch` is valid).
+    fn check_trust_epoch(
+        &self,
+        _headers: &SignedHeaders,
+        _request: &VerifiedRequest,
+    ) -> Result<(), ProtocolError> {
+        Ok(())
+    }
+
+    /// §15.4, DESIGN.md §9: the node the wrapper's `sender_node` must name (the verified
+    /// `X-LOOM-Node`).
+    fn wrapper_sender<'w>(&self, verified: &'w str, _wrapper: &'w DeliveryWrapper) -> &'w str {
+        verified
+    }
+
+    /// §15.5: the time the wrapper timestamp's freshness is judged at.
+    fn wrapper_time(&self, _wrapper: &DeliveryWrapper, now: Timestamp) -> Timestamp {
+        now
+    }
+
+    /// loom-core-1: the delivering `node` hosts the envelope's sender.
+    fn check_sender_authority(&self, envelope: &Value, node: &str) -> Result<(), ProtocolError> {
+        check_sender_authority(envelope, node)
     }
 }
 
-/// Runs steps 1–6 of the module docs.
+/// The specification.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SpecInbound;
+
+impl InboundRules for SpecInbound {}
+
+/// The nonce cache as `rules` consult it.
+struct RuledNonces<'a, R: ?Sized> {
+    rules: &'a R,
+    cache: &'a mut dyn NonceCache,
+}
+
+impl<R: InboundRules + ?Sized> NonceCache for RuledNonces<'_, R> {
+    fn check_and_insert(&mut self, node: &str, nonce: &str, at: Timestamp) -> NonceOutcome {
+        self.rules.check_nonce(self.cache, node, nonce, at)
+    }
+}
+
+/// Runs steps 1–6 of the module docs with `rules` ([`SpecInbound`] on a real node).
 pub fn check_delivery(
     req: &RequestParts<'_>,
     headers: &SignedHeaders,
     nonces: &mut dyn NonceCache,
     ctx: &InboundContext<'_>,
+    rules: &(impl InboundRules + ?Sized),
 ) -> Result<CheckedDelivery, ProtocolError> {
-    check_delivery_with(req, headers, nonces, ctx, &InboundDeviations::NONE)
+    let limits = rules.wrapper_limits(ctx.limits);
+    rules.authenticate(req, headers, nonces, ctx, &limits)
 }
 
-/// [`check_delivery`] with deviations (a real node passes [`InboundDeviations::NONE`]).
-pub fn check_delivery_with(
+/// Steps 1–6 for a signed request: [`InboundRules::authenticate`]'s default.
+pub fn check_signed<R: InboundRules + ?Sized>(
+    rules: &R,
     req: &RequestParts<'_>,
     headers: &SignedHeaders,
     nonces: &mut dyn NonceCache,
     ctx: &InboundContext<'_>,
-    dev: &InboundDeviations,
+    limits: &WrapperLimits,
 ) -> Result<CheckedDelivery, ProtocolError> {
-    let mut limits = ctx.limits;
-    if dev.ignore_wrapper_limit {
-        limits.max_envelopes = usize::MAX;
-    }
-    if dev.accept_unsigned {
-        let wrapper = DeliveryWrapper::parse(req.body, &limits)?;
-        let node = parse_node_name(&wrapper.sender_node)
-            .map_err(|why| ProtocolError::invalid("sender_node", why, "v1.1 §15.4"))?;
-        let authority = authority_of(&wrapper, &node, dev);
-        return Ok(CheckedDelivery {
-            request: VerifiedRequest {
-                node,
-                form: crate::http_sig::SigningForm::V1,
-                trust_epoch: None,
-                timestamp: ctx.now,
-            },
-            policy: PolicyDecision::Accept,
-            wrapper,
-            authority,
-        });
-    }
     check_required_headers(headers)?;
     let node = parse_node_name(&headers.node).map_err(|why| {
         ProtocolError::new(
@@ -167,11 +201,7 @@ pub fn check_delivery_with(
             "v1.1 §15.3",
         )
     })?;
-    let policy = if dev.ignore_policy {
-        PolicyDecision::Accept
-    } else {
-        ctx.policy.decide(&node)?
-    };
+    let policy = rules.decide_policy(ctx.policy, &node)?;
     let keys = ctx.keys.node_keys(&node).ok_or_else(|| {
         ProtocolError::new(
             ErrorCode::SignatureInvalid,
@@ -180,57 +210,20 @@ pub fn check_delivery_with(
             "v1.1 §15.2, §15.3",
         )
     })?;
-    let inactive = match keys.lookup(&headers.key_id) {
-        KeyLookup::NotActive(_) if dev.accept_inactive_node_key => keys
-            .keys
-            .iter()
-            .find(|k| k.key_id == headers.key_id)
-            .map(|k| &k.public_key),
-        _ => None,
+    let key = rules.node_key(keys, &headers.key_id)?;
+    let now = rules.request_time(headers, ctx.now);
+    let mut nonces = RuledNonces {
+        rules,
+        cache: nonces,
     };
-    let key = match inactive {
-        Some(k) => k,
-        None => keys.active_key(&headers.key_id, HEADER_KEY_ID)?,
-    };
-    // A stale request is judged as of its own timestamp under the deviation.
-    let now = match (
-        dev.accept_stale_timestamp,
-        Timestamp::parse(&headers.timestamp),
-    ) {
-        (true, Ok(t)) => t,
-        _ => ctx.now,
-    };
-    let mut none = NoNonces;
-    let nonces: &mut dyn NonceCache = if dev.skip_nonce_cache {
-        &mut none
-    } else {
-        nonces
-    };
-    let request = verify_request_detailed(req, headers, key, nonces, now)?;
-    if dev.require_signed_trust_epoch
-        && headers.trust_epoch.is_some()
-        && request.trust_epoch.is_none()
-    {
-        return Err(ProtocolError::new(
-            ErrorCode::SignatureInvalid,
-            crate::http_sig::HEADER_SIGNATURE,
-            "X-LOOM-Trust-Epoch is present but the signature covers five lines",
-            "v1.1 §15.3",
-        ));
-    }
-    let wrapper = DeliveryWrapper::parse(req.body, &limits)?;
-    let check_node = if dev.ignore_sender_node_mismatch {
-        wrapper.sender_node.clone()
-    } else {
-        node.clone()
-    };
-    let wrapper_now = if dev.accept_stale_timestamp {
-        Timestamp::parse(&wrapper.timestamp_text).unwrap_or(now)
-    } else {
-        now
-    };
-    wrapper.check(&check_node, wrapper_now)?;
-    let authority = authority_of(&wrapper, &node, dev);
+    let request = verify_request_detailed(req, headers, key, &mut nonces, now)?;
+    rules.check_trust_epoch(headers, &request)?;
+    let wrapper = DeliveryWrapper::parse(req.body, limits)?;
+    wrapper.check(
+        rules.wrapper_sender(&node, &wrapper),
+        rules.wrapper_time(&wrapper, now),
+    )?;
+    let authority = authority_of(rules, &wrapper, &node);
     Ok(CheckedDelivery {
         request,
         policy,
@@ -239,21 +232,16 @@ pub fn check_delivery_with(
     })
 }
 
-fn authority_of(
+/// Sender authority of each envelope of `wrapper` delivered by `node`, in wrapper order.
+pub fn authority_of<R: InboundRules + ?Sized>(
+    rules: &R,
     wrapper: &DeliveryWrapper,
     node: &str,
-    dev: &InboundDeviations,
 ) -> Vec<Result<(), ProtocolError>> {
     wrapper
         .envelopes
         .iter()
-        .map(|e| {
-            if dev.accept_foreign_sender {
-                Ok(())
-            } else {
-                check_sender_authority(e, node)
-            }
-        })
+        .map(|e| rules.check_sender_authority(e, node))
         .collect()
 }
 
@@ -312,7 +300,7 @@ mod tests {
         };
         let mut nonces = MemoryNonceCache::default();
         let h = sign_request(&req, "a.test", "k_node_sign_a", &key(), now(), &[1; 16]);
-        let d = check_delivery(&req, &h, &mut nonces, &ctx).unwrap();
+        let d = check_delivery(&req, &h, &mut nonces, &ctx, &SpecInbound).unwrap();
         assert_eq!(d.request.form, SigningForm::V1);
         assert_eq!(d.policy, PolicyDecision::Accept);
         assert!(d.authority[0].is_ok());
@@ -322,7 +310,7 @@ mod tests {
         );
         // Replayed: refused.
         assert_eq!(
-            check_delivery(&req, &h, &mut nonces, &ctx)
+            check_delivery(&req, &h, &mut nonces, &ctx, &SpecInbound)
                 .unwrap_err()
                 .field,
             "X-LOOM-Nonce"
@@ -337,7 +325,7 @@ mod tests {
             &[2; 16],
             Some("7"),
         );
-        let d = check_delivery(&req, &h2, &mut nonces, &ctx).unwrap();
+        let d = check_delivery(&req, &h2, &mut nonces, &ctx, &SpecInbound).unwrap();
         assert_eq!(
             (d.request.form, d.request.trust_epoch.as_deref()),
             (SigningForm::V2, Some("7"))
@@ -368,7 +356,14 @@ mod tests {
                 path: DELIVER_PATH,
                 body,
             };
-            check_delivery(&req, h, &mut MemoryNonceCache::default(), &ctx).unwrap_err()
+            check_delivery(
+                &req,
+                h,
+                &mut MemoryNonceCache::default(),
+                &ctx,
+                &SpecInbound,
+            )
+            .unwrap_err()
         };
         let e = run(&blocked, &h, &b);
         assert_eq!(

@@ -45,8 +45,8 @@ pub use identity::{
     sign_identity_document_as, verify_identity_document,
 };
 pub use inbound::{
-    CheckedDelivery, InboundContext, InboundDeviations, NodeKeySource, check_delivery,
-    check_delivery_with,
+    CheckedDelivery, InboundContext, InboundRules, NodeKeySource, SpecInbound, authority_of,
+    check_delivery, check_signed,
 };
 pub use node_document::{
     DocumentSource, KeyLookup, KeyStatus, NodeDocumentView, NodeKey, NodeKeys,

@@ -16,7 +16,7 @@ use loom_protocol::capability::presented_token_issuer;
 use loom_protocol::federation::node_name::parse_node_name;
 use loom_protocol::federation::replication::stamp_federated_meta;
 use loom_protocol::federation::wrapper::{MAX_ENVELOPES_PER_WRAPPER, WrapperLimits};
-use loom_protocol::federation::{InboundContext, NodeKeys, PolicyDecision, check_delivery_with};
+use loom_protocol::federation::{InboundContext, NodeKeys, PolicyDecision, check_delivery};
 use loom_protocol::http_sig::{
     HEADER_SIGNATURE, NONCE_TTL_MS, NonceCache, NonceOutcome, RequestParts, SignedHeaders,
 };
@@ -87,14 +87,11 @@ impl Service {
     ) -> ApiResult<DeliveryAnswer> {
         let headers =
             SignedHeaders::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        let dev = self.deviations.federation;
         let now = self.env.now();
         let mut keys: BTreeMap<String, NodeKeys> = BTreeMap::new();
         let mut fetch_error = None;
         let mut stored_peer = None;
-        if let Ok(node) = parse_node_name(&headers.node)
-            && !dev.inbound.accept_unsigned
-        {
+        if let Ok(node) = parse_node_name(&headers.node) {
             let (peer, error) = self.peer_for_key(&node, &headers.key_id).await;
             fetch_error = error;
             if let Some(p) = peer {
@@ -191,13 +188,7 @@ impl Service {
             svc: self,
             fresh: None,
         };
-        let checked = check_delivery_with(
-            req,
-            headers,
-            &mut nonces,
-            &ctx,
-            &self.deviations.federation.inbound,
-        )?;
+        let checked = check_delivery(req, headers, &mut nonces, &ctx, self.rules.inbound())?;
         Ok((checked, nonces.fresh.take()))
     }
 
@@ -270,14 +261,7 @@ impl Service {
                     .get("origin_event_seq")
                     .and_then(Value::as_u64)
                     .filter(|_| !dev.drop_origin_event_seq);
-                let sender_node = if dev.inbound.accept_foreign_sender {
-                    env.pointer("/from/identity")
-                        .and_then(Value::as_str)
-                        .and_then(|s| Address::parse(s).ok())
-                        .map_or_else(|| node.clone(), |a| a.domain().to_owned())
-                } else {
-                    node.clone()
-                };
+                let sender_node = node.clone();
                 let directory = FedDirectory {
                     local: local_directory(&self.store),
                     remote: &remote,
