@@ -249,7 +249,7 @@ async fn oversized(cx: &mut Ctx) -> Verdict {
         .and_then(Value::as_u64)
     else {
         return skip(
-            "the target does not advertise limits.max_envelope_bytes in /v1/protocol/capabilities",
+            "the target does not advertise limits.envelope.max_envelope_bytes in /v1/protocol/capabilities",
         );
     };
     let (alice, _, env) = setup(cx).await?;
@@ -543,7 +543,7 @@ pub const CASES: &[Case] = &[
         requirement: "A node MUST refuse an envelope over its advertised size limit with 413 PAYLOAD_TOO_LARGE.",
         covers: &["R-24.2-15"],
         needs: P,
-        how: "Read limits.max_envelope_bytes from /v1/protocol/capabilities (skip if absent); send a message whose text alone has that many bytes; expect 413 PAYLOAD_TOO_LARGE.",
+        how: "Read limits.envelope.max_envelope_bytes from /v1/protocol/capabilities (skip if absent); send a message whose text alone has that many bytes; expect 413 PAYLOAD_TOO_LARGE.",
         interpretation: None,
         mutant: Mutant::Quirk("ignore-size-limit"),
         run: |cx| Box::pin(oversized(cx)),

@@ -69,31 +69,16 @@ impl RateLimits {
     }
 }
 
-/// Size limits.
+/// Size limits (`[limits]`): the per-envelope bounds of `loom_protocol::bounds` (issue 19;
+/// each → `PAYLOAD_TOO_LARGE` naming the limit, v1.1 §24.2; 0 = off), written beside the
+/// node's own limits in the same table.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(try_from = "LimitsTable")]
 pub struct Limits {
+    /// The per-envelope limits the acceptance core checks first.
+    pub envelope: loom_protocol::bounds::EnvelopeLimits,
     /// Largest request body accepted, in bytes (413 beyond).
     pub max_body_bytes: usize,
-    /// Largest envelope (RFC 8785 form) in bytes → `PAYLOAD_TOO_LARGE`.
-    pub max_envelope_bytes: usize,
-    /// Per-envelope bounds (issue 19; `loom_protocol::bounds`, each → `PAYLOAD_TOO_LARGE`
-    /// naming the limit, v1.1 §24.2; 0 = off): `to` entries.
-    pub max_recipients: usize,
-    /// Distinct recipient domains (`to` and `audience.identities`): federation fan-out.
-    pub max_recipient_domains: usize,
-    /// `audience.identities` entries.
-    pub max_audience_identities: usize,
-    /// `attachments` entries.
-    pub max_attachments: usize,
-    /// `references` entries (linked envelopes, linked threads, external, together).
-    pub max_references: usize,
-    /// Nesting depth of an envelope's JSON (the envelope object is 1).
-    pub max_json_depth: usize,
-    /// Elements of any one array in an envelope (extension data included).
-    pub max_array_len: usize,
-    /// JSON values in one envelope.
-    pub max_json_nodes: usize,
     /// §10.7 envelopes per thread (0 = off).
     pub max_envelopes_per_thread: u64,
     /// §10.7 pending parent references per thread (0 = off).
@@ -106,18 +91,9 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        let b = loom_protocol::bounds::EnvelopeLimits::default();
         Limits {
+            envelope: loom_protocol::bounds::EnvelopeLimits::default(),
             max_body_bytes: 1024 * 1024,
-            max_envelope_bytes: b.max_envelope_bytes,
-            max_recipients: b.max_recipients,
-            max_recipient_domains: b.max_recipient_domains,
-            max_audience_identities: b.max_audience_identities,
-            max_attachments: b.max_attachments,
-            max_references: b.max_references,
-            max_json_depth: b.max_json_depth,
-            max_array_len: b.max_array_len,
-            max_json_nodes: b.max_json_nodes,
             max_envelopes_per_thread: 10_000,
             max_pending_parents: 500,
             max_blob_bytes: 25 * 1024 * 1024,
@@ -129,17 +105,45 @@ impl Default for Limits {
 impl Limits {
     /// The per-envelope limits the acceptance core checks first (`loom_protocol::bounds`).
     pub fn envelope(&self) -> loom_protocol::bounds::EnvelopeLimits {
-        loom_protocol::bounds::EnvelopeLimits {
-            max_envelope_bytes: self.max_envelope_bytes,
-            max_recipients: self.max_recipients,
-            max_recipient_domains: self.max_recipient_domains,
-            max_audience_identities: self.max_audience_identities,
-            max_attachments: self.max_attachments,
-            max_references: self.max_references,
-            max_json_depth: self.max_json_depth,
-            max_array_len: self.max_array_len,
-            max_json_nodes: self.max_json_nodes,
+        self.envelope
+    }
+}
+
+/// `[limits]` as written: one flat table. serde's `flatten` cannot refuse unknown members, so
+/// the members no field takes are collected and refused by name.
+#[derive(Deserialize)]
+struct LimitsTable {
+    #[serde(flatten)]
+    envelope: loom_protocol::bounds::EnvelopeLimits,
+    max_body_bytes: Option<usize>,
+    max_envelopes_per_thread: Option<u64>,
+    max_pending_parents: Option<u64>,
+    max_blob_bytes: Option<u64>,
+    max_page_size: Option<usize>,
+    #[serde(flatten)]
+    unknown: std::collections::BTreeMap<String, serde::de::IgnoredAny>,
+}
+
+impl TryFrom<LimitsTable> for Limits {
+    type Error = String;
+
+    fn try_from(t: LimitsTable) -> Result<Limits, String> {
+        if let Some(name) = t.unknown.keys().next() {
+            return Err(format!(
+                "unknown field `{name}` in [limits] (node README, \"Configuration\")"
+            ));
         }
+        let d = Limits::default();
+        Ok(Limits {
+            envelope: t.envelope,
+            max_body_bytes: t.max_body_bytes.unwrap_or(d.max_body_bytes),
+            max_envelopes_per_thread: t
+                .max_envelopes_per_thread
+                .unwrap_or(d.max_envelopes_per_thread),
+            max_pending_parents: t.max_pending_parents.unwrap_or(d.max_pending_parents),
+            max_blob_bytes: t.max_blob_bytes.unwrap_or(d.max_blob_bytes),
+            max_page_size: t.max_page_size.unwrap_or(d.max_page_size),
+        })
     }
 }
 
@@ -450,5 +454,31 @@ mod dns_server_tests {
             "{e}"
         );
         assert!(f.check().is_err());
+    }
+}
+
+#[cfg(test)]
+mod limits_tests {
+    use super::NodeConfig;
+
+    /// `[limits]` is one flat table: the per-envelope bounds and the node's own limits side
+    /// by side, defaults for what is left out, and an unknown member refused by name.
+    #[test]
+    fn the_limits_table_reads_both_kinds_and_refuses_unknown_members() {
+        let c = NodeConfig::from_toml(
+            "domain = \"node.test\"\n[limits]\nmax_recipients = 7\nmax_body_bytes = 4096\n",
+        )
+        .unwrap();
+        assert_eq!(c.limits.envelope.max_recipients, 7);
+        assert_eq!(c.limits.max_body_bytes, 4096);
+        let d = super::Limits::default();
+        assert_eq!(c.limits.envelope.max_json_depth, d.envelope.max_json_depth);
+        assert_eq!(c.limits.max_page_size, d.max_page_size);
+        let e = NodeConfig::from_toml("domain = \"node.test\"\n[limits]\nmax_recipientz = 7\n")
+            .unwrap_err();
+        assert!(
+            e.contains("unknown field `max_recipientz` in [limits]"),
+            "{e}"
+        );
     }
 }

@@ -189,15 +189,21 @@ impl EnvelopeLimitArgs {
                 *target = v;
             }
         };
-        set(&mut l.max_envelope_bytes, self.max_envelope_bytes);
-        set(&mut l.max_recipients, self.max_recipients);
-        set(&mut l.max_recipient_domains, self.max_recipient_domains);
-        set(&mut l.max_audience_identities, self.max_audience_identities);
-        set(&mut l.max_attachments, self.max_attachments);
-        set(&mut l.max_references, self.max_references);
-        set(&mut l.max_json_depth, self.max_json_depth);
-        set(&mut l.max_array_len, self.max_array_len);
-        set(&mut l.max_json_nodes, self.max_json_nodes);
+        set(&mut l.envelope.max_envelope_bytes, self.max_envelope_bytes);
+        set(&mut l.envelope.max_recipients, self.max_recipients);
+        set(
+            &mut l.envelope.max_recipient_domains,
+            self.max_recipient_domains,
+        );
+        set(
+            &mut l.envelope.max_audience_identities,
+            self.max_audience_identities,
+        );
+        set(&mut l.envelope.max_attachments, self.max_attachments);
+        set(&mut l.envelope.max_references, self.max_references);
+        set(&mut l.envelope.max_json_depth, self.max_json_depth);
+        set(&mut l.envelope.max_array_len, self.max_array_len);
+        set(&mut l.envelope.max_json_nodes, self.max_json_nodes);
     }
 }
 

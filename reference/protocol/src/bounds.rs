@@ -24,7 +24,8 @@ pub const SECTION: &str = "v1.1 §24.2 (PAYLOAD_TOO_LARGE), §10.7 (node-configu
 
 /// Per-envelope limits (0 = that limit off). Field names are the limit names used in error
 /// reasons, the node's `[limits]` configuration and its `--max-…` flags.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(default)]
 pub struct EnvelopeLimits {
     /// Size of the RFC 8785 form without `meta`, in bytes.
     pub max_envelope_bytes: usize,

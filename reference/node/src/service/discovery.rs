@@ -92,7 +92,7 @@ impl Service {
             },
             "limits": {
                 "max_body_bytes": l.max_body_bytes,
-                "max_envelope_bytes": l.max_envelope_bytes,
+                "max_envelope_bytes": l.envelope.max_envelope_bytes,
                 "max_envelopes_per_thread": l.max_envelopes_per_thread,
                 "max_pending_parents": l.max_pending_parents,
                 "max_blob_bytes": l.max_blob_bytes,

@@ -76,14 +76,14 @@ async fn the_issue_cases_are_refused_by_default_and_change_nothing() {
 #[tokio::test]
 async fn every_limit_is_configurable_exact_at_the_limit_and_named_beyond_it() {
     let n = TestNode::with(|c| {
-        c.limits.max_recipients = 3;
-        c.limits.max_recipient_domains = 2;
-        c.limits.max_audience_identities = 2;
-        c.limits.max_attachments = 1;
-        c.limits.max_references = 2;
-        c.limits.max_json_depth = 6;
-        c.limits.max_array_len = 4;
-        c.limits.max_json_nodes = 60;
+        c.limits.envelope.max_recipients = 3;
+        c.limits.envelope.max_recipient_domains = 2;
+        c.limits.envelope.max_audience_identities = 2;
+        c.limits.envelope.max_attachments = 1;
+        c.limits.envelope.max_references = 2;
+        c.limits.envelope.max_json_depth = 6;
+        c.limits.envelope.max_array_len = 4;
+        c.limits.envelope.max_json_nodes = 60;
     });
     let alice = n.register("alice", "human", 1).await;
     let bob = n.register("bob", "human", 2).await;
@@ -187,7 +187,7 @@ async fn every_limit_is_configurable_exact_at_the_limit_and_named_beyond_it() {
 
 #[tokio::test]
 async fn attachments_over_the_limit_are_refused() {
-    let n = TestNode::with(|c| c.limits.max_attachments = 1);
+    let n = TestNode::with(|c| c.limits.envelope.max_attachments = 1);
     let alice = n.register("alice", "human", 1).await;
     let bob = n.register("bob", "human", 2).await;
     let before = fingerprint(&n);
@@ -213,8 +213,8 @@ async fn attachments_over_the_limit_are_refused() {
 #[tokio::test]
 async fn zero_turns_a_limit_off() {
     let n = TestNode::with(|c| {
-        c.limits.max_recipients = 0;
-        c.limits.max_array_len = 0;
+        c.limits.envelope.max_recipients = 0;
+        c.limits.envelope.max_array_len = 0;
     });
     let alice = n.register("alice", "human", 1).await;
     let bob = n.register("bob", "human", 2).await;
@@ -234,10 +234,10 @@ async fn pair() -> (
     let (a, b, pa, pb) = fed_pair(
         |c| {
             // The sender lets everything out; the receiver's own limits decide.
-            c.limits.max_recipients = 0;
-            c.limits.max_recipient_domains = 0;
+            c.limits.envelope.max_recipients = 0;
+            c.limits.envelope.max_recipient_domains = 0;
         },
-        |c| c.limits.max_recipients = 10,
+        |c| c.limits.envelope.max_recipients = 10,
     )
     .await;
     let sa = serve(&a, pa).await;
@@ -296,7 +296,7 @@ async fn federated_deliveries_are_held_to_the_receivers_limits() {
 
 #[tokio::test]
 async fn a_local_sender_cannot_fan_out_to_more_domains_than_allowed() {
-    let n = TestNode::with(|c| c.limits.max_recipient_domains = 3);
+    let n = TestNode::with(|c| c.limits.envelope.max_recipient_domains = 3);
     let alice = n.register("alice", "human", 1).await;
     let bob = n.register("bob", "human", 2).await;
     let before = fingerprint(&n);

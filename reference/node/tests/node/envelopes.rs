@@ -366,7 +366,7 @@ async fn pending_parents_cycles_and_size_limits() {
 
 #[tokio::test]
 async fn oversized_envelopes_are_413() {
-    let n = TestNode::with(|c| c.limits.max_envelope_bytes = 2048);
+    let n = TestNode::with(|c| c.limits.envelope.max_envelope_bytes = 2048);
     let (alice, bob, _) = trio(&n).await;
     let t = n.thread_id();
     alice

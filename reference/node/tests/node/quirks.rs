@@ -10,7 +10,7 @@ use serde_json::json;
 fn node(q: Option<Quirk>) -> TestNode {
     let quirks = q.map_or_else(Quirks::none, |q| Quirks::none().with(q));
     TestNode::with_quirks(quirks, |c| {
-        c.limits.max_envelope_bytes = 4096;
+        c.limits.envelope.max_envelope_bytes = 4096;
         c.limits.max_body_bytes = 16_384;
         c.retract_window_secs = 600;
         c.limits.max_pending_parents = 1;

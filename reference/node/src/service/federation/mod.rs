@@ -134,7 +134,7 @@ impl Service {
             "limits": {
                 "max_envelopes_per_wrapper": MAX_ENVELOPES_PER_WRAPPER,
                 "max_wrapper_bytes": self.config.federation.max_wrapper_bytes,
-                "max_envelope_bytes": self.config.limits.max_envelope_bytes,
+                "max_envelope_bytes": self.config.limits.envelope.max_envelope_bytes,
                 "federation_per_node_per_min": self.config.rate_limits.federation_per_node,
             },
             "timestamp": self.env.now().to_rfc3339(),
