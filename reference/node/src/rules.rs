@@ -187,8 +187,6 @@ pub struct ApiDeviations {
     pub unprefixed_event_ids: bool,
     /// Delete content under `sys.legal_hold` (§25.3).
     pub ignore_legal_hold: bool,
-    /// Answer retraction without erasing the content (§25.2).
-    pub retract_keeps_content: bool,
     /// Retract without the `envelope.retracted` event (§20.7).
     pub omit_retracted_event: bool,
 }

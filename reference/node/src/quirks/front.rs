@@ -126,8 +126,38 @@ impl Front {
         } else {
             (body, None)
         };
+        let kept = self.content_to_keep(&method, &path);
         let resp = next.run(Request::from_parts(parts, body)).await;
+        if let Some((id, body)) = kept
+            && resp.status().is_success()
+        {
+            self.restore(&id, &body);
+        }
         self.edit_response(&method, &path, submitted, resp).await
+    }
+
+    /// `retract-keeps-content` (§25.2): the stored content of an envelope about to be
+    /// retracted, to put back once the retraction answered.
+    fn content_to_keep(&self, method: &Method, path: &str) -> Option<(String, String)> {
+        let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        let ["v1", "envelopes", id] = segments.as_slice() else {
+            return None;
+        };
+        if *method != Method::DELETE || !self.q(Quirk::RetractKeepsContent) {
+            return None;
+        }
+        let eid = EnvelopeId::parse(id).ok()?;
+        let conn = self.service.store.read();
+        let body = crate::store::envelopes::body(&conn, &eid).ok().flatten()?;
+        Some(((*id).to_owned(), body.to_string()))
+    }
+
+    fn restore(&self, id: &str, body: &str) {
+        if let Ok(tx) = self.service.store.begin()
+            && crate::store::mutants::restore_body(&tx, id, body).is_ok()
+        {
+            let _ = tx.commit();
+        }
     }
 
     /// Requests a quirk answers itself, before the router.

@@ -517,7 +517,6 @@ impl Quirks {
                 accept_any_capability_id: q(Q::AcceptAnyCapabilityId),
                 unprefixed_event_ids: q(Q::UnprefixedEventIds),
                 ignore_legal_hold: q(Q::IgnoreLegalHold),
-                retract_keeps_content: q(Q::RetractKeepsContent),
                 omit_retracted_event: q(Q::OmitRetractedEvent),
             },
             federation: FederationDeviations {

@@ -245,7 +245,7 @@ impl Service {
             ));
         }
         let now = self.env.now().to_rfc3339();
-        envelopes::retract(&tx, &eid, &now, self.deviations.api.retract_keeps_content)?;
+        envelopes::retract(&tx, &eid, &now)?;
         let mut audience = AudienceOf::read(&env);
         audience.sender = Some(caller.identity.clone());
         let participants: Vec<Address> = state

@@ -28,8 +28,6 @@ pub const SELECT_FOR_RETRACT: &str =
 /// Retraction that erases the content (§25.2).
 pub const ERASE: &str =
     "UPDATE envelopes SET body = NULL, erased_at = ?2, retracted_at = ?2 WHERE id = ?1";
-/// Retraction that keeps the content (a self-test deviation).
-pub const MARK_RETRACTED: &str = "UPDATE envelopes SET retracted_at = ?2 WHERE id = ?1";
 
 /// The columns of a new envelope row.
 #[derive(Debug, Clone, Copy)]
@@ -184,19 +182,10 @@ pub fn read_for_retract(
     .optional()
 }
 
-/// Retracts: erases the content (or only marks it, when `keep_content`) and drops its
-/// search row.
-pub fn retract(
-    conn: &Connection,
-    id: &EnvelopeId,
-    now: &str,
-    keep_content: bool,
-) -> rusqlite::Result<()> {
+/// Retracts (§25.2): erases the content and drops its search row.
+pub fn retract(conn: &Connection, id: &EnvelopeId, now: &str) -> rusqlite::Result<()> {
     let id = id.to_string();
-    conn.exec(
-        if keep_content { MARK_RETRACTED } else { ERASE },
-        params![id, now],
-    )?;
+    conn.exec(ERASE, params![id, now])?;
     conn.exec(DELETE_SEARCH, [&id])?;
     Ok(())
 }

@@ -13,6 +13,16 @@ pub(crate) fn move_envelopes(conn: &Connection, from: &str, to: &str) -> rusqlit
     Ok(())
 }
 
+/// `retract-keeps-content`: the content of a retracted envelope put back (v1.1 §25.2 says
+/// retraction erases it); `body` as it was before the retraction.
+pub(crate) fn restore_body(conn: &Connection, id: &str, body: &str) -> rusqlite::Result<()> {
+    conn.execute(
+        "UPDATE envelopes SET body = ?2, erased_at = NULL WHERE id = ?1",
+        params![id, body],
+    )?;
+    Ok(())
+}
+
 /// `drop-outbox-on-restart`: every queued delivery deleted (v1.1 §15.6 durable retry).
 pub(crate) fn drop_queued_deliveries(conn: &Connection) -> rusqlite::Result<usize> {
     conn.execute("DELETE FROM federation_outbox WHERE state = 'queued'", [])

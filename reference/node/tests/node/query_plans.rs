@@ -64,7 +64,6 @@ fn no_write_path_statement_scans_a_growing_table() {
         envelopes::SELECT_FOR_READ,
         envelopes::SELECT_FOR_RETRACT,
         envelopes::ERASE,
-        envelopes::MARK_RETRACTED,
         threads::SELECT_RUNTIME,
         threads::SELECT_DAG,
         threads::SELECT_STATE,
