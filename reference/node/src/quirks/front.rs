@@ -25,7 +25,7 @@ struct Front {
 }
 
 /// `ignore-body-limit` (v1.1 §24.2): the node reads bodies of any size; returns the limit
-/// its node document keeps advertising (see [`layer`]).
+/// `GET /v1/protocol/capabilities` keeps advertising (see [`layer`]).
 pub(super) fn config(quirks: &Quirks, config: &mut NodeConfig) -> usize {
     let configured = config.limits.max_body_bytes;
     if quirks.has(Quirk::IgnoreBodyLimit) {
@@ -60,6 +60,7 @@ enum Output {
     AuthChallenge,
     TokenPair,
     NodeDocument,
+    Capabilities,
     Thread,
     IdentityDocument,
     EventsPage,
@@ -72,6 +73,7 @@ fn output(method: &Method, path: &str) -> Option<Output> {
         ("POST", ["v1", "auth", "challenge"]) => Some(Output::AuthChallenge),
         ("POST", ["v1", "auth", "token" | "refresh"]) => Some(Output::TokenPair),
         ("GET", [".well-known", "loom.json"]) => Some(Output::NodeDocument),
+        ("GET", ["v1", "protocol", "capabilities"]) => Some(Output::Capabilities),
         ("GET", ["v1", "threads", _]) => Some(Output::Thread),
         ("GET", ["v1", "identity", _]) => Some(Output::IdentityDocument),
         ("GET", ["v1", "events"]) => Some(Output::EventsPage),
@@ -271,9 +273,8 @@ impl Front {
         match o {
             Output::AuthChallenge => self.q(Quirk::ChallengeWithoutExpiry),
             Output::TokenPair => self.q(Quirk::OmitRefreshToken),
-            Output::NodeDocument => {
-                self.q(Quirk::IncompleteNodeDocument) || self.q(Quirk::IgnoreBodyLimit)
-            }
+            Output::NodeDocument => self.q(Quirk::IncompleteNodeDocument),
+            Output::Capabilities => self.q(Quirk::IgnoreBodyLimit),
             Output::Thread => self.q(Quirk::IncompleteThreadObject),
             Output::IdentityDocument => self.q(Quirk::IdentityDocumentWithoutKeys),
             Output::EventsPage => self.q(Quirk::UnstableEventIds),
@@ -296,15 +297,13 @@ impl Front {
             Output::AuthChallenge if ok => remove_members(v, &["expires_at"]),
             Output::TokenPair if ok => remove_members(v, &["refresh_token", "refresh_expires_in"]),
             Output::NodeDocument if ok => {
-                if self.q(Quirk::IgnoreBodyLimit)
-                    && let Some(l) = v.pointer_mut("/limits/max_body_bytes")
-                {
-                    *l = self.advertised_body_limit.into();
-                }
-                if self.q(Quirk::IncompleteNodeDocument)
-                    && let Some(o) = v.as_object_mut()
-                {
+                if let Some(o) = v.as_object_mut() {
                     o.retain(|k, _| k == "loom" || k == "domain");
+                }
+            }
+            Output::Capabilities if ok => {
+                if let Some(l) = v.pointer_mut("/limits/max_body_bytes") {
+                    *l = self.advertised_body_limit.into();
                 }
             }
             Output::Thread if ok => remove_members(v, &["cap_epoch", "subject", "labels"]),
