@@ -128,3 +128,136 @@ fn variants_name_their_sentence_and_depart_only_from_should_cases() {
         }
     }
 }
+
+/// The quirks no conformance case names, each with where it is proven instead and why the
+/// harness cannot reach it over the wire. Every other quirk is proven by the self-test
+/// above, so the node's own tests need no row for it (issue 31).
+/// The quirks no conformance case names, each with the test that proves it instead and why
+/// no case does. Every other quirk is proven by the self-test above, so the node's own tests
+/// need no row for it (issue 31). "No case yet" marks a Level 2 rule the harness does not
+/// check over the wire.
+const PROVEN_ELSEWHERE: &[(&str, &str, &str)] = &[
+    (
+        "accept-expired-token",
+        "reference/node/tests/node/quirks.rs",
+        "access tokens live 1 h; the harness cannot move a target's clock",
+    ),
+    (
+        "drop-outbox-on-restart",
+        "reference/node/tests/node/federation_quirks.rs",
+        "needs a restart of the target (also simulator/tests/sweeps.rs)",
+    ),
+    (
+        "forget-last-envelope-on-restart",
+        "reference/node/tests/node/federation_quirks.rs",
+        "needs a restart of the target (also simulator/tests/sweeps.rs)",
+    ),
+    (
+        "prune-audit-on-restart",
+        "reference/node/tests/node/federation_quirks.rs",
+        "needs a restart of the target (also simulator/tests/sweeps.rs)",
+    ),
+    (
+        "full-key-node-signature",
+        "reference/node/tests/node/federation_quirks.rs",
+        "breaks interop with the existing node's registration form (DESIGN.md §9); the harness detects the target's form instead of failing either",
+    ),
+    (
+        "top-level-receipt",
+        "reference/node/tests/node/federation_quirks.rs",
+        "an interop form of the existing node (DESIGN.md §9); the harness reads both",
+    ),
+    (
+        "duplicate-rejection-is-failure",
+        "reference/node/tests/node/federation_quirks.rs",
+        "how a sender reads a peer's receipt (DESIGN.md §9): the harness's fake peer would have to answer ENVELOPE_DUPLICATE and watch for receipt.failed; no case yet",
+    ),
+    (
+        "one-delegation-reading",
+        "reference/node/tests/node/federation_quirks.rs",
+        "§13.3.1 is silent; the harness detects the target's reading instead of failing either",
+    ),
+    (
+        "no-refetch-on-signature-failure",
+        "reference/node/tests/node/federation_quirks.rs",
+        "needs a fake peer that rotates its key under the same id mid-run; no case yet",
+    ),
+    (
+        "ignore-sender-node-mismatch",
+        "reference/node/tests/node/federation_quirks.rs",
+        "no case yet: a wrapper whose sender_node differs from X-LOOM-Node",
+    ),
+    (
+        "accept-inactive-node-key",
+        "reference/node/tests/node/federation_quirks.rs",
+        "no case yet: a delivery signed with a retired node key",
+    ),
+    (
+        "ignore-wrapper-limit",
+        "reference/node/tests/node/federation_quirks.rs",
+        "no case yet: a wrapper of 101 envelopes",
+    ),
+    (
+        "reject-identical-redelivery",
+        "reference/node/tests/node/federation_quirks.rs",
+        "fed.inbound.redelivery names store-redelivered-twice; one mutant per case",
+    ),
+    (
+        "unsigned-receipt",
+        "reference/node/tests/node/federation_quirks.rs",
+        "fed.inbound.receipt names no-receipt; one mutant per case",
+    ),
+    (
+        "drop-origin-event-seq",
+        "reference/node/tests/node/federation_quirks.rs",
+        "no case yet: meta.origin_event_seq kept on delivery (§11.6)",
+    ),
+    (
+        "orphan-delivered-replies",
+        "reference/node/tests/node/federation_quirks.rs",
+        "no case yet: a delivered reply keeps its parent (also simulator/tests/sweeps.rs)",
+    ),
+    (
+        "ignore-delivered-lock",
+        "reference/node/tests/node/federation_quirks.rs",
+        "no case yet: a delivered thread.lock@v1 is applied (also simulator/tests/sweeps.rs)",
+    ),
+];
+
+#[test]
+fn every_quirk_is_proven_by_a_case_or_a_named_test() {
+    use loom_conformance::case::Mutant;
+    let named: std::collections::BTreeSet<&str> = catalogue::all()
+        .into_iter()
+        .filter_map(|c| match c.mutant {
+            Mutant::Quirk(q) => Some(q),
+            Mutant::NotApplicable(_) => None,
+        })
+        .collect();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut unproven = Vec::new();
+    for q in loom_node::Quirk::ALL {
+        let name = q.name();
+        if named.contains(name.as_str()) {
+            assert!(
+                !PROVEN_ELSEWHERE.iter().any(|(n, ..)| *n == name),
+                "{name} is named by a case; drop it from PROVEN_ELSEWHERE"
+            );
+            continue;
+        }
+        match PROVEN_ELSEWHERE.iter().find(|(n, ..)| *n == name) {
+            Some((_, file, _)) => {
+                let text = std::fs::read_to_string(root.join(file)).expect(file);
+                assert!(
+                    text.contains(&format!("Quirk::{q:?}")),
+                    "{file} does not exercise {name}"
+                );
+            }
+            None => unproven.push(name),
+        }
+    }
+    assert!(
+        unproven.is_empty(),
+        "quirks no case and no named test proves: {unproven:?}"
+    );
+}
