@@ -350,6 +350,10 @@ pub struct NodeConfig {
     /// Seconds between signed audit checkpoints (§25.1, `store::audit`); one is also written
     /// on shutdown; 0 = only on shutdown. Durable stores only.
     pub audit_checkpoint_secs: u64,
+    /// Accepted envelopes after which a checkpoint is signed even before
+    /// `audit_checkpoint_secs` ran out, so the unsigned tail a crash can leave is bounded by
+    /// rows as well as by time; 0 = by time only.
+    pub audit_checkpoint_rows: u64,
     /// Seconds after sending during which a sender may retract (§20.7); 0 = never.
     pub retract_window_secs: u64,
     /// Federation policy mode advertised in the node document (§15.2).
@@ -372,6 +376,7 @@ impl Default for NodeConfig {
             limits: Limits::default(),
             connections: crate::net::ConnectionLimits::default(),
             audit_checkpoint_secs: 60,
+            audit_checkpoint_rows: 1000,
             retract_window_secs: 300,
             federation_policy: "open".into(),
             seed: None,

@@ -67,16 +67,54 @@ impl NodeBuilder {
         self
     }
 
-    /// Opens the store and starts the service.
-    pub fn build(self) -> Result<Node, String> {
+    /// Opens the store, checks its audit log against the last signed checkpoint (v1.1
+    /// §25.1: a log that does not match is refused, never re-signed), starts the service and
+    /// anchors the log's head with a fresh checkpoint.
+    pub fn build(self) -> Result<Node, StartError> {
         self.config.check()?;
         let config = self.rules.config(self.config);
         let store = store::Store::open(&config.storage).map_err(|e| e.to_string())?;
+        if let Storage::Dir(dir) = &config.storage {
+            store::audit::check_at_start(&store, dir).map_err(StartError::Audit)?;
+        }
         let service = Service::with_dial(config, self.env, store, self.rules, self.dial)
             .map_err(|e| e.to_string())?;
+        service.audit_checkpoint().map_err(|e| e.to_string())?;
         Ok(Node {
             service: Arc::new(service),
         })
+    }
+}
+
+/// Why a node did not start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartError {
+    /// The configuration, the store or the service could not be set up.
+    Setup(String),
+    /// The store's audit log does not match its signed checkpoint (v1.1 §25.1): the node
+    /// refuses to start rather than sign a new checkpoint over it.
+    Audit(String),
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Setup(m) | StartError::Audit(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
+impl From<String> for StartError {
+    fn from(m: String) -> Self {
+        StartError::Setup(m)
+    }
+}
+
+impl From<StartError> for String {
+    fn from(e: StartError) -> Self {
+        e.to_string()
     }
 }
 

@@ -8,7 +8,11 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use loom_node::config::TlsSettings;
 use loom_node::store::{Store, audit};
-use loom_node::{Env, Node, NodeConfig, Storage};
+use loom_node::{Env, Node, NodeConfig, StartError, Storage};
+
+/// The exit code of a node that refuses to start because its audit log does not match its
+/// signed checkpoint (v1.1 §25.1); `loom-node audit verify` says why.
+const AUDIT_MISMATCH_EXIT: u8 = 3;
 use loom_protocol::clock::SystemClock;
 use std::io::IsTerminal;
 use std::net::SocketAddr;
@@ -63,6 +67,16 @@ enum AuditCommand {
         /// The data directory holding `loom.db`.
         #[arg(long)]
         data: PathBuf,
+    },
+    /// After review, re-anchor a log the node refused to start on: record an
+    /// `audit.reanchored` entry naming the checkpoint it replaces, then sign the head.
+    Anchor {
+        /// The data directory holding `loom.db` (the node must not be running on it).
+        #[arg(long)]
+        data: PathBuf,
+        /// The node's domain, when the directory has no checkpoint to take it from.
+        #[arg(long)]
+        domain: Option<String>,
     },
 }
 
@@ -300,6 +314,9 @@ fn main() -> ExitCode {
         Some(Command::Audit {
             command: AuditCommand::Verify { data },
         }) => audit_verify(&data),
+        Some(Command::Audit {
+            command: AuditCommand::Anchor { data, domain },
+        }) => audit_anchor(&data, domain.as_deref()),
         Some(Command::Quirks) => quirks(),
         Some(Command::NodeKey {
             command: NodeKeyCommand::Rotate { data },
@@ -340,6 +357,10 @@ fn serve(args: ServeArgs) -> ExitCode {
     };
     match runtime.block_on(run(config)) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e @ StartError::Audit(_)) => {
+            eprintln!("loom-node: {e}");
+            ExitCode::from(AUDIT_MISMATCH_EXIT)
+        }
         Err(e) => {
             eprintln!("loom-node: {e}");
             ExitCode::FAILURE
@@ -347,7 +368,7 @@ fn serve(args: ServeArgs) -> ExitCode {
     }
 }
 
-async fn run(config: NodeConfig) -> Result<(), String> {
+async fn run(config: NodeConfig) -> Result<(), StartError> {
     // The only OS randomness the node reads: its seed, unless one is given (DESIGN.md §3).
     let seed = config.seed.unwrap_or_else(os_seed);
     let tls = match &config.tls {
@@ -394,7 +415,7 @@ async fn run(config: NodeConfig) -> Result<(), String> {
     };
     node.serve(listener, tls.map(|t| t.acceptor), shutdown)
         .await
-        .map_err(|e| format!("serve: {e}"))
+        .map_err(|e| StartError::Setup(format!("serve: {e}")))
 }
 
 /// A seed from the operating system: the standard library's per-process random hash keys.
@@ -428,6 +449,35 @@ fn node_key_rotate(data: &std::path::Path) -> ExitCode {
     }
 }
 
+fn audit_anchor(data: &std::path::Path, domain: Option<&str>) -> ExitCode {
+    // Writable and locked (no node may run on it meanwhile), but never created here.
+    if let Err(e) = Store::open_existing(data) {
+        eprintln!("loom-node: {e}");
+        return ExitCode::from(2);
+    }
+    let store = match Store::open(&Storage::Dir(data.to_owned())) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("loom-node: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let at = loom_protocol::clock::Clock::now(&SystemClock).to_rfc3339();
+    match audit::reanchor(&store, data, domain, &at) {
+        Ok(cp) => {
+            println!(
+                "audit log re-anchored: signed checkpoint of {} at row {} ({} rows, key {})",
+                cp.at, cp.seq, cp.rows, cp.key_id
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("loom-node: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 fn audit_verify(data: &std::path::Path) -> ExitCode {
     let store = match Store::open_existing(data) {
         Ok(s) => s,
@@ -443,9 +493,14 @@ fn audit_verify(data: &std::path::Path) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Without a checkpoint only an empty log verifies: a non-empty one has nothing to
+    // anchor it (issue 36), and the node refuses to start on it too.
     let verdict = match &checkpoint {
         Some(cp) => audit::verify_anchored(&store.conn(), cp),
-        None => audit::verify(&store.conn()),
+        None => audit::verify_at_start(&store.conn(), None).and_then(|v| match v {
+            audit::AuditVerdict::Intact { .. } => audit::verify(&store.conn()),
+            broken => Ok(broken),
+        }),
     };
     match verdict {
         Ok(audit::AuditVerdict::Intact { rows }) => {
@@ -455,12 +510,7 @@ fn audit_verify(data: &std::path::Path) -> ExitCode {
                     "anchored: signed checkpoint of {} at row {} ({} rows, key {})",
                     cp.at, cp.seq, cp.rows, cp.key_id
                 ),
-                None => println!(
-                    "unanchored: no {} in {} (rows cut from the end are seen only through \
-                     the high-water mark)",
-                    audit::CHECKPOINT_FILE,
-                    data.display()
-                ),
+                None => println!("empty: no checkpoint is needed yet"),
             }
             ExitCode::SUCCESS
         }

@@ -84,6 +84,8 @@ pub struct Service {
     pub(crate) write_group: write_group::WriteGroup,
     pub(crate) rate_limiter: rate_limit::RateLimiter,
     pub(crate) fed: federation::Federation,
+    /// Envelopes accepted since the last signed checkpoint (`audit_checkpoint_rows`).
+    pub(crate) unanchored: std::sync::atomic::AtomicU64,
 }
 
 impl Service {
@@ -166,6 +168,7 @@ impl Service {
             write_group: write_group::WriteGroup::default(),
             rate_limiter: rate_limit::RateLimiter::default(),
             fed,
+            unanchored: std::sync::atomic::AtomicU64::new(0),
         };
         service.rules.on_start(&service.store, &service.config)?;
         Ok(service)
@@ -217,6 +220,8 @@ impl Service {
             &self.node_key_id,
             &self.node_key,
         )?;
+        self.unanchored
+            .store(0, std::sync::atomic::Ordering::Relaxed);
         let previous = Checkpoint::read(dir).ok().flatten();
         if previous
             .is_some_and(|p| (p.seq, &p.head_hash, p.rows) == (cp.seq, &cp.head_hash, cp.rows))

@@ -156,12 +156,19 @@ pub fn verify(conn: &Connection) -> rusqlite::Result<AuditVerdict> {
 /// Walks the whole chain: sequence numbers must be 1, 2, 3, … (a deleted row leaves a gap),
 /// each `prev_hash` must equal the previous row's hash, and each hash must recompute.
 pub fn walk(conn: &Connection) -> rusqlite::Result<AuditVerdict> {
+    walk_from(conn, 0, GENESIS)
+}
+
+/// [`walk`] over the rows after row `after`, whose hash is `after_hash`; `Intact { rows }`
+/// counts the rows walked.
+fn walk_from(conn: &Connection, after: i64, after_hash: &str) -> rusqlite::Result<AuditVerdict> {
     let mut stmt = conn.prepare(
-        "SELECT seq, at, actor, action, subject, details, prev_hash, hash FROM audit_log ORDER BY seq",
+        "SELECT seq, at, actor, action, subject, details, prev_hash, hash FROM audit_log
+             WHERE seq > ?1 ORDER BY seq",
     )?;
-    let mut rows = stmt.query([])?;
-    let mut expected_seq = 1i64;
-    let mut prev = GENESIS.to_owned();
+    let mut rows = stmt.query([after])?;
+    let mut expected_seq = after + 1;
+    let mut prev = after_hash.to_owned();
     while let Some(r) = rows.next()? {
         let seq: i64 = r.get(0)?;
         let (at, actor, action, subject): (String, String, String, String) =
@@ -194,7 +201,7 @@ pub fn walk(conn: &Connection) -> rusqlite::Result<AuditVerdict> {
         expected_seq += 1;
     }
     Ok(AuditVerdict::Intact {
-        rows: u64::try_from(expected_seq - 1).unwrap_or(0),
+        rows: u64::try_from(expected_seq - 1 - after).unwrap_or(0),
     })
 }
 
@@ -292,6 +299,92 @@ impl Checkpoint {
     }
 }
 
+/// [`verify_at_start`] for the store in `dir`, as the node runs it before it starts: `Err`
+/// with what is wrong, the section and the commands to inspect and, after review, re-anchor.
+pub fn check_at_start(store: &super::Store, dir: &Path) -> Result<(), String> {
+    let cp = Checkpoint::read(dir)?;
+    let verdict = verify_at_start(&store.read(), cp.as_ref())
+        .map_err(|e| format!("cannot read the audit log in {}: {e}", dir.display()))?;
+    match verdict {
+        AuditVerdict::Intact { .. } => Ok(()),
+        AuditVerdict::Broken { seq, reason } => {
+            let at = if seq > 0 {
+                format!(" at row {seq}")
+            } else {
+                String::new()
+            };
+            Err(format!(
+                "the audit log in {dir} does not match its signed checkpoint{at}: {reason} \
+                 (v1.1 §25.1). The node will not start and sign a new checkpoint over it. \
+                 Inspect it with `loom-node audit verify --data {dir}`; after review, \
+                 `loom-node audit anchor --data {dir}` records the re-anchoring in the log and \
+                 signs its head as it is.",
+                dir = dir.display()
+            ))
+        }
+    }
+}
+
+/// `loom-node audit anchor`: the operator's explicit re-anchoring of the log in `dir` after
+/// reviewing why the node refused it. The chain must still walk (an edited or deleted row is
+/// not re-anchored); an `audit.reanchored` entry naming the checkpoint it replaces goes into
+/// the log, so the re-anchoring itself stays on record, then the head is signed with the
+/// store's node key. `domain`: the checkpoint's `node_id` when there is no previous one.
+pub fn reanchor(
+    store: &super::Store,
+    dir: &Path,
+    domain: Option<&str>,
+    at: &str,
+) -> Result<Checkpoint, String> {
+    let previous = Checkpoint::read(dir)?;
+    let node_id = domain
+        .map(str::to_owned)
+        .or_else(|| previous.as_ref().map(|p| p.node_id.clone()))
+        .ok_or("no checkpoint to take the node's domain from: pass --domain")?;
+    let e = |e: rusqlite::Error| format!("the audit log in {}: {e}", dir.display());
+    if let AuditVerdict::Broken { seq, reason } = walk(&store.read()).map_err(e)? {
+        return Err(format!(
+            "the chain itself is broken at row {seq}: {reason}; a log with edited or deleted \
+             rows is not re-anchored (v1.1 §25.1)"
+        ));
+    }
+    let (key_id, seed) = super::node_keys::active(store)
+        .map_err(e)?
+        .ok_or("the store has no active node key")?;
+    let seed: [u8; 32] = hex::decode(&seed)
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .ok_or("the stored node key seed is corrupt")?;
+    let key = loom_protocol::keys::signing_key_from_seed(&seed);
+    let tx = store.begin().map_err(e)?;
+    let replaced = previous
+        .as_ref()
+        .map(|p| json!({"seq": p.seq, "head_hash": p.head_hash, "rows": p.rows, "at": p.at}));
+    // Rows cut from the end leave the high-water mark above the last row; the chain goes on
+    // from the log as it is, and the entry below says which anchor it replaced.
+    tx.execute(
+        "UPDATE audit_anchor SET high_water = (SELECT COALESCE(MAX(seq), 0) FROM audit_log) WHERE id = 1",
+        [],
+    )
+    .map_err(e)?;
+    append(
+        &tx,
+        &AuditEntry {
+            at,
+            actor: "operator",
+            action: "audit.reanchored",
+            subject: CHECKPOINT_FILE,
+            details: json!({"replaces": replaced}),
+        },
+    )
+    .map_err(e)?;
+    tx.commit().map_err(e)?;
+    let cp = Checkpoint::sign(&store.read(), &node_id, at, &key_id, &key).map_err(e)?;
+    cp.write(dir)
+        .map_err(|err| format!("{}: {err}", dir.join(CHECKPOINT_FILE).display()))?;
+    Ok(cp)
+}
+
 impl super::Store {
     /// The log's head signed as a [`Checkpoint`] (read through a read connection).
     pub fn sign_audit_head(
@@ -313,8 +406,26 @@ pub fn verify_anchored(
     conn: &Connection,
     checkpoint: &Checkpoint,
 ) -> rusqlite::Result<AuditVerdict> {
-    let cp = checkpoint;
-    let broken = |seq: i64, reason: String| Ok(AuditVerdict::Broken { seq, reason });
+    if let Some(broken) = checkpoint_unsigned(conn, checkpoint)? {
+        return Ok(broken);
+    }
+    let verdict = walk(conn)?;
+    let AuditVerdict::Intact { .. } = verdict else {
+        return Ok(verdict);
+    };
+    if let Some(broken) = checkpoint_mismatch(conn, checkpoint)? {
+        return Ok(broken);
+    }
+    verify(conn)
+}
+
+/// Why `cp` is not a checkpoint of this store, if it is not: its signature must verify with
+/// the node key it names (from `node_keys`).
+fn checkpoint_unsigned(
+    conn: &Connection,
+    cp: &Checkpoint,
+) -> rusqlite::Result<Option<AuditVerdict>> {
+    let broken = |seq: i64, reason: String| Ok(Some(AuditVerdict::Broken { seq, reason }));
     let public: Option<String> = conn
         .query_row(
             "SELECT public_key FROM node_keys WHERE key_id = ?1",
@@ -339,10 +450,17 @@ pub fn verify_anchored(
             ),
         );
     }
-    let verdict = walk(conn)?;
-    let AuditVerdict::Intact { .. } = verdict else {
-        return Ok(verdict);
-    };
+    Ok(None)
+}
+
+/// Why the log in `conn` does not match the signed checkpoint `cp`, if it does not: the row it
+/// names must still be there with the same hash (missing: rows were cut from the end;
+/// different: the log was rewritten), and the rows up to it must number what it says.
+fn checkpoint_mismatch(
+    conn: &Connection,
+    cp: &Checkpoint,
+) -> rusqlite::Result<Option<AuditVerdict>> {
+    let broken = |seq: i64, reason: String| Ok(Some(AuditVerdict::Broken { seq, reason }));
     let last: i64 = conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM audit_log", [], |r| {
         r.get(0)
     })?;
@@ -386,5 +504,52 @@ pub fn verify_anchored(
             ),
         );
     }
-    verify(conn)
+    Ok(None)
+}
+
+/// What a node checks before it starts on a durable store (v1.1 §25.1; issue 36): the log
+/// matches its last signed checkpoint `cp` and every row after it chains on, up to the
+/// high-water mark. A non-empty log without a checkpoint is refused: nothing anchors it.
+/// Costs the rows after the checkpoint, not the whole log; rows before it are bound by the
+/// signed head (`loom-node audit verify` walks them all).
+pub fn verify_at_start(
+    conn: &Connection,
+    cp: Option<&Checkpoint>,
+) -> rusqlite::Result<AuditVerdict> {
+    let rows: i64 = conn.query_row("SELECT COUNT(*) FROM audit_log", [], |r| r.get(0))?;
+    let Some(cp) = cp else {
+        if rows == 0 {
+            return Ok(AuditVerdict::Intact { rows: 0 });
+        }
+        return Ok(AuditVerdict::Broken {
+            seq: 0,
+            reason: format!(
+                "the log holds {rows} rows but there is no signed checkpoint ({CHECKPOINT_FILE}) \
+                 to anchor them"
+            ),
+        });
+    };
+    if let Some(broken) = checkpoint_unsigned(conn, cp)?.or(checkpoint_mismatch(conn, cp)?) {
+        return Ok(broken);
+    }
+    let tail = walk_from(conn, cp.seq, &cp.head_hash)?;
+    let AuditVerdict::Intact { .. } = tail else {
+        return Ok(tail);
+    };
+    let last: i64 = conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM audit_log", [], |r| {
+        r.get(0)
+    })?;
+    let high_water: i64 = conn.query_row(HIGH_WATER, [], |r| r.get(0))?;
+    if high_water != last {
+        return Ok(AuditVerdict::Broken {
+            seq: last.min(high_water) + 1,
+            reason: format!(
+                "the high-water mark is {high_water} and the last row is {last}: rows were cut \
+                 from the end or the anchor was edited"
+            ),
+        });
+    }
+    Ok(AuditVerdict::Intact {
+        rows: u64::try_from(rows).unwrap_or(0),
+    })
 }
