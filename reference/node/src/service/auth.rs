@@ -9,7 +9,9 @@ use super::identity::ChallengeRequest;
 use super::{Caller, Service, parse_address};
 use crate::error::{ApiError, ApiResult};
 use crate::store::{Tx, tokens};
-use loom_protocol::session::{RefreshDecision, TokenKind, check_token, decide_refresh};
+use loom_protocol::session::{
+    RefreshDecision, TokenKind, TokenRefusal, check_token, decide_refresh,
+};
 use loom_protocol::{ErrorCode, Timestamp};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -218,13 +220,21 @@ impl Service {
     /// cache: a revoked or rotated token is refused on the next request.
     pub fn authenticate(&self, bearer: &str) -> ApiResult<Caller> {
         let record = self.store.token(bearer)?;
-        check_token(
+        if let Err(r) = check_token(
             record.as_ref(),
             TokenKind::Access,
             self.env.now(),
             self.rules.session(),
-        )
-        .map_err(|r| ApiError::unauthenticated(r.to_string()))?;
+        ) {
+            let e = ApiError::unauthenticated(r.to_string());
+            // An expired token is routine (clients refresh); an unknown, revoked or
+            // misused one is not.
+            if !matches!(r, TokenRefusal::Expired(_)) {
+                let who = record.as_ref().map_or("anonymous", |t| t.identity.as_str());
+                self.security_event("token", who, "Authorization", &e);
+            }
+            return Err(e);
+        }
         let Some(record) = record else {
             return Err(ApiError::internal("a checked token has a record"));
         };

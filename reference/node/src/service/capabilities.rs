@@ -42,6 +42,19 @@ impl Service {
     /// active signing keys over `JCS(token − signature)`, and `epoch` = the thread's
     /// `cap_epoch` (§12.3). Returns the token as stored.
     pub fn issue_capability(&self, caller: &Caller, token: Value) -> ApiResult<Value> {
+        let id = token
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or("-")
+            .to_owned();
+        let issued = self.issue_checked(caller, token);
+        if let Err(e) = &issued {
+            self.security_event("capability", &caller.identity.to_string(), &id, e);
+        }
+        issued
+    }
+
+    fn issue_checked(&self, caller: &Caller, token: Value) -> ApiResult<Value> {
         let now = self.env.now();
         let t = TokenShape::parse(&token, now, self.deviations.api.accept_any_capability_id)?;
         if t.issued_by != caller.identity {

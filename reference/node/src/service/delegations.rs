@@ -51,6 +51,19 @@ impl Service {
     /// [`loom_protocol::delegation::check_new_link`] with the caller as delegator (its type
     /// and active signing keys from the store); then it is stored.
     pub fn create_delegation(&self, caller: &Caller, link: Value) -> ApiResult<Value> {
+        let id = link
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or("-")
+            .to_owned();
+        let created = self.create_checked(caller, link);
+        if let Err(e) = &created {
+            self.security_event("delegation", &caller.identity.to_string(), &id, e);
+        }
+        created
+    }
+
+    fn create_checked(&self, caller: &Caller, link: Value) -> ApiResult<Value> {
         let now = self.env.now();
         let me = self.store.identity_keys(&caller.identity)?;
         let keys = me.as_ref().map(|k| k.signing.clone()).unwrap_or_default();

@@ -66,6 +66,19 @@ impl Service {
     /// `POST /v1/envelopes` (§16.1): admits the envelope, then commits it through the
     /// writer; returns it as stored (with `meta`).
     pub async fn submit_envelope(&self, caller: &Caller, env: Value) -> ApiResult<Document> {
+        let id = env
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or("-")
+            .to_owned();
+        let submitted = self.submit_checked(caller, env).await;
+        if let Err(e) = &submitted {
+            self.security_event("envelope", &caller.identity.to_string(), &id, e);
+        }
+        submitted
+    }
+
+    async fn submit_checked(&self, caller: &Caller, env: Value) -> ApiResult<Document> {
         let admitted = {
             // Sender type and keys through the authentication cache (exactly invalidated
             // by the transactions that change them, `store::cache`): the request's bearer

@@ -22,6 +22,7 @@ pub mod outbox;
 pub mod peer_discovery;
 pub mod rate_limit;
 pub mod search;
+pub(crate) mod security;
 pub mod threads;
 pub mod write_group;
 
@@ -86,6 +87,8 @@ pub struct Service {
     pub(crate) fed: federation::Federation,
     /// Envelopes accepted since the last signed checkpoint (`audit_checkpoint_rows`).
     pub(crate) unanchored: std::sync::atomic::AtomicU64,
+    /// Rate limits of security-event records (§23.2, §25.1).
+    pub(crate) security: security::SecurityLog,
 }
 
 impl Service {
@@ -169,6 +172,7 @@ impl Service {
             rate_limiter: rate_limit::RateLimiter::default(),
             fed,
             unanchored: std::sync::atomic::AtomicU64::new(0),
+            security: security::SecurityLog::default(),
         };
         service.rules.on_start(&service.store, &service.config)?;
         Ok(service)

@@ -412,8 +412,9 @@ impl Store {
         Ok(c)
     }
 
-    /// A digest of everything stored: every table's row count plus the audit log head. Two
-    /// equal fingerprints around a rejected request show it changed nothing.
+    /// A digest of everything stored: every table's row count plus the audit log head, not
+    /// counting the `security.*` audit rows a refusal writes on purpose (§23.2). Two equal
+    /// fingerprints around a rejected request show it changed nothing else.
     pub fn fingerprint(&self) -> rusqlite::Result<String> {
         let conn = self.conn();
         let mut tables: Vec<String> = conn
@@ -422,14 +423,19 @@ impl Store {
             .collect::<Result<_, _>>()?;
         tables.retain(|t| !t.contains('\''));
         let mut out = String::new();
+        // The `security.*` audit rows are what a refusal writes on purpose (§23.2, §25.1).
+        let not_security = "WHERE action NOT LIKE 'security.%'";
         for t in tables {
+            let only = if t == "audit_log" { not_security } else { "" };
             let n: i64 =
-                conn.query_row(&format!("SELECT COUNT(*) FROM '{t}'"), [], |r| r.get(0))?;
+                conn.query_row(&format!("SELECT COUNT(*) FROM '{t}' {only}"), [], |r| {
+                    r.get(0)
+                })?;
             out.push_str(&format!("{t}={n};"));
         }
         let head: Option<String> = conn
             .query_row(
-                "SELECT hash FROM audit_log ORDER BY seq DESC LIMIT 1",
+                &format!("SELECT hash FROM audit_log {not_security} ORDER BY seq DESC LIMIT 1"),
                 [],
                 |r| r.get(0),
             )

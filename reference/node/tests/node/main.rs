@@ -32,6 +32,7 @@ mod query_plans;
 mod quirks;
 mod release_has_no_quirks;
 mod search;
+mod security_events;
 mod service_has_no_sql;
 mod sim;
 mod sim_timers;

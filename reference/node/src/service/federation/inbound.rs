@@ -87,6 +87,32 @@ impl Service {
     ) -> ApiResult<DeliveryAnswer> {
         let headers =
             SignedHeaders::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let answer = self.deliver_checked(&headers, path, body).await;
+        let claimed = if headers.node.is_empty() {
+            "anonymous"
+        } else {
+            headers.node.as_str()
+        };
+        match &answer {
+            // The request itself: forged, replayed, stale, from a blocked peer.
+            Err(e) => self.security_event("federation", claimed, path, e),
+            // Envelopes refused inside an authenticated delivery.
+            Ok((_, refused)) => {
+                for (id, e) in refused {
+                    self.security_event("federation.envelope", claimed, id, e);
+                }
+            }
+        }
+        answer.map(|(a, _)| a)
+    }
+
+    /// [`Service::federation_deliver`] with the per-envelope refusals beside the answer.
+    async fn deliver_checked(
+        &self,
+        headers: &SignedHeaders,
+        path: &str,
+        body: &[u8],
+    ) -> ApiResult<(DeliveryAnswer, Vec<(String, ApiError)>)> {
         let now = self.env.now();
         let mut keys: BTreeMap<String, NodeKeys> = BTreeMap::new();
         let mut fetch_error = None;
@@ -104,7 +130,7 @@ impl Service {
             path,
             body,
         };
-        let mut checked = self.check_signed_delivery(&req, &headers, &keys, now);
+        let mut checked = self.check_signed_delivery(&req, headers, &keys, now);
         if let (Err(e), Some((node, peer))) = (&checked, &stored_peer)
             && e.code == ErrorCode::SignatureInvalid
             && e.field == HEADER_SIGNATURE
@@ -117,7 +143,7 @@ impl Service {
                     tracing::info!(peer = %node, key_id = %headers.key_id,
                         "federation: signature failed under a known key id; node document re-fetched");
                     keys.insert(node.clone(), p.keys);
-                    checked = self.check_signed_delivery(&req, &headers, &keys, now);
+                    checked = self.check_signed_delivery(&req, headers, &keys, now);
                 }
                 Err(e) => {
                     self.discovery_failed(node);
@@ -207,7 +233,7 @@ impl Service {
         &self,
         checked: loom_protocol::federation::CheckedDelivery,
         now: Timestamp,
-    ) -> ApiResult<DeliveryAnswer> {
+    ) -> ApiResult<(DeliveryAnswer, Vec<(String, ApiError)>)> {
         let node = checked.request.node.clone();
         let dev = self.deviations.federation;
         let total = checked.wrapper.envelopes.len();
@@ -317,7 +343,16 @@ impl Service {
                 outcomes[*i].1 = Err(e);
             }
         }
+        let refused = outcomes
+            .iter()
+            .filter_map(|(id, r)| {
+                r.as_ref()
+                    .err()
+                    .map(|e| (id.clone().unwrap_or_else(|| "-".into()), e.clone()))
+            })
+            .collect();
         self.receipt_answer(&checked.wrapper.delivery_id, &node, outcomes, total, now)
+            .map(|a| (a, refused))
     }
 
     fn record_nonce(&self, node: &str, nonce: &str, now: Timestamp) -> ApiResult<bool> {
