@@ -32,7 +32,7 @@ async fn create(
     body: StrictJson,
 ) -> R {
     let req: BlobCreate = body.parse("v1.1 §16.7")?;
-    create_once(&s, &c, &headers, "POST /v1/blobs", &body.raw, async {
+    create_once(&s, &c, &headers, "POST /v1/blobs", &body.raw, async |_| {
         s.create_blob(&c, &req)
     })
     .await

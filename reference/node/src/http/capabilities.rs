@@ -37,7 +37,7 @@ async fn issue(
         &headers,
         "POST /v1/capabilities",
         &body.raw,
-        async { s.issue_capability(&c, body.value.clone()) },
+        async |_| s.issue_capability(&c, body.value.clone()),
     )
     .await
 }

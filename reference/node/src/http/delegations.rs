@@ -44,9 +44,14 @@ async fn create(
     headers: HeaderMap,
     body: StrictJson,
 ) -> R {
-    create_once(&s, &c, &headers, "POST /v1/delegations", &body.raw, async {
-        s.create_delegation(&c, body.value.clone())
-    })
+    create_once(
+        &s,
+        &c,
+        &headers,
+        "POST /v1/delegations",
+        &body.raw,
+        async |_| s.create_delegation(&c, body.value.clone()),
+    )
     .await
 }
 

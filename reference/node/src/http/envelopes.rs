@@ -5,7 +5,7 @@ use super::{AppState, Authed, StrictJson, json_response, json_text_response};
 use crate::error::ApiError;
 use crate::service::Document;
 use crate::service::envelopes::request_hash;
-use crate::service::idempotency::Outcome;
+use crate::service::idempotency::{Claim, Outcome};
 use crate::service::threads::ThreadQuery;
 use axum::Router;
 use axum::extract::{Path, Query, State};
@@ -39,14 +39,17 @@ pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<&str>, ApiEr
 
 /// Runs a create endpoint once per `Idempotency-Key` (§14.4): `f` produces the 201 body or
 /// the error, and a repeat with the same key gets the same answer.
-pub(super) async fn create_once(
+pub(super) async fn create_once<T>(
     s: &crate::service::Service,
     c: &crate::service::Caller,
     headers: &HeaderMap,
     route: &str,
     raw: &[u8],
-    f: impl std::future::Future<Output = crate::error::ApiResult<impl Into<Document>>>,
-) -> R {
+    f: impl AsyncFnOnce(Option<Claim>) -> crate::error::ApiResult<T>,
+) -> R
+where
+    T: Into<Document>,
+{
     let key = idempotency_key(headers)?;
     // The body's hash is compared only when an Idempotency-Key names the request (§14.4).
     let hash = if key.is_some() {
@@ -54,9 +57,14 @@ pub(super) async fn create_once(
     } else {
         String::new()
     };
+    let claim = key.map(|key| Claim {
+        key: key.to_owned(),
+        route: route.to_owned(),
+        request_hash: hash.clone(),
+    });
     let outcome = s
         .idempotent(c, key, route, &hash, async {
-            match f.await {
+            match f(claim).await {
                 Ok(v) => Outcome::Ok(201, v.into()),
                 Err(e) => Outcome::Err(e),
             }
@@ -90,7 +98,7 @@ async fn submit(
         &headers,
         "POST /v1/envelopes",
         &raw,
-        s.submit_envelope(&c, value),
+        async |claim| s.submit_envelope_claimed(&c, value, claim).await,
     )
     .await
 }
@@ -132,13 +140,8 @@ async fn post_op(
     StrictJson { raw, value }: StrictJson,
 ) -> R {
     let route = format!("POST /v1/threads/{id}/ops");
-    create_once(
-        &s,
-        &c,
-        &headers,
-        &route,
-        &raw,
-        s.post_thread_op(&c, &id, value),
-    )
+    create_once(&s, &c, &headers, &route, &raw, async |claim| {
+        s.post_thread_op(&c, &id, value, claim).await
+    })
     .await
 }

@@ -66,19 +66,36 @@ impl Service {
     /// `POST /v1/envelopes` (§16.1): admits the envelope, then commits it through the
     /// writer; returns it as stored (with `meta`).
     pub async fn submit_envelope(&self, caller: &Caller, env: Value) -> ApiResult<Document> {
+        self.submit_envelope_claimed(caller, env, None).await
+    }
+
+    /// [`Service::submit_envelope`] for a request with an `Idempotency-Key` (`claim`): the
+    /// writer remembers the result in the same transaction as the envelope (v1.1 §14.4;
+    /// issue 36, item 6), and a concurrent or retried request with the key gets it replayed.
+    pub async fn submit_envelope_claimed(
+        &self,
+        caller: &Caller,
+        env: Value,
+        claim: Option<super::idempotency::Claim>,
+    ) -> ApiResult<Document> {
         let id = env
             .get("id")
             .and_then(Value::as_str)
             .unwrap_or("-")
             .to_owned();
-        let submitted = self.submit_checked(caller, env).await;
+        let submitted = self.submit_checked(caller, env, claim).await;
         if let Err(e) = &submitted {
             self.security_event("envelope", &caller.identity.to_string(), &id, e);
         }
         submitted
     }
 
-    async fn submit_checked(&self, caller: &Caller, env: Value) -> ApiResult<Document> {
+    async fn submit_checked(
+        &self,
+        caller: &Caller,
+        env: Value,
+        claim: Option<super::idempotency::Claim>,
+    ) -> ApiResult<Document> {
         let admitted = {
             // Sender type and keys through the authentication cache (exactly invalidated
             // by the transactions that change them, `store::cache`): the request's bearer
@@ -97,7 +114,12 @@ impl Service {
         // accepted (within the limits, well formed, signed by the caller), so a client
         // cannot make the node reach out to arbitrary domains with junk.
         self.resolve_token_issuer(&admitted.envelope).await?;
-        self.commit_envelope(admitted, caller).await
+        self.commit_claimed(
+            admitted,
+            super::write_group::Submitter::Local(caller.clone()),
+            claim,
+        )
+        .await
     }
 
     /// A fresh event id (`evt_` + ULID).

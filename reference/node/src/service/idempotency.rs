@@ -16,6 +16,19 @@ pub enum Outcome {
     Err(ApiError),
 }
 
+/// An `Idempotency-Key` a create request carries, handed to the writer with what it
+/// creates: a success is remembered in the same transaction as the envelope, so neither a
+/// crash after the commit nor a concurrent twin can answer differently (issue 36, item 6).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    /// The key.
+    pub key: String,
+    /// `METHOD path` of the request.
+    pub route: String,
+    /// Hex SHA-256 of its body.
+    pub request_hash: String,
+}
+
 /// The longest key accepted.
 pub const MAX_KEY_LEN: usize = 255;
 
@@ -40,15 +53,7 @@ impl Service {
             ));
         }
         if let Some(r) = idempotency::get(&self.store, &caller.identity, key)? {
-            if r.route != route || r.request_hash != request_hash {
-                return Err(ApiError::new(
-                    ErrorCode::EnvelopeDuplicate,
-                    "Idempotency-Key",
-                    "this key was already used for a different request",
-                    "v1.1 §14.4",
-                ));
-            }
-            return Ok(replay(r.status, r.response));
+            return replay_for(r, route, request_hash);
         }
         let outcome = f.await;
         let (status, body) = match &outcome {
@@ -85,6 +90,20 @@ fn stored_error(e: &ApiError) -> StoredError {
         section: e.section.to_string(),
         status: e.status,
     }
+}
+
+/// The remembered outcome `r` for a repeat of `route` with body hash `request_hash`, or the
+/// §14.4 conflict when the key named another request.
+pub(crate) fn replay_for(r: Remembered, route: &str, request_hash: &str) -> ApiResult<Outcome> {
+    if r.route != route || r.request_hash != request_hash {
+        return Err(ApiError::new(
+            ErrorCode::EnvelopeDuplicate,
+            "Idempotency-Key",
+            "this key was already used for a different request",
+            "v1.1 §14.4",
+        ));
+    }
+    Ok(replay(r.status, r.response))
 }
 
 fn replay(status: u16, response: Response) -> Outcome {

@@ -242,15 +242,17 @@ impl Service {
     }
 
     /// `POST /v1/threads/{id}/ops`: a `thread_op` envelope for this thread (§16.2).
+    /// `claim`: the request's `Idempotency-Key`, remembered with the result.
     pub async fn post_thread_op(
         &self,
         caller: &Caller,
         id: &str,
         env: Value,
+        claim: Option<super::idempotency::Claim>,
     ) -> ApiResult<Document> {
         let tid = parse_thread_id(id)?;
         check_op_for_thread(&env, &tid)?;
-        self.submit_envelope(caller, env).await
+        self.submit_envelope_claimed(caller, env, claim).await
     }
 
     /// Stable reference to an envelope id for callers outside the crate.

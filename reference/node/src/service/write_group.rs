@@ -20,10 +20,12 @@
 //! the commit succeeded; a failed commit answers every envelope of the group with
 //! `INTERNAL_ERROR` and changes no cache.
 
+use super::idempotency::{Claim, Outcome, replay_for};
 use super::{Caller, Document, Service};
 use crate::error::{ApiError, ApiResult};
 use crate::store::accept::{WriterView, apply};
 use crate::store::batch::{self, Deferred};
+use crate::store::idempotency::{self, Remembered, Response};
 use crate::store::{envelopes, federation, threads};
 use loom_protocol::accept::{Acceptance, Admitted, Context, Origin, ThreadRuntime, decide};
 use loom_protocol::id::ThreadId;
@@ -55,6 +57,9 @@ struct Queue {
 struct Job {
     admitted: Admitted,
     submitter: Submitter,
+    /// A local request's `Idempotency-Key`: its result is remembered in the same
+    /// transaction, and a twin already remembered is replayed instead of decided.
+    claim: Option<Claim>,
     slot: Arc<Slot>,
 }
 
@@ -263,28 +268,29 @@ enum Held {
 }
 
 impl Service {
-    /// Decides, applies and durably commits an admitted envelope in the writer's next
-    /// group; the stored envelope, or why it was refused.
-    pub(crate) async fn commit_envelope(
-        &self,
-        admitted: Admitted,
-        caller: &Caller,
-    ) -> ApiResult<Document> {
-        self.commit_from(admitted, Submitter::Local(caller.clone()))
-            .await
-    }
-
-    /// [`Service::commit_envelope`] for any submitter.
+    /// Decides, applies and durably commits an admitted envelope from `submitter` in the
+    /// writer's next group; the stored envelope, or why it was refused.
     pub(crate) async fn commit_from(
         &self,
         admitted: Admitted,
         submitter: Submitter,
+    ) -> ApiResult<Document> {
+        self.commit_claimed(admitted, submitter, None).await
+    }
+
+    /// [`Service::commit_from`] with the request's `Idempotency-Key`, if any.
+    pub(crate) async fn commit_claimed(
+        &self,
+        admitted: Admitted,
+        submitter: Submitter,
+        claim: Option<Claim>,
     ) -> ApiResult<Document> {
         let slot = Arc::new(Slot::default());
         let group = &self.write_group;
         let mut lead = group.enqueue(Job {
             admitted,
             submitter,
+            claim,
             slot: slot.clone(),
         });
         let mut guard = Abandon {
@@ -333,6 +339,7 @@ impl Service {
             .map(|((admitted, submitter), slot)| Job {
                 admitted,
                 submitter,
+                claim: None,
                 slot: slot.clone(),
             })
             .collect();
@@ -502,6 +509,9 @@ impl Service {
         overlay: &mut Overlay,
     ) -> ApiResult<Decided> {
         let f = &job.admitted.facts;
+        if let Some(replayed) = self.replay_claim(c, job)? {
+            return Ok(replayed);
+        }
         overlay.load(f.thread, &self.threads, c)?;
         let view = WriterView {
             conn: c,
@@ -577,10 +587,40 @@ impl Service {
         search: &mut Deferred,
     ) -> ApiResult<Option<String>> {
         let text = apply(c, a, at, &mut || self.new_event_id(), search)?;
-        if let Submitter::Local(_) = &job.submitter {
+        if let Submitter::Local(caller) = &job.submitter {
             self.queue_remote_readers(c, a)?;
+            if let Some(claim) = &job.claim {
+                idempotency::remember_in(
+                    c,
+                    &caller.identity,
+                    &claim.key,
+                    &Remembered {
+                        route: claim.route.clone(),
+                        request_hash: claim.request_hash.clone(),
+                        status: 201,
+                        response: Response::Success(a.envelope.clone()),
+                    },
+                    at,
+                )?;
+            }
         }
         Ok(text)
+    }
+
+    /// The result already remembered for `job`'s `Idempotency-Key` (a twin that committed
+    /// first, in this group or an earlier one), replayed instead of deciding again; the
+    /// §14.4 conflict when the key named another request.
+    fn replay_claim(&self, c: &Connection, job: &Job) -> ApiResult<Option<Decided>> {
+        let (Some(claim), Submitter::Local(caller)) = (&job.claim, &job.submitter) else {
+            return Ok(None);
+        };
+        let Some(r) = idempotency::get_in(c, &caller.identity, &claim.key)? else {
+            return Ok(None);
+        };
+        match replay_for(r, &claim.route, &claim.request_hash)? {
+            Outcome::Ok(_, doc) => Ok(Some(Decided::Stored(doc.value))),
+            Outcome::Err(e) => Err(e),
+        }
     }
 }
 

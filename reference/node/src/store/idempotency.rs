@@ -83,19 +83,27 @@ impl Response {
 
 /// The result remembered for `(identity, key)`.
 pub fn get(store: &Store, identity: &Address, key: &str) -> StoreResult<Option<Remembered>> {
-    store
-        .read()
-        .row(SELECT, params![identity.to_string(), key], |r| {
-            Ok(Remembered {
-                route: r.get(0)?,
-                request_hash: r.get(1)?,
-                status: u16::try_from(r.get::<_, i64>(2)?).unwrap_or(500),
-                response: Response::from_json(
-                    serde_json::from_str(&r.get::<_, String>(3)?).map_err(bad_row)?,
-                ),
-            })
+    get_in(&store.read(), identity, key)
+}
+
+/// [`get`] inside the caller's transaction (the writer's, which remembers a success in the
+/// same transaction as what it answered).
+pub fn get_in(
+    conn: &rusqlite::Connection,
+    identity: &Address,
+    key: &str,
+) -> StoreResult<Option<Remembered>> {
+    conn.row(SELECT, params![identity.to_string(), key], |r| {
+        Ok(Remembered {
+            route: r.get(0)?,
+            request_hash: r.get(1)?,
+            status: u16::try_from(r.get::<_, i64>(2)?).unwrap_or(500),
+            response: Response::from_json(
+                serde_json::from_str(&r.get::<_, String>(3)?).map_err(bad_row)?,
+            ),
         })
-        .optional()
+    })
+    .optional()
 }
 
 /// Remembers the first result for `(identity, key)` (a concurrent first one wins).
@@ -106,7 +114,18 @@ pub fn remember(
     r: &Remembered,
     at: &str,
 ) -> StoreResult<()> {
-    store.conn().exec(
+    remember_in(&store.conn(), identity, key, r, at)
+}
+
+/// [`remember`] inside the caller's transaction.
+pub fn remember_in(
+    conn: &rusqlite::Connection,
+    identity: &Address,
+    key: &str,
+    r: &Remembered,
+    at: &str,
+) -> StoreResult<()> {
+    conn.exec(
         INSERT,
         params![
             identity.to_string(),

@@ -424,6 +424,115 @@ async fn idempotency_keys_replay_the_first_result() {
     assert_eq!(e1.body["error"]["details"], e2.body["error"]["details"]);
 }
 
+/// Issue 36, item 6 (measured before: ten concurrent identical requests with one key got
+/// 4 × 201 and 6 × 409): the writer remembers the result in the envelope's own transaction,
+/// so a crash between the commit and the answer cannot leave a stored envelope whose retry
+/// answers 409, and a twin that passed the HTTP pre-check before the first committed is
+/// answered with the first's result. Ten requests over the router, then the race itself at
+/// the service (a call there skips the pre-check, as a racing twin did).
+#[tokio::test]
+async fn one_key_gets_one_result_even_when_its_requests_race() {
+    let n = TestNode::new();
+    let (alice, bob, _) = trio(&n).await;
+    let t = n.thread_id();
+    let env = alice.sign(alice.message(&n, &t, None, &[&bob], "raced"));
+    let body = serde_json::to_vec(&env).unwrap();
+    let posts = (0..10).map(|_| {
+        n.raw(
+            "POST",
+            "/v1/envelopes",
+            Some(&alice.token),
+            &[("idempotency-key", "race-1")],
+            Some(("application/json", body.clone())),
+        )
+    });
+    let answers = futures_join_all(posts).await;
+    for a in &answers {
+        assert_eq!(a.status.as_u16(), 201, "{}", a.body);
+        assert_eq!(a.body["id"], env["id"]);
+        assert_eq!(
+            a.body["meta"]["event_seq"],
+            answers[0].body["meta"]["event_seq"]
+        );
+    }
+    assert_eq!(count_envelopes(&n, &t, &alice).await, 1);
+    // The writer remembers the result itself: no HTTP wrapper is involved here.
+    let claim = loom_node::service::idempotency::Claim {
+        key: "direct-1".into(),
+        route: "POST /v1/envelopes".into(),
+        request_hash: "h".into(),
+    };
+    let caller = loom_node::service::Caller {
+        identity: loom_protocol::Address::parse_wire(&alice.address).unwrap(),
+        key_id: alice.key_id.clone(),
+    };
+    let other = alice.sign(alice.message(&n, &t, None, &[&bob], "direct"));
+    let svc = n.node.service();
+    let stored = svc
+        .submit_envelope_claimed(&caller, other.clone(), Some(claim.clone()))
+        .await
+        .unwrap();
+    // A twin that passed the HTTP pre-check before the first committed reaches the writer
+    // with the same key: it gets the first's result, not ENVELOPE_DUPLICATE.
+    let twin = svc
+        .submit_envelope_claimed(&caller, other.clone(), Some(claim.clone()))
+        .await
+        .expect("the twin is answered with the first result");
+    assert_eq!(twin.value, stored.value);
+    // The same key naming another request is the §14.4 conflict.
+    let different = loom_node::service::idempotency::Claim {
+        request_hash: "other".into(),
+        ..claim
+    };
+    let e = svc
+        .submit_envelope_claimed(&caller, other, Some(different))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (e.code, e.field.as_str()),
+        (
+            loom_protocol::ErrorCode::EnvelopeDuplicate,
+            "Idempotency-Key"
+        )
+    );
+    let remembered =
+        loom_node::store::idempotency::get(&n.node.service().store, &caller.identity, "direct-1")
+            .unwrap()
+            .expect("remembered in the envelope's transaction");
+    assert_eq!(remembered.status, 201);
+    assert_eq!(
+        remembered.response,
+        loom_node::store::idempotency::Response::Success(stored.value)
+    );
+}
+
+/// Polls every future to completion concurrently, in order of the results.
+async fn futures_join_all<F: std::future::Future>(fs: impl Iterator<Item = F>) -> Vec<F::Output> {
+    let mut set = Vec::new();
+    for f in fs {
+        set.push(Box::pin(f));
+    }
+    let mut out: Vec<Option<F::Output>> = set.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (i, f) in set.iter_mut().enumerate() {
+            if out[i].is_none() {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => out[i] = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().map(Option::unwrap).collect()
+}
+
 #[tokio::test]
 async fn retraction_respects_sender_window_and_legal_hold() {
     let n = TestNode::with(|c| c.retract_window_secs = 60);
