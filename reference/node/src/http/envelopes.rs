@@ -57,17 +57,10 @@ where
     } else {
         String::new()
     };
-    let claim = key.map(|key| Claim {
-        key: key.to_owned(),
-        route: route.to_owned(),
-        request_hash: hash.clone(),
-    });
     let outcome = s
-        .idempotent(c, key, route, &hash, async {
-            match f(claim).await {
-                Ok(v) => Outcome::Ok(201, v.into()),
-                Err(e) => Outcome::Err(e),
-            }
+        .idempotent(c, key, route, &hash, async |claim| match f(claim).await {
+            Ok(v) => Outcome::Ok(201, v.into()),
+            Err(e) => Outcome::Err(e),
         })
         .await?;
     Ok(respond(outcome))

@@ -33,17 +33,18 @@ pub struct Claim {
 pub const MAX_KEY_LEN: usize = 255;
 
 impl Service {
-    /// Runs `f` once per (caller, key); replays the first outcome for repeats.
+    /// Runs `f` once per (caller, key); replays the first outcome for repeats. `f` gets the
+    /// [`Claim`] to hand to the writer, which remembers a success with what it creates.
     pub async fn idempotent(
         &self,
         caller: &Caller,
         key: Option<&str>,
         route: &str,
         request_hash: &str,
-        f: impl std::future::Future<Output = Outcome>,
+        f: impl AsyncFnOnce(Option<Claim>) -> Outcome,
     ) -> ApiResult<Outcome> {
         let Some(key) = key.filter(|_| !self.deviations.api.ignore_idempotency_key) else {
-            return Ok(f.await);
+            return Ok(f(None).await);
         };
         if key.is_empty() || key.len() > MAX_KEY_LEN || !key.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(ApiError::bad_request(
@@ -55,7 +56,12 @@ impl Service {
         if let Some(r) = idempotency::get(&self.store, &caller.identity, key)? {
             return replay_for(r, route, request_hash);
         }
-        let outcome = f.await;
+        let outcome = f(Some(Claim {
+            key: key.to_owned(),
+            route: route.to_owned(),
+            request_hash: request_hash.to_owned(),
+        }))
+        .await;
         let (status, body) = match &outcome {
             Outcome::Ok(s, b) => (*s, Response::Success(b.value.clone())),
             Outcome::Err(e)
