@@ -115,6 +115,12 @@ pub struct ConnectionLimits {
     /// Minimum average request-body rate after the grace, in bytes/s: a body that falls
     /// behind `grace + received / rate` is cut off with 408 (0 = off).
     pub min_body_bytes_per_sec: u64,
+    /// Longest pause inside a request body once it started: a client that sent much of a
+    /// body fast and then goes silent is cut off with 408 here, not when the average rate
+    /// catches up with it (issue 36: 1 MB earned 17 minutes) (0 = off).
+    pub body_stall_ms: u64,
+    /// Longest time to read one request body, however fast it comes (0 = off).
+    pub body_deadline_ms: u64,
     /// Connections served at once; beyond it a connection gets 503 and is closed (0 = off).
     pub max_connections: usize,
     /// A client that does not read: while a response is ready or the socket's send buffer
@@ -132,6 +138,8 @@ impl Default for ConnectionLimits {
             tls_handshake_timeout_ms: 30_000,
             body_grace_ms: 10_000,
             min_body_bytes_per_sec: 1024,
+            body_stall_ms: 30_000,
+            body_deadline_ms: 120_000,
             max_connections: 4096,
             write_timeout_ms: 30_000,
         }
@@ -189,15 +197,21 @@ pub fn over_capacity(max: usize) -> ApiError {
     .with_header("Retry-After", "1")
 }
 
-/// 408 for a request body slower than the configured minimum rate (v1.1 §14.3).
+/// 408 for a request body slower than the configured minimum rate, stalled, or not done by
+/// the body deadline (v1.1 §14.3).
 pub fn body_too_slow(limits: &ConnectionLimits) -> ApiError {
     ApiError::new(
         loom_protocol::ErrorCode::RateLimitExceeded,
         "$body",
         format!(
             "request body arrived slower than {} bytes/s after a grace of {} ms \
-             (connections.min_body_bytes_per_sec)",
-            limits.min_body_bytes_per_sec, limits.body_grace_ms
+             (connections.min_body_bytes_per_sec), paused longer than {} ms \
+             (connections.body_stall_ms) or took longer than {} ms \
+             (connections.body_deadline_ms)",
+            limits.min_body_bytes_per_sec,
+            limits.body_grace_ms,
+            limits.body_stall_ms,
+            limits.body_deadline_ms
         ),
         "v1.1 §14.3",
     )
@@ -433,8 +447,11 @@ async fn handle(
             inner: b,
             grace: Duration::from_millis(limits.body_grace_ms),
             bytes_per_sec: limits.min_body_bytes_per_sec,
+            stall: Duration::from_millis(limits.body_stall_ms),
+            max: Duration::from_millis(limits.body_deadline_ms),
             received: 0,
             started: None,
+            last_byte: None,
             timer: None,
             slow: slow.clone(),
         })
@@ -496,22 +513,35 @@ impl std::fmt::Display for BodyTooSlow {
 
 impl std::error::Error for BodyTooSlow {}
 
-/// A request body that fails once it falls behind `grace + received / bytes_per_sec`,
-/// counted from the first time the handler reads it.
+/// A request body that fails once it falls behind `grace + received / bytes_per_sec`, once
+/// it pauses longer than `stall` after a byte, or once `max` has passed, all counted from the
+/// first time the handler reads it (each 0 = off).
 struct MinRate {
     inner: Incoming,
     grace: Duration,
     bytes_per_sec: u64,
+    stall: Duration,
+    max: Duration,
     received: u64,
     started: Option<Instant>,
+    last_byte: Option<Instant>,
     timer: Option<Pin<Box<Sleep>>>,
     slow: Arc<AtomicBool>,
 }
 
 impl MinRate {
-    fn deadline(&self, started: Instant) -> Instant {
-        let rate = Duration::from_secs_f64(self.received as f64 / self.bytes_per_sec as f64);
-        started + self.grace + rate
+    /// The earliest of the three deadlines in force, if any.
+    fn deadline(&self, started: Instant) -> Option<Instant> {
+        let rate = (self.bytes_per_sec > 0).then(|| {
+            started
+                + self.grace
+                + Duration::from_secs_f64(self.received as f64 / self.bytes_per_sec as f64)
+        });
+        let stall = (!self.stall.is_zero())
+            .then(|| self.last_byte.map(|t| t + self.stall))
+            .flatten();
+        let max = (!self.max.is_zero()).then(|| started + self.max);
+        [rate, stall, max].into_iter().flatten().min()
     }
 }
 
@@ -529,6 +559,9 @@ impl HttpBody for MinRate {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
                     this.received += data.len() as u64;
+                    if !data.is_empty() {
+                        this.last_byte = Some(Instant::now());
+                    }
                 }
                 return Poll::Ready(Some(Ok(frame)));
             }
@@ -536,10 +569,9 @@ impl HttpBody for MinRate {
             Poll::Ready(None) => return Poll::Ready(None),
             Poll::Pending => {}
         }
-        if this.bytes_per_sec == 0 {
+        let Some(deadline) = this.deadline(started) else {
             return Poll::Pending;
-        }
-        let deadline = this.deadline(started);
+        };
         let timer = this
             .timer
             .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));

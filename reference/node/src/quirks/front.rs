@@ -233,13 +233,13 @@ impl Front {
             .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
         let bare = self.q(Quirk::BareErrorBodies)
             && (status.is_client_error() || status.is_server_error());
-        let edits = json && !bare && out.is_some_and(|o| self.edits(o));
+        let edited = out.filter(|o| json && !bare && self.edits(*o));
         let mut resp = if bare {
             let (mut parts, _) = resp.into_parts();
             parts.headers.remove(header::CONTENT_TYPE);
             parts.headers.remove(header::CONTENT_LENGTH);
             Response::from_parts(parts, Body::empty())
-        } else if edits {
+        } else if let Some(o) = edited {
             let (mut parts, body) = resp.into_parts();
             let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
                 return StatusCode::INTERNAL_SERVER_ERROR.into_response();
@@ -247,7 +247,7 @@ impl Front {
             let Ok(mut v) = serde_json::from_slice::<Value>(&bytes) else {
                 return Response::from_parts(parts, Body::from(bytes));
             };
-            let replaced = self.edit(out.unwrap_or(Output::EventsPage), status, &mut v, submitted);
+            let replaced = self.edit(o, status, &mut v, submitted);
             if let Some(s) = replaced {
                 parts.status = s;
             }

@@ -26,6 +26,8 @@ fn limits() -> ConnectionLimits {
         tls_handshake_timeout_ms: 30_000,
         body_grace_ms: 2_000,
         min_body_bytes_per_sec: 100,
+        body_stall_ms: 0,
+        body_deadline_ms: 0,
         max_connections: 16,
         write_timeout_ms: 3_000,
     }
@@ -164,6 +166,56 @@ fn a_body_slower_than_the_minimum_rate_is_cut_off_with_408() {
     assert!(text.contains("min_body_bytes_per_sec"), "{text}");
     // Deadline: grace 2 s + received / 100 bytes/s (a few bytes: ~0.03 s).
     assert!((2_000..2_100).contains(&ms), "cut off after {ms} ms");
+}
+
+/// Issue 36, item 1: a client that sends a large part of a body fast and then goes silent
+/// used to be held until the average rate caught up (here 2 s + 60,000 B / 100 B/s = 602 s,
+/// for 1 MB at the default 1,024 B/s: 17 minutes); the stall timer cuts it off 3 s after its
+/// last byte, and the body deadline bounds a body that keeps trickling.
+#[test]
+fn a_body_that_stalls_after_a_fast_start_is_cut_off_at_the_stall_timer() {
+    for (stall, deadline, expect) in [(3_000, 0, 3_000), (0, 4_000, 4_000)] {
+        let with = ConnectionLimits {
+            body_stall_ms: stall,
+            body_deadline_ms: deadline,
+            ..limits()
+        };
+        let r = simulate(with, move || async move {
+            let s = turmoil::net::TcpStream::connect(("node", PORT)).await?;
+            let (mut rd, mut wr) = tokio::io::split(s);
+            let mut head = b"POST /v1/auth/challenge HTTP/1.1\r\nhost: node.test\r\n\
+                  content-type: application/json\r\ncontent-length: 200000\r\n\r\n"
+                .to_vec();
+            head.extend(std::iter::repeat_n(b' ', 60_000));
+            wr.write_all(&head).await?;
+            let t = Instant::now();
+            // With a deadline only: keep the rate up (200 B/s) so only the deadline fires.
+            let trickle = tokio::spawn(async move {
+                if stall == 0 {
+                    for _ in 0..600 {
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                        if wr.write_all(&[b' '; 100]).await.is_err() {
+                            break;
+                        }
+                    }
+                }
+                std::future::pending::<()>().await;
+            });
+            let mut buf = vec![0u8; 16 * 1024];
+            let n = rd.read(&mut buf).await?;
+            let at = since(t);
+            trickle.abort();
+            Ok(format!("{at}|{}", String::from_utf8_lossy(&buf[..n])))
+        });
+        let (ms, text) = r.split_once('|').unwrap();
+        let ms: u128 = ms.parse().unwrap();
+        assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+        assert!(text.contains("connections.body_stall_ms"), "{text}");
+        assert!(
+            about(ms, expect),
+            "stall {stall}, deadline {deadline}: cut off after {ms} ms"
+        );
+    }
 }
 
 #[test]
