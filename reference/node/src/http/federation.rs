@@ -1,6 +1,8 @@
 //! Federation routes (v1.1 §15): `POST /v1/federation/deliver` (§15.4) and
-//! `GET /v1/federation/hello` (§15.7). The delivery body is read raw — the signature covers
-//! its exact bytes — up to `federation.max_wrapper_bytes` (sized for a full wrapper of 100
+//! `GET /v1/federation/hello` (§15.7). What the headers alone can refuse (missing
+//! LOOM-HTTP-SIG-1 headers, a malformed node name, a blocked peer, a stale timestamp) is
+//! refused before the body is read; then the body is read raw — the signature covers its
+//! exact bytes — up to `federation.max_wrapper_bytes` (sized for a full wrapper of 100
 //! envelopes), while every other route keeps `limits.max_body_bytes`.
 
 use super::extract::{bounded_body, expects_continue, json_content_type};
@@ -21,9 +23,6 @@ pub(super) fn routes() -> Router<AppState> {
 async fn deliver(State(s): State<AppState>, req: Request) -> Result<Response, ApiError> {
     let (parts, body) = req.into_parts();
     json_content_type(&parts.headers)?;
-    let limit = s.config.federation.max_wrapper_bytes;
-    let waiting = expects_continue(&parts.headers);
-    let bytes = bounded_body(body, waiting, limit, "delivery body", "v1.1 §15.4, §24.2").await?;
     let headers: Vec<(String, String)> = parts
         .headers
         .iter()
@@ -35,6 +34,11 @@ async fn deliver(State(s): State<AppState>, req: Request) -> Result<Response, Ap
             )
         })
         .collect();
+    // What the headers alone can refuse is refused before a byte of the body is buffered.
+    s.federation_head_check(&headers, parts.uri.path())?;
+    let limit = s.config.federation.max_wrapper_bytes;
+    let waiting = expects_continue(&parts.headers);
+    let bytes = bounded_body(body, waiting, limit, "delivery body", "v1.1 §15.4, §24.2").await?;
     let answer = s
         .federation_deliver(&headers, parts.uri.path(), &bytes)
         .await?;

@@ -7,7 +7,8 @@ use super::{Quirk, Quirks};
 use ed25519_dalek::VerifyingKey;
 use loom_protocol::federation::{
     CheckedDelivery, DeliveryWrapper, FederationPolicy, InboundContext, InboundRules, KeyLookup,
-    NodeKeys, PolicyDecision, SpecInbound, WrapperLimits, authority_of, check_signed,
+    NodeKeys, PolicyDecision, SpecInbound, WrapperLimits, authority_of, check_delivery_head,
+    check_signed,
 };
 use loom_protocol::http_sig::{
     NonceCache, NonceOutcome, RequestParts, SignedHeaders, SigningForm, VerifiedRequest,
@@ -50,6 +51,19 @@ impl InboundRules for Quirks {
             wrapper,
             authority,
         })
+    }
+
+    fn check_head(
+        &self,
+        headers: &SignedHeaders,
+        policy: &FederationPolicy,
+        now: Timestamp,
+    ) -> Result<(), ProtocolError> {
+        // No LOOM-HTTP-SIG-1 at all: nothing in the headers to check.
+        if self.has(Quirk::AcceptUnsignedDelivery) {
+            return Ok(());
+        }
+        check_delivery_head(self, headers, policy, now)
     }
 
     fn decide_policy(

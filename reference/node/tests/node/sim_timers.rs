@@ -218,6 +218,34 @@ fn a_body_that_stalls_after_a_fast_start_is_cut_off_at_the_stall_timer() {
     }
 }
 
+/// Issue 36, item 1: a delivery whose headers alone fail (here: no LOOM-HTTP-SIG-1 headers)
+/// is refused before its body is read — the client announced 20 MB and sent none, and the
+/// answer comes at once instead of after the body timers.
+#[test]
+fn a_delivery_without_its_signature_headers_is_refused_before_its_body_is_read() {
+    let r = simulate(limits(), || async {
+        let mut s = turmoil::net::TcpStream::connect(("node", PORT)).await?;
+        s.write_all(
+            b"POST /v1/federation/deliver HTTP/1.1\r\nhost: node.test\r\n\
+              content-type: application/json\r\ncontent-length: 20000000\r\n\r\n",
+        )
+        .await?;
+        let t = Instant::now();
+        let mut buf = vec![0u8; 16 * 1024];
+        let n = s.read(&mut buf).await?;
+        Ok(format!(
+            "{}|{}",
+            since(t),
+            String::from_utf8_lossy(&buf[..n])
+        ))
+    });
+    let (ms, text) = r.split_once('|').unwrap();
+    let ms: u128 = ms.parse().unwrap();
+    assert!(text.starts_with("HTTP/1.1 401"), "{text}");
+    assert!(text.contains("X-LOOM-"), "{text}");
+    assert!(ms < 100, "answered after {ms} ms");
+}
+
 #[test]
 fn a_client_that_never_reads_its_response_is_cut_off_at_the_write_timeout() {
     let r = simulate(limits(), || async {

@@ -25,8 +25,9 @@ use crate::federation::node_name::parse_node_name;
 use crate::federation::policy::{FederationPolicy, PolicyDecision};
 use crate::federation::wrapper::{DeliveryWrapper, WrapperLimits};
 use crate::http_sig::{
-    HEADER_KEY_ID, HEADER_NODE, NonceCache, NonceOutcome, RequestParts, SignedHeaders,
-    VerifiedRequest, check_required_headers, verify_request_detailed,
+    HEADER_KEY_ID, HEADER_NODE, HEADER_TIMESTAMP, NonceCache, NonceOutcome, RequestParts,
+    SignedHeaders, VerifiedRequest, check_freshness, check_required_headers,
+    verify_request_detailed,
 };
 use crate::time::Timestamp;
 use ed25519_dalek::VerifyingKey;
@@ -74,6 +75,18 @@ pub struct InboundContext<'a> {
 /// [`check_delivery`] runs them; every default is the rule. A real node runs
 /// [`SpecInbound`].
 pub trait InboundRules {
+    /// Steps 1–2 and the freshness of step 4, on the headers alone, so a node can refuse a
+    /// delivery before it reads the body (issue 36): the five headers are present, the node
+    /// name parses, the policy admits it, the timestamp is fresh.
+    fn check_head(
+        &self,
+        headers: &SignedHeaders,
+        policy: &FederationPolicy,
+        now: Timestamp,
+    ) -> Result<(), ProtocolError> {
+        check_delivery_head(self, headers, policy, now)
+    }
+
     /// §15.4: the wrapper bounds (≤ 100 envelopes, DESIGN.md §9).
     fn wrapper_limits(&self, limits: WrapperLimits) -> WrapperLimits {
         limits
@@ -193,14 +206,7 @@ pub fn check_signed<R: InboundRules + ?Sized>(
     limits: &WrapperLimits,
 ) -> Result<CheckedDelivery, ProtocolError> {
     check_required_headers(headers)?;
-    let node = parse_node_name(&headers.node).map_err(|why| {
-        ProtocolError::new(
-            ErrorCode::SignatureInvalid,
-            HEADER_NODE,
-            format!("X-LOOM-Node {:?}: {why}", headers.node),
-            "v1.1 §15.3",
-        )
-    })?;
+    let node = header_node(headers)?;
     let policy = rules.decide_policy(ctx.policy, &node)?;
     let keys = ctx.keys.node_keys(&node).ok_or_else(|| {
         ProtocolError::new(
@@ -229,6 +235,36 @@ pub fn check_signed<R: InboundRules + ?Sized>(
         policy,
         wrapper,
         authority,
+    })
+}
+
+/// [`InboundRules::check_head`]'s default: the header-only checks, through `rules`.
+pub fn check_delivery_head<R: InboundRules + ?Sized>(
+    rules: &R,
+    headers: &SignedHeaders,
+    policy: &FederationPolicy,
+    now: Timestamp,
+) -> Result<(), ProtocolError> {
+    check_required_headers(headers)?;
+    let node = header_node(headers)?;
+    rules.decide_policy(policy, &node)?;
+    check_freshness(
+        HEADER_TIMESTAMP,
+        &headers.timestamp,
+        rules.request_time(headers, now),
+    )
+    .map(|_| ())
+}
+
+/// `X-LOOM-Node` as a node name (§15.3).
+fn header_node(headers: &SignedHeaders) -> Result<String, ProtocolError> {
+    parse_node_name(&headers.node).map_err(|why| {
+        ProtocolError::new(
+            ErrorCode::SignatureInvalid,
+            HEADER_NODE,
+            format!("X-LOOM-Node {:?}: {why}", headers.node),
+            "v1.1 §15.3",
+        )
     })
 }
 

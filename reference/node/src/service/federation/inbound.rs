@@ -106,6 +106,28 @@ impl Service {
         answer.map(|(a, _)| a)
     }
 
+    /// The checks of a delivery that need only its headers (required headers, node name,
+    /// policy, freshness), run before its body is read so a request that fails them costs no
+    /// body buffer (issue 36, item 1); refusals are security events like the rest.
+    pub fn federation_head_check(&self, pairs: &[(String, String)], path: &str) -> ApiResult<()> {
+        let headers =
+            SignedHeaders::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let checked = self
+            .rules
+            .inbound()
+            .check_head(&headers, &self.fed.policy, self.env.now())
+            .map_err(ApiError::from);
+        if let Err(e) = &checked {
+            let claimed = if headers.node.is_empty() {
+                "anonymous"
+            } else {
+                headers.node.as_str()
+            };
+            self.security_event("federation", claimed, path, e);
+        }
+        checked
+    }
+
     /// [`Service::federation_deliver`] with the per-envelope refusals beside the answer.
     async fn deliver_checked(
         &self,
