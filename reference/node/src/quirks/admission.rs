@@ -375,12 +375,6 @@ impl Rules for QuirkRules<'_> {
     fn accepted(&self, a: &mut Acceptance) {
         let thread = a.facts.thread;
         let intent = a.facts.intent().unwrap_or_default().to_owned();
-        let other = |e: &Effect| match e {
-            Effect::PutOtherThread { state, .. }
-            | Effect::IndexThread { state, .. }
-            | Effect::SearchThread { state, .. } => state.id != thread,
-            _ => false,
-        };
         if self.q(Quirk::OmitEventSeq) {
             super::front::remove_members(&mut a.envelope["meta"], &["event_seq"]);
         }
@@ -405,26 +399,26 @@ impl Rules for QuirkRules<'_> {
         if self.q(Quirk::SkipObserverDelivery) && a.facts.kind == "thread_op" {
             skip_observers(a);
         }
-        let unapplied_fork = intent == "thread.fork@v1" && self.q(Quirk::ForkWithoutEntry);
-        let unapplied_merge = intent == "thread.merge@v1" && self.q(Quirk::IgnoreThreadMerge);
-        if unapplied_fork || unapplied_merge {
-            a.effects.retain(|e| !other(e));
+        // The fork or merged thread's own effects: dropped when the operation is not
+        // applied to it, or when the merge leaves the fork open.
+        let fork = intent == "thread.fork@v1";
+        let merge = intent == "thread.merge@v1";
+        if (fork && self.q(Quirk::ForkWithoutEntry))
+            || (merge && (self.q(Quirk::IgnoreThreadMerge) || self.q(Quirk::MergeLeavesForkOpen)))
+        {
+            a.effects
+                .retain_mut(|e| other_thread_state(e, thread).is_none());
         }
-        if intent == "thread.fork@v1" && self.q(Quirk::ForkWithoutParentLink) {
-            for e in &mut a.effects {
-                if let Effect::PutOtherThread { state, .. }
-                | Effect::IndexThread { state, .. }
-                | Effect::SearchThread { state, .. } = e
-                    && state.id != thread
-                {
-                    state
-                        .linked_threads
-                        .retain(|l| !(l.thread_id == thread && l.relation == "parent"));
-                }
+        if fork && self.q(Quirk::ForkWithoutParentLink) {
+            for state in a
+                .effects
+                .iter_mut()
+                .filter_map(|e| other_thread_state(e, thread))
+            {
+                state
+                    .linked_threads
+                    .retain(|l| !(l.thread_id == thread && l.relation == "parent"));
             }
-        }
-        if intent == "thread.merge@v1" && self.q(Quirk::MergeLeavesForkOpen) {
-            a.effects.retain(|e| !other(e));
         }
     }
 
@@ -530,6 +524,17 @@ fn refuse_old_envelope(env: &Value, now: Timestamp) -> Result<(), ProtocolError>
             "v1.1 §15.5",
         )),
         _ => Ok(()),
+    }
+}
+
+/// The state an effect writes for a thread other than `thread` (a fork or merged thread,
+/// §11.4), if it writes one.
+fn other_thread_state(e: &mut Effect, thread: ThreadId) -> Option<&mut ThreadState> {
+    match e {
+        Effect::PutOtherThread { state, .. }
+        | Effect::IndexThread { state, .. }
+        | Effect::SearchThread { state, .. } => (state.id != thread).then_some(state),
+        _ => None,
     }
 }
 
