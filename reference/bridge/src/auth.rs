@@ -477,6 +477,24 @@ impl Verifier {
         &self.records
     }
 
+    /// The mail exchangers of `domain`, most preferred first (RFC 5321 §5.1); empty when
+    /// it has none or the lookup failed (the caller then tries the domain itself).
+    pub async fn mx(&self, domain: &str) -> Vec<String> {
+        match self
+            .authenticator
+            .mx_lookup(domain, Some(&self.records.mx))
+            .await
+        {
+            Ok(set) => set
+                .rrset
+                .iter()
+                .flat_map(|m| m.exchanges.iter())
+                .map(|h| h.trim_end_matches('.').to_string())
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
     /// SPF, DKIM and DMARC for `raw` as received on `conn`.
     pub async fn verify(&self, raw: &[u8], conn: Connection<'_>) -> AuthResults {
         let records = &*self.records;

@@ -104,6 +104,18 @@ impl Dkim {
         &self.record
     }
 
+    /// `raw` with a `DKIM-Signature` header in front.
+    pub fn sign(&self, raw: Vec<u8>) -> Result<Vec<u8>, RenderError> {
+        let header = self
+            .signer
+            .sign(&raw)
+            .map(|s| s.to_header())
+            .map_err(|e| RenderError(format!("DKIM signing: {e}")))?;
+        let mut signed = header.into_bytes();
+        signed.extend_from_slice(&raw);
+        Ok(signed)
+    }
+
     /// `{selector}._domainkey.{domain}`.
     pub fn dns_name(&self) -> String {
         format!(
@@ -325,17 +337,10 @@ pub fn render(
 }
 
 fn sign(raw: Vec<u8>, settings: &OutboundSettings) -> Result<Vec<u8>, RenderError> {
-    let Some(dkim) = &settings.dkim else {
-        return Ok(raw);
-    };
-    let header = dkim
-        .signer
-        .sign(&raw)
-        .map(|s| s.to_header())
-        .map_err(|e| RenderError(format!("DKIM signing: {e}")))?;
-    let mut signed = header.into_bytes();
-    signed.extend_from_slice(&raw);
-    Ok(signed)
+    match &settings.dkim {
+        Some(dkim) => dkim.sign(raw),
+        None => Ok(raw),
+    }
 }
 
 /// Plain text and HTML for `content.human` (§21.3 "Render content.human to HTML +

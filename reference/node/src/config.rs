@@ -327,6 +327,134 @@ pub fn check_peer_url(url: &str, allow_private_http: bool) -> Result<(), String>
     Ok(())
 }
 
+/// The email bridge (v1.1 §21; `[bridge]` in the TOML file). With it the node also serves
+/// SMTP: mail to its identities becomes envelopes from `bridge://` senders, and envelopes
+/// to `bridge://` recipients go out as mail.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BridgeConfig {
+    /// The SMTP listener (`127.0.0.1:2525`; port 25 in production).
+    pub listen: SocketAddr,
+    /// The mail domain: `alice@{domain}` reaches `loom://alice@{node domain}`, and outbound
+    /// mail is `From:` and DKIM-signed for it. Default: the node's domain.
+    #[serde(default)]
+    pub domain: Option<String>,
+    /// The name in the SMTP greeting and EHLO. Default: the mail domain.
+    #[serde(default)]
+    pub hostname: Option<String>,
+    /// Where outbound mail goes (`host:port`, a relay or a test sink). Without it, each
+    /// recipient domain's MX is looked up (through `dns_server`/`dns_records`) on port 25.
+    #[serde(default)]
+    pub smarthost: Option<String>,
+    /// DKIM selector of outbound mail.
+    #[serde(default = "default_dkim_selector")]
+    pub dkim_selector: String,
+    /// An RSA private key (PKCS#1 or PKCS#8 PEM) for DKIM rsa-sha256. Without it the bridge
+    /// signs ed25519-sha256 (RFC 8463) with a key derived from the node key; `loom-node`
+    /// logs the TXT record to publish at start.
+    #[serde(default)]
+    pub dkim_key: Option<std::path::PathBuf>,
+    /// A DNS server for SPF, DKIM and DMARC lookups (and MX without a smarthost). Without
+    /// it, only `dns_records` answer and every other name has no records.
+    #[serde(default)]
+    pub dns_server: Option<SocketAddr>,
+    /// Records answered before any lookup (`{name, type, value}`; TXT, A, AAAA, MX, PTR).
+    #[serde(default)]
+    pub dns_records: Vec<loom_bridge::auth::Record>,
+    /// What happens to mail that fails authentication (v1.1 §21.5).
+    #[serde(default)]
+    pub policy: loom_bridge::auth::AuthPolicy,
+    /// Refuse `MAIL FROM` before STARTTLS (needs `[tls]`).
+    #[serde(default)]
+    pub require_tls: bool,
+    /// Largest message accepted (the EHLO `SIZE`).
+    #[serde(default = "default_max_message_bytes")]
+    pub max_message_bytes: usize,
+    /// Most recipients per message.
+    #[serde(default = "default_max_recipients")]
+    pub max_recipients: usize,
+    /// Operator opt-in to automatic actuation from authenticated bridged mail
+    /// (LOOM-CORE "Bridge Safety Baseline"); off by default.
+    #[serde(default)]
+    pub auto_actuation: bool,
+    /// Delivery attempts before an outbound mail fails with `BRIDGE_DELIVERY_FAILED`.
+    #[serde(default = "default_mail_attempts")]
+    pub max_attempts: u32,
+    /// The first retry's delay in seconds; each next one doubles (at most 1 hour).
+    #[serde(default = "default_mail_backoff")]
+    pub retry_base_secs: u64,
+}
+
+fn default_dkim_selector() -> String {
+    "loom".into()
+}
+fn default_max_message_bytes() -> usize {
+    25 * 1024 * 1024
+}
+fn default_max_recipients() -> usize {
+    100
+}
+fn default_mail_attempts() -> u32 {
+    8
+}
+fn default_mail_backoff() -> u64 {
+    60
+}
+
+impl BridgeConfig {
+    /// A bridge on `listen` with every default.
+    pub fn new(listen: SocketAddr) -> Self {
+        Self {
+            listen,
+            domain: None,
+            hostname: None,
+            smarthost: None,
+            dkim_selector: default_dkim_selector(),
+            dkim_key: None,
+            dns_server: None,
+            dns_records: Vec::new(),
+            policy: loom_bridge::auth::AuthPolicy::default(),
+            require_tls: false,
+            max_message_bytes: default_max_message_bytes(),
+            max_recipients: default_max_recipients(),
+            auto_actuation: false,
+            max_attempts: default_mail_attempts(),
+            retry_base_secs: default_mail_backoff(),
+        }
+    }
+
+    /// Checks what serde cannot: names, the smarthost, the records, the key file.
+    pub fn check(&self, node_domain: &str) -> Result<(), String> {
+        let domain = self.domain.as_deref().unwrap_or(node_domain);
+        loom_protocol::Address::parse_wire(&format!("bridge://probe@{domain}"))
+            .map_err(|e| format!("bridge.domain {domain:?} is not a mail domain: {e}"))?;
+        if let Some(h) = &self.smarthost {
+            let ok = h
+                .rsplit_once(':')
+                .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+            if !ok {
+                return Err(format!("bridge.smarthost {h:?} is not host:port"));
+            }
+        }
+        let probe = loom_bridge::auth::Records::new(true);
+        for r in &self.dns_records {
+            probe
+                .add(r)
+                .map_err(|e| format!("bridge.dns_records: {e}"))?;
+        }
+        if let Some(p) = &self.dkim_key {
+            let pem = std::fs::read_to_string(p)
+                .map_err(|e| format!("bridge.dkim_key {}: {e}", p.display()))?;
+            loom_bridge::outbound::Dkim::rsa_pem(domain, &self.dkim_selector, &pem)
+                .map_err(|e| format!("bridge.dkim_key {}: {e}", p.display()))?;
+        }
+        if self.max_attempts == 0 {
+            return Err("bridge.max_attempts must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
 /// The whole node configuration.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -362,6 +490,8 @@ pub struct NodeConfig {
     pub seed: Option<u64>,
     /// Federation peers, policy lists, store-and-forward timing and limits.
     pub federation: FederationConfig,
+    /// The email bridge (v1.1 §21), when the node runs one.
+    pub bridge: Option<BridgeConfig>,
 }
 
 impl Default for NodeConfig {
@@ -381,6 +511,7 @@ impl Default for NodeConfig {
             federation_policy: "open".into(),
             seed: None,
             federation: FederationConfig::default(),
+            bridge: None,
         }
     }
 }
@@ -405,6 +536,9 @@ impl NodeConfig {
             ));
         }
         self.federation_policy()?;
+        if let Some(b) = &self.bridge {
+            b.check(&self.domain)?;
+        }
         self.federation.check()
     }
 

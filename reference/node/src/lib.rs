@@ -176,14 +176,59 @@ impl Node {
             }
         });
         let worker = tokio::spawn(service::outbox::run_worker(self.service.clone()));
+        let mail = tokio::spawn(service::bridge::outbound::run_worker(self.service.clone()));
         let served = net::serve_with(listener, self.router(), tls, hygiene, shutdown).await;
         worker.abort();
+        mail.abort();
         checkpoints.abort();
         // §25.1 anchoring: the head at shutdown is signed too.
         if let Err(e) = self.service.audit_checkpoint() {
             tracing::warn!(error = %e, "audit checkpoint at shutdown failed");
         }
         served
+    }
+
+    /// Serves the email bridge's SMTP (v1.1 §21.2) on `listener` until the task is dropped,
+    /// offering STARTTLS with `tls`; outbound mail runs in [`Node::serve`]'s worker. A node
+    /// without `[bridge]` answers every recipient `550`.
+    pub async fn serve_smtp(
+        &self,
+        listener: tokio::net::TcpListener,
+        tls: Option<tokio_rustls::TlsAcceptor>,
+    ) -> std::io::Result<()> {
+        let config = self.smtp_config();
+        loom_bridge::smtp::server::serve_tcp(
+            listener,
+            std::sync::Arc::new(config),
+            tls,
+            std::sync::Arc::new(service::bridge::inbound::SmtpHandler(self.service.clone())),
+        )
+        .await
+    }
+
+    /// The SMTP listener's settings from `[bridge]`.
+    fn smtp_config(&self) -> loom_bridge::smtp::server::ServerConfig {
+        use loom_bridge::smtp::session::{SessionConfig, SessionLimits};
+        let (hostname, max_message_bytes, max_recipients, require_tls) = match self.service.bridge()
+        {
+            Some(b) => (
+                b.hostname.clone(),
+                b.config.max_message_bytes,
+                b.config.max_recipients,
+                b.config.require_tls,
+            ),
+            None => (self.service.config.domain.clone(), 1024 * 1024, 100, false),
+        };
+        loom_bridge::smtp::server::ServerConfig::new(SessionConfig {
+            hostname,
+            limits: SessionLimits {
+                max_message_bytes,
+                max_recipients,
+                ..SessionLimits::default()
+            },
+            starttls: true,
+            require_tls,
+        })
     }
 
     /// Runs one pass of the federation outbox now (tests drive it on their clock).

@@ -413,9 +413,38 @@ async fn run(config: NodeConfig) -> Result<(), StartError> {
         }
         tracing::info!("Ctrl-C: shutting down");
     };
-    node.serve(listener, tls.map(|t| t.acceptor), shutdown)
+    let acceptor = tls.map(|t| t.acceptor);
+    let smtp = match node.service().bridge() {
+        Some(b) => {
+            let at = b.config.listen;
+            let smtp = tokio::net::TcpListener::bind(at)
+                .await
+                .map_err(|e| format!("cannot listen for SMTP on {at}: {e}"))?;
+            let bound = smtp
+                .local_addr()
+                .map_err(|e| format!("cannot read the bound SMTP address: {e}"))?;
+            tracing::info!(
+                smtp = %bound,
+                mail_domain = %b.domain,
+                "email bridge listening on smtp://{bound}; publish TXT {} \"{}\" for DKIM",
+                b.dkim.dns_name(),
+                b.dkim.dns_record()
+            );
+            let (node, acceptor) = (node.clone(), acceptor.clone());
+            Some(tokio::spawn(async move {
+                node.serve_smtp(smtp, acceptor).await
+            }))
+        }
+        None => None,
+    };
+    let served = node
+        .serve(listener, acceptor, shutdown)
         .await
-        .map_err(|e| StartError::Setup(format!("serve: {e}")))
+        .map_err(|e| StartError::Setup(format!("serve: {e}")));
+    if let Some(smtp) = smtp {
+        smtp.abort();
+    }
+    served
 }
 
 /// A seed from the operating system: the standard library's per-process random hash keys.

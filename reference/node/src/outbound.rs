@@ -238,6 +238,11 @@ impl HttpClient {
     /// A client dialling through `dial`, giving each request `timeout`; plain `http://` to
     /// private hosts allowed, no TLS configured (every `https://` request fails) — see
     /// [`HttpClient::with_tls`], [`HttpClient::with_resolve`].
+    /// The sockets this client dials through (the bridge sends mail through them too).
+    pub fn dial(&self) -> &Arc<dyn Dial> {
+        &self.dial
+    }
+
     pub fn new(dial: Arc<dyn Dial>, timeout: Duration) -> HttpClient {
         HttpClient {
             dial,

@@ -64,7 +64,7 @@ impl Service {
             "loom": "1.1",
             "profile": "loom-core-1",
             "extensions": [
-                ext("loom-ext-email-bridge-v1", false),
+                ext("loom-ext-email-bridge-v1", self.bridge.is_some()),
                 ext("loom-ext-legacy-gateway-v1", false),
                 ext("loom-ext-mcp-runtime-v1", false),
                 ext("loom-ext-workflow-v1", false),
@@ -99,6 +99,12 @@ impl Service {
                 "max_page_size": l.max_page_size,
                 "retract_window_secs": self.config.retract_window_secs,
             },
+            "bridge": self.bridge.as_ref().map(|b| json!({
+                "mail_domain": b.domain,
+                "smtp": b.config.listen.to_string(),
+                "max_message_bytes": b.config.max_message_bytes,
+                "dkim": {"name": b.dkim.dns_name(), "record": b.dkim.dns_record()},
+            })),
             "rate_limits": {
                 "envelopes_per_identity_per_min": r.envelopes_per_identity,
                 "auth_per_ip_per_min": r.auth_per_ip,

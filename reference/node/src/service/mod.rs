@@ -10,6 +10,7 @@
 
 pub mod auth;
 pub mod blobs;
+pub mod bridge;
 pub mod capabilities;
 pub mod delegations;
 pub mod discovery;
@@ -89,6 +90,8 @@ pub struct Service {
     pub(crate) unanchored: std::sync::atomic::AtomicU64,
     /// Rate limits of security-event records (§23.2, §25.1).
     pub(crate) security: security::SecurityLog,
+    /// The email bridge, when `[bridge]` is configured (v1.1 §21).
+    pub(crate) bridge: Option<bridge::Bridge>,
 }
 
 impl Service {
@@ -158,7 +161,9 @@ impl Service {
             fetch_gates: std::sync::Mutex::new(std::collections::BTreeMap::new()),
             discover: Self::dns_discover(&config, &env)?,
         };
+        let bridge = bridge::Bridge::new(&config, &node_key_id, &node_key.to_bytes())?;
         let service = Service {
+            bridge,
             config,
             env,
             store,

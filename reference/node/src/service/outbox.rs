@@ -26,7 +26,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::outbound::{HttpUrl, TransportError};
 use crate::store::Connection;
 use crate::store::envelopes;
-use crate::store::federation::{self as fed_store, NewOutboxItem, OutboxItem, OutboxRow};
+use crate::store::federation::{self as fed_store, NewOutboxItem, OutboxItem, OutboxRow, Queue};
 use crate::store::resolvers::{LocalDirectory, local_directory};
 use ed25519_dalek::VerifyingKey;
 use loom_protocol::accept::{Acceptance, Directory, Effect, Origin, SpecRules, admit};
@@ -147,11 +147,12 @@ impl Service {
         let id = a.facts.id.to_string();
         let sender = a.facts.sender.to_string();
         for (dest, who) in destinations {
-            let (for_node, all) = fed_store::depth(c, &dest)?;
+            let (for_node, all) = fed_store::depth(c, Queue::Federation, &dest)?;
             admit_to_queue(for_node, all, 1, &limits)?;
             let recipients: Vec<String> = who.iter().map(ToString::to_string).collect();
             fed_store::queue(
                 c,
+                Queue::Federation,
                 &NewOutboxItem {
                     destination: &dest,
                     envelope_id: &id,
@@ -168,12 +169,15 @@ impl Service {
 
     /// Every outbox row, in queue order (tests, operators).
     pub fn outbox(&self) -> ApiResult<Vec<OutboxRow>> {
-        Ok(fed_store::outbox(&self.store.read())?)
+        Ok(fed_store::outbox(&self.store.read(), Queue::Federation)?)
     }
 
     /// When the next queued row is due.
     pub fn next_outbox_due(&self) -> ApiResult<Option<Timestamp>> {
-        Ok(fed_store::next_due(&self.store.read())?.map(Timestamp::from_unix_ms))
+        Ok(
+            fed_store::next_due(&self.store.read(), Queue::Federation)?
+                .map(Timestamp::from_unix_ms),
+        )
     }
 
     /// One pass of the outbox worker at the injected clock's now (module docs).
@@ -188,7 +192,12 @@ impl Service {
                 .last_purge_ms
                 .store(now.unix_ms(), Ordering::Relaxed);
         }
-        let due = fed_store::due(&self.store.read(), now.unix_ms(), MAX_DUE_PER_TICK)?;
+        let due = fed_store::due(
+            &self.store.read(),
+            Queue::Federation,
+            now.unix_ms(),
+            MAX_DUE_PER_TICK,
+        )?;
         let mut by_dest: BTreeMap<String, Vec<OutboxItem>> = BTreeMap::new();
         for item in due {
             by_dest
@@ -402,6 +411,7 @@ impl Service {
         let tx = self.store.begin()?;
         fed_store::mark_failed(
             &tx,
+            Queue::Federation,
             item.id,
             attempts,
             failure,
@@ -432,7 +442,7 @@ impl Service {
         let at = now.to_rfc3339();
         let tx = self.store.begin()?;
         for item in items {
-            fed_store::mark_delivered(&tx, item.id, &at)?;
+            fed_store::mark_delivered(&tx, Queue::Federation, item.id, &at)?;
         }
         tx.commit()?;
         report.delivered += items.len();
@@ -469,6 +479,7 @@ impl Service {
             for (item, t) in &retries {
                 fed_store::mark_retry(
                     &tx,
+                    Queue::Federation,
                     item.id,
                     item.attempts.saturating_add(1),
                     &label(kind),
@@ -545,7 +556,7 @@ impl Service {
     }
 
     /// Stores the `receipt.failed@v1` envelope for the sender of `item` (module docs).
-    async fn failure_receipt(
+    pub(crate) async fn failure_receipt(
         &self,
         item: &OutboxItem,
         recipient: &Address,

@@ -76,6 +76,14 @@ pub(crate) enum Submitter {
         /// `meta.origin_event_seq` as received.
         origin_event_seq: Option<u64>,
     },
+    /// The email bridge (§21.2), for the `bridge://` sender `caller`; `meta` becomes
+    /// `meta.bridge`.
+    Bridge {
+        /// The bridged sender (its key is the node's bridge key).
+        caller: Caller,
+        /// `meta.bridge`.
+        meta: Value,
+    },
 }
 
 /// Where a request waits for its answer or for leadership.
@@ -521,7 +529,9 @@ impl Service {
         let limit = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
         let node = self.node_address()?;
         let (caller, delivered) = match &job.submitter {
-            Submitter::Local(caller) => (&caller.identity, false),
+            Submitter::Local(caller) | Submitter::Bridge { caller, .. } => {
+                (&caller.identity, false)
+            }
             Submitter::Federated { .. } => (&node, true),
         };
         let admission = self.admission(caller, delivered);
@@ -545,6 +555,7 @@ impl Service {
                 node,
                 origin_event_seq: *origin_event_seq,
             },
+            Submitter::Bridge { meta, .. } => Origin::Bridge { meta },
         };
         let decision = match decide(&job.admitted, origin, &view, &ctx) {
             Err(e)
@@ -589,6 +600,7 @@ impl Service {
         let text = apply(c, a, at, &mut || self.new_event_id(), search)?;
         if let Submitter::Local(caller) = &job.submitter {
             self.queue_remote_readers(c, a)?;
+            self.queue_mail_recipients(c, a)?;
             if let Some(claim) = &job.claim {
                 idempotency::remember_in(
                     c,

@@ -13,16 +13,73 @@ const RECORD_NONCE: &str = "INSERT INTO federation_nonces (node, nonce, seen_ms)
 const PURGE_NONCES: &str = "DELETE FROM federation_nonces WHERE seen_ms <= ?1";
 const REMOTE_IDENTITY: &str = "SELECT type, keys, fetched_at FROM remote_identities WHERE id = ?1";
 const PUT_REMOTE_IDENTITY: &str = "INSERT INTO remote_identities (id, node, type, keys, document, fetched_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(id) DO UPDATE SET node = excluded.node, type = excluded.type, keys = excluded.keys, document = excluded.document, fetched_at = excluded.fetched_at";
-const QUEUE: &str = "INSERT OR IGNORE INTO federation_outbox (destination, envelope_id, sender, recipients, queued_at, queued_ms, next_attempt_ms, state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, 'queued')";
-const DEPTH_FOR: &str =
-    "SELECT COUNT(*) FROM federation_outbox WHERE destination = ?1 AND state = 'queued'";
-const DEPTH_ALL: &str = "SELECT COUNT(*) FROM federation_outbox WHERE state = 'queued'";
-const DUE: &str = "SELECT id, destination, envelope_id, sender, recipients, queued_at, queued_ms, attempts, last_failure, next_attempt_ms FROM federation_outbox WHERE state = 'queued' AND next_attempt_ms <= ?1 ORDER BY destination, id LIMIT ?2";
-const NEXT_DUE: &str = "SELECT MIN(next_attempt_ms) FROM federation_outbox WHERE state = 'queued'";
-const MARK_DELIVERED: &str = "UPDATE federation_outbox SET state = 'delivered', attempts = attempts + 1, done_at = ?2, last_failure = NULL WHERE id = ?1";
-const MARK_RETRY: &str = "UPDATE federation_outbox SET attempts = ?2, last_failure = ?3, next_attempt_ms = ?4 WHERE id = ?1";
-const MARK_FAILED: &str = "UPDATE federation_outbox SET state = 'failed', attempts = ?2, last_failure = ?3, reason = ?4, done_at = ?5 WHERE id = ?1";
-const OUTBOX_ROWS: &str = "SELECT destination, envelope_id, state, attempts, last_failure, reason FROM federation_outbox ORDER BY id";
+/// A store-and-forward queue: federation deliveries (§15.6) or outbound mail (§21.3).
+/// Both have the same rows and lifecycle; only the table differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Queue {
+    /// `federation_outbox`: one row per (destination node, envelope).
+    Federation,
+    /// `bridge_outbox`: one row per (mail recipient, envelope).
+    Mail,
+}
+
+/// One queue's statements.
+#[derive(Debug)]
+struct QueueSql {
+    queue: String,
+    depth_for: String,
+    depth_all: String,
+    due: String,
+    next_due: String,
+    mark_delivered: String,
+    mark_retry: String,
+    mark_failed: String,
+    rows: String,
+}
+
+impl QueueSql {
+    fn for_table(t: &str) -> Self {
+        Self {
+            queue: format!(
+                "INSERT OR IGNORE INTO {t} (destination, envelope_id, sender, recipients, queued_at, queued_ms, next_attempt_ms, state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, 'queued')"
+            ),
+            depth_for: format!(
+                "SELECT COUNT(*) FROM {t} WHERE destination = ?1 AND state = 'queued'"
+            ),
+            depth_all: format!("SELECT COUNT(*) FROM {t} WHERE state = 'queued'"),
+            due: format!(
+                "SELECT id, destination, envelope_id, sender, recipients, queued_at, queued_ms, attempts, last_failure, next_attempt_ms FROM {t} WHERE state = 'queued' AND next_attempt_ms <= ?1 ORDER BY destination, id LIMIT ?2"
+            ),
+            next_due: format!("SELECT MIN(next_attempt_ms) FROM {t} WHERE state = 'queued'"),
+            mark_delivered: format!(
+                "UPDATE {t} SET state = 'delivered', attempts = attempts + 1, done_at = ?2, last_failure = NULL WHERE id = ?1"
+            ),
+            mark_retry: format!(
+                "UPDATE {t} SET attempts = ?2, last_failure = ?3, next_attempt_ms = ?4 WHERE id = ?1"
+            ),
+            mark_failed: format!(
+                "UPDATE {t} SET state = 'failed', attempts = ?2, last_failure = ?3, reason = ?4, done_at = ?5 WHERE id = ?1"
+            ),
+            rows: format!(
+                "SELECT destination, envelope_id, state, attempts, last_failure, reason FROM {t} ORDER BY id"
+            ),
+        }
+    }
+}
+
+impl Queue {
+    fn sql(self) -> &'static QueueSql {
+        static FEDERATION: std::sync::LazyLock<QueueSql> =
+            std::sync::LazyLock::new(|| QueueSql::for_table("federation_outbox"));
+        static MAIL: std::sync::LazyLock<QueueSql> =
+            std::sync::LazyLock::new(|| QueueSql::for_table("bridge_outbox"));
+        match self {
+            Queue::Federation => &FEDERATION,
+            Queue::Mail => &MAIL,
+        }
+    }
+}
+
 const QUARANTINE: &str = "INSERT OR IGNORE INTO federation_quarantine (envelope_id, node, envelope, received_at) VALUES (?1, ?2, ?3, ?4)";
 const SIGNED_HASH: &str = "SELECT body_sha256 FROM envelopes WHERE id = ?1";
 
@@ -182,10 +239,10 @@ pub struct NewOutboxItem<'a> {
 }
 
 /// Queues an item (a second row for the same destination and envelope is ignored).
-pub fn queue(conn: &Connection, item: &NewOutboxItem<'_>) -> rusqlite::Result<()> {
+pub fn queue(conn: &Connection, q: Queue, item: &NewOutboxItem<'_>) -> rusqlite::Result<()> {
     let recipients = serde_json::to_string(item.recipients).unwrap_or_else(|_| "[]".into());
     conn.exec(
-        QUEUE,
+        &q.sql().queue,
         params![
             item.destination,
             item.envelope_id,
@@ -199,12 +256,15 @@ pub fn queue(conn: &Connection, item: &NewOutboxItem<'_>) -> rusqlite::Result<()
 }
 
 /// Queued items for `destination` and in all.
-pub fn depth(conn: &Connection, destination: &str) -> rusqlite::Result<(usize, usize)> {
+pub fn depth(conn: &Connection, q: Queue, destination: &str) -> rusqlite::Result<(usize, usize)> {
     let n = |sql: &str, p: &[&dyn rusqlite::ToSql]| -> rusqlite::Result<usize> {
         let v: i64 = conn.row(sql, p, |r| r.get(0))?;
         Ok(usize::try_from(v).unwrap_or(0))
     };
-    Ok((n(DEPTH_FOR, &[&destination])?, n(DEPTH_ALL, &[])?))
+    Ok((
+        n(&q.sql().depth_for, &[&destination])?,
+        n(&q.sql().depth_all, &[])?,
+    ))
 }
 
 /// A queued outbox item.
@@ -233,8 +293,13 @@ pub struct OutboxItem {
 }
 
 /// Items due at `now_ms`, by destination then queue order, at most `limit`.
-pub fn due(conn: &Connection, now_ms: i64, limit: usize) -> rusqlite::Result<Vec<OutboxItem>> {
-    let mut stmt = conn.prepare_cached(DUE)?;
+pub fn due(
+    conn: &Connection,
+    q: Queue,
+    now_ms: i64,
+    limit: usize,
+) -> rusqlite::Result<Vec<OutboxItem>> {
+    let mut stmt = conn.prepare_cached(&q.sql().due)?;
     let rows = stmt.query_map(
         params![now_ms, i64::try_from(limit).unwrap_or(i64::MAX)],
         |r| {
@@ -257,38 +322,43 @@ pub fn due(conn: &Connection, now_ms: i64, limit: usize) -> rusqlite::Result<Vec
 }
 
 /// The earliest `next_attempt_ms` of a queued item.
-pub fn next_due(conn: &Connection) -> rusqlite::Result<Option<i64>> {
-    conn.row(NEXT_DUE, [], |r| r.get(0))
+pub fn next_due(conn: &Connection, q: Queue) -> rusqlite::Result<Option<i64>> {
+    conn.row(&q.sql().next_due, [], |r| r.get(0))
 }
 
 /// Marks an item delivered.
-pub fn mark_delivered(conn: &Connection, id: i64, at: &str) -> rusqlite::Result<()> {
-    conn.exec(MARK_DELIVERED, params![id, at])?;
+pub fn mark_delivered(conn: &Connection, q: Queue, id: i64, at: &str) -> rusqlite::Result<()> {
+    conn.exec(&q.sql().mark_delivered, params![id, at])?;
     Ok(())
 }
 
 /// Records a failed attempt and when to try again.
 pub fn mark_retry(
     conn: &Connection,
+    q: Queue,
     id: i64,
     attempts: u32,
     failure: &str,
     next_ms: i64,
 ) -> rusqlite::Result<()> {
-    conn.exec(MARK_RETRY, params![id, attempts, failure, next_ms])?;
+    conn.exec(&q.sql().mark_retry, params![id, attempts, failure, next_ms])?;
     Ok(())
 }
 
 /// Marks an item failed for good with a §24.2 `reason`.
 pub fn mark_failed(
     conn: &Connection,
+    q: Queue,
     id: i64,
     attempts: u32,
     failure: &str,
     reason: &str,
     at: &str,
 ) -> rusqlite::Result<()> {
-    conn.exec(MARK_FAILED, params![id, attempts, failure, reason, at])?;
+    conn.exec(
+        &q.sql().mark_failed,
+        params![id, attempts, failure, reason, at],
+    )?;
     Ok(())
 }
 
@@ -310,8 +380,8 @@ pub struct OutboxRow {
 }
 
 /// Every outbox row in queue order.
-pub fn outbox(conn: &Connection) -> rusqlite::Result<Vec<OutboxRow>> {
-    let mut stmt = conn.prepare_cached(OUTBOX_ROWS)?;
+pub fn outbox(conn: &Connection, q: Queue) -> rusqlite::Result<Vec<OutboxRow>> {
+    let mut stmt = conn.prepare_cached(&q.sql().rows)?;
     let rows = stmt.query_map([], |r| {
         Ok(OutboxRow {
             destination: r.get(0)?,

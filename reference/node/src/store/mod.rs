@@ -29,6 +29,7 @@ pub mod accept;
 pub mod audit;
 pub mod batch;
 pub mod blobs;
+pub mod bridge;
 pub mod cache;
 pub mod capabilities;
 pub mod challenges;
@@ -101,6 +102,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("schema_6.sql"),
     // Issue 14: envelope readers in the envelope row (one B-tree fewer per envelope).
     include_str!("schema_7.sql"),
+    // Issue 32: the email bridge's message index and outbound queue.
+    include_str!("schema_8.sql"),
 ];
 
 /// The writer's page cache, in KiB. Small on purpose: at the end of every write transaction

@@ -8,6 +8,7 @@ mod support;
 mod audit_anchor;
 mod auth_cache;
 mod blobs;
+mod bridge;
 mod capabilities;
 mod cli;
 mod crash;

@@ -15,7 +15,8 @@
 //!    `PAYLOAD_TOO_LARGE`) — before any per-recipient or per-element work;
 //! 2. structure (§8.1–§8.4, §9.2, §6.1) and the bcc-copy form (§8.3, §20.6) → typed [`Facts`];
 //! 3. origin: a local sender is the authenticated identity (§16.1); a federated sender's
-//!    domain is the delivering node's (§15.4);
+//!    domain is the delivering node's (§15.4); a bridged sender is a `bridge://` identity
+//!    (§21.2);
 //! 4. the sender is known with the same `from.type` (§6.3, §8.1; `IDENTITY_NOT_FOUND`);
 //! 5. the signature verifies with the sender's active `from.key_id` (§7.3);
 //! 6. agents: the delegation chain (§13.3, §13.5).
@@ -104,6 +105,7 @@ pub fn admit(
     match origin {
         Origin::Local { caller } => rules.check_local_sender(&facts, caller)?,
         Origin::Federated { node, .. } => rules.check_delivering_node(&facts, node)?,
+        Origin::Bridge { .. } => rules.check_bridged_sender(&facts)?,
     }
     let registered = directory
         .registered_type(&facts.sender)
@@ -140,7 +142,7 @@ fn historical_key(
     facts: &Facts,
 ) -> Option<VerifyingKey> {
     match origin {
-        Origin::Local { .. } => None,
+        Origin::Local { .. } | Origin::Bridge { .. } => None,
         Origin::Federated { .. } => directory
             .retired_signing_key(&facts.sender, &facts.key_id)
             .filter(|k| k.verifies_envelope_created_at(facts.created_at))
@@ -319,13 +321,16 @@ impl Decider<'_> {
         meta.insert("received_at".into(), now.clone().into());
         meta.insert("event_seq".into(), event_seq.into());
         let origin_seq = match origin {
-            Origin::Local { .. } => Some(event_seq),
+            Origin::Local { .. } | Origin::Bridge { .. } => Some(event_seq),
             Origin::Federated {
                 origin_event_seq, ..
             } => origin_event_seq,
         };
         if let Some(o) = origin_seq {
             meta.insert("origin_event_seq".into(), o.into());
+        }
+        if let Origin::Bridge { meta: bridge } = origin {
+            meta.insert("bridge".into(), bridge.clone());
         }
         meta.insert("pending_parent".into(), pending.into());
         let mut envelope = admitted.envelope.clone();

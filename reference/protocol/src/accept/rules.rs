@@ -54,6 +54,23 @@ pub trait Rules {
         ))
     }
 
+    /// §21.2: a bridged envelope's sender is a `bridge://` identity with `from.type`
+    /// `bridge` (the bridge speaks only for mail senders, never for a LOOM identity).
+    fn check_bridged_sender(&self, facts: &Facts) -> Result<(), ProtocolError> {
+        if facts.sender.is_bridge() && facts.sender_type == "bridge" {
+            return Ok(());
+        }
+        Err(ProtocolError::new(
+            ErrorCode::CapabilityDenied,
+            "from.identity",
+            format!(
+                "the email bridge sends only as bridge:// identities of type bridge, not {} ({})",
+                facts.sender, facts.sender_type
+            ),
+            "v1.1 §21.2",
+        ))
+    }
+
     /// §15.4: a delivered envelope's sender is an identity of the delivering `node`.
     fn check_delivering_node(&self, facts: &Facts, node: &str) -> Result<(), ProtocolError> {
         if facts.sender.domain().eq_ignore_ascii_case(node) {

@@ -27,6 +27,13 @@ pub enum Origin<'a> {
         /// The sender node's `meta.event_seq`, when it sent one.
         origin_event_seq: Option<u64>,
     },
+    /// Made by this node's email bridge from a received mail (v1.1 §21.2): the sender is
+    /// the `bridge://` identity of the mail's author, and `meta.bridge` (node-local, outside
+    /// the signature, §8.1) records where it came from and how it was authenticated.
+    Bridge {
+        /// `meta.bridge`: source, original headers, `auth_results`, `structured_trust`.
+        meta: &'a serde_json::Value,
+    },
 }
 
 /// Sender identities and their keys (§6, §7.3), plus what delegation chains need (§13.3).

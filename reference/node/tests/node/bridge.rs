@@ -1,0 +1,418 @@
+//! The email bridge end to end on loopback (v1.1 §21): authenticated mail becomes an
+//! envelope in the recipient's thread with `meta.bridge`; a reply goes out DKIM-signed to a
+//! sink with the thread's headers; the sink's reply threads back; spoofed mail is refused
+//! and stored nowhere; a refused outbound recipient ends in `BRIDGE_DELIVERY_FAILED`.
+
+use crate::support::*;
+use loom_bridge::auth::{Connection, Record, Records, Verifier};
+use loom_bridge::outbound::Dkim;
+use loom_bridge::smtp::client::{self, RecipientOutcome};
+use loom_bridge::smtp::server::{Handler, ServerConfig, serve_tcp};
+use loom_bridge::smtp::session::{
+    RecipientVerdict, Recipients, SessionConfig, SessionLimits, Transaction, Verdict,
+};
+use loom_node::config::BridgeConfig;
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The outside world's mail host `b.test`: its DKIM key.
+fn outside_dkim() -> Dkim {
+    Dkim::ed25519("b.test", "ext", &[3u8; 32]).unwrap()
+}
+
+fn txt(name: &str, value: &str) -> Record {
+    Record {
+        name: name.into(),
+        kind: "TXT".into(),
+        value: value.into(),
+    }
+}
+
+/// A mail sink standing in for the outside world's MX; refuses `nobody@`.
+struct Sink(Mutex<Vec<Transaction>>);
+
+impl Recipients for Sink {
+    fn check(&self, address: &str) -> RecipientVerdict {
+        if address.starts_with("nobody@") {
+            RecipientVerdict::Unknown
+        } else {
+            RecipientVerdict::Accept
+        }
+    }
+}
+
+impl Handler for Sink {
+    fn deliver(
+        &self,
+        _: SocketAddr,
+        tx: Transaction,
+    ) -> Pin<Box<dyn std::future::Future<Output = Verdict> + Send + '_>> {
+        Box::pin(async move {
+            self.0.lock().unwrap().push(tx);
+            Verdict::accepted("ok")
+        })
+    }
+}
+
+fn smtp_config() -> Arc<ServerConfig> {
+    Arc::new(ServerConfig::new(SessionConfig {
+        hostname: "mx.b.test".into(),
+        limits: SessionLimits::default(),
+        starttls: false,
+        require_tls: false,
+    }))
+}
+
+struct World {
+    node: TestNode,
+    smtp: SocketAddr,
+    sink: Arc<Sink>,
+    alice: Ident,
+}
+
+/// A node for `a.test` with a bridge whose outbound mail goes to the sink, and whose DNS
+/// knows `b.test`: SPF `spf`, the DKIM key, DMARC `p=reject`.
+async fn world(spf: &str) -> World {
+    let sink = Arc::new(Sink(Mutex::new(Vec::new())));
+    let sink_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let sink_addr = sink_listener.local_addr().unwrap();
+    tokio::spawn(serve_tcp(sink_listener, smtp_config(), None, sink.clone()));
+    let dkim = outside_dkim();
+    let records = vec![
+        txt("b.test", spf),
+        txt(&dkim.dns_name(), dkim.dns_record()),
+        txt("_dmarc.b.test", "v=DMARC1; p=reject"),
+    ];
+    let node = TestNode::with(|c| {
+        let mut b = BridgeConfig::new("127.0.0.1:0".parse().unwrap());
+        b.smarthost = Some(sink_addr.to_string());
+        b.dns_records = records;
+        c.bridge = Some(b);
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let smtp = listener.local_addr().unwrap();
+    let n = node.node.clone();
+    tokio::spawn(async move { n.serve_smtp(listener, None).await });
+    let alice = node.register("alice", "human", 1).await;
+    World {
+        node,
+        smtp,
+        sink,
+        alice,
+    }
+}
+
+fn mail(message_id: &str, in_reply_to: Option<&str>, body: &str) -> Vec<u8> {
+    let mut m = format!(
+        "From: Carol C <carol@b.test>\r\nTo: alice@{DOMAIN}\r\nSubject: Lunch\r\n\
+Message-ID: <{message_id}>\r\nDate: Sun, 29 Nov 2026 08:00:00 +0000\r\n"
+    );
+    if let Some(p) = in_reply_to {
+        m.push_str(&format!("In-Reply-To: <{p}>\r\nReferences: <{p}>\r\n"));
+    }
+    m.push_str(&format!(
+        "MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n{body}\r\n"
+    ));
+    m.into_bytes()
+}
+
+async fn send(to: SocketAddr, rcpt: &str, data: &[u8]) -> RecipientOutcome {
+    let stream = tokio::net::TcpStream::connect(to).await.unwrap();
+    let rcpts = vec![rcpt.to_string()];
+    let out = client::send(
+        stream,
+        &client::Envelope {
+            helo: "mx.b.test",
+            mail_from: "carol@b.test",
+            rcpt_to: &rcpts,
+            data,
+        },
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    out.into_iter().next().unwrap().1
+}
+
+fn stored(w: &World, message_id: &str) -> Option<(String, String)> {
+    loom_node::store::bridge::find(&w.node.node.service().store.read(), message_id).unwrap()
+}
+
+async fn envelope(w: &World, id: &str) -> Value {
+    w.node
+        .get(&format!("/v1/envelopes/{id}"), &w.alice.token)
+        .await
+        .expect(200)
+        .body
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn authenticated_mail_becomes_an_envelope_and_a_reply_goes_out_signed_and_threaded() {
+    let w = world("v=spf1 ip4:127.0.0.1 -all").await;
+    let to = format!("alice@{DOMAIN}");
+
+    // In: DKIM-signed by b.test from an SPF-authorized address.
+    let signed = outside_dkim()
+        .sign(mail("m1@b.test", None, "Lunch on Friday?"))
+        .unwrap();
+    assert_eq!(
+        send(w.smtp, &to, &signed).await,
+        RecipientOutcome::Delivered
+    );
+    let (thread, env_id) = stored(&w, "m1@b.test").expect("indexed");
+    let env = envelope(&w, &env_id).await;
+    assert_eq!(env["from"]["identity"], "bridge://carol@b.test");
+    assert_eq!(env["from"]["type"], "bridge");
+    assert_eq!(env["content"]["human"]["text"], "Lunch on Friday?");
+    assert_eq!(env["thread_id"], thread.as_str());
+    let bridge = &env["meta"]["bridge"];
+    assert_eq!(bridge["source"], "email");
+    assert_eq!(
+        (
+            bridge["auth_results"]["spf"].clone(),
+            bridge["auth_results"]["dkim"].clone(),
+            bridge["auth_results"]["dmarc"].clone()
+        ),
+        (json!("pass"), json!("pass"), json!("pass"))
+    );
+    assert_eq!(bridge["structured_trust"]["authoritative"], false);
+    assert!(
+        env.get("labels").is_none(),
+        "authenticated mail is not quarantined"
+    );
+    let sender = w
+        .node
+        .get("/v1/identity/bridge:%2F%2Fcarol@b.test", &w.alice.token)
+        .await;
+    assert_eq!(
+        sender.status, 200,
+        "§21.2: the sender identity exists: {:?}",
+        sender.body
+    );
+    assert_eq!(sender.body["type"], "bridge");
+
+    // The same mail again (a sender retrying): stored once.
+    assert_eq!(
+        send(w.smtp, &to, &signed).await,
+        RecipientOutcome::Delivered
+    );
+    let listed = w
+        .node
+        .get(&format!("/v1/threads/{thread}/envelopes"), &w.alice.token)
+        .await
+        .expect(200)
+        .body;
+    let count = |v: &Value| {
+        v["envelopes"]
+            .as_array()
+            .or(v["items"].as_array())
+            .map_or(0, Vec::len)
+    };
+    assert_eq!(count(&listed), 1, "{listed}");
+
+    // Out: Alice replies to the bridged sender.
+    let reply_id = w.node.envelope_id();
+    let reply = json!({
+        "loom": "1.1",
+        "id": reply_id,
+        "thread_id": thread,
+        "parent_id": env_id,
+        "type": "message",
+        "from": {"identity": w.alice.address, "display": "Alice", "key_id": w.alice.key_id, "type": "human"},
+        "to": [{"identity": "bridge://carol@b.test", "role": "primary"}],
+        "created_at": w.node.now(),
+        "priority": "normal",
+        "content": {"human": {"text": "Friday **works**.", "format": "markdown"}, "structured": {"intent": "message.general@v1", "parameters": {"subject": "Re: Lunch"}}, "encrypted": false},
+        "attachments": [],
+    });
+    w.alice.send(&w.node, reply).await.expect(201);
+    let report = w.node.node.service().bridge_tick().await.unwrap();
+    assert_eq!(report.delivered, 1, "{report:?}");
+    let got = w.sink.0.lock().unwrap().clone();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].rcpt_to, ["carol@b.test"]);
+    let parsed = mail_parser::MessageParser::default()
+        .parse(&got[0].data)
+        .unwrap();
+    assert_eq!(
+        parsed.header_raw("X-LOOM-Envelope-ID").map(str::trim),
+        Some(reply_id.as_str())
+    );
+    assert_eq!(
+        parsed.header_raw("X-LOOM-Thread-ID").map(str::trim),
+        Some(thread.as_str())
+    );
+    assert!(
+        parsed
+            .header_raw("In-Reply-To")
+            .unwrap()
+            .contains("m1@b.test"),
+        "the parent's Message-ID"
+    );
+    assert!(
+        parsed
+            .body_html(0)
+            .unwrap()
+            .contains("<strong>works</strong>")
+    );
+
+    // The outside world verifies the bridge's DKIM signature and SPF for a.test.
+    let bridge = w.node.node.service().bridge().unwrap();
+    let theirs = Records::new(true);
+    for r in [
+        txt(DOMAIN, "v=spf1 ip4:127.0.0.1 -all"),
+        txt(&bridge.dkim.dns_name(), bridge.dkim.dns_record()),
+        txt(&format!("_dmarc.{DOMAIN}"), "v=DMARC1; p=reject"),
+    ] {
+        theirs.add(&r).unwrap();
+    }
+    let verifier = Verifier::new(Arc::new(theirs), None, "mx.b.test").unwrap();
+    let auth = verifier
+        .verify(
+            &got[0].data,
+            Connection {
+                ip: "127.0.0.1".parse().unwrap(),
+                helo: DOMAIN,
+                mail_from: &got[0].mail_from,
+            },
+        )
+        .await;
+    assert_eq!(
+        (auth.dkim.as_str(), auth.dmarc.as_str()),
+        ("pass", "pass"),
+        "{auth:?}"
+    );
+
+    // Carol answers the bridge's mail: it threads under Alice's reply.
+    let out_id = parsed.message_id().unwrap().to_string();
+    let answer = outside_dkim()
+        .sign(mail("m2@b.test", Some(&out_id), "See you."))
+        .unwrap();
+    assert_eq!(
+        send(w.smtp, &to, &answer).await,
+        RecipientOutcome::Delivered
+    );
+    let (t2, e2) = stored(&w, "m2@b.test").unwrap();
+    assert_eq!(t2, thread);
+    assert_eq!(envelope(&w, &e2).await["parent_id"], reply_id.as_str());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spoofed_mail_is_refused_and_stored_nowhere() {
+    // SPF allows only 192.0.2.1: loopback fails; the mail is unsigned: DMARC p=reject fails.
+    let w = world("v=spf1 ip4:192.0.2.1 -all").await;
+    let outcome = send(
+        w.smtp,
+        &format!("alice@{DOMAIN}"),
+        &mail("s1@b.test", None, "pay me"),
+    )
+    .await;
+    assert!(
+        matches!(&outcome, RecipientOutcome::Failed(r) if r.starts_with("550") && r.contains("DMARC")),
+        "{outcome:?}"
+    );
+    assert_eq!(stored(&w, "s1@b.test"), None);
+    // A DKIM-signed mail from the same address passes DMARC through DKIM alignment.
+    let signed = outside_dkim()
+        .sign(mail("s2@b.test", None, "real"))
+        .unwrap();
+    assert_eq!(
+        send(w.smtp, &format!("alice@{DOMAIN}"), &signed).await,
+        RecipientOutcome::Delivered
+    );
+    let (_, id) = stored(&w, "s2@b.test").unwrap();
+    let env = envelope(&w, &id).await;
+    assert_eq!(env["meta"]["bridge"]["auth_results"]["spf"], "fail");
+    assert_eq!(env["meta"]["bridge"]["auth_results"]["dmarc"], "pass");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unauthenticated_mail_is_quarantined_and_unknown_recipients_are_refused() {
+    let w = world("v=spf1 ip4:192.0.2.1 ~all").await;
+    // From c.test, a domain with no records at all: nothing to pass, nothing says reject.
+    let other = String::from_utf8(mail("q1@b.test", None, "hello"))
+        .unwrap()
+        .replace("carol@b.test", "dave@c.test")
+        .into_bytes();
+    assert_eq!(
+        send(w.smtp, &format!("alice@{DOMAIN}"), &other).await,
+        RecipientOutcome::Delivered
+    );
+    let (_, id) = stored(&w, "q1@b.test").unwrap();
+    let env = envelope(&w, &id).await;
+    assert_eq!(env["labels"], json!(["sys.quarantine"]), "§21.5");
+    assert_eq!(
+        env["meta"]["bridge"]["structured_trust"]["auto_actuation_allowed"],
+        false
+    );
+    let nobody = send(w.smtp, &format!("nobody@{DOMAIN}"), &other).await;
+    assert!(
+        matches!(&nobody, RecipientOutcome::Failed(r) if r.starts_with("550 5.1.1")),
+        "{nobody:?}"
+    );
+    let relay = send(w.smtp, "someone@elsewhere.test", &other).await;
+    assert!(
+        matches!(&relay, RecipientOutcome::Failed(r) if r.starts_with("550 5.7.1")),
+        "no open relay: {relay:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_outbound_recipient_ends_in_bridge_delivery_failed() {
+    let w = world("v=spf1 ip4:127.0.0.1 -all").await;
+    let thread = w.node.thread_id();
+    let env = json!({
+        "loom": "1.1",
+        "id": w.node.envelope_id(),
+        "thread_id": thread,
+        "parent_id": null,
+        "type": "message",
+        "from": {"identity": w.alice.address, "display": "Alice", "key_id": w.alice.key_id, "type": "human"},
+        "to": [{"identity": "bridge://nobody@b.test", "role": "primary"}],
+        "created_at": w.node.now(),
+        "priority": "normal",
+        "content": {"human": {"text": "hello?", "format": "plaintext"}, "encrypted": false},
+        "attachments": [],
+    });
+    w.alice.send(&w.node, env).await.expect(201);
+    let report = w.node.node.service().bridge_tick().await.unwrap();
+    assert_eq!(report.failed, 1, "a 550 is permanent: {report:?}");
+    let rows = w.node.node.service().mail_outbox().unwrap();
+    assert_eq!(rows[0].state, "failed");
+    assert_eq!(rows[0].reason.as_deref(), Some("BRIDGE_DELIVERY_FAILED"));
+    let threads = w
+        .node
+        .get("/v1/threads", &w.alice.token)
+        .await
+        .expect(200)
+        .body;
+    assert!(
+        threads.to_string().contains("receipt.failed@v1") || {
+            let ids: Vec<String> = threads["threads"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|t| {
+                    t["thread_id"]
+                        .as_str()
+                        .or(t["id"].as_str())
+                        .map(str::to_string)
+                })
+                .collect();
+            let mut found = false;
+            for t in ids {
+                let e = w
+                    .node
+                    .get(&format!("/v1/threads/{t}/envelopes"), &w.alice.token)
+                    .await
+                    .body;
+                found |= e.to_string().contains("BRIDGE_DELIVERY_FAILED");
+            }
+            found
+        },
+        "the sender is told: {threads}"
+    );
+}
