@@ -64,6 +64,9 @@ pub enum Need {
     /// Level 2: the harness's fake federation peer, reachable by the target (profile
     /// `[federation]`; set up automatically for the embedded node).
     FederationPeer,
+    /// Level 3: the target's email bridge, with the harness's SMTP source and sink and its
+    /// DNS records (profile `[bridge]`; set up automatically for the embedded node).
+    MailBridge,
 }
 
 impl Need {

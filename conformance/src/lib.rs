@@ -21,6 +21,7 @@ pub mod ctx;
 pub mod finding;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+pub mod mail;
 pub mod outcome;
 pub mod peer;
 pub mod profile;

@@ -47,6 +47,9 @@ pub struct Profile {
     /// Level 2: how the target reaches the harness's fake federation peers
     /// ([`crate::peer::profile`]).
     pub federation: Option<crate::peer::profile::FederationSection>,
+    /// Level 3: where the target takes mail and where it relays mail to
+    /// ([`crate::mail::profile`]).
+    pub bridge: Option<crate::mail::profile::BridgeSection>,
 }
 
 /// `[target]`.

@@ -12,6 +12,9 @@ pub const LEVEL1_TOML: &str = include_str!("../requirements/level1.toml");
 /// The embedded Level 2 (federation, v1.1 §28.1) requirements file.
 pub const LEVEL2_TOML: &str = include_str!("../requirements/level2.toml");
 
+/// The embedded Level 3 (email bridge, v1.1 §28.1) requirements file.
+pub const LEVEL3_TOML: &str = include_str!("../requirements/level3.toml");
+
 /// One requirement of the inventory.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -98,17 +101,23 @@ pub fn level2() -> Result<Vec<Requirement>, String> {
     parse_level(LEVEL2_TOML, 2).map_err(|e| format!("requirements/level2.toml: {e}"))
 }
 
+/// The embedded Level 3 inventory (the email bridge).
+pub fn level3() -> Result<Vec<Requirement>, String> {
+    parse_level(LEVEL3_TOML, 3).map_err(|e| format!("requirements/level3.toml: {e}"))
+}
+
 /// Every embedded inventory, Level 1 first; an ID listed in two levels is an error.
 pub fn all() -> Result<Vec<Requirement>, String> {
     let mut reqs = level1()?;
-    let ids: BTreeSet<String> = reqs.iter().map(|r| r.id.clone()).collect();
-    for r in level2()? {
-        if ids.contains(&r.id) {
+    let mut ids: BTreeMap<String, u8> = reqs.iter().map(|r| (r.id.clone(), 1)).collect();
+    for r in level2()?.into_iter().chain(level3()?) {
+        if let Some(other) = ids.get(&r.id) {
             return Err(format!(
-                "requirement {} is listed in level1.toml and level2.toml",
-                r.id
+                "requirement {} is listed in level{other}.toml and level{}.toml",
+                r.id, r.level
             ));
         }
+        ids.insert(r.id.clone(), r.level);
         reqs.push(r);
     }
     Ok(reqs)
@@ -436,8 +445,12 @@ mod tests {
         let l2 = level2().expect("level2.toml parses");
         assert_eq!(l2.len(), 49);
         assert!(l2.iter().all(|r| r.level == 2));
-        let all = all().expect("both files load without overlapping IDs");
-        assert_eq!(all.len(), level1().expect("level1").len() + l2.len());
+        let all = all().expect("the files load without overlapping IDs");
+        let l3 = level3().expect("level3.toml parses");
+        assert_eq!(
+            all.len(),
+            level1().expect("level1").len() + l2.len() + l3.len()
+        );
         assert!(all.iter().any(|r| r.id == "R-15.3-08" && r.level == 2));
     }
 
@@ -462,6 +475,27 @@ mod tests {
         );
         let m = Matrix::build(&level2().expect("level2"), &cases);
         assert!(m.uncovered().is_empty());
+    }
+
+    /// Issue 32 "every Level 3 requirement covered or marked not-testable with a reason".
+    #[test]
+    fn every_testable_level3_requirement_has_a_case() {
+        let cases = crate::catalogue::all();
+        let covered: BTreeSet<&str> = cases
+            .iter()
+            .flat_map(|c| c.covers.iter().copied())
+            .collect();
+        let l3 = level3().expect("level3.toml parses");
+        assert!(l3.iter().all(|r| r.level == 3));
+        let missing: Vec<String> = l3
+            .into_iter()
+            .filter(|r| r.testable && !covered.contains(r.id.as_str()))
+            .map(|r| format!("{} ({} {})", r.id, r.strength, r.section))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "testable Level 3 requirements without a case: {missing:?}"
+        );
     }
 
     #[test]

@@ -97,6 +97,11 @@ fn not_applicable(case: &Case, target: &TargetInfo) -> Option<Finding> {
                         .into(),
                 ));
             }
+            Need::MailBridge if target.mail.is_none() => {
+                return Some(Finding::Unsupported(
+                    "no email bridge is set up for this target: give the profile a [bridge] section (smtp, sink_listen, harness_ip; README, Level 3)".into(),
+                ));
+            }
             Need::FederationPeer if target.federation.is_none() => {
                 return Some(Finding::Unsupported(
                     "no fake federation peer is set up for this target: give the profile a [federation] section (harness_address, learn_peer; README, Level 2)".into(),

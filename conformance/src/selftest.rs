@@ -218,6 +218,9 @@ async fn run_against(
     let fed = crate::peer::Federation::embedded(&mut config, cfg.seed, clock.clone())
         .await
         .map_err(|e| SetupError(format!("the fake federation peers: {e}")))?;
+    let mail = crate::mail::MailWorld::embedded(&mut config)
+        .await
+        .map_err(|e| SetupError(format!("the harness's mail world: {e}")))?;
     let node = start_embedded(
         crate::target::quirk_rules(quirks),
         clock.clone(),
@@ -228,6 +231,8 @@ async fn run_against(
     .await?;
     let mut info = probe_embedded(&node).await?;
     info.federation = Some(fed);
+    mail.learn(&info, node.smtp, None);
+    info.mail = Some(mail);
     let info = Arc::new(info);
     Ok(run_all(cases, info, cfg, clock, &|_| {}).await)
 }
@@ -279,7 +284,9 @@ async fn refuse_all_runs(
         let cfg = cfg.clone();
         let clock = clock.clone();
         async move {
-            let (node, info) = crate::variants::start(&r.variant, clock.clone(), cfg.seed).await?;
+            let (node, info) =
+                crate::variants::start_configured(&r.variant, clock.clone(), cfg.seed, r.config)
+                    .await?;
             let results = run_all(&area, Arc::new(info), &cfg, clock, &|_| {}).await;
             drop(node);
             Ok(RefuseAllRun {

@@ -42,6 +42,9 @@ pub struct TargetInfo {
     /// Level 2: the fake federation peers and how the target federates with them (`None`:
     /// the federation cases are `unsupported`).
     pub federation: Option<Arc<crate::peer::Federation>>,
+    /// Level 3: the harness's mail world and the target's bridge (`None`: the bridge cases
+    /// are `unsupported`).
+    pub mail: Option<Arc<crate::mail::MailWorld>>,
     /// Readings of open spec choices detected on the target during the run.
     pub readings: Arc<crate::readings::Readings>,
 }
@@ -230,6 +233,7 @@ async fn probe_with(
                     pool,
                     embedded,
                     federation: None,
+                    mail: None,
                     readings: Arc::default(),
                 });
             }
@@ -385,6 +389,8 @@ pub struct Embedded {
     pub url: String,
     /// The trust anchor for the node's self-signed certificate (https only).
     pub trust: Option<Trust>,
+    /// Its email bridge's SMTP address, when its configuration has `[bridge]`.
+    pub smtp: Option<std::net::SocketAddr>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
@@ -471,8 +477,12 @@ pub async fn start_embedded_wrapped(
         let worker = tokio::spawn(loom_node::service::outbox::run_worker(
             node.service().clone(),
         ));
+        let mail = tokio::spawn(loom_node::service::bridge::outbound::run_worker(
+            node.service().clone(),
+        ));
         let _ = loom_node::net::serve(listener, wrap(node.router()), tls, stopped).await;
         worker.abort();
+        mail.abort();
     }))
 }
 
@@ -480,6 +490,8 @@ pub async fn start_embedded_wrapped(
 struct Prepared {
     node: loom_node::Node,
     listener: tokio::net::TcpListener,
+    /// The bridge's SMTP listener (Level 3), when configured.
+    smtp: Option<tokio::net::TcpListener>,
     tls: Option<tokio_rustls::TlsAcceptor>,
     trust: Option<Trust>,
 }
@@ -504,13 +516,26 @@ impl Prepared {
             .local_addr()
             .map_or_else(|_| "127.0.0.1:0".to_owned(), |a| a.to_string());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (stop_smtp, smtp_stopped) = tokio::sync::oneshot::channel::<()>();
         let stopped = Box::pin(async move {
             let _ = stopped.await;
+            let _ = stop_smtp.send(());
         });
+        let smtp = self.smtp.as_ref().and_then(|l| l.local_addr().ok());
+        if let Some(listener) = self.smtp {
+            let (node, tls) = (self.node.clone(), self.tls.clone());
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = node.serve_smtp(listener, tls) => {}
+                    _ = smtp_stopped => {}
+                }
+            });
+        }
         tokio::spawn(serve(self.node, self.listener, self.tls, stopped));
         Embedded {
             url: format!("{scheme}://{addr}"),
             trust: self.trust,
+            smtp,
             stop: Some(stop),
         }
     }
@@ -548,6 +573,19 @@ async fn prepare(
         ),
         None => None,
     };
+    // The bridge's SMTP port is bound first, so the node advertises the real address.
+    let smtp = match &mut config.bridge {
+        Some(b) => {
+            let l = tokio::net::TcpListener::bind(b.listen)
+                .await
+                .map_err(|e| SetupError(format!("cannot bind the bridge's SMTP port: {e}")))?;
+            if let Ok(a) = l.local_addr() {
+                b.listen = a;
+            }
+            Some(l)
+        }
+        None => None,
+    };
     let env = loom_node::Env::new(clock, seed);
     let node = loom_node::Node::builder(config, env)
         .rules(rules)
@@ -559,6 +597,7 @@ async fn prepare(
     Ok(Prepared {
         node,
         listener,
+        smtp,
         tls: tls.map(|t| t.acceptor),
         trust,
     })

@@ -56,6 +56,8 @@ fn probe(name: &str) -> (&'static str, &'static str, Value, u16, &'static str) {
             403,
             "CAPABILITY_DENIED",
         ),
+        // Checked over SMTP below; on the HTTP side the node document is the probe.
+        "refuse-all-mail" => ("GET", "/.well-known/loom.json", Value::Null, 200, ""),
         other => panic!("no probe for the refuse-all mutant {other}: add one here"),
     }
 }
@@ -65,9 +67,29 @@ async fn each_mutant_refuses_its_area_and_nothing_else() {
     assert!(REFUSE_ALL.len() >= 7);
     for r in REFUSE_ALL {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let (node, _) = loom_conformance::variants::start(&r.variant, clock, 5)
-            .await
-            .expect("the mutant starts");
+        let (node, info) =
+            loom_conformance::variants::start_configured(&r.variant, clock, 5, r.config)
+                .await
+                .expect("the mutant starts");
+        if r.variant.name == "refuse-all-mail" {
+            let world = info.mail.as_ref().expect("a mail world");
+            let smtp = world.smtp().expect("the bridge's SMTP address");
+            // Its EHLO announces a one-byte SIZE: no message fits (RFC 1870).
+            let stream = tokio::net::TcpStream::connect(smtp).await.expect("connect");
+            let mut io = tokio::io::BufReader::new(stream);
+            let step = std::time::Duration::from_secs(10);
+            let _greeting = loom_bridge::smtp::client::read_reply(&mut io, step)
+                .await
+                .expect("greeting");
+            tokio::io::AsyncWriteExt::write_all(io.get_mut(), b"EHLO probe.test\r\n")
+                .await
+                .expect("EHLO");
+            let ehlo = loom_bridge::smtp::client::read_reply(&mut io, step)
+                .await
+                .expect("EHLO reply");
+            let refused = ehlo.lines.iter().any(|l| l.trim() == "SIZE 1");
+            assert!(refused, "refuse-all-mail: SIZE 1 announced: {ehlo:?}");
+        }
         let mut c = Client::tcp(&node.url).expect("client");
         let (method, path, body, status, code) = probe(r.variant.name);
         let bytes = (!body.is_null()).then(|| serde_json::to_vec(&body).expect("json"));

@@ -1,5 +1,5 @@
 //! Every quoted spec sentence is in the repository's copy of the specs (issue 18, item 6):
-//! each `quote` of `requirements/level1.toml` and `level2.toml` and each legal variant's
+//! each `quote` of `requirements/level1.toml`, `level2.toml` and `level3.toml` and each legal variant's
 //! sentence appears verbatim in `docs/specs/` (or, for the project's own conventions cited as
 //! "DESIGN.md §N", in `docs/DESIGN.md`), after the normalisation the requirements file
 //! describes: `**` emphasis dropped, whitespace runs collapsed, fragments of one passage
@@ -103,6 +103,12 @@ fn requirement_quotes(file: &str) -> Vec<(String, String, String)> {
 fn level1_quotes_are_verbatim_in_docs_specs() {
     let n = check("level1.toml", requirement_quotes("level1.toml"));
     assert!(n > 200, "{n} quotes: the file lost its quotes");
+}
+
+#[test]
+fn level3_quotes_are_verbatim_in_docs_specs() {
+    let n = check("level3.toml", requirement_quotes("level3.toml"));
+    assert!(n > 25, "{n} quotes: the file lost its quotes");
 }
 
 #[test]

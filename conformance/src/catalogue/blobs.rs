@@ -8,15 +8,15 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::json;
 
-const PART1: &[u8] = b"LOOM conformance blob, part one. ";
-const PART2: &[u8] = b"Part two ends it.";
+pub(super) const PART1: &[u8] = b"LOOM conformance blob, part one. ";
+pub(super) const PART2: &[u8] = b"Part two ends it.";
 
 /// `owner` uploads a two-part blob bound to `thread`; returns its id. Every step is setup for
 /// the download cases: a node whose upload works otherwise makes them an `error` naming the
 /// step, not a failure. §16.7 leaves the part encoding open: a part goes as raw bytes
 /// (`application/octet-stream`), and when the node refuses that (400 or 415) as JSON
 /// `{"data_base64": …}` (standard base64, also under `data` and `content_base64`).
-async fn upload(cx: &mut Ctx, owner: &Ident, thread: &str) -> Result<String, Finding> {
+pub(super) async fn upload(cx: &mut Ctx, owner: &Ident, thread: &str) -> Result<String, Finding> {
     let size = PART1.len() + PART2.len();
     let req = json!({
         "filename": "conformance.txt",

@@ -44,6 +44,7 @@ mod api;
 mod audience;
 mod auth;
 mod blobs;
+mod bridge;
 mod capabilities;
 mod compliance;
 mod delegation;
@@ -80,7 +81,7 @@ pub const RETIRED: &[&str] = &[
 
 /// Every case, in catalogue order (area by area).
 pub fn all() -> Vec<&'static Case> {
-    let areas: [&'static [Case]; 30] = [
+    let areas: [&'static [Case]; 31] = [
         discovery::CASES,
         envelopes::CASES,
         signatures::CASES,
@@ -111,6 +112,7 @@ pub fn all() -> Vec<&'static Case> {
         federation::INBOUND,
         federation::ENFORCE,
         federation::OUTBOUND,
+        bridge::CASES,
     ];
     areas.iter().flat_map(|a| a.iter()).collect()
 }

@@ -194,6 +194,14 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
                         return ExitCode::from(3);
                     }
                 };
+            // Level 3: the harness's SMTP sink and DNS records, configured into the node.
+            let mail = match crate::mail::MailWorld::embedded(&mut config).await {
+                Ok(m) => m,
+                Err(e) => {
+                    eprintln!("error: the harness's mail world: {e}");
+                    return ExitCode::from(3);
+                }
+            };
             match target::start_embedded(
                 target::spec_rules(),
                 clock.clone(),
@@ -203,7 +211,7 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
             )
             .await
             {
-                Ok(e) => Some((e, fed)),
+                Ok(e) => Some((e, fed, mail)),
                 Err(e) => {
                     eprintln!("error: {e}");
                     return ExitCode::from(3);
@@ -222,6 +230,22 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
         }
         _ => None,
     };
+    let external_mail = match (&embedded, &profile.bridge) {
+        (None, Some(section)) => match crate::mail::MailWorld::external(section).await {
+            Ok(m) => {
+                eprintln!(
+                    "Level 3: the target must see these DNS records (its resolver or preload list) and relay to the harness's sink at {}:",
+                    m.sink_addr
+                );
+                for r in m.records() {
+                    eprintln!("  {} {} \"{}\"", r.name, r.kind, r.value);
+                }
+                Some(m)
+            }
+            Err(e) => return usage(e),
+        },
+        _ => None,
+    };
     let waiting = |m: &str| {
         eprintln!(
             "{}",
@@ -230,7 +254,7 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
     };
     let probed = match (&target_url, &embedded) {
         (Some(url), _) => target::probe_reporting(url, &profile, false, &waiting).await,
-        (None, Some((e, _))) => target::probe_embedded_with(e, &profile).await,
+        (None, Some((e, _, _))) => target::probe_embedded_with(e, &profile).await,
         (None, None) => unreachable!("the embedded node was started above"),
     };
     let mut info = match probed {
@@ -243,8 +267,17 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
     // Level 2: the fake federation peers (DESIGN.md §5): the embedded node's, or the
     // profile's `[federation]` section for a target of the user's.
     info.federation = match &embedded {
-        Some((_, fed)) => Some(fed.clone()),
+        Some((_, fed, _)) => Some(fed.clone()),
         None => external_fed,
+    };
+    // Level 3: the harness's mail world, told the target's SMTP address, mail domain and
+    // DKIM records.
+    info.mail = match &embedded {
+        Some((e, _, mail)) => {
+            mail.learn(&info, e.smtp, None);
+            Some(mail.clone())
+        }
+        None => external_mail.inspect(|m| m.learn(&info, None, profile.bridge.as_ref())),
     };
     let info = Arc::new(info);
     let cfg = RunConfig {

@@ -85,12 +85,27 @@ pub async fn start(
     clock: Arc<dyn Clock>,
     seed: u64,
 ) -> Result<(Embedded, TargetInfo), SetupError> {
+    start_configured(variant, clock, seed, |_| {}).await
+}
+
+/// [`start`] with the node's configuration changed by `edit` last (a refuse-all mutant
+/// whose missing feature is not on the HTTP side).
+pub async fn start_configured(
+    variant: &'static Variant,
+    clock: Arc<dyn Clock>,
+    seed: u64,
+    edit: impl FnOnce(&mut loom_node::NodeConfig),
+) -> Result<(Embedded, TargetInfo), SetupError> {
     let profile = Profile::parse(variant.profile)
         .map_err(|e| SetupError(format!("variant {}: profile: {e}", variant.name)))?;
     let mut config = embedded_config();
     let fed = crate::peer::Federation::embedded(&mut config, seed, clock.clone())
         .await
         .map_err(|e| SetupError(format!("the fake federation peers: {e}")))?;
+    let mail = crate::mail::MailWorld::embedded(&mut config)
+        .await
+        .map_err(|e| SetupError(format!("the harness's mail world: {e}")))?;
+    edit(&mut config);
     let shim = Shim::new(variant, clock.clone(), fed.clone());
     // The shim runs before the node's routing (the node's router is the fallback of an
     // empty one), so a variant may rewrite a path as well as a body.
@@ -102,5 +117,7 @@ pub async fn start(
     .await?;
     let mut info = probe_embedded_with(&node, &profile).await?;
     info.federation = Some(fed);
+    mail.learn(&info, node.smtp, None);
+    info.mail = Some(mail);
     Ok((node, info))
 }

@@ -19,6 +19,23 @@ pub struct RefuseAll {
     pub variant: Variant,
     /// Case ID prefixes of the area: its negative cases must not pass under the mutant.
     pub areas: &'static [&'static str],
+    /// The node's configuration as the mutant runs it (most mutants change nothing there;
+    /// the mail mutant's missing feature is not on the HTTP side).
+    pub config: fn(&mut loom_node::NodeConfig),
+}
+
+/// Leaves the configuration as it is.
+fn keep(_: &mut loom_node::NodeConfig) {}
+
+/// A bridge that takes no mail: every message is over a 1-byte size limit (552 at DATA).
+fn refuse_all_mail(config: &mut loom_node::NodeConfig) {
+    if let Some(b) = &mut config.bridge {
+        b.max_message_bytes = 1;
+    }
+}
+
+async fn pass_through(_s: Arc<Shim>, req: Request, next: Next) -> Response {
+    next.run(req).await
 }
 
 macro_rules! handler {
@@ -155,6 +172,7 @@ pub static REFUSE_ALL: &[RefuseAll] = &[
             handler: handler!(capability_tokens),
         },
         areas: &["core.capability."],
+        config: keep,
     },
     RefuseAll {
         variant: Variant {
@@ -168,6 +186,7 @@ pub static REFUSE_ALL: &[RefuseAll] = &[
             handler: handler!(delegation_chains),
         },
         areas: &["core.delegation."],
+        config: keep,
     },
     RefuseAll {
         variant: Variant {
@@ -181,6 +200,7 @@ pub static REFUSE_ALL: &[RefuseAll] = &[
             handler: handler!(federation_deliveries),
         },
         areas: &["fed.inbound."],
+        config: keep,
     },
     RefuseAll {
         variant: Variant {
@@ -194,6 +214,7 @@ pub static REFUSE_ALL: &[RefuseAll] = &[
             handler: handler!(key_operations),
         },
         areas: &["core.identity.keys."],
+        config: keep,
     },
     RefuseAll {
         variant: Variant {
@@ -207,6 +228,7 @@ pub static REFUSE_ALL: &[RefuseAll] = &[
             handler: handler!(no_blob_routes),
         },
         areas: &["core.blobs."],
+        config: keep,
     },
     RefuseAll {
         variant: Variant {
@@ -220,6 +242,7 @@ pub static REFUSE_ALL: &[RefuseAll] = &[
             handler: handler!(empty_search),
         },
         areas: &["core.search."],
+        config: keep,
     },
     RefuseAll {
         variant: Variant {
@@ -233,5 +256,20 @@ pub static REFUSE_ALL: &[RefuseAll] = &[
             handler: handler!(thread_operations),
         },
         areas: &["core.ops."],
+        config: keep,
+    },
+    RefuseAll {
+        variant: Variant {
+            name: "refuse-all-mail",
+            section: "DESIGN.md §4",
+            quote: "",
+            reading: "A node whose email bridge takes no mail (v1.1 §21.2).",
+            choice: "Every message is refused at DATA (552: the bridge's size limit is one byte); the HTTP side is unchanged.",
+            departs: &[],
+            profile: "",
+            handler: handler!(pass_through),
+        },
+        areas: &["bridge."],
+        config: refuse_all_mail,
     },
 ];

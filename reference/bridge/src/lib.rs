@@ -13,8 +13,10 @@
 //! | [`auth`] | v1.1 §21.2; RFC 7208, 6376, 8463, 7489 | SPF, DKIM, DMARC → `meta.bridge.auth_results`, quarantine or refusal |
 //! | [`inbound`] | v1.1 §21.2, §20.2, §20.6, v1.0 §19.2 | mail → envelope drafts |
 //! | [`outbound`] | v1.1 §21.3, v1.0 §19.3 | envelope → MIME, DKIM-signed; Bcc as separate messages |
+//! | [`rules`] | v1.1 §21 | the steps above as a trait with the spec as default (quirks override one) |
 
 pub mod auth;
 pub mod inbound;
 pub mod outbound;
+pub mod rules;
 pub mod smtp;

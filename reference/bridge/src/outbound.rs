@@ -205,14 +205,50 @@ pub fn message_id_of(envelope_id: &str, domain: &str) -> String {
     format!("{envelope_id}@{domain}")
 }
 
-/// Renders `envelope` for its mail recipients.
-pub fn render(
+/// One outgoing message as data, before it becomes MIME: everything §21.3 decides (who it
+/// goes to, its headers, threading, bodies, attachments), so a step can be inspected or
+/// changed on its own ([`crate::rules::BridgeRules::draft`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MailDraft {
+    /// The envelope it renders.
+    pub envelope_id: String,
+    /// Its Message-ID (without angle brackets).
+    pub message_id: String,
+    /// Reverse path.
+    pub mail_from: String,
+    /// Forward paths of this SMTP transaction.
+    pub rcpt_to: Vec<String>,
+    /// `From:` display name and address.
+    pub from: (Option<String>, String),
+    /// `To:` (empty: `undisclosed-recipients:;`).
+    pub to: Vec<String>,
+    /// `Cc:`.
+    pub cc: Vec<String>,
+    /// `Subject:`.
+    pub subject: String,
+    /// `Date:` in Unix seconds (the envelope's `created_at`).
+    pub date: i64,
+    /// The `X-LOOM-*` headers (§21.3), in order.
+    pub loom_headers: Vec<(String, String)>,
+    /// `In-Reply-To` / `References`.
+    pub threading: Threading,
+    /// The text/plain body.
+    pub plain: String,
+    /// The text/html body (`None`: text only).
+    pub html: Option<String>,
+    /// MIME attachments.
+    pub attachments: Vec<AttachmentBytes>,
+}
+
+/// The drafts for `envelope`: one for its visible mail recipients, one per Bcc recipient
+/// (§21.3 "MUST send separate SMTP messages without revealing BCC").
+pub fn drafts(
     envelope: &Value,
     recipients: &[MailRecipient],
     threading: &Threading,
     attachments: &[AttachmentBytes],
-    settings: &OutboundSettings,
-) -> Result<Vec<Outgoing>, RenderError> {
+    domain: &str,
+) -> Result<Vec<MailDraft>, RenderError> {
     let str_at = |p: &str| envelope.pointer(p).and_then(Value::as_str);
     let id = str_at("/id").ok_or_else(|| RenderError("envelope has no id".into()))?;
     let thread = str_at("/thread_id").unwrap_or_default();
@@ -229,111 +265,170 @@ pub fn render(
         .and_then(|s| loom_protocol::Address::parse_wire(s).ok())
         .ok_or_else(|| RenderError("from.identity is not an address".into()))?;
     let display = str_at("/from/display").unwrap_or_default().to_string();
-    let from_email = format!("{}@{}", sender.local(), settings.domain);
-    let mail_from = format!("bounces+{id}@{}", settings.domain);
-
     let (plain, html_body) = bodies(text, format);
     let visible: Vec<&MailRecipient> = recipients.iter().filter(|r| r.role != "bcc").collect();
-    let to: Vec<String> = visible
-        .iter()
-        .filter(|r| r.role == "primary")
-        .map(|r| r.email.clone())
-        .collect();
-    let cc: Vec<String> = visible
-        .iter()
-        .filter(|r| r.role != "primary")
-        .map(|r| r.email.clone())
-        .collect();
-
-    let build = |message_id: &str, to: &[String], cc: &[String]| -> Result<Vec<u8>, RenderError> {
-        let mut b = MessageBuilder::new()
-            .from(MailAddress::new_address(
-                (!display.is_empty()).then(|| display.clone()),
-                from_email.clone(),
-            ))
-            .subject(subject.clone())
-            .date(created.unix_ms() / 1000)
-            .message_id(message_id.to_string())
-            .header("X-LOOM-Intent", Raw::new(header_safe(intent)))
-            .header("X-LOOM-Thread-ID", Raw::new(header_safe(thread)))
-            .header("X-LOOM-Envelope-ID", Raw::new(header_safe(id)));
-        b = if to.is_empty() {
-            b.header("To", Raw::new("undisclosed-recipients:;"))
-        } else {
-            b.to(to
-                .iter()
-                .map(|a| MailAddress::new_address(None::<String>, a.clone()))
-                .collect::<Vec<_>>())
-        };
-        if !cc.is_empty() {
-            b = b.cc(cc
-                .iter()
-                .map(|a| MailAddress::new_address(None::<String>, a.clone()))
-                .collect::<Vec<_>>());
-        }
-        if let Some(parent) = &threading.in_reply_to {
-            b = b.in_reply_to(parent.clone());
-        }
-        if !threading.references.is_empty() {
-            b = b.references(threading.references.clone());
-        }
-        let alternative = MimePart::new(
-            ContentType::new("multipart/alternative").attribute("boundary", format!("alt-{id}")),
-            vec![
-                MimePart::new(
-                    ContentType::new("text/plain").attribute("charset", "utf-8"),
-                    plain.clone(),
-                ),
-                MimePart::new(
-                    ContentType::new("text/html").attribute("charset", "utf-8"),
-                    html_body.clone(),
-                ),
-            ],
-        );
-        let body = if attachments.is_empty() {
-            alternative
-        } else {
-            let mut parts = vec![alternative];
-            for a in attachments {
-                parts.push(
-                    MimePart::new(ContentType::new(a.mime_type.clone()), a.bytes.clone())
-                        .attachment(a.filename.clone()),
-                );
-            }
-            MimePart::new(
-                ContentType::new("multipart/mixed").attribute("boundary", format!("mix-{id}")),
-                parts,
-            )
-        };
-        let raw = b
-            .body(body)
-            .write_to_vec()
-            .map_err(|e| RenderError(e.to_string()))?;
-        sign(raw, settings)
+    let emails = |keep: &dyn Fn(&MailRecipient) -> bool| -> Vec<String> {
+        visible
+            .iter()
+            .filter(|r| keep(r))
+            .map(|r| r.email.clone())
+            .collect()
     };
-
+    let draft = |message_id: String, rcpt_to: Vec<String>| MailDraft {
+        envelope_id: id.to_string(),
+        message_id,
+        mail_from: format!("bounces+{id}@{domain}"),
+        rcpt_to,
+        from: (
+            (!display.is_empty()).then(|| header_safe(&display)),
+            format!("{}@{domain}", sender.local()),
+        ),
+        to: emails(&|r| r.role == "primary"),
+        cc: emails(&|r| r.role != "primary"),
+        subject: header_safe(&subject),
+        date: created.unix_ms().div_euclid(1000),
+        loom_headers: vec![
+            ("X-LOOM-Intent".into(), header_safe(intent)),
+            ("X-LOOM-Thread-ID".into(), header_safe(thread)),
+            ("X-LOOM-Envelope-ID".into(), header_safe(id)),
+        ],
+        threading: threading.clone(),
+        plain: plain.clone(),
+        html: Some(html_body.clone()),
+        attachments: attachments.to_vec(),
+    };
     let mut out = Vec::new();
-    let mail_recipients: Vec<String> = visible.iter().map(|r| r.email.clone()).collect();
-    if !mail_recipients.is_empty() {
-        let message_id = message_id_of(id, &settings.domain);
-        out.push(Outgoing {
-            mail_from: mail_from.clone(),
-            rcpt_to: mail_recipients,
-            data: build(&message_id, &to, &cc)?,
-            message_id,
-        });
+    let visible_rcpts = emails(&|_| true);
+    if !visible_rcpts.is_empty() {
+        out.push(draft(message_id_of(id, domain), visible_rcpts));
     }
     for (n, r) in recipients.iter().filter(|r| r.role == "bcc").enumerate() {
-        // §21.3: a separate message whose headers name no Bcc recipient.
-        let message_id = format!("{id}.{}@{}", n + 1, settings.domain);
-        out.push(Outgoing {
-            mail_from: mail_from.clone(),
-            rcpt_to: vec![r.email.clone()],
-            data: build(&message_id, &to, &cc)?,
-            message_id,
-        });
+        out.push(draft(
+            format!("{id}.{}@{domain}", n + 1),
+            vec![r.email.clone()],
+        ));
     }
     Ok(out)
+}
+
+/// The MIME message of `d` (RFC 5322, CRLF, deterministic boundaries), unsigned.
+pub fn build(d: &MailDraft) -> Result<Vec<u8>, RenderError> {
+    let id = &d.envelope_id;
+    let mut b = MessageBuilder::new()
+        .from(MailAddress::new_address(d.from.0.clone(), d.from.1.clone()))
+        .subject(d.subject.clone())
+        .date(d.date)
+        .message_id(d.message_id.clone());
+    for (name, value) in &d.loom_headers {
+        b = b.header(name.clone(), Raw::new(value.clone()));
+    }
+    b = if d.to.is_empty() {
+        b.header("To", Raw::new("undisclosed-recipients:;"))
+    } else {
+        b.to(d
+            .to
+            .iter()
+            .map(|a| MailAddress::new_address(None::<String>, a.clone()))
+            .collect::<Vec<_>>())
+    };
+    if !d.cc.is_empty() {
+        b = b.cc(d
+            .cc
+            .iter()
+            .map(|a| MailAddress::new_address(None::<String>, a.clone()))
+            .collect::<Vec<_>>());
+    }
+    if let Some(parent) = &d.threading.in_reply_to {
+        b = b.in_reply_to(parent.clone());
+    }
+    if !d.threading.references.is_empty() {
+        b = b.references(d.threading.references.clone());
+    }
+    let plain = MimePart::new(
+        ContentType::new("text/plain").attribute("charset", "utf-8"),
+        d.plain.clone(),
+    );
+    let text = match &d.html {
+        Some(html) => MimePart::new(
+            ContentType::new("multipart/alternative").attribute("boundary", format!("alt-{id}")),
+            vec![
+                plain,
+                MimePart::new(
+                    ContentType::new("text/html").attribute("charset", "utf-8"),
+                    html.clone(),
+                ),
+            ],
+        ),
+        None => plain,
+    };
+    let body = if d.attachments.is_empty() {
+        text
+    } else {
+        let mut parts = vec![text];
+        for a in &d.attachments {
+            parts.push(
+                MimePart::new(ContentType::new(a.mime_type.clone()), a.bytes.clone())
+                    .attachment(a.filename.clone()),
+            );
+        }
+        MimePart::new(
+            ContentType::new("multipart/mixed").attribute("boundary", format!("mix-{id}")),
+            parts,
+        )
+    };
+    b.body(body)
+        .write_to_vec()
+        .map_err(|e| RenderError(e.to_string()))
+}
+
+/// Renders `envelope` for its mail recipients with the specification's steps: the
+/// [`drafts`], [`build`] and the DKIM signature.
+pub fn render(
+    envelope: &Value,
+    recipients: &[MailRecipient],
+    threading: &Threading,
+    attachments: &[AttachmentBytes],
+    settings: &OutboundSettings,
+) -> Result<Vec<Outgoing>, RenderError> {
+    drafts(
+        envelope,
+        recipients,
+        threading,
+        attachments,
+        &settings.domain,
+    )?
+    .into_iter()
+    .map(|d| {
+        Ok(Outgoing {
+            data: sign(build(&d)?, settings)?,
+            mail_from: d.mail_from,
+            rcpt_to: d.rcpt_to,
+            message_id: d.message_id,
+        })
+    })
+    .collect()
+}
+
+/// The `bridge://` recipients of an envelope that get mail, with their §20.2 roles: all of
+/// them, except that a bcc-copy (§20.6: an envelope naming a `bcc` recipient) goes to its
+/// Bcc recipients only — the visible recipients it lists got the visible envelope.
+pub fn mail_recipients(envelope: &Value) -> Vec<(loom_protocol::Address, String)> {
+    let listed: Vec<(loom_protocol::Address, String)> = envelope["to"]
+        .as_array()
+        .map(|to| {
+            to.iter()
+                .filter_map(|r| {
+                    let a = loom_protocol::Address::parse_wire(r["identity"].as_str()?).ok()?;
+                    Some((a, r["role"].as_str().unwrap_or("primary").to_string()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let copy = listed.iter().any(|(_, role)| role == "bcc");
+    listed
+        .into_iter()
+        .filter(|(a, role)| a.is_bridge() && (!copy || role == "bcc"))
+        .collect()
 }
 
 fn sign(raw: Vec<u8>, settings: &OutboundSettings) -> Result<Vec<u8>, RenderError> {

@@ -9,7 +9,7 @@
 //!   [`loom_protocol::accept::Rules`] with one step overridden per defect; sessions
 //!   (§14.2), registration (§6) and receiving deliveries (§15.3–§15.5):
 //!   [`NodeRules::session`], [`NodeRules::registration`] and [`NodeRules::inbound`], the
-//!   same shape;
+//!   same shape; the email bridge (§21): [`NodeRules::bridge`];
 //! - what a client or a peer sees on the wire (response shapes, HTTP framing, replays):
 //!   [`NodeRules::front`], a layer in front of the unchanged router;
 //! - TLS (§14.1): [`NodeRules::tls`]; start-up (§15.6, §16.1, §25.1):
@@ -55,6 +55,11 @@ pub trait NodeRules: Send + Sync + std::fmt::Debug {
     /// (v1.1 §15.2–§15.5, §23.1).
     fn inbound(&self) -> &dyn InboundRules {
         &SpecInbound
+    }
+
+    /// The email bridge's steps (v1.1 §21; loom-bridge's [`loom_bridge::rules::BridgeRules`]).
+    fn bridge(&self) -> &dyn loom_bridge::rules::BridgeRules {
+        &loom_bridge::rules::SpecBridge
     }
 
     /// The deviations of the service's other layers (none: [`Deviations::default`]).

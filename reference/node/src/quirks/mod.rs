@@ -14,6 +14,7 @@
 //! [`Quirk::ALL`] is derived from the list.
 
 mod admission;
+mod bridge;
 mod federation;
 mod front;
 mod registration;
@@ -248,6 +249,61 @@ quirks! {
     AcceptParentIdArray,
     /// Leave `meta.origin_event_seq` off locally created envelopes (v1.1 §11.6 SHOULD).
     OmitOriginEventSeq,
+    /// Record `dkim=pass` for every DKIM signature without verifying it (v1.1 §21.2 "Verify
+    /// SPF/DKIM/DMARC; store results in `meta.bridge.auth_results`").
+    BridgeSkipDkim,
+    /// Record `spf=pass` without evaluating SPF (v1.1 §21.2 "Verify SPF/DKIM/DMARC").
+    BridgeSkipSpf,
+    /// Record `dmarc=none` without evaluating the From domain's DMARC policy, and deliver
+    /// (v1.1 §21.2 "Verify SPF/DKIM/DMARC").
+    BridgeSkipDmarc,
+    /// Store bridged envelopes with empty `meta.bridge.original_headers` (v1.1 §21.2
+    /// "`meta.bridge.original_headers` preserved").
+    BridgeDropOriginalHeaders,
+    /// Leave `meta.bridge.original_message_id` off bridged envelopes (v1.0 §19.2
+    /// "`meta.bridge.original_message_id`: email Message-ID for threading").
+    BridgeNoOriginalMessageId,
+    /// Deliver unauthenticated mail from unknown senders without the `sys.quarantine` label
+    /// (v1.1 §21.5 SHOULD "label inbound bridged mail from unknown senders as
+    /// `sys.quarantine`").
+    BridgeNoQuarantine,
+    /// Leave `meta.bridge.source` off bridged envelopes (v1.1 §21.2
+    /// "`meta.bridge.source="email"`").
+    BridgeNoSource,
+    /// Mark bridged `structured_trust` authoritative and auto-actuating (v1.1 §21.2
+    /// "`authoritative=false`", loom-core-1 "Bridged sender envelopes are non-actuating by
+    /// default").
+    BridgeTrustedByDefault,
+    /// Mark extracted `content.structured` authoritative and not extracted (v1.1 §21.2
+    /// "`extracted=true`", "`authoritative=false`").
+    BridgeAuthoritativeExtraction,
+    /// Leave `content.human` off bridged envelopes (v1.1 §21.2 "`content.human`: body
+    /// converted to markdown where possible").
+    BridgeDropHumanText,
+    /// Start a new thread for every mail, ignoring In-Reply-To and References (v1.1 §21.2
+    /// "map Message-ID / References / In-Reply-To to thread_id/parent_id").
+    BridgeIgnoreReplyHeaders,
+    /// Send mail without the `X-LOOM-*` headers (v1.1 §21.3 "Include headers").
+    BridgeOmitLoomHeaders,
+    /// Send mail with a text/plain body only (v1.1 §21.3 "Render `content.human` to HTML +
+    /// plaintext").
+    BridgeTextOnly,
+    /// Send replies without In-Reply-To and References (v1.1 §21.3 "Preserve threading via
+    /// In-Reply-To/References mapped from parent/thread ids").
+    BridgeNoReplyHeaders,
+    /// Send mail without the envelope's attachments (v1.1 §21.3 "Attach blobs as MIME
+    /// attachments").
+    BridgeDropAttachments,
+    /// Send mail without a DKIM signature (v1.1 §21.3 "DKIM-sign and align SPF/DMARC for
+    /// bridge domain").
+    BridgeUnsignedMail,
+    /// Mail a bcc-copy to every bridged recipient it lists, so the visible recipients learn
+    /// of the Bcc (v1.1 §21.3 "If sending BCC, MUST send separate SMTP messages without
+    /// revealing BCC", §20.6).
+    BridgeCopyToAll,
+    /// Tell the sender nothing when outbound mail fails for good (v1.1 §20.8 receipts
+    /// "failed (DSN-like)", §24.2 `BRIDGE_DELIVERY_FAILED`, §24.3).
+    BridgeNoFailureReceipt,
     /// Accept federation deliveries without LOOM-HTTP-SIG-1: missing or wrong headers, keys and signatures are not checked (v1.1 §15.3, §15.4 "verify request signature").
     AcceptUnsignedDelivery,
     /// Neither check nor record delivery nonces, so a replayed request is accepted (v1.1 §15.3 "nonce replay prevented (cache 15 min)", §23.2).
@@ -452,6 +508,10 @@ impl NodeRules for QuirkNode {
     }
 
     fn inbound(&self) -> &dyn InboundRules {
+        &self.local
+    }
+
+    fn bridge(&self) -> &dyn loom_bridge::rules::BridgeRules {
         &self.local
     }
 

@@ -110,7 +110,8 @@ impl Service {
         let Some(b) = &self.bridge else {
             return verdict(554, [5, 3, 0], "this node runs no email bridge");
         };
-        let auth = b
+        let rules = self.rules.bridge();
+        let computed = b
             .verifier
             .verify(
                 &tx.data,
@@ -121,7 +122,8 @@ impl Service {
                 },
             )
             .await;
-        let disposition = auth.disposition(&b.config.policy);
+        let auth = rules.recorded_auth(computed);
+        let disposition = rules.disposition(&auth, &b.config.policy);
         if let Disposition::Refuse(why) = &disposition {
             let _ = self.bridge_audit(
                 &format!("bridge://{}", tx.mail_from.to_ascii_lowercase()),
@@ -170,13 +172,16 @@ impl Service {
             auto_actuation: b.config.auto_actuation,
             ..InboundSettings::new(b.key_id.clone())
         };
+        let rules = self.rules.bridge();
         let map = |index: &dyn MessageIndex| {
             map_message(received, auth, disposition, index, &settings, &mut || {
                 self.env.ids().ulid().to_string()
             })
+            .map(|m| rules.mapped(m))
             .map_err(|e| verdict(554, [5, 6, 0], e.to_string()))
         };
-        let mapped = map(&StoreIndex(self))?;
+        let known = StoreIndex(self);
+        let mapped = map(rules.message_index(&known))?;
         let sender = mapped.sender.to_string();
         if let Some(mid) = &mapped.message_id
             && let Ok(Some(env)) = bridge_store::received(&self.store.read(), mid, &sender)

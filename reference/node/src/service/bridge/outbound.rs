@@ -8,14 +8,14 @@ use crate::service::Service;
 use crate::store::federation::{self as queue_store, NewOutboxItem, OutboxItem, Queue};
 use crate::store::{blobs, bridge as bridge_store, envelopes};
 use loom_bridge::outbound::{
-    AttachmentBytes, MailRecipient, OutboundSettings, Outgoing, Threading, message_id_of, render,
+    AttachmentBytes, MailRecipient, Outgoing, Threading, build, drafts, message_id_of,
 };
 use loom_bridge::smtp::client::{self, RecipientOutcome, SendError};
 use loom_protocol::accept::Acceptance;
 use loom_protocol::id::{BlobId, EnvelopeId};
 use loom_protocol::{Address, ErrorCode, Timestamp};
 use rusqlite::Connection;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,22 +37,6 @@ pub struct MailReport {
     pub failed: usize,
 }
 
-/// The `bridge://` recipients of an envelope with their §20.2 roles.
-fn mail_recipients(envelope: &Value) -> Vec<(Address, String)> {
-    envelope["to"]
-        .as_array()
-        .map(|to| {
-            to.iter()
-                .filter_map(|r| {
-                    let a = Address::parse_wire(r["identity"].as_str()?).ok()?;
-                    a.is_bridge()
-                        .then(|| (a, r["role"].as_str().unwrap_or("primary").to_string()))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// `bridge://carol@b.test` → `carol@b.test`.
 fn email_of(a: &Address) -> String {
     format!("{}@{}", a.local(), a.domain())
@@ -65,7 +49,7 @@ impl Service {
         let Some(b) = &self.bridge else {
             return Ok(());
         };
-        let recipients = mail_recipients(&a.envelope);
+        let recipients = self.rules.bridge().mail_recipients(&a.envelope);
         if recipients.is_empty() {
             return Ok(());
         }
@@ -205,7 +189,9 @@ impl Service {
                     .collect()
             })
             .unwrap_or_default();
-        let role = mail_recipients(&envelope)
+        let rules = self.rules.bridge();
+        let role = rules
+            .mail_recipients(&envelope)
             .into_iter()
             .find(|(a, _)| a == recipient)
             .map(|(_, r)| r)
@@ -249,24 +235,26 @@ impl Service {
                 bytes: blobs::content(&conn, &id)?,
             });
         }
-        let settings = OutboundSettings {
-            domain: b.domain.clone(),
-            dkim: None,
-        };
-        let rendered = render(&envelope, &recipients, &threading, &attachments, &settings)
+        let drafts = drafts(&envelope, &recipients, &threading, &attachments, &b.domain)
             .map_err(|e| ApiError::internal(e.to_string()))?;
-        let Some(mut m) = rendered
+        let Some(draft) = drafts
             .into_iter()
-            .find(|m| m.rcpt_to.iter().any(|r| r.eq_ignore_ascii_case(&email)))
+            .find(|d| d.rcpt_to.iter().any(|r| r.eq_ignore_ascii_case(&email)))
         else {
             return Ok(None);
         };
-        m.rcpt_to = vec![email];
-        m.data = b
-            .dkim
-            .sign(m.data)
+        let mut draft = rules.draft(draft);
+        draft.rcpt_to = vec![email];
+        let raw = build(&draft).map_err(|e| ApiError::internal(e.to_string()))?;
+        let data = rules
+            .sign(&b.dkim, raw)
             .map_err(|e| ApiError::internal(e.to_string()))?;
-        Ok(Some(m))
+        Ok(Some(Outgoing {
+            mail_from: draft.mail_from,
+            rcpt_to: draft.rcpt_to,
+            data,
+            message_id: draft.message_id,
+        }))
     }
 
     /// One SMTP transaction to the smarthost or the recipient domain's MX.
@@ -375,10 +363,12 @@ impl Service {
         }
         report.failed += 1;
         tracing::info!(target: "loom::bridge", envelope = %item.envelope_id, %why, "outbound mail failed");
+        let Some(code) = self.rules.bridge().failure_code() else {
+            return Ok(());
+        };
         for r in &item.recipients {
             if let Ok(recipient) = Address::parse_wire(r) {
-                self.failure_receipt(item, &recipient, ErrorCode::BridgeDeliveryFailed)
-                    .await?;
+                self.failure_receipt(item, &recipient, code).await?;
             }
         }
         Ok(())
