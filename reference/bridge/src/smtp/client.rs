@@ -111,20 +111,74 @@ pub async fn send<S: AsyncRead + AsyncWrite + Unpin>(
     if !greeting.is_positive() {
         return Err(SendError::Refused(greeting));
     }
-    let ehlo = command(&mut io, &format!("EHLO {}", message.helo), step).await?;
-    let extensions: Vec<String> = if ehlo.is_positive() {
-        ehlo.lines
+    let extensions = hello(&mut io, message.helo, step).await?;
+    transact(io, &extensions, message, step).await
+}
+
+/// [`send`] over TLS (RFC 3207): STARTTLS after EHLO, the handshake with `connector` for
+/// `name`, EHLO again, then the transaction. A server that does not offer STARTTLS is a
+/// [`SendError::Protocol`] (this is for a peer that must encrypt).
+pub async fn send_starttls<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: S,
+    message: &Envelope<'_>,
+    step: Duration,
+    connector: &tokio_rustls::TlsConnector,
+    name: rustls::pki_types::ServerName<'static>,
+) -> Result<Vec<(String, RecipientOutcome)>, SendError> {
+    let mut io = BufReader::new(stream);
+    let greeting = read_reply(&mut io, step).await?;
+    if !greeting.is_positive() {
+        return Err(SendError::Refused(greeting));
+    }
+    let extensions = hello(&mut io, message.helo, step).await?;
+    if !extensions.iter().any(|e| e == "STARTTLS") {
+        return Err(SendError::Protocol(
+            "the server does not offer STARTTLS".into(),
+        ));
+    }
+    let r = command(&mut io, "STARTTLS", step).await?;
+    if r.code != 220 {
+        return Err(SendError::Refused(r));
+    }
+    // RFC 3207 §4.2: nothing the server sent before the handshake is kept.
+    let plain = io.into_inner();
+    let tls = timeout(step, connector.connect(name, plain))
+        .await
+        .map_err(|_| io::Error::from(io::ErrorKind::TimedOut))??;
+    let mut io = BufReader::new(tls);
+    let extensions = hello(&mut io, message.helo, step).await?;
+    transact(io, &extensions, message, step).await
+}
+
+/// EHLO (falling back to HELO); the extensions offered, upper-case.
+async fn hello<S: AsyncRead + AsyncWrite + Unpin>(
+    io: &mut BufReader<S>,
+    helo: &str,
+    step: Duration,
+) -> Result<Vec<String>, SendError> {
+    let ehlo = command(io, &format!("EHLO {helo}"), step).await?;
+    if ehlo.is_positive() {
+        return Ok(ehlo
+            .lines
             .iter()
             .skip(1)
             .map(|l| l.to_ascii_uppercase())
-            .collect()
-    } else {
-        let helo = command(&mut io, &format!("HELO {}", message.helo), step).await?;
-        if !helo.is_positive() {
-            return Err(SendError::Refused(helo));
-        }
-        Vec::new()
-    };
+            .collect());
+    }
+    let helo = command(io, &format!("HELO {helo}"), step).await?;
+    if !helo.is_positive() {
+        return Err(SendError::Refused(helo));
+    }
+    Ok(Vec::new())
+}
+
+/// MAIL, RCPT, DATA and QUIT after the greeting.
+async fn transact<S: AsyncRead + AsyncWrite + Unpin>(
+    mut io: BufReader<S>,
+    extensions: &[String],
+    message: &Envelope<'_>,
+    step: Duration,
+) -> Result<Vec<(String, RecipientOutcome)>, SendError> {
     let has = |ext: &str| extensions.iter().any(|e| e.split(' ').next() == Some(ext));
     let mut mail = format!("MAIL FROM:<{}>", message.mail_from);
     if has("SIZE") {

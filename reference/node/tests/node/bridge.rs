@@ -416,3 +416,168 @@ async fn a_refused_outbound_recipient_ends_in_bridge_delivery_failed() {
         "the sender is told: {threads}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starttls_carries_the_mail_and_require_tls_refuses_it_in_the_clear() {
+    let tls = loom_node::tls::server_tls_with(
+        &loom_node::config::TlsSettings::SelfSigned,
+        DOMAIN,
+        &loom_node::rules::Spec,
+    )
+    .unwrap();
+    let dkim = outside_dkim();
+    let records = vec![
+        txt("b.test", "v=spf1 ip4:127.0.0.1 -all"),
+        txt(&dkim.dns_name(), dkim.dns_record()),
+        txt("_dmarc.b.test", "v=DMARC1; p=reject"),
+    ];
+    let node = TestNode::with(|c| {
+        let mut b = BridgeConfig::new("127.0.0.1:0".parse().unwrap());
+        b.require_tls = true;
+        b.dns_records = records;
+        c.bridge = Some(b);
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let smtp = listener.local_addr().unwrap();
+    let n = node.node.clone();
+    let acceptor = tls.acceptor.clone();
+    tokio::spawn(async move { n.serve_smtp(listener, Some(acceptor)).await });
+    node.register("alice", "human", 1).await;
+    let rcpts = vec![format!("alice@{DOMAIN}")];
+    let signed = outside_dkim()
+        .sign(mail("tls1@b.test", None, "Over TLS."))
+        .unwrap();
+    let message = client::Envelope {
+        helo: "mx.b.test",
+        mail_from: "carol@b.test",
+        rcpt_to: &rcpts,
+        data: &signed,
+    };
+
+    // In the clear: MAIL FROM is refused (RFC 3207 §4 530 5.7.0).
+    let plain = tokio::net::TcpStream::connect(smtp).await.unwrap();
+    let refused = client::send(plain, &message, Duration::from_secs(10)).await;
+    assert!(
+        matches!(&refused, Err(client::SendError::Refused(r)) if r.code == 530),
+        "{refused:?}"
+    );
+
+    // Over STARTTLS (TLS 1.2+, the node's certificate): delivered.
+    let mut roots = rustls::RootCertStore::empty();
+    for c in tls.cert_chain.clone() {
+        roots.add(c).unwrap();
+    }
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(
+        rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth(),
+    ));
+    let stream = tokio::net::TcpStream::connect(smtp).await.unwrap();
+    let out = client::send_starttls(
+        stream,
+        &message,
+        Duration::from_secs(10),
+        &connector,
+        rustls::pki_types::ServerName::try_from(DOMAIN)
+            .unwrap()
+            .to_owned(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out[0].1, RecipientOutcome::Delivered);
+    assert!(
+        loom_node::store::bridge::find(&node.node.service().store.read(), "tls1@b.test")
+            .unwrap()
+            .is_some()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deferring_smarthost_is_retried_with_backoff_until_the_attempts_run_out() {
+    // A smarthost that answers 451 to every recipient (RFC 5321 §4.2.1 transient).
+    struct Deferring;
+    impl Recipients for Deferring {
+        fn check(&self, _: &str) -> RecipientVerdict {
+            RecipientVerdict::Accept
+        }
+    }
+    impl Handler for Deferring {
+        fn deliver(
+            &self,
+            _: SocketAddr,
+            _: Transaction,
+        ) -> Pin<Box<dyn std::future::Future<Output = Verdict> + Send + '_>> {
+            Box::pin(async {
+                Verdict {
+                    code: 451,
+                    status: [4, 3, 0],
+                    text: "try later".into(),
+                }
+            })
+        }
+    }
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let host = l.local_addr().unwrap();
+    tokio::spawn(serve_tcp(l, smtp_config(), None, Arc::new(Deferring)));
+    let node = TestNode::with(|c| {
+        let mut b = BridgeConfig::new("127.0.0.1:0".parse().unwrap());
+        b.smarthost = Some(host.to_string());
+        b.max_attempts = 3;
+        b.retry_base_secs = 60;
+        c.bridge = Some(b);
+    });
+    let alice = node.register("alice", "human", 1).await;
+    let env = json!({
+        "loom": "1.1",
+        "id": node.envelope_id(),
+        "thread_id": node.thread_id(),
+        "parent_id": null,
+        "type": "message",
+        "from": {"identity": alice.address, "display": "Alice", "key_id": alice.key_id, "type": "human"},
+        "to": [{"identity": "bridge://carol@b.test", "role": "primary"}],
+        "created_at": node.now(),
+        "priority": "normal",
+        "content": {"human": {"text": "hello", "format": "plaintext"}, "encrypted": false},
+        "attachments": [],
+    });
+    alice.send(&node, env).await.expect(201);
+    let svc = node.node.service();
+    let r1 = svc.bridge_tick().await.unwrap();
+    assert_eq!(r1.retried, 1, "{r1:?}");
+    let due = svc.next_mail_due().unwrap().unwrap();
+    assert_eq!(
+        due.unix_ms() - svc.env.now().unix_ms(),
+        60_000,
+        "the first retry after retry_base_secs"
+    );
+    assert_eq!(
+        svc.bridge_tick().await.unwrap(),
+        Default::default(),
+        "nothing due before the backoff ends"
+    );
+    node.clock.advance_ms(60_000);
+    let r2 = svc.bridge_tick().await.unwrap();
+    assert_eq!(r2.retried, 1);
+    let due = svc.next_mail_due().unwrap().unwrap();
+    assert_eq!(
+        due.unix_ms() - svc.env.now().unix_ms(),
+        120_000,
+        "the backoff doubles"
+    );
+    node.clock.advance_ms(120_000);
+    let r3 = svc.bridge_tick().await.unwrap();
+    assert_eq!(r3.failed, 1, "the third attempt was the last: {r3:?}");
+    let rows = svc.mail_outbox().unwrap();
+    assert_eq!((rows[0].state.as_str(), rows[0].attempts), ("failed", 3));
+    assert!(
+        rows[0]
+            .last_failure
+            .as_deref()
+            .unwrap_or("")
+            .contains("451")
+    );
+}
