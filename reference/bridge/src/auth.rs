@@ -498,7 +498,10 @@ impl Verifier {
     /// SPF, DKIM and DMARC for `raw` as received on `conn`.
     pub async fn verify(&self, raw: &[u8], conn: Connection<'_>) -> AuthResults {
         let records = &*self.records;
-        let message = AuthenticatedMessage::parse(raw);
+        // mail-parser (inside mail-auth) panics on some malformed nesting: such a message
+        // is simply not parsed (DKIM and DMARC then have nothing to pass).
+        let message =
+            std::panic::catch_unwind(|| AuthenticatedMessage::parse(raw)).unwrap_or_default();
         let spf_params = if conn.mail_from.is_empty() {
             SpfParameters::verify_ehlo(conn.ip, conn.helo, &self.host)
         } else {

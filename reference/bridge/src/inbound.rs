@@ -9,8 +9,8 @@
 //!   `bridge://{email}`; the node signs it with its bridge key (`from.key_id`), which it
 //!   publishes as the signing key of every `bridge://` identity it created. Nothing the mail
 //!   sender controls is trusted as a LOOM signature.
-//! - *The sender* is the RFC 5322 `From` address (what DMARC authenticates), or the SMTP
-//!   reverse path when the message has no `From`.
+//! - *The sender* is the RFC 5322 `From` address (what DMARC authenticates); mail without
+//!   exactly one `From` address is refused (never attributed to the SMTP reverse path).
 //! - *Subject* goes to `content.structured.parameters.subject` and `original_headers`.
 //! - *`created_at`* is the time the bridge received the message; the sender's `Date` header
 //!   is kept in `original_headers`.
@@ -154,25 +154,17 @@ pub fn map_message(
     settings: &InboundSettings,
     next_id: &mut dyn FnMut() -> String,
 ) -> Result<Mapped, MapError> {
-    let message = MessageParser::default()
-        .parse(received.raw)
-        .ok_or_else(|| map_err("message", "not an RFC 5322 message"))?;
+    let message = parse_mail(received.raw)?;
     if received.recipients.is_empty()
         || received.recipients.len() != received.recipient_emails.len()
     {
         return Err(map_err("RCPT TO", "no local recipient"));
     }
-    let from = message.from().and_then(|a| a.first());
-    let email = from
-        .and_then(|a| a.address())
-        .filter(|a| !a.is_empty())
-        .unwrap_or(received.mail_from);
-    if email.is_empty() {
-        return Err(map_err("From", "neither a From address nor a reverse path"));
-    }
+    let from = single_from(&message)?;
+    let email = from.address().unwrap_or_default();
     let sender = Address::parse_wire(&format!("bridge://{}", email.to_ascii_lowercase()))
         .map_err(|e| map_err("From", format!("{email:?} is not a usable address: {e}")))?;
-    let display = from
+    let display = Some(from)
         .and_then(|a| a.name())
         .map(clean_display)
         .filter(|n| !n.is_empty())
@@ -250,12 +242,15 @@ pub fn map_message(
             ));
         }
         let bytes = part.contents().to_vec();
+        // The part's type when it is a valid §8.1 `type/subtype`, else octet-stream (mail
+        // headers are the sender's to garble).
         let mime_type = part
             .content_type()
             .map(|c| match c.subtype() {
                 Some(s) => format!("{}/{}", c.ctype(), s).to_ascii_lowercase(),
                 None => c.ctype().to_ascii_lowercase(),
             })
+            .filter(|m| loom_protocol::envelope::validate::is_mime_type(m))
             .unwrap_or_else(|| "application/octet-stream".into());
         let filename = part
             .attachment_name()
@@ -385,6 +380,52 @@ pub fn map_message(
         message_id,
         joined,
     })
+}
+
+/// The one author of a message: exactly one `From` field naming exactly one address (RFC 5322
+/// §3.6 allows one `From` field; RFC 7489 §6.6.1: mail without a single From domain cannot be
+/// judged by DMARC and is rejected). The SMTP reverse path is never used instead: it is not
+/// what DMARC authenticates, so falling back to it would let mail without a From header
+/// borrow a `p=reject` domain.
+fn single_from<'m>(
+    message: &'m mail_parser::Message<'_>,
+) -> Result<&'m mail_parser::Addr<'m>, MapError> {
+    let fields = message
+        .headers()
+        .iter()
+        .filter(|h| matches!(h.name, mail_parser::HeaderName::From))
+        .count();
+    if fields != 1 {
+        return Err(map_err(
+            "From",
+            format!("{fields} From fields; a message has exactly one (RFC 5322 §3.6)"),
+        ));
+    }
+    let addresses: Vec<&mail_parser::Addr<'_>> = message
+        .from()
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
+    match addresses.as_slice() {
+        [one] if one.address().is_some_and(|a| a.contains('@')) => Ok(one),
+        _ => Err(map_err(
+            "From",
+            format!(
+                "{} From addresses; exactly one is needed to know the author (RFC 7489 §6.6.1)",
+                addresses.len()
+            ),
+        )),
+    }
+}
+
+/// The message parsed by `mail-parser`, whose 0.11 parser panics on some malformed nesting
+/// ("Invalid part ID"; found by the `bridge_mime` fuzz target): a panic there is this
+/// message's refusal, never the connection's end.
+pub fn parse_mail(raw: &[u8]) -> Result<mail_parser::Message<'_>, MapError> {
+    match std::panic::catch_unwind(|| MessageParser::default().parse(raw)) {
+        Ok(Some(m)) => Ok(m),
+        Ok(None) => Err(map_err("message", "not an RFC 5322 message")),
+        Err(_) => Err(map_err("message", "MIME structure the parser cannot read")),
+    }
 }
 
 /// v1.1 §21.2 "map Message-ID / References / In-Reply-To to thread_id/parent_id": the

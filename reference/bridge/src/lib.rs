@@ -16,6 +16,8 @@
 //! | [`rules`] | v1.1 §21 | the steps above as a trait with the spec as default (quirks override one) |
 
 pub mod auth;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod inbound;
 pub mod outbound;
 pub mod rules;

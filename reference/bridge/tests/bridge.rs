@@ -578,3 +578,61 @@ async fn the_client_delivers_to_the_server_over_loopback_with_dot_stuffing_intac
     assert_eq!(got[0].rcpt_to, ["alice@a.test"]);
     server.abort();
 }
+
+#[test]
+fn mail_without_exactly_one_from_address_is_not_mapped_to_anyone() {
+    let settings = InboundSettings::new("k_sign_bridge_1");
+    let alice = [Address::parse_wire("loom://alice@a.test").expect("address")];
+    let emails = ["alice@a.test".to_string()];
+    let auth = loom_bridge::auth::AuthResults {
+        spf: "pass".into(),
+        dkim: "none".into(),
+        dmarc: "none".into(),
+        spf_domain: "b.test".into(),
+        dkim_signatures: Vec::new(),
+        dmarc_domain: String::new(),
+        dmarc_policy: "unspecified".into(),
+        spf_aligned: true,
+        dkim_aligned: false,
+        client_ip: "192.0.2.1".into(),
+    };
+    for (why, raw) in [
+        (
+            "no From field",
+            "To: alice@a.test\r\nSubject: x\r\n\r\nbody\r\n",
+        ),
+        (
+            "two From fields",
+            "From: a@b.test\r\nFrom: ceo@a.test\r\nTo: alice@a.test\r\n\r\nbody\r\n",
+        ),
+        (
+            "two addresses",
+            "From: a@b.test, c@d.test\r\nTo: alice@a.test\r\n\r\nbody\r\n",
+        ),
+        (
+            "no address",
+            "From: undisclosed-recipients:;\r\nTo: alice@a.test\r\n\r\nbody\r\n",
+        ),
+    ] {
+        let mut n = 0;
+        let r = map_message(
+            &Received {
+                raw: raw.as_bytes(),
+                mail_from: "x@reject.test",
+                recipients: &alice,
+                recipient_emails: &emails,
+                received_at: "2026-11-29T08:00:00Z",
+            },
+            &auth,
+            &Disposition::Deliver,
+            &NoIndex,
+            &settings,
+            &mut || {
+                n += 1;
+                format!("01JMKB7X9Q2RVHF3KN4TYZP{n:03}")
+            },
+        );
+        let e = r.expect_err(why);
+        assert_eq!(e.field, "From", "{why}: {e}");
+    }
+}

@@ -51,8 +51,9 @@ fn every_protocol_target_replays_its_committed_corpus() {
 }
 
 /// Crates whose tests replay the targets whose body they hold (see each `fuzzing` module).
-const BODY_CRATES: [&str; 6] = [
+const BODY_CRATES: [&str; 7] = [
     "loom_protocol::fuzzing::",
+    "loom_bridge::fuzzing::",
     "loom_plsp::fuzzing::",
     "loom_process::fuzzing::",
     "loom_node::fuzzing::",

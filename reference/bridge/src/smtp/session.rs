@@ -11,12 +11,14 @@
 //! bare LF or bare CR is answered `550 5.5.2` (RFC 5321 §2.3.8: "CR and LF … MUST only occur
 //! together as CRLF"), never split into two.
 //!
-//! Every stage is bounded: command lines (smtp-proto's 4096-byte cap, RFC 5321 §4.5.3.1.4
+//! Command lines are framed here, by LF, and each complete line is parsed on its own, so the
+//! same bytes mean the same commands however TCP splits them (the fuzz body checks it).
+//! Every stage is bounded: command lines ([`MAX_COMMAND_LINE`]; RFC 5321 §4.5.3.1.4
 //! asks for ≥ 512), recipients per transaction, the message size (announced in EHLO, checked
 //! at `MAIL FROM SIZE=` and while DATA streams in, where the excess is discarded, not
 //! buffered), and errors per connection before the server hangs up (`421`).
 
-use smtp_proto::request::receiver::{DataReceiver, DummyDataReceiver, RequestReceiver};
+use smtp_proto::request::receiver::{DataReceiver, DummyDataReceiver};
 use smtp_proto::{Error as ParseError, Request};
 use std::fmt::Write as _;
 
@@ -174,17 +176,14 @@ pub struct Session {
     messages: u32,
     /// Input not yet processed (pipelined commands behind a DATA being decided).
     pending: Vec<u8>,
-    requests: Receiver,
+    /// The command line read so far.
+    line: Vec<u8>,
+    /// The current line went over [`MAX_COMMAND_LINE`]; skip to its end.
+    overlong: bool,
 }
 
-/// `RequestReceiver` keeps a partial line between calls.
-struct Receiver(RequestReceiver);
-
-impl std::fmt::Debug for Receiver {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("RequestReceiver")
-    }
-}
+/// Longest command line (smtp-proto's limit; RFC 5321 §4.5.3.1.4 asks for at least 512).
+pub const MAX_COMMAND_LINE: usize = 4096;
 
 fn reply(code: u16, status: [u8; 3], text: &str) -> Output {
     let [a, b, c] = status;
@@ -206,7 +205,8 @@ impl Session {
                 errors: 0,
                 messages: 0,
                 pending: Vec::new(),
-                requests: Receiver(RequestReceiver::default()),
+                line: Vec::new(),
+                overlong: false,
             },
             greeting,
         )
@@ -267,9 +267,15 @@ impl Session {
             if bytes.as_slice().is_empty() {
                 break;
             }
-            let parsed = self.requests.0.ingest(&mut bytes).map(Request::into_owned);
+            let Some(line) = self.next_line(&mut bytes, &mut out) else {
+                break;
+            };
+            let parsed = Request::parse(&mut line.iter()).map(Request::into_owned);
             match parsed {
-                Err(ParseError::NeedsMoreData { .. }) => break,
+                Err(ParseError::NeedsMoreData { .. }) => {
+                    self.errors += 1;
+                    out.push(reply(501, [5, 5, 4], "incomplete command"));
+                }
                 Ok(request) => {
                     let starttls = matches!(request, Request::StartTls);
                     self.command(request, recipients, &mut out);
@@ -288,6 +294,45 @@ impl Session {
         }
         self.pending = bytes.as_slice().to_vec();
         out
+    }
+
+    /// The next complete command line from `bytes`, normalized to end in CRLF; `None` until
+    /// one is complete. Lines are framed here, by LF, before the parser sees them, so a
+    /// command means the same whatever the TCP segmentation (a parser that reads across a
+    /// bare LF when more bytes happen to be there would not). A line over the limit is
+    /// answered `500 5.5.6` once and skipped to its end.
+    fn next_line(
+        &mut self,
+        bytes: &mut std::slice::Iter<'_, u8>,
+        out: &mut Vec<Output>,
+    ) -> Option<Vec<u8>> {
+        let rest = bytes.as_slice();
+        let (take, complete) = match rest.iter().position(|b| *b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (rest.len(), false),
+        };
+        *bytes = rest[take..].iter();
+        if !self.overlong {
+            self.line.extend_from_slice(&rest[..take]);
+            if self.line.len() > MAX_COMMAND_LINE {
+                self.overlong = true;
+                self.line.clear();
+                self.errors += 1;
+                out.push(reply(500, [5, 5, 6], "command line too long"));
+            }
+        }
+        if !complete {
+            return None;
+        }
+        if std::mem::take(&mut self.overlong) {
+            return None;
+        }
+        let mut line = std::mem::take(&mut self.line);
+        while matches!(line.last(), Some(b'\n' | b'\r')) {
+            line.pop();
+        }
+        line.extend_from_slice(b"\r\n");
+        Some(line)
     }
 
     /// Feeds body bytes; true when the state changed (the message completed, or went over
@@ -418,7 +463,8 @@ impl Session {
                     self.helo.clear();
                     self.esmtp = false;
                     self.tls = true;
-                    self.requests = Receiver(RequestReceiver::default());
+                    self.line.clear();
+                    self.overlong = false;
                 }
             }
             Request::Mail { from } => {

@@ -83,6 +83,9 @@ pub(crate) enum Submitter {
         caller: Caller,
         /// `meta.bridge`.
         meta: Value,
+        /// The mail's Message-ID, recorded with the (visible) envelope in the same
+        /// transaction, with the `bridge.inbound` audit entry (§21.2, §25.1).
+        message_id: Option<String>,
     },
 }
 
@@ -598,6 +601,14 @@ impl Service {
         search: &mut Deferred,
     ) -> ApiResult<Option<String>> {
         let text = apply(c, a, at, &mut || self.new_event_id(), search)?;
+        if let Submitter::Bridge {
+            caller,
+            meta,
+            message_id,
+        } = &job.submitter
+        {
+            self.record_bridged(c, a, at, caller, meta, message_id.as_deref())?;
+        }
         if let Submitter::Local(caller) = &job.submitter {
             self.queue_remote_readers(c, a)?;
             self.queue_mail_recipients(c, a)?;

@@ -581,3 +581,62 @@ async fn a_deferring_smarthost_is_retried_with_backoff_until_the_attempts_run_ou
             .contains("451")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_durable_store_takes_mail_in_and_sends_mail_out() {
+    let dir = std::env::temp_dir().join(format!("loom-bridge-durable-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let sink = Arc::new(Sink(Mutex::new(Vec::new())));
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let sink_addr = l.local_addr().unwrap();
+    tokio::spawn(serve_tcp(l, smtp_config(), None, sink.clone()));
+    let dkim = outside_dkim();
+    let records = vec![
+        txt("b.test", "v=spf1 ip4:127.0.0.1 -all"),
+        txt(&dkim.dns_name(), dkim.dns_record()),
+        txt("_dmarc.b.test", "v=DMARC1; p=reject"),
+    ];
+    let node = TestNode::with(|c| {
+        c.storage = loom_node::Storage::Dir(dir.clone());
+        let mut b = BridgeConfig::new("127.0.0.1:0".parse().unwrap());
+        b.smarthost = Some(sink_addr.to_string());
+        b.dns_records = records;
+        c.bridge = Some(b);
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let smtp = listener.local_addr().unwrap();
+    let n = node.node.clone();
+    tokio::spawn(async move { n.serve_smtp(listener, None).await });
+    let alice = node.register("alice", "human", 1).await;
+    let signed = outside_dkim()
+        .sign(mail("d1@b.test", None, "Durable."))
+        .unwrap();
+    assert_eq!(
+        send(smtp, &format!("alice@{DOMAIN}"), &signed).await,
+        RecipientOutcome::Delivered
+    );
+    let (thread, env_id) =
+        loom_node::store::bridge::find(&node.node.service().store.read(), "d1@b.test")
+            .unwrap()
+            .expect("indexed in the durable store");
+    let reply = json!({
+        "loom": "1.1",
+        "id": node.envelope_id(),
+        "thread_id": thread,
+        "parent_id": env_id,
+        "type": "message",
+        "from": {"identity": alice.address, "display": "Alice", "key_id": alice.key_id, "type": "human"},
+        "to": [{"identity": "bridge://carol@b.test", "role": "primary"}],
+        "created_at": node.now(),
+        "priority": "normal",
+        "content": {"human": {"text": "Noted.", "format": "plaintext"}, "encrypted": false},
+        "attachments": [],
+    });
+    alice.send(&node, reply).await.expect(201);
+    assert_eq!(
+        node.node.service().bridge_tick().await.unwrap().delivered,
+        1
+    );
+    assert_eq!(sink.0.lock().unwrap().len(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}

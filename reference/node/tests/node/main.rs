@@ -9,6 +9,7 @@ mod audit_anchor;
 mod auth_cache;
 mod blobs;
 mod bridge;
+mod bridge_hostile;
 mod bridge_real_peers;
 mod capabilities;
 mod cli;

@@ -939,7 +939,9 @@ fn is_sha256_ref(h: &str) -> bool {
     })
 }
 
-fn is_mime_type(m: &str) -> bool {
+/// An attachment's `mime_type` is `type/subtype` of RFC 6838 token characters (parameters
+/// after `;` allowed) (v1.1 §8.1).
+pub fn is_mime_type(m: &str) -> bool {
     let token = |s: &str| {
         !s.is_empty()
             && s.bytes()

@@ -182,6 +182,17 @@ impl Service {
         };
         let known = StoreIndex(self);
         let mapped = map(rules.message_index(&known))?;
+        if mapped.sender.domain().eq_ignore_ascii_case(&b.domain) {
+            // This bridge's own users write through LOOM; by SMTP their address is forged.
+            return Err(verdict(
+                550,
+                [5, 7, 1],
+                format!(
+                    "mail from {} arrives through LOOM, not through this bridge (v1.1 §21.2)",
+                    b.domain
+                ),
+            ));
+        }
         let sender = mapped.sender.to_string();
         if let Some(mid) = &mapped.message_id
             && let Ok(Some(env)) = bridge_store::received(&self.store.read(), mid, &sender)
@@ -242,43 +253,22 @@ impl Service {
                 )?
             };
             let id = admitted.facts.id.to_string();
-            let thread_id = admitted.facts.thread.to_string();
             self.commit_from(
                 admitted,
                 Submitter::Bridge {
                     caller: caller.clone(),
                     meta: m.meta_bridge.clone(),
+                    // The visible envelope carries the Message-ID (and the audit entry).
+                    message_id: if ids.is_empty() {
+                        Some(m.message_id.clone().unwrap_or_default())
+                    } else {
+                        None
+                    },
                 },
             )
             .await?;
-            if ids.is_empty()
-                && let Some(mid) = &m.message_id
-            {
-                bridge_store::record(
-                    &self.store.read(),
-                    &bridge_store::MessageRow {
-                        message_id: mid,
-                        direction: bridge_store::Direction::In,
-                        sender: &m.sender.to_string(),
-                        thread_id: &thread_id,
-                        envelope_id: &id,
-                        at: &self.env.now().to_rfc3339(),
-                    },
-                )?;
-            }
             ids.push(id);
         }
-        self.bridge_audit(
-            &m.sender.to_string(),
-            "bridge.inbound",
-            m.message_id.as_deref().unwrap_or("-"),
-            json!({
-                "envelopes": ids,
-                "auth_results": m.meta_bridge["auth_results"],
-                "quarantine": m.meta_bridge.get("quarantine"),
-                "attachments": m.attachments.len(),
-            }),
-        )?;
         Ok(ids)
     }
 
@@ -363,6 +353,51 @@ impl Service {
         }
         tx.commit()?;
         Ok(())
+    }
+
+    /// In the writer's transaction of a bridged envelope: its Message-ID in the index (the
+    /// visible envelope's) and the `bridge.inbound` audit entry (§25.1), so a mail is stored,
+    /// indexed and audited at once or not at all.
+    pub(crate) fn record_bridged(
+        &self,
+        c: &rusqlite::Connection,
+        a: &loom_protocol::accept::Acceptance,
+        at: &str,
+        sender: &Caller,
+        meta: &Value,
+        message_id: Option<&str>,
+    ) -> ApiResult<()> {
+        let Some(message_id) = message_id else {
+            return Ok(());
+        };
+        if !message_id.is_empty() {
+            bridge_store::record(
+                c,
+                &bridge_store::MessageRow {
+                    message_id,
+                    direction: bridge_store::Direction::In,
+                    sender: &sender.identity.to_string(),
+                    thread_id: &a.facts.thread.to_string(),
+                    envelope_id: &a.facts.id.to_string(),
+                    at,
+                },
+            )?;
+        }
+        self.audit(
+            c,
+            &sender.identity.to_string(),
+            "bridge.inbound",
+            if message_id.is_empty() {
+                "-"
+            } else {
+                message_id
+            },
+            json!({
+                "envelope": a.facts.id.to_string(),
+                "auth_results": meta["auth_results"],
+                "quarantine": meta.get("quarantine"),
+            }),
+        )
     }
 
     /// A §25.1 audit entry of the bridge, in its own transaction.
