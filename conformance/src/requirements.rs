@@ -454,44 +454,38 @@ mod tests {
         assert!(all.iter().any(|r| r.id == "R-15.3-08" && r.level == 2));
     }
 
-    /// Issue 15 "every L2 requirement covered or marked not-testable with a reason": a
-    /// testable Level 2 requirement (any strength) without a case fails here.
-    #[test]
-    fn every_testable_level2_requirement_has_a_case() {
+    /// The testable requirements of `reqs` no case covers.
+    fn uncovered(reqs: Vec<Requirement>) -> Vec<String> {
         let cases = crate::catalogue::all();
         let covered: BTreeSet<&str> = cases
             .iter()
             .flat_map(|c| c.covers.iter().copied())
             .collect();
-        let missing: Vec<String> = level2()
-            .expect("level2.toml parses")
-            .into_iter()
+        reqs.into_iter()
             .filter(|r| r.testable && !covered.contains(r.id.as_str()))
             .map(|r| format!("{} ({} {})", r.id, r.strength, r.section))
-            .collect();
+            .collect()
+    }
+
+    /// Issue 15 "every L2 requirement covered or marked not-testable with a reason": a
+    /// testable Level 2 requirement (any strength) without a case fails here.
+    #[test]
+    fn every_testable_level2_requirement_has_a_case() {
+        let missing = uncovered(level2().expect("level2.toml parses"));
         assert!(
             missing.is_empty(),
             "testable Level 2 requirements without a case: {missing:?} (add a case, or mark the requirement testable = false with a reason)"
         );
-        let m = Matrix::build(&level2().expect("level2"), &cases);
+        let m = Matrix::build(&level2().expect("level2"), &crate::catalogue::all());
         assert!(m.uncovered().is_empty());
     }
 
     /// Issue 32 "every Level 3 requirement covered or marked not-testable with a reason".
     #[test]
     fn every_testable_level3_requirement_has_a_case() {
-        let cases = crate::catalogue::all();
-        let covered: BTreeSet<&str> = cases
-            .iter()
-            .flat_map(|c| c.covers.iter().copied())
-            .collect();
         let l3 = level3().expect("level3.toml parses");
         assert!(l3.iter().all(|r| r.level == 3));
-        let missing: Vec<String> = l3
-            .into_iter()
-            .filter(|r| r.testable && !covered.contains(r.id.as_str()))
-            .map(|r| format!("{} ({} {})", r.id, r.strength, r.section))
-            .collect();
+        let missing = uncovered(l3);
         assert!(
             missing.is_empty(),
             "testable Level 3 requirements without a case: {missing:?}"

@@ -90,6 +90,16 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
     ),
     (
         "reference/node/README.md",
+        "cargo build --release -p loom-node --bin loom-mailbench",
+        "a release build (minutes); part of the mail benchmark recipe",
+    ),
+    (
+        "reference/node/README.md",
+        "target/release/loom-mailbench --messages 4000 --connections 8 --outbound 1000 [--data DIR] [--rsa]",
+        "a benchmark (5,000 mails through a release node); speed is measured, not tested — tests/node/bridge*.rs check the same paths",
+    ),
+    (
+        "reference/node/README.md",
         "mkdir -p /tmp/bins && cp target/release/loom-node target/release/loom-load /tmp/bins/",
         "copies the release binaries of the benchmark recipe",
     ),

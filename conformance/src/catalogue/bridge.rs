@@ -591,11 +591,6 @@ async fn one_out(
     Ok((w, alice, env, a))
 }
 
-fn header(a: &Arrived, name: &str) -> Option<String> {
-    a.parsed()
-        .and_then(|p| p.header_raw(name).map(|v| v.trim().to_owned()))
-}
-
 async fn loom_headers(cx: &mut Ctx) -> Verdict {
     let (_, _, env, a) = one_out(cx, "Headers check").await?;
     let want = [
@@ -606,14 +601,14 @@ async fn loom_headers(cx: &mut Ctx) -> Verdict {
         ),
     ];
     for (name, value) in want {
-        let got = header(&a, name);
+        let got = a.header(name);
         cx.net.expect_that(
             got.as_deref() == Some(value),
             format!("{name}: {value} (v1.1 §21.3 \"Include headers\")"),
             format!("{name}: {got:?}"),
         )?;
     }
-    let intent = header(&a, "X-LOOM-Intent");
+    let intent = a.header("X-LOOM-Intent");
     cx.net.expect_that(
         intent.as_deref().is_some_and(|i| !i.is_empty()),
         "an X-LOOM-Intent header (v1.1 §21.3)",
@@ -623,9 +618,7 @@ async fn loom_headers(cx: &mut Ctx) -> Verdict {
 
 async fn alternative(cx: &mut Ctx) -> Verdict {
     let (_, _, _, a) = one_out(cx, "Render **this** in both forms").await?;
-    let parsed = a
-        .parsed()
-        .ok_or_else(|| fail("an RFC 5322 message", a.text()))?;
+    let parsed = mail::parsed(&a).ok_or_else(|| fail("an RFC 5322 message", a.text()))?;
     let has = |t: &str, s: &str| {
         parsed
             .parts
@@ -649,7 +642,7 @@ async fn alternative(cx: &mut Ctx) -> Verdict {
 async fn dkim_out(cx: &mut Ctx) -> Verdict {
     let (w, _, _, a) = one_out(cx, "Signed mail").await?;
     cx.net.expect_that(
-        header(&a, "DKIM-Signature").is_some(),
+        a.header("DKIM-Signature").is_some(),
         "a DKIM-Signature header (v1.1 §21.3 \"DKIM-sign … for bridge domain\")",
         "the mail carries none",
     )?;
@@ -678,8 +671,7 @@ async fn dkim_out(cx: &mut Ctx) -> Verdict {
             },
         )
         .await;
-    let from_domain = a
-        .parsed()
+    let from_domain = mail::parsed(&a)
         .and_then(|p| {
             p.from()
                 .and_then(|f| f.first())
@@ -719,8 +711,8 @@ async fn threading_out(cx: &mut Ctx) -> Verdict {
     );
     send_out(cx, &alice, env, "a reply to bridged mail").await?;
     let a = arrived_for(cx, &w, &sender, &m).await?;
-    let irt = header(&a, "In-Reply-To").unwrap_or_default();
-    let refs = header(&a, "References").unwrap_or_default();
+    let irt = a.header("In-Reply-To").unwrap_or_default();
+    let refs = a.header("References").unwrap_or_default();
     let names_original = irt.contains(&first.message_id);
     let names_parent = irt.contains(&parent);
     if names_original || names_parent {
@@ -784,9 +776,7 @@ async fn attachment_out(cx: &mut Ctx) -> Verdict {
     )
     .await?;
     let a = arrived_for(cx, &w, &rcpt, &m).await?;
-    let parsed = a
-        .parsed()
-        .ok_or_else(|| fail("an RFC 5322 message", a.text()))?;
+    let parsed = mail::parsed(&a).ok_or_else(|| fail("an RFC 5322 message", a.text()))?;
     let found = parsed
         .attachments()
         .any(|p| p.contents() == bytes.as_slice());
@@ -874,7 +864,7 @@ async fn bcc_out(cx: &mut Ctx) -> Verdict {
             format!(
                 "RCPT {:?}, X-LOOM-Envelope-ID {:?}",
                 a.tx.rcpt_to,
-                header(a, "X-LOOM-Envelope-ID")
+                a.header("X-LOOM-Envelope-ID")
             )
         })
         .collect();
@@ -924,30 +914,10 @@ async fn failure_receipt(cx: &mut Ctx) -> Verdict {
 
 /// A `receipt` envelope visible to `who` that mentions `id`.
 async fn receipt_naming(cx: &mut Ctx, who: &Ident, id: &str) -> Result<Option<Value>, Finding> {
-    let i = cx.net.get("/v1/threads", &who.token).await?;
-    let body = cx.net.ok_body(i)?;
-    for t in shapes::list(&body, &["threads"]).unwrap_or_default() {
-        let Some(tid) = t
-            .get("thread_id")
-            .or_else(|| t.get("id"))
-            .and_then(Value::as_str)
-        else {
-            continue;
-        };
-        let i = cx
-            .net
-            .get(&format!("/v1/threads/{tid}/envelopes"), &who.token)
-            .await?;
-        let body = cx.net.transcript(i).json().unwrap_or_default();
-        if let Some(r) = shapes::list(&body, &["envelopes"])
-            .unwrap_or_default()
-            .into_iter()
-            .find(|e| e["type"] == "receipt" && shapes::mentions(e, id))
-        {
-            return Ok(Some(r));
-        }
-    }
-    Ok(None)
+    mail::find_in_threads(cx, who, |e| {
+        e["type"] == "receipt" && shapes::mentions(e, id)
+    })
+    .await
 }
 
 macro_rules! bridge_case {

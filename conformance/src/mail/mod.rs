@@ -23,15 +23,12 @@ use crate::finding::{Ex, Finding};
 use loom_bridge::auth::Record;
 use loom_bridge::outbound::Dkim;
 use loom_bridge::smtp::client::{self, RecipientOutcome};
-use loom_bridge::smtp::server::{Handler, ServerConfig, serve_tcp};
-use loom_bridge::smtp::session::{
-    RecipientVerdict, Recipients, SessionConfig, SessionLimits, Transaction, Verdict,
-};
+use loom_bridge::smtp::server::{ServerConfig, serve_tcp};
+use loom_bridge::smtp::session::{SessionConfig, SessionLimits};
 use loom_client::Transcript;
 use serde_json::Value;
 use std::net::{IpAddr, SocketAddr};
-use std::pin::Pin;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The harness's authenticated mail domain: SPF allows the harness, DKIM keys, DMARC reject.
@@ -59,87 +56,11 @@ pub enum Algorithm {
     Ed25519,
 }
 
-/// One transaction the sink received.
-#[derive(Debug, Clone)]
-pub struct Arrived {
-    /// When.
-    pub at: Instant,
-    /// The transaction.
-    pub tx: Transaction,
-}
+pub use loom_bridge::smtp::sink::{Arrived, RecordingSink as Sink};
 
-impl Arrived {
-    /// The message parsed (`None`: not RFC 5322).
-    pub fn parsed(&self) -> Option<mail_parser::Message<'_>> {
-        mail_parser::MessageParser::default().parse(&self.tx.data)
-    }
-
-    /// The message as text (lossy).
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.tx.data).into_owned()
-    }
-}
-
-/// The harness's SMTP sink.
-#[derive(Debug, Default)]
-pub struct Sink {
-    arrived: Mutex<Vec<Arrived>>,
-}
-
-impl Recipients for Sink {
-    fn check(&self, address: &str) -> RecipientVerdict {
-        if address.starts_with(REFUSED_PREFIX) {
-            RecipientVerdict::Unknown
-        } else {
-            RecipientVerdict::Accept
-        }
-    }
-}
-
-impl Handler for Sink {
-    fn deliver(
-        &self,
-        _: SocketAddr,
-        tx: Transaction,
-    ) -> Pin<Box<dyn std::future::Future<Output = Verdict> + Send + '_>> {
-        Box::pin(async move {
-            self.arrived
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(Arrived {
-                    at: Instant::now(),
-                    tx,
-                });
-            Verdict::accepted("stored by the conformance sink")
-        })
-    }
-}
-
-impl Sink {
-    /// Everything received so far.
-    pub fn arrived(&self) -> Vec<Arrived> {
-        self.arrived
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-    }
-
-    /// Waits up to `wait` for the transactions `pick` selects to number at least `n`.
-    pub async fn wait_for(
-        &self,
-        wait: Duration,
-        n: usize,
-        pick: impl Fn(&Arrived) -> bool,
-    ) -> Vec<Arrived> {
-        let deadline = tokio::time::Instant::now() + wait;
-        loop {
-            let got: Vec<Arrived> = self.arrived().into_iter().filter(|a| pick(a)).collect();
-            if got.len() >= n || tokio::time::Instant::now() >= deadline {
-                return got;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
+/// The message of `a` parsed (`None`: not RFC 5322).
+pub fn parsed(a: &Arrived) -> Option<mail_parser::Message<'_>> {
+    mail_parser::MessageParser::default().parse(&a.tx.data)
 }
 
 /// The harness's mail world for one run.
@@ -175,7 +96,7 @@ impl MailWorld {
         let sink_addr = listener
             .local_addr()
             .map_err(|e| format!("the SMTP sink's address: {e}"))?;
-        let sink = Arc::new(Sink::default());
+        let sink = Arc::new(Sink::refusing(REFUSED_PREFIX));
         let config = Arc::new(ServerConfig::new(SessionConfig {
             hostname: format!("sink.{GOOD}"),
             limits: SessionLimits::default(),
@@ -465,6 +386,16 @@ pub async fn find_bridged(
 }
 
 async fn scan_threads(cx: &mut Ctx, who: &Ident, marker: &str) -> Result<Option<Value>, Finding> {
+    find_in_threads(cx, who, |e| crate::ctx::shapes::mentions(e, marker)).await
+}
+
+/// The first envelope `pick` selects among those `who` can list: the threads of
+/// `GET /v1/threads`, then each thread's envelopes.
+pub async fn find_in_threads(
+    cx: &mut Ctx,
+    who: &Ident,
+    pick: impl Fn(&Value) -> bool,
+) -> Result<Option<Value>, Finding> {
     let i = cx.net.get("/v1/threads", &who.token).await?;
     let body = cx.net.ok_body(i)?;
     let threads = crate::ctx::shapes::list(&body, &["threads"]).unwrap_or_default();
@@ -485,10 +416,7 @@ async fn scan_threads(cx: &mut Ctx, who: &Ident, marker: &str) -> Result<Option<
         }
         let body = cx.net.transcript(i).json().unwrap_or_default();
         let envelopes = crate::ctx::shapes::list(&body, &["envelopes"]).unwrap_or_default();
-        if let Some(e) = envelopes
-            .into_iter()
-            .find(|e| crate::ctx::shapes::mentions(e, marker))
-        {
+        if let Some(e) = envelopes.into_iter().find(|e| pick(e)) {
             return Ok(Some(e));
         }
     }

@@ -11,16 +11,14 @@ use loom_bridge::outbound::{
     AttachmentBytes, Dkim, MailRecipient, OutboundSettings, Threading, render,
 };
 use loom_bridge::smtp::client::{self, RecipientOutcome};
-use loom_bridge::smtp::server::{Handler, ServerConfig, serve_tcp};
-use loom_bridge::smtp::session::{
-    RecipientVerdict, Recipients, SessionConfig, SessionLimits, Transaction, Verdict,
-};
+use loom_bridge::smtp::server::{ServerConfig, serve_tcp};
+use loom_bridge::smtp::session::{SessionConfig, SessionLimits, Transaction};
+use loom_bridge::smtp::sink::RecordingSink;
 use loom_protocol::{Address, KeyId, KeyKind};
 use mail_parser::MimeHeaders;
 use serde_json::{Value, json};
-use std::net::{IpAddr, SocketAddr};
-use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 const DOMAIN: &str = "mail.a.test";
@@ -505,38 +503,13 @@ fn html_only_mail_becomes_text() {
 
 // ---- SMTP over a real socket ----------------------------------------------------------
 
-struct Sink(Mutex<Vec<Transaction>>);
-
-impl Recipients for Sink {
-    fn check(&self, address: &str) -> RecipientVerdict {
-        if address.ends_with("@a.test") {
-            RecipientVerdict::Accept
-        } else {
-            RecipientVerdict::NotLocal
-        }
-    }
-}
-
-impl Handler for Sink {
-    fn deliver(
-        &self,
-        _: SocketAddr,
-        tx: Transaction,
-    ) -> Pin<Box<dyn std::future::Future<Output = Verdict> + Send + '_>> {
-        Box::pin(async move {
-            self.0.lock().expect("lock").push(tx);
-            Verdict::accepted("stored")
-        })
-    }
-}
-
 #[tokio::test]
 async fn the_client_delivers_to_the_server_over_loopback_with_dot_stuffing_intact() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let sink = Arc::new(Sink(Mutex::new(Vec::new())));
+    let sink = Arc::new(RecordingSink::refusing("mallory@"));
     let config = Arc::new(ServerConfig::new(SessionConfig {
         hostname: "mx.a.test".into(),
         limits: SessionLimits::default(),
@@ -569,7 +542,7 @@ async fn the_client_delivers_to_the_server_over_loopback_with_dot_stuffing_intac
     assert!(
         matches!(&outcomes[0], (r, RecipientOutcome::Failed(why)) if r == "mallory@elsewhere.test" && why.starts_with("550"))
     );
-    let got = sink.0.lock().expect("lock").clone();
+    let got: Vec<Transaction> = sink.arrived().into_iter().map(|a| a.tx).collect();
     assert_eq!(got.len(), 1);
     assert_eq!(
         got[0].data, data,

@@ -107,11 +107,7 @@ pub async fn send<S: AsyncRead + AsyncWrite + Unpin>(
     step: Duration,
 ) -> Result<Vec<(String, RecipientOutcome)>, SendError> {
     let mut io = BufReader::new(stream);
-    let greeting = read_reply(&mut io, step).await?;
-    if !greeting.is_positive() {
-        return Err(SendError::Refused(greeting));
-    }
-    let extensions = hello(&mut io, message.helo, step).await?;
+    let extensions = greet(&mut io, message.helo, step).await?;
     transact(io, &extensions, message, step).await
 }
 
@@ -126,11 +122,7 @@ pub async fn send_starttls<S: AsyncRead + AsyncWrite + Unpin>(
     name: rustls::pki_types::ServerName<'static>,
 ) -> Result<Vec<(String, RecipientOutcome)>, SendError> {
     let mut io = BufReader::new(stream);
-    let greeting = read_reply(&mut io, step).await?;
-    if !greeting.is_positive() {
-        return Err(SendError::Refused(greeting));
-    }
-    let extensions = hello(&mut io, message.helo, step).await?;
+    let extensions = greet(&mut io, message.helo, step).await?;
     if !extensions.iter().any(|e| e == "STARTTLS") {
         return Err(SendError::Protocol(
             "the server does not offer STARTTLS".into(),
@@ -148,6 +140,19 @@ pub async fn send_starttls<S: AsyncRead + AsyncWrite + Unpin>(
     let mut io = BufReader::new(tls);
     let extensions = hello(&mut io, message.helo, step).await?;
     transact(io, &extensions, message, step).await
+}
+
+/// The server's greeting (RFC 5321 §4.3.1), then EHLO; the extensions offered.
+async fn greet<S: AsyncRead + AsyncWrite + Unpin>(
+    io: &mut BufReader<S>,
+    helo: &str,
+    step: Duration,
+) -> Result<Vec<String>, SendError> {
+    let greeting = read_reply(io, step).await?;
+    if !greeting.is_positive() {
+        return Err(SendError::Refused(greeting));
+    }
+    hello(io, helo, step).await
 }
 
 /// EHLO (falling back to HELO); the extensions offered, upper-case.

@@ -21,10 +21,9 @@ use clap::Parser;
 use loom_bridge::auth::Record;
 use loom_bridge::outbound::Dkim;
 use loom_bridge::smtp::client::{dot_stuff, read_reply};
-use loom_bridge::smtp::server::{Handler, ServerConfig, serve_tcp};
-use loom_bridge::smtp::session::{
-    RecipientVerdict, Recipients, SessionConfig, SessionLimits, Transaction, Verdict,
-};
+use loom_bridge::smtp::server::{ServerConfig, serve_tcp};
+use loom_bridge::smtp::session::{SessionConfig, SessionLimits};
+use loom_bridge::smtp::sink::RecordingSink;
 use loom_node::config::{BridgeConfig, RateLimits};
 use loom_node::service::Caller;
 use loom_node::service::identity::ChallengeRequest;
@@ -35,8 +34,7 @@ use loom_protocol::registration::{registration_document_hash, registration_text}
 use loom_protocol::{Address, KeyId, KeyKind, SystemClock};
 use serde_json::json;
 use std::net::SocketAddr;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncWriteExt, BufReader};
 
@@ -70,41 +68,6 @@ struct Args {
 
 const DOMAIN: &str = "bench.test";
 const SENDER_DOMAIN: &str = "sender.test";
-
-/// The outside world's MX: counts arrivals by envelope id.
-#[derive(Default)]
-struct Sink {
-    arrived: Mutex<Vec<(String, Instant)>>,
-}
-
-impl Recipients for Sink {
-    fn check(&self, _: &str) -> RecipientVerdict {
-        RecipientVerdict::Accept
-    }
-}
-
-impl Handler for Sink {
-    fn deliver(
-        &self,
-        _: SocketAddr,
-        tx: Transaction,
-    ) -> Pin<Box<dyn std::future::Future<Output = Verdict> + Send + '_>> {
-        Box::pin(async move {
-            let text = String::from_utf8_lossy(&tx.data);
-            let id = text
-                .lines()
-                .find_map(|l| l.strip_prefix("X-LOOM-Envelope-ID: "))
-                .unwrap_or_default()
-                .trim()
-                .to_string();
-            self.arrived
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push((id, Instant::now()));
-            Verdict::accepted("ok")
-        })
-    }
-}
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
@@ -235,7 +198,7 @@ fn main() {
 
 async fn run(args: Args) {
     let dkim = signer(args.rsa);
-    let sink = Arc::new(Sink::default());
+    let sink = Arc::new(RecordingSink::default());
     let sink_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -362,21 +325,20 @@ async fn run(args: Args) {
         }
         let deadline = Instant::now() + Duration::from_secs(300);
         loop {
-            let got = sink.arrived.lock().unwrap_or_else(|e| e.into_inner()).len();
+            let got = sink.arrived().len();
             if got >= args.outbound || Instant::now() > deadline {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        let arrived = sink
-            .arrived
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let last = arrived.iter().map(|(_, t)| *t).max().unwrap_or(started);
+        let arrived = sink.arrived();
+        let last = arrived.iter().map(|a| a.at).max().unwrap_or(started);
         let lat: Vec<Duration> = arrived
             .iter()
-            .filter_map(|(id, t)| submitted.get(id).map(|s| t.duration_since(*s)))
+            .filter_map(|a| {
+                let id = a.header("X-LOOM-Envelope-ID")?;
+                submitted.get(&id).map(|s| a.at.duration_since(*s))
+            })
             .collect();
         report("outbound", arrived.len(), last.duration_since(started), lat);
     }

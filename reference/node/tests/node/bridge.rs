@@ -11,11 +11,12 @@ use loom_bridge::smtp::server::{Handler, ServerConfig, serve_tcp};
 use loom_bridge::smtp::session::{
     RecipientVerdict, Recipients, SessionConfig, SessionLimits, Transaction, Verdict,
 };
+use loom_bridge::smtp::sink::RecordingSink;
 use loom_node::config::BridgeConfig;
 use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The outside world's mail host `b.test`: its DKIM key.
@@ -32,29 +33,10 @@ fn txt(name: &str, value: &str) -> Record {
 }
 
 /// A mail sink standing in for the outside world's MX; refuses `nobody@`.
-struct Sink(Mutex<Vec<Transaction>>);
+type Sink = RecordingSink;
 
-impl Recipients for Sink {
-    fn check(&self, address: &str) -> RecipientVerdict {
-        if address.starts_with("nobody@") {
-            RecipientVerdict::Unknown
-        } else {
-            RecipientVerdict::Accept
-        }
-    }
-}
-
-impl Handler for Sink {
-    fn deliver(
-        &self,
-        _: SocketAddr,
-        tx: Transaction,
-    ) -> Pin<Box<dyn std::future::Future<Output = Verdict> + Send + '_>> {
-        Box::pin(async move {
-            self.0.lock().unwrap().push(tx);
-            Verdict::accepted("ok")
-        })
-    }
+fn sink() -> Arc<Sink> {
+    Arc::new(RecordingSink::refusing("nobody@"))
 }
 
 fn smtp_config() -> Arc<ServerConfig> {
@@ -76,7 +58,7 @@ struct World {
 /// A node for `a.test` with a bridge whose outbound mail goes to the sink, and whose DNS
 /// knows `b.test`: SPF `spf`, the DKIM key, DMARC `p=reject`.
 async fn world(spf: &str) -> World {
-    let sink = Arc::new(Sink(Mutex::new(Vec::new())));
+    let sink = sink();
     let sink_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let sink_addr = sink_listener.local_addr().unwrap();
     tokio::spawn(serve_tcp(sink_listener, smtp_config(), None, sink.clone()));
@@ -231,7 +213,7 @@ async fn authenticated_mail_becomes_an_envelope_and_a_reply_goes_out_signed_and_
     w.alice.send(&w.node, reply).await.expect(201);
     let report = w.node.node.service().bridge_tick().await.unwrap();
     assert_eq!(report.delivered, 1, "{report:?}");
-    let got = w.sink.0.lock().unwrap().clone();
+    let got: Vec<Transaction> = w.sink.arrived().into_iter().map(|a| a.tx).collect();
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].rcpt_to, ["carol@b.test"]);
     let parsed = mail_parser::MessageParser::default()
@@ -586,7 +568,7 @@ async fn a_deferring_smarthost_is_retried_with_backoff_until_the_attempts_run_ou
 async fn a_durable_store_takes_mail_in_and_sends_mail_out() {
     let dir = std::env::temp_dir().join(format!("loom-bridge-durable-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let sink = Arc::new(Sink(Mutex::new(Vec::new())));
+    let sink = sink();
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let sink_addr = l.local_addr().unwrap();
     tokio::spawn(serve_tcp(l, smtp_config(), None, sink.clone()));
@@ -637,6 +619,6 @@ async fn a_durable_store_takes_mail_in_and_sends_mail_out() {
         node.node.service().bridge_tick().await.unwrap().delivered,
         1
     );
-    assert_eq!(sink.0.lock().unwrap().len(), 1);
+    assert_eq!(sink.arrived().len(), 1);
     let _ = std::fs::remove_dir_all(&dir);
 }
