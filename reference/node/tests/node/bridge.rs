@@ -32,6 +32,40 @@ fn txt(name: &str, value: &str) -> Record {
     }
 }
 
+/// `b.test`'s records: SPF `spf`, the DKIM key, DMARC `p=reject`.
+fn outside_records(spf: &str) -> Vec<Record> {
+    let dkim = outside_dkim();
+    vec![
+        txt("b.test", spf),
+        txt(&dkim.dns_name(), dkim.dns_record()),
+        txt("_dmarc.b.test", "v=DMARC1; p=reject"),
+    ]
+}
+
+/// An unsigned message from `from` to the bridge recipient `to` (`carol@b.test`).
+pub fn to_bridge(
+    node: &TestNode,
+    from: &Ident,
+    thread: &str,
+    parent: Option<&str>,
+    to: &str,
+    text: &str,
+) -> Value {
+    json!({
+        "loom": "1.1",
+        "id": node.envelope_id(),
+        "thread_id": thread,
+        "parent_id": parent,
+        "type": "message",
+        "from": {"identity": from.address, "display": "Alice", "key_id": from.key_id, "type": "human"},
+        "to": [{"identity": format!("bridge://{to}"), "role": "primary"}],
+        "created_at": node.now(),
+        "priority": "normal",
+        "content": {"human": {"text": text, "format": "markdown"}, "encrypted": false},
+        "attachments": [],
+    })
+}
+
 /// A mail sink standing in for the outside world's MX; refuses `nobody@`.
 type Sink = RecordingSink;
 
@@ -56,19 +90,20 @@ struct World {
 }
 
 /// A node for `a.test` with a bridge whose outbound mail goes to the sink, and whose DNS
-/// knows `b.test`: SPF `spf`, the DKIM key, DMARC `p=reject`.
+/// knows `b.test` ([`outside_records`]).
 async fn world(spf: &str) -> World {
+    world_with(spf, |_| {}).await
+}
+
+/// [`world`] with the node's configuration changed by `tweak` first.
+async fn world_with(spf: &str, tweak: impl FnOnce(&mut loom_node::NodeConfig)) -> World {
     let sink = sink();
     let sink_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let sink_addr = sink_listener.local_addr().unwrap();
     tokio::spawn(serve_tcp(sink_listener, smtp_config(), None, sink.clone()));
-    let dkim = outside_dkim();
-    let records = vec![
-        txt("b.test", spf),
-        txt(&dkim.dns_name(), dkim.dns_record()),
-        txt("_dmarc.b.test", "v=DMARC1; p=reject"),
-    ];
+    let records = outside_records(spf);
     let node = TestNode::with(|c| {
+        tweak(c);
         let mut b = BridgeConfig::new("127.0.0.1:0".parse().unwrap());
         b.smarthost = Some(sink_addr.to_string());
         b.dns_records = records;
@@ -196,20 +231,17 @@ async fn authenticated_mail_becomes_an_envelope_and_a_reply_goes_out_signed_and_
     assert_eq!(count(&listed), 1, "{listed}");
 
     // Out: Alice replies to the bridged sender.
-    let reply_id = w.node.envelope_id();
-    let reply = json!({
-        "loom": "1.1",
-        "id": reply_id,
-        "thread_id": thread,
-        "parent_id": env_id,
-        "type": "message",
-        "from": {"identity": w.alice.address, "display": "Alice", "key_id": w.alice.key_id, "type": "human"},
-        "to": [{"identity": "bridge://carol@b.test", "role": "primary"}],
-        "created_at": w.node.now(),
-        "priority": "normal",
-        "content": {"human": {"text": "Friday **works**.", "format": "markdown"}, "structured": {"intent": "message.general@v1", "parameters": {"subject": "Re: Lunch"}}, "encrypted": false},
-        "attachments": [],
-    });
+    let mut reply = to_bridge(
+        &w.node,
+        &w.alice,
+        &thread,
+        Some(&env_id),
+        "carol@b.test",
+        "Friday **works**.",
+    );
+    reply["content"]["structured"] =
+        json!({"intent": "message.general@v1", "parameters": {"subject": "Re: Lunch"}});
+    let reply_id = reply["id"].as_str().unwrap().to_owned();
     w.alice.send(&w.node, reply).await.expect(201);
     let report = w.node.node.service().bridge_tick().await.unwrap();
     assert_eq!(report.delivered, 1, "{report:?}");
@@ -346,19 +378,7 @@ async fn unauthenticated_mail_is_quarantined_and_unknown_recipients_are_refused(
 async fn a_refused_outbound_recipient_ends_in_bridge_delivery_failed() {
     let w = world("v=spf1 ip4:127.0.0.1 -all").await;
     let thread = w.node.thread_id();
-    let env = json!({
-        "loom": "1.1",
-        "id": w.node.envelope_id(),
-        "thread_id": thread,
-        "parent_id": null,
-        "type": "message",
-        "from": {"identity": w.alice.address, "display": "Alice", "key_id": w.alice.key_id, "type": "human"},
-        "to": [{"identity": "bridge://nobody@b.test", "role": "primary"}],
-        "created_at": w.node.now(),
-        "priority": "normal",
-        "content": {"human": {"text": "hello?", "format": "plaintext"}, "encrypted": false},
-        "attachments": [],
-    });
+    let env = to_bridge(&w.node, &w.alice, &thread, None, "nobody@b.test", "hello?");
     w.alice.send(&w.node, env).await.expect(201);
     let report = w.node.node.service().bridge_tick().await.unwrap();
     assert_eq!(report.failed, 1, "a 550 is permanent: {report:?}");
@@ -407,12 +427,7 @@ async fn starttls_carries_the_mail_and_require_tls_refuses_it_in_the_clear() {
         &loom_node::rules::Spec,
     )
     .unwrap();
-    let dkim = outside_dkim();
-    let records = vec![
-        txt("b.test", "v=spf1 ip4:127.0.0.1 -all"),
-        txt(&dkim.dns_name(), dkim.dns_record()),
-        txt("_dmarc.b.test", "v=DMARC1; p=reject"),
-    ];
+    let records = outside_records("v=spf1 ip4:127.0.0.1 -all");
     let node = TestNode::with(|c| {
         let mut b = BridgeConfig::new("127.0.0.1:0".parse().unwrap());
         b.require_tls = true;
@@ -513,19 +528,14 @@ async fn a_deferring_smarthost_is_retried_with_backoff_until_the_attempts_run_ou
         c.bridge = Some(b);
     });
     let alice = node.register("alice", "human", 1).await;
-    let env = json!({
-        "loom": "1.1",
-        "id": node.envelope_id(),
-        "thread_id": node.thread_id(),
-        "parent_id": null,
-        "type": "message",
-        "from": {"identity": alice.address, "display": "Alice", "key_id": alice.key_id, "type": "human"},
-        "to": [{"identity": "bridge://carol@b.test", "role": "primary"}],
-        "created_at": node.now(),
-        "priority": "normal",
-        "content": {"human": {"text": "hello", "format": "plaintext"}, "encrypted": false},
-        "attachments": [],
-    });
+    let env = to_bridge(
+        &node,
+        &alice,
+        &node.thread_id(),
+        None,
+        "carol@b.test",
+        "hello",
+    );
     alice.send(&node, env).await.expect(201);
     let svc = node.node.service();
     let r1 = svc.bridge_tick().await.unwrap();
@@ -568,28 +578,11 @@ async fn a_deferring_smarthost_is_retried_with_backoff_until_the_attempts_run_ou
 async fn a_durable_store_takes_mail_in_and_sends_mail_out() {
     let dir = std::env::temp_dir().join(format!("loom-bridge-durable-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let sink = sink();
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let sink_addr = l.local_addr().unwrap();
-    tokio::spawn(serve_tcp(l, smtp_config(), None, sink.clone()));
-    let dkim = outside_dkim();
-    let records = vec![
-        txt("b.test", "v=spf1 ip4:127.0.0.1 -all"),
-        txt(&dkim.dns_name(), dkim.dns_record()),
-        txt("_dmarc.b.test", "v=DMARC1; p=reject"),
-    ];
-    let node = TestNode::with(|c| {
+    let w = world_with("v=spf1 ip4:127.0.0.1 -all", |c| {
         c.storage = loom_node::Storage::Dir(dir.clone());
-        let mut b = BridgeConfig::new("127.0.0.1:0".parse().unwrap());
-        b.smarthost = Some(sink_addr.to_string());
-        b.dns_records = records;
-        c.bridge = Some(b);
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let smtp = listener.local_addr().unwrap();
-    let n = node.node.clone();
-    tokio::spawn(async move { n.serve_smtp(listener, None).await });
-    let alice = node.register("alice", "human", 1).await;
+    })
+    .await;
+    let (node, smtp, sink, alice) = (&w.node, w.smtp, &w.sink, &w.alice);
     let signed = outside_dkim()
         .sign(mail("d1@b.test", None, "Durable."))
         .unwrap();
@@ -601,20 +594,15 @@ async fn a_durable_store_takes_mail_in_and_sends_mail_out() {
         loom_node::store::bridge::find(&node.node.service().store.read(), "d1@b.test")
             .unwrap()
             .expect("indexed in the durable store");
-    let reply = json!({
-        "loom": "1.1",
-        "id": node.envelope_id(),
-        "thread_id": thread,
-        "parent_id": env_id,
-        "type": "message",
-        "from": {"identity": alice.address, "display": "Alice", "key_id": alice.key_id, "type": "human"},
-        "to": [{"identity": "bridge://carol@b.test", "role": "primary"}],
-        "created_at": node.now(),
-        "priority": "normal",
-        "content": {"human": {"text": "Noted.", "format": "plaintext"}, "encrypted": false},
-        "attachments": [],
-    });
-    alice.send(&node, reply).await.expect(201);
+    let reply = to_bridge(
+        node,
+        alice,
+        &thread,
+        Some(&env_id),
+        "carol@b.test",
+        "Noted.",
+    );
+    alice.send(node, reply).await.expect(201);
     assert_eq!(
         node.node.service().bridge_tick().await.unwrap().delivered,
         1

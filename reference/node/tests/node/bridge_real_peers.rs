@@ -182,19 +182,14 @@ async fn python_smtplib_and_dkimpy_in_aiosmtpd_and_dkimpy_out() {
     assert_eq!(env["content"]["human"]["text"], "Hello from smtplib.");
 
     // Out: a LOOM reply reaches aiosmtpd, DKIM-signed ed25519-sha256 for a.test.
-    let reply = json!({
-        "loom": "1.1",
-        "id": node.envelope_id(),
-        "thread_id": thread,
-        "parent_id": env_id,
-        "type": "message",
-        "from": {"identity": alice.address, "display": "Alice", "key_id": alice.key_id, "type": "human"},
-        "to": [{"identity": "bridge://carol@b.test", "role": "primary"}],
-        "created_at": node.now(),
-        "priority": "normal",
-        "content": {"human": {"text": "Hello back from LOOM.", "format": "markdown"}, "encrypted": false},
-        "attachments": [],
-    });
+    let reply = crate::bridge::to_bridge(
+        &node,
+        &alice,
+        thread.as_str(),
+        Some(env_id.as_str()),
+        "carol@b.test",
+        "Hello back from LOOM.",
+    );
     alice.send(&node, reply).await.expect(201);
     let report = node.node.service().bridge_tick().await.unwrap();
     assert_eq!(report.delivered, 1, "{report:?}");
