@@ -42,7 +42,8 @@ fn outside_records(spf: &str) -> Vec<Record> {
     ]
 }
 
-/// An unsigned message from `from` to the bridge recipient `to` (`carol@b.test`).
+/// An unsigned Markdown message from `from` to the bridge recipient `to` (`carol@b.test`):
+/// the support's message with its recipients replaced.
 pub fn to_bridge(
     node: &TestNode,
     from: &Ident,
@@ -51,19 +52,10 @@ pub fn to_bridge(
     to: &str,
     text: &str,
 ) -> Value {
-    json!({
-        "loom": "1.1",
-        "id": node.envelope_id(),
-        "thread_id": thread,
-        "parent_id": parent,
-        "type": "message",
-        "from": {"identity": from.address, "display": "Alice", "key_id": from.key_id, "type": "human"},
-        "to": [{"identity": format!("bridge://{to}"), "role": "primary"}],
-        "created_at": node.now(),
-        "priority": "normal",
-        "content": {"human": {"text": text, "format": "markdown"}, "encrypted": false},
-        "attachments": [],
-    })
+    let mut env = from.message(node, thread, parent, &[], text);
+    env["to"] = json!([{"identity": format!("bridge://{to}"), "role": "primary"}]);
+    env["content"]["human"]["format"] = json!("markdown");
+    env
 }
 
 /// A mail sink standing in for the outside world's MX; refuses `nobody@`.
