@@ -186,6 +186,8 @@ pub const AREA_MINIMUMS: &[(&str, usize)] = &[
     ("process-yaml", 100),
     ("identity-document", 60),
     ("federation", 100),
+    ("email-auth", 120),
+    ("mime-mapping", 80),
 ];
 
 /// Every vector file in `dir`, sorted by name, loaded and checked.

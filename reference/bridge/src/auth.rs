@@ -10,6 +10,8 @@
 //! "no such record" from the cache too, so no lookup ever leaves the process; with a
 //! `dns_server`, misses go to that server (never to a public resolver by default).
 
+mod records;
+
 use mail_auth::common::parse::TxtRecordParser;
 use mail_auth::dkim::{DkimError, DomainKeyReport};
 use mail_auth::dmarc::{Dmarc, Policy};
@@ -23,6 +25,7 @@ use mail_auth::{
     AuthenticatedMessage, DkimResult, DmarcResult, DnsError, DnssecStatus, Error, MX,
     MessageAuthenticator, Parameters, RecordSet, ResolverCache, SpfResult, Txt,
 };
+use records::{closed_world_server, dmarc_without_invalid_policies, spf_syntax};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::borrow::Borrow;
@@ -162,11 +165,14 @@ impl Records {
     pub fn new(closed: bool) -> Self {
         let nx = closed
             .then(|| Txt::Error(Error::Dns(DnsError::RecordNotFound(ResponseCode::NXDomain))));
+        // Address misses are left to the resolver even in a closed world, where it asks
+        // the in-process NXDOMAIN responder ([`closed_world_server`]): `mail-auth`'s SPF
+        // `exists` treats any cached answer, an empty one included, as "exists".
         Self {
             txt: Cache::new(nx),
             mx: Cache::new(closed.then(empty)),
-            a: Cache::new(closed.then(empty)),
-            aaaa: Cache::new(closed.then(empty)),
+            a: Cache::new(None),
+            aaaa: Cache::new(None),
             ptr: Cache::new(closed.then(empty)),
             closed,
         }
@@ -190,11 +196,15 @@ impl Records {
             "TXT" => {
                 let bytes = value.as_bytes();
                 let txt = if name.starts_with("_dmarc.") {
-                    Txt::from(Dmarc::parse(bytes))
+                    Txt::from(Dmarc::parse(
+                        dmarc_without_invalid_policies(value).as_bytes(),
+                    ))
                 } else if name.contains("._domainkey.") {
                     Txt::from(mail_auth::common::verify::DomainKey::parse(bytes))
                 } else if name.contains("._report._dmarc.") {
                     Txt::from(DomainKeyReport::parse(bytes))
+                } else if let Some(Err(_)) = spf_syntax(value) {
+                    Txt::Error(Error::ParseError)
                 } else {
                     Txt::from(Spf::parse(bytes))
                 };
@@ -450,7 +460,15 @@ impl Verifier {
         dns_server: Option<SocketAddr>,
         host: &str,
     ) -> Result<Self, ResolverError> {
-        let servers = dns_server
+        // A closed world asks only its own NXDOMAIN responder (never a real resolver).
+        let server = dns_server.or_else(|| {
+            if records.is_closed() {
+                closed_world_server()
+            } else {
+                None
+            }
+        });
+        let servers = server
             .map(|addr| {
                 let mut udp = ConnectionConfig::udp();
                 udp.port = addr.port();
@@ -529,6 +547,13 @@ impl Verifier {
             .authenticator
             .verify_dkim(records.parameters(&message))
             .await;
+        let refused: Vec<Option<String>> = dkim.iter().map(|o| self.refusal(o)).collect();
+        let counted: Vec<_> = dkim
+            .iter()
+            .zip(&refused)
+            .filter(|(_, r)| r.is_none())
+            .map(|(o, _)| o.clone())
+            .collect();
         let mail_from_domain = conn
             .mail_from
             .rsplit_once('@')
@@ -539,7 +564,7 @@ impl Verifier {
             .verify_dmarc(
                 records.parameters(mail_auth::dmarc::verify::DmarcParameters::new(
                     &message,
-                    &dkim,
+                    &counted,
                     &mail_from_domain,
                     &spf,
                 )),
@@ -550,10 +575,14 @@ impl Verifier {
             .rsplit_once('@')
             .map(|(_, d)| d.to_ascii_lowercase())
             .unwrap_or_default();
-        let dkim_verdicts: Vec<DkimVerdict> = dkim
+        let mut dkim_verdicts: Vec<DkimVerdict> = dkim
             .iter()
-            .map(|o| {
-                let (result, reason) = dkim_word(o.result());
+            .zip(refused)
+            .map(|(o, refused)| {
+                let (result, reason) = match refused {
+                    Some(why) => ("permerror", Some(why)),
+                    None => dkim_word(o.result()),
+                };
                 let sig = o.signature();
                 DkimVerdict {
                     result: result.into(),
@@ -575,6 +604,22 @@ impl Verifier {
                 }
             })
             .collect();
+        // A DKIM-Signature field `mail-auth` could not parse at all still gets a result
+        // (RFC 6376 §6.1.1: a malformed signature is PERMFAIL, not absent).
+        let fields = message
+            .headers
+            .iter()
+            .filter(|(name, _)| name.eq_ignore_ascii_case(b"DKIM-Signature"))
+            .count();
+        while dkim_verdicts.len() < fields {
+            dkim_verdicts.push(DkimVerdict {
+                result: "permerror".into(),
+                domain: String::new(),
+                selector: String::new(),
+                algorithm: String::new(),
+                reason: Some("malformed DKIM-Signature: a required tag is missing or invalid (RFC 6376 §3.5, §6.1.1)".into()),
+            });
+        }
         let aligned = |d: &str| !from_domain.is_empty() && aligned_relaxed(d, &from_domain);
         let dkim_aligned = dkim_verdicts
             .iter()
@@ -587,11 +632,13 @@ impl Verifier {
             DmarcResult::PermError(_) => "permerror",
             DmarcResult::None => "none",
         };
-        let policy = match dmarc.dmarc_record().map(|r| r.p) {
-            Some(Policy::Reject) => "reject",
-            Some(Policy::Quarantine) => "quarantine",
-            Some(Policy::None) => "none",
-            Some(Policy::Unspecified) | None => "unspecified",
+        // The policy that applies to the From domain (p=, or sp=/np= for a subdomain); none
+        // when no DMARC record applies or it could not be read.
+        let policy = match (dmarc_word, dmarc.policy()) {
+            ("pass" | "fail", Policy::Reject) => "reject",
+            ("pass" | "fail", Policy::Quarantine) => "quarantine",
+            ("pass" | "fail", Policy::None) => "none",
+            _ => "unspecified",
         };
         let dkim_word = if dkim_verdicts.iter().any(|v| v.result == "pass") {
             "pass".to_string()
@@ -616,6 +663,38 @@ impl Verifier {
             dkim_aligned,
             client_ip: conn.ip.to_string(),
         }
+    }
+}
+
+impl Verifier {
+    /// Why a signature `mail-auth` passed must not count (RFC 6376 checks it does not make):
+    /// `h=` without From (§5.4, §6.1.1: "MUST ignore … PERMFAIL (From field not signed)"), or
+    /// a key record whose `h=` does not allow the signature's hash (§3.6.1, §6.1.2: PERMFAIL
+    /// (inappropriate hash algorithm)).
+    fn refusal(&self, o: &mail_auth::DkimOutput<'_>) -> Option<String> {
+        if o.result() != &DkimResult::Pass {
+            return None;
+        }
+        let sig = o.signature()?;
+        if !sig.h.iter().any(|h| h.eq_ignore_ascii_case("from")) {
+            return Some("h= does not list From (RFC 6376 §5.4, §6.1.1)".into());
+        }
+        let key = self
+            .records
+            .txt
+            .get::<str>(&fqdn(&format!("{}._domainkey.{}", sig.s, sig.d)));
+        if let Some(Txt::DomainKey(key)) = key {
+            use mail_auth::common::crypto::HashAlgorithm;
+            let restricted =
+                key.has_flag(HashAlgorithm::Sha1) || key.has_flag(HashAlgorithm::Sha256);
+            let hash = HashAlgorithm::from(sig.a);
+            if restricted && !key.has_flag(hash) {
+                return Some(
+                    "the key record's h= does not allow this hash (RFC 6376 §3.6.1)".into(),
+                );
+            }
+        }
+        None
     }
 }
 

@@ -116,6 +116,17 @@ impl Dkim {
         Ok(signed)
     }
 
+    /// The key's signature over `data` (RFC 6376 §3.7 step 2 for rsa-sha256: RSASSA-PKCS1-v1_5
+    /// over SHA-256; RFC 8463 §3 for ed25519-sha256: Ed25519 over the SHA-256 hash). For
+    /// callers that assemble the `DKIM-Signature` field themselves (the test vectors' signer).
+    pub fn sign_bytes(&self, data: &[u8]) -> Result<Vec<u8>, RenderError> {
+        use mail_auth::common::crypto::SigningKey;
+        self.signer
+            .key
+            .sign(data)
+            .map_err(|e| RenderError(format!("DKIM signing: {e}")))
+    }
+
     /// `{selector}._domainkey.{domain}`.
     pub fn dns_name(&self) -> String {
         format!(
@@ -429,6 +440,62 @@ pub fn mail_recipients(envelope: &Value) -> Vec<(loom_protocol::Address, String)
         .into_iter()
         .filter(|(a, role)| a.is_bridge() && (!copy || role == "bcc"))
         .collect()
+}
+
+/// The mail address of a `bridge://` identity.
+pub fn email_of(a: &loom_protocol::Address) -> String {
+    format!("{}@{}", a.local(), a.domain())
+}
+
+/// The messages an envelope becomes for its mail recipients `mail` ([`mail_recipients`], or a
+/// quirk's reading of it): To and Cc show every visible recipient of the envelope (§20.2) —
+/// `bridge://` ones by their address, LOOM ones as `{local}@{domain}` — and each message
+/// goes only to the mail recipients it is for, so a bcc-copy (§20.6) mails its Bcc recipient
+/// alone, showing the visible recipients as the original mail would, and never a Bcc header.
+pub fn envelope_drafts(
+    envelope: &Value,
+    mail: &[(loom_protocol::Address, String)],
+    threading: &Threading,
+    attachments: &[AttachmentBytes],
+    domain: &str,
+) -> Result<Vec<MailDraft>, RenderError> {
+    let mut recipients: Vec<MailRecipient> = envelope["to"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| {
+            let a = loom_protocol::Address::parse_wire(r["identity"].as_str()?).ok()?;
+            let role = r["role"].as_str().unwrap_or("primary").to_string();
+            if role == "bcc" {
+                return None;
+            }
+            let email = if a.is_bridge() {
+                email_of(&a)
+            } else {
+                format!("{}@{domain}", a.local())
+            };
+            Some(MailRecipient { email, role })
+        })
+        .collect();
+    recipients.extend(
+        mail.iter()
+            .filter(|(_, role)| role == "bcc")
+            .map(|(a, role)| MailRecipient {
+                email: email_of(a),
+                role: role.clone(),
+            }),
+    );
+    let mailed: Vec<String> = mail.iter().map(|(a, _)| email_of(a)).collect();
+    Ok(
+        drafts(envelope, &recipients, threading, attachments, domain)?
+            .into_iter()
+            .filter_map(|mut d| {
+                d.rcpt_to
+                    .retain(|r| mailed.iter().any(|m| m.eq_ignore_ascii_case(r)));
+                (!d.rcpt_to.is_empty()).then_some(d)
+            })
+            .collect(),
+    )
 }
 
 fn sign(raw: Vec<u8>, settings: &OutboundSettings) -> Result<Vec<u8>, RenderError> {

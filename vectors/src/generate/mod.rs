@@ -7,6 +7,7 @@
 
 pub mod capability_token;
 pub mod delegation_chain;
+pub mod email_auth;
 pub mod envelope_signature;
 pub mod envelope_validation;
 pub mod federation;
@@ -15,6 +16,7 @@ pub mod http_signature;
 pub mod identity_document;
 pub mod jcs_numbers;
 pub mod keys;
+pub mod mime_mapping;
 pub mod notation;
 pub mod plsp;
 pub mod process_yaml;
@@ -141,6 +143,16 @@ pub const GENERATED: &[GeneratedArea] = &[
         area: "federation",
         build: federation::build,
         schema: federation::schema,
+    },
+    GeneratedArea {
+        area: "email-auth",
+        build: email_auth::build,
+        schema: email_auth::schema,
+    },
+    GeneratedArea {
+        area: "mime-mapping",
+        build: mime_mapping::build,
+        schema: mime_mapping::schema,
     },
 ];
 

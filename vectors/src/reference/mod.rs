@@ -2,6 +2,7 @@
 //! must pass, used in-process by `cargo test` and over stdin/stdout by `loom-vectors adapter`.
 
 mod basic;
+mod bridge;
 mod capability_token;
 mod delegation_chain;
 mod envelope_signature;
@@ -223,6 +224,18 @@ pub const KINDS: &[KindHandler] = &[
     KindHandler {
         kind: "federated-meta",
         answer: federation::federated_meta,
+    },
+    KindHandler {
+        kind: "email-auth",
+        answer: bridge::email_auth,
+    },
+    KindHandler {
+        kind: "mail-to-envelope",
+        answer: bridge::mail_to_envelope,
+    },
+    KindHandler {
+        kind: "envelope-to-mail",
+        answer: bridge::envelope_to_mail,
     },
 ];
 

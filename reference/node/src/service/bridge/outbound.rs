@@ -8,7 +8,7 @@ use crate::service::Service;
 use crate::store::federation::{self as queue_store, NewOutboxItem, OutboxItem, Queue};
 use crate::store::{blobs, bridge as bridge_store, envelopes};
 use loom_bridge::outbound::{
-    AttachmentBytes, MailRecipient, Outgoing, Threading, build, drafts, message_id_of,
+    AttachmentBytes, Outgoing, Threading, build, email_of, envelope_drafts, message_id_of,
 };
 use loom_bridge::smtp::client::{self, RecipientOutcome, SendError};
 use loom_protocol::accept::Acceptance;
@@ -38,10 +38,6 @@ pub struct MailReport {
 }
 
 /// `bridge://carol@b.test` → `carol@b.test`.
-fn email_of(a: &Address) -> String {
-    format!("{}@{}", a.local(), a.domain())
-}
-
 impl Service {
     /// Queues one mail row per `bridge://` recipient of an envelope the writer just
     /// accepted from a local sender, inside its transaction (nothing when no bridge runs).
@@ -168,40 +164,7 @@ impl Service {
             return Ok(None);
         };
         let email = email_of(recipient);
-        // To/Cc show every visible recipient; LOOM ones by their mail-domain address.
-        let mut recipients: Vec<MailRecipient> = envelope["to"]
-            .as_array()
-            .map(|to| {
-                to.iter()
-                    .filter_map(|r| {
-                        let a = Address::parse_wire(r["identity"].as_str()?).ok()?;
-                        let role = r["role"].as_str().unwrap_or("primary").to_string();
-                        if role == "bcc" {
-                            return None;
-                        }
-                        let email = if a.is_bridge() {
-                            email_of(&a)
-                        } else {
-                            format!("{}@{}", a.local(), b.domain)
-                        };
-                        Some(MailRecipient { email, role })
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let rules = self.rules.bridge();
-        let role = rules
-            .mail_recipients(&envelope)
-            .into_iter()
-            .find(|(a, _)| a == recipient)
-            .map(|(_, r)| r)
-            .unwrap_or_else(|| "primary".into());
-        if role == "bcc" {
-            recipients.push(MailRecipient {
-                email: email.clone(),
-                role,
-            });
-        }
+        let mail = self.rules.bridge().mail_recipients(&envelope);
         let parent = envelope["parent_id"].as_str();
         let threading = Threading {
             in_reply_to: parent.map(|p| {
@@ -235,7 +198,7 @@ impl Service {
                 bytes: blobs::content(&conn, &id)?,
             });
         }
-        let drafts = drafts(&envelope, &recipients, &threading, &attachments, &b.domain)
+        let drafts = envelope_drafts(&envelope, &mail, &threading, &attachments, &b.domain)
             .map_err(|e| ApiError::internal(e.to_string()))?;
         let Some(draft) = drafts
             .into_iter()
@@ -243,6 +206,7 @@ impl Service {
         else {
             return Ok(None);
         };
+        let rules = self.rules.bridge();
         let mut draft = rules.draft(draft);
         draft.rcpt_to = vec![email];
         let raw = build(&draft).map_err(|e| ApiError::internal(e.to_string()))?;
