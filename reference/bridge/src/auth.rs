@@ -667,8 +667,8 @@ impl Verifier {
 }
 
 impl Verifier {
-    /// Why a signature `mail-auth` passed must not count (RFC 6376 checks it does not make):
-    /// `h=` without From (§5.4, §6.1.1: "MUST ignore … PERMFAIL (From field not signed)"), or
+    /// Why a signature `mail-auth` passed must not count (RFC checks it does not make):
+    /// rsa-sha1 (RFC 8301 §3.1: verifiers MUST NOT consider it valid), `h=` without From (§5.4, §6.1.1: "MUST ignore … PERMFAIL (From field not signed)"), or
     /// a key record whose `h=` does not allow the signature's hash (§3.6.1, §6.1.2: PERMFAIL
     /// (inappropriate hash algorithm)).
     fn refusal(&self, o: &mail_auth::DkimOutput<'_>) -> Option<String> {
@@ -676,6 +676,9 @@ impl Verifier {
             return None;
         }
         let sig = o.signature()?;
+        if sig.a == mail_auth::common::crypto::Algorithm::RsaSha1 {
+            return Some("rsa-sha1 signatures are not valid (RFC 8301 §3.1)".into());
+        }
         if !sig.h.iter().any(|h| h.eq_ignore_ascii_case("from")) {
             return Some("h= does not list From (RFC 6376 §5.4, §6.1.1)".into());
         }

@@ -187,6 +187,34 @@ pub async fn serve_tcp<H: Handler>(
     tls: Option<TlsAcceptor>,
     handler: Arc<H>,
 ) -> io::Result<()> {
+    serve(listener, config, tls, handler).await
+}
+
+/// A source of incoming SMTP connections: a TCP listener, or a simulated network's.
+pub trait Listener: Send + 'static {
+    /// The connection type.
+    type Io: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    /// The next connection and its peer's address.
+    fn accept(&mut self) -> impl Future<Output = io::Result<(Self::Io, SocketAddr)>> + Send;
+}
+
+impl Listener for tokio::net::TcpListener {
+    type Io = tokio::net::TcpStream;
+
+    async fn accept(&mut self) -> io::Result<(Self::Io, SocketAddr)> {
+        let (s, peer) = tokio::net::TcpListener::accept(self).await?;
+        let _ = s.set_nodelay(true);
+        Ok((s, peer))
+    }
+}
+
+/// [`serve_tcp`] on any [`Listener`].
+pub async fn serve<L: Listener, H: Handler>(
+    mut listener: L,
+    config: Arc<ServerConfig>,
+    tls: Option<TlsAcceptor>,
+    handler: Arc<H>,
+) -> io::Result<()> {
     let slots = Arc::new(tokio::sync::Semaphore::new(config.max_connections));
     loop {
         let (mut stream, peer) = match listener.accept().await {
@@ -209,7 +237,6 @@ pub async fn serve_tcp<H: Handler>(
         let (config, tls, handler) = (config.clone(), tls.clone(), handler.clone());
         tokio::spawn(async move {
             let _permit = permit;
-            let _ = stream.set_nodelay(true);
             if let Err(e) = serve_connection(stream, peer, &config, tls.as_ref(), &*handler).await {
                 tracing::debug!(target: "loom::bridge", %peer, "smtp connection ended: {e}");
             }
