@@ -64,8 +64,12 @@ impl Fault {
 
 /// The workload's expected length in ms (random faults fall inside it).
 pub fn workload_window_ms(s: &Scenario) -> u64 {
+    let mail = s.mail.as_ref().map_or(0, |m| {
+        ((m.inbound + m.outbound) as u64).saturating_mul(m.mean_gap_ms)
+    });
     (s.workload.actions as u64)
         .saturating_mul(s.workload.mean_gap_ms)
+        .max(mail)
         .max(1)
 }
 
@@ -82,6 +86,27 @@ fn pair(rng: &mut ChaCha20Rng, nodes: &[String]) -> Option<(String, String)> {
     let others: Vec<String> = nodes.iter().filter(|n| **n != a).cloned().collect();
     let b = pick(rng, &others).to_owned();
     Some((a, b))
+}
+
+/// Two ends of a link fault: two nodes, or — in an email scenario — a node and one of the
+/// outside mail hosts too (never two outside hosts, which do not talk to each other).
+fn link_ends(rng: &mut ChaCha20Rng, s: &Scenario) -> Option<(String, String)> {
+    if s.mail.is_none() {
+        return pair(rng, &s.nodes);
+    }
+    let mut ends: Vec<String> = s.nodes.clone();
+    ends.extend(crate::mail::HOSTS.iter().map(|h| (*h).to_owned()));
+    let pairs: Vec<(String, String)> = ends
+        .iter()
+        .enumerate()
+        .flat_map(|(i, a)| ends[i + 1..].iter().map(move |b| (a.clone(), b.clone())))
+        .filter(|(a, b)| s.nodes.contains(a) || s.nodes.contains(b))
+        .collect();
+    if pairs.is_empty() {
+        return None;
+    }
+    let i = usize::try_from(rng.next_u64() % pairs.len() as u64).unwrap_or(0);
+    Some(pairs[i].clone())
 }
 
 fn between(rng: &mut ChaCha20Rng, lo: u64, hi: u64) -> u64 {
@@ -159,7 +184,7 @@ pub fn schedule(s: &Scenario, seed: u64) -> Vec<Scheduled> {
         }
     }
     let link = |rng: &mut ChaCha20Rng, out: &mut Vec<Scheduled>, hold: bool| {
-        if let Some((a, b)) = pair(rng, &s.nodes) {
+        if let Some((a, b)) = link_ends(rng, s) {
             let start = between(rng, 0, window);
             let dur = between(rng, dmin * 1000, dmax * 1000);
             let (on, off) = if hold {
@@ -186,7 +211,7 @@ pub fn schedule(s: &Scenario, seed: u64) -> Vec<Scheduled> {
         link(&mut rng, &mut out, true);
     }
     for _ in 0..s.faults.slow_links {
-        if let Some((a, b)) = pair(&mut rng, &s.nodes) {
+        if let Some((a, b)) = link_ends(&mut rng, s) {
             let start = between(&mut rng, 0, window);
             let dur = between(&mut rng, dmin * 1000, dmax * 1000);
             let ms = between(&mut rng, s.faults.slow_ms[0], s.faults.slow_ms[1]);

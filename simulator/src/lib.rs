@@ -20,6 +20,7 @@ pub mod dial;
 pub mod faults;
 pub mod hosts;
 pub mod invariants;
+pub mod mail;
 pub mod scenario;
 pub mod shrink;
 pub mod sweep;

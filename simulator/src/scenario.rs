@@ -7,7 +7,7 @@ use std::path::Path;
 
 /// The scenarios shipped with the simulator, by name (compiled in, so the binary runs
 /// anywhere).
-pub const SHIPPED: [(&str, &str); 5] = [
+pub const SHIPPED: [(&str, &str); 6] = [
     (
         "three-node-federation",
         include_str!("../scenarios/three-node-federation.toml"),
@@ -25,6 +25,10 @@ pub const SHIPPED: [(&str, &str); 5] = [
         include_str!("../scenarios/ttl-expiry-72h.toml"),
     ),
     ("clock-skew", include_str!("../scenarios/clock-skew.toml")),
+    (
+        "email-bridge",
+        include_str!("../scenarios/email-bridge.toml"),
+    ),
 ];
 
 /// One simulation setup.
@@ -66,6 +70,10 @@ pub struct Scenario {
     /// [`crate::hosts::HostSlot`] of the same name; scripted link faults may name them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<SlotDecl>,
+    /// `[mail]`: one node runs the email bridge (v1.1 §21) and an outside mail host sends it
+    /// mail and receives its outbound mail ([`crate::mail`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mail: Option<Mail>,
     /// How the scenario was named when loaded ([`Scenario::load`]): a shipped name or the
     /// file path; replay commands use it. Not part of the file.
     #[serde(skip)]
@@ -157,6 +165,49 @@ impl Workload {
     pub fn has_special(&self) -> bool {
         self.op_ratio + self.retract_ratio + self.capability_ratio + self.agent_ratio > 0.0
     }
+}
+
+/// `[mail]`: the email bridge and the outside world's mail host.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mail {
+    /// The node that runs the bridge (SMTP on port 25; its domain is the mail domain).
+    pub node: String,
+    /// Messages the outside host sends to the bridge's users.
+    pub inbound: usize,
+    /// Envelopes a user of the node sends to mail recipients.
+    pub outbound: usize,
+    /// Mean simulated gap between two of the outside host's actions, ms (uniform 0..2×).
+    #[serde(default = "mail_gap")]
+    pub mean_gap_ms: u64,
+    /// Share of inbound mail forged: From the `p=reject` domain, sent from elsewhere.
+    #[serde(default)]
+    pub forged_ratio: f64,
+    /// Share of inbound mail from a domain that publishes no records.
+    #[serde(default)]
+    pub unknown_ratio: f64,
+    /// Share of outbound recipients the outside host refuses (`550`).
+    #[serde(default)]
+    pub refused_ratio: f64,
+    /// SMTP attempts the outside host makes per inbound message.
+    #[serde(default = "mail_attempts")]
+    pub send_attempts: u32,
+    /// The bridge's first retry delay (doubling), seconds.
+    #[serde(default = "mail_retry")]
+    pub retry_base_secs: u64,
+    /// The bridge's attempts per outbound recipient.
+    #[serde(default = "mail_attempts")]
+    pub max_attempts: u32,
+}
+
+fn mail_gap() -> u64 {
+    1500
+}
+fn mail_attempts() -> u32 {
+    8
+}
+fn mail_retry() -> u64 {
+    2
 }
 
 /// One `[[hosts]]` entry: a host slot the scenario expects.
@@ -336,6 +387,33 @@ impl Scenario {
         }
         if self.faults.duration_secs[0] > self.faults.duration_secs[1] {
             return Err("scenario: faults.duration_secs must be [min, max] with min <= max".into());
+        }
+        if let Some(m) = &self.mail {
+            if !self.nodes.contains(&m.node) {
+                return Err(format!(
+                    "scenario: mail.node {:?} is not one of nodes",
+                    m.node
+                ));
+            }
+            for (field, v) in [
+                ("mail.forged_ratio", m.forged_ratio),
+                ("mail.unknown_ratio", m.unknown_ratio),
+                ("mail.refused_ratio", m.refused_ratio),
+            ] {
+                if !(0.0..=1.0).contains(&v) {
+                    return Err(format!("scenario: {field} must be within 0..=1, not {v}"));
+                }
+            }
+            if m.forged_ratio + m.unknown_ratio > 1.0 {
+                return Err(
+                    "scenario: mail.forged_ratio + mail.unknown_ratio must be at most 1".into(),
+                );
+            }
+            if m.send_attempts == 0 || m.max_attempts == 0 {
+                return Err(
+                    "scenario: mail.send_attempts and mail.max_attempts must be at least 1".into(),
+                );
+            }
         }
         let mut slots = std::collections::BTreeSet::new();
         for (i, h) in self.hosts.iter().enumerate() {

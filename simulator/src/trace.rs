@@ -92,10 +92,73 @@ pub struct Record {
     /// Thread id → its `cap_epoch` as the owner's revocations advanced it (§12.3): tokens
     /// issued later carry it as `epoch`.
     pub cap_epochs: BTreeMap<String, u64>,
+    /// The email scenario's record (`[mail]`): what the outside mail host sent and received.
+    pub mail: MailRecord,
+    /// Nodes that crashed at least once during the run.
+    pub crashed: std::collections::BTreeSet<String>,
     /// Violations seen during the run.
     pub violations: Vec<Violation>,
     /// The current turmoil step (the controller updates it).
     pub step: u64,
+}
+
+/// What the outside mail host meant an inbound message to be (v1.1 §21.2, §21.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MailKind {
+    /// From the authenticated domain: delivered, not quarantined.
+    Authentic,
+    /// From a `p=reject` domain it cannot authenticate for: refused.
+    Forged,
+    /// From a domain without records: delivered labelled `sys.quarantine`.
+    Unknown,
+}
+
+/// How the bridge answered an inbound message in the end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MailOutcome {
+    /// `250` to DATA.
+    Accepted,
+    /// A `5xx` (the reply line).
+    Refused(String),
+    /// No final answer after every attempt (connection lost, timeouts, `4xx`).
+    GaveUp,
+}
+
+/// One message the outside mail host sent to the bridge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MailIn {
+    /// Its Message-ID (without brackets).
+    pub message_id: String,
+    /// What it is.
+    pub kind: MailKind,
+    /// The local recipients it was sent to (`loom://` addresses).
+    pub to: Vec<String>,
+    /// The final answer.
+    pub outcome: MailOutcome,
+    /// SMTP attempts made.
+    pub attempts: u32,
+}
+
+/// One message the outside mail host's sink received from the bridge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MailArrived {
+    /// The SMTP recipient.
+    pub rcpt: String,
+    /// Its Message-ID.
+    pub message_id: String,
+    /// Its `X-LOOM-Envelope-ID`.
+    pub envelope_id: String,
+}
+
+/// The email scenario's record.
+#[derive(Debug, Clone, Default)]
+pub struct MailRecord {
+    /// The node running the bridge (empty without `[mail]`).
+    pub node: String,
+    /// Inbound messages in the order sent.
+    pub sent: Vec<MailIn>,
+    /// Outbound messages the sink accepted, in arrival order.
+    pub arrived: Vec<MailArrived>,
 }
 
 /// Most recorded deliveries kept for replays.

@@ -157,8 +157,10 @@ fn node_config(
     domain: &str,
     dir: PathBuf,
     peers: BTreeMap<String, String>,
+    bridge: Option<loom_node::config::BridgeConfig>,
 ) -> NodeConfig {
     NodeConfig {
+        bridge,
         domain: domain.into(),
         storage: Storage::Dir(dir),
         rate_limits: RateLimits::unlimited(),
@@ -194,6 +196,9 @@ struct NodeHostSpec {
     rules: NodeRules,
     /// Boots so far (each draws fresh randomness, as a real start-up would).
     boots: Arc<AtomicU64>,
+    /// `[bridge]` for the mail scenario's bridge node (filled once the outside hosts have
+    /// their addresses).
+    bridge: Arc<RwLock<Option<loom_node::config::BridgeConfig>>>,
 }
 
 impl NodeHostSpec {
@@ -211,7 +216,9 @@ impl NodeHostSpec {
                     .collect()
             })
             .unwrap_or_default();
-        let config = node_config(&self.scenario, &d, self.dir, peers);
+        let bridge = self.bridge.read().ok().and_then(|b| b.clone());
+        let bridged = bridge.is_some();
+        let config = node_config(&self.scenario, &d, self.dir, peers, bridge);
         // Each boot draws fresh randomness, as a real start-up would (OS entropy).
         let env = Env::new(
             Arc::new(SkewClock::new(self.skew)),
@@ -230,8 +237,14 @@ impl NodeHostSpec {
             .lock()
             .line("boot", json!({"node": d, "boot": boot}));
         let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PORT)).await?;
-        node.serve(listener, None, std::future::pending::<()>())
-            .await?;
+        let http = node.serve(listener, None, std::future::pending::<()>());
+        if bridged {
+            let (served, smtp) = tokio::join!(http, crate::mail::serve_node_smtp(&node));
+            served?;
+            smtp?;
+        } else {
+            http.await?;
+        }
         Ok(())
     }
 }
@@ -252,6 +265,7 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
 
     let mut slots = BTreeMap::new();
     let peers_of: Arc<RwLock<BTreeMap<String, String>>> = Arc::default();
+    let bridge_slot: Arc<RwLock<Option<loom_node::config::BridgeConfig>>> = Arc::default();
     for domain in &scenario.nodes {
         let slot = NodeSlot {
             dir: scratch.0.join(domain),
@@ -269,6 +283,7 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
             peers: peers_of.clone(),
             rules: opts.rules.clone(),
             boots: Arc::new(AtomicU64::new(0)),
+            bridge: bridge_slot.clone(),
         };
         sim.host(domain.as_str(), move || spec.clone().boot());
         slots.insert(domain.clone(), slot);
@@ -320,6 +335,31 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
             shared: shared.clone(),
         };
         sim.client(client_host(domain).as_str(), run_client(plan));
+    }
+    if let Some(m) = &scenario.mail {
+        shared.lock().mail.node = m.node.clone();
+        let shared_mx = shared.clone();
+        sim.host(crate::mail::MX, move || {
+            crate::mail::run_mx(shared_mx.clone())
+        });
+        let plan = crate::mail::MtaPlan {
+            domain: m.node.clone(),
+            url: peers_of
+                .read()
+                .map(|p| p.get(&m.node).cloned().unwrap_or_default())
+                .unwrap_or_default(),
+            users: users.get(&m.node).cloned().unwrap_or_default(),
+            seed,
+            rng_seed: derive_seed(seed, "host/mta"),
+            mail: m.clone(),
+            setup_secs: scenario.setup_secs,
+            clock: SkewClock::new(slots[&m.node].skew.clone()),
+            shared: shared.clone(),
+        };
+        sim.client(crate::mail::MTA, crate::mail::run_mta(plan));
+        let mta_ip = sim.lookup(crate::mail::MTA);
+        *bridge_slot.write().map_err(|_| "bridge config poisoned")? =
+            Some(crate::mail::bridge_config(m, &m.node, mta_ip));
     }
     let replays: Vec<u64> = sched
         .iter()
@@ -558,6 +598,7 @@ fn apply(
         }
         Fault::Crash(n) => {
             if st.down.insert(n.clone()) {
+                shared.lock().crashed.insert(n.clone());
                 sim.crash(n.as_str());
             } else {
                 applied = false;

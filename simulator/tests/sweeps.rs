@@ -50,6 +50,88 @@ fn clock_skew_holds_every_invariant() {
 }
 
 #[test]
+fn email_bridge_holds_every_invariant() {
+    clean_sweep(&Scenario::load("email-bridge").unwrap(), 0..30);
+}
+
+/// The email scenario really exercises the bridge under faults (v1.1 §21): over a few seeds,
+/// authentic and unknown mail is accepted, forged mail is refused `550` (DMARC p=reject),
+/// a crash or partition makes the outside host retry, outbound mail reaches the exchanger,
+/// and refused recipients end in failure receipts, with every invariant holding.
+#[test]
+fn the_email_scenario_sends_refuses_retries_and_relays() {
+    let s = Scenario::load("email-bridge").unwrap();
+    let opts = RunOptions {
+        keep_trace: true,
+        ..RunOptions::default()
+    };
+    let mut seen = std::collections::BTreeMap::<&str, usize>::new();
+    for seed in 0..6 {
+        let r = run(&s, seed, &opts).unwrap();
+        assert!(r.ok(), "seed {seed}: {:?}", r.violations);
+        let t = r.trace.unwrap();
+        for line in t.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let answer = v["answer"].as_str().unwrap_or_default();
+            let key = match (v["kind"].as_str(), v["mail"].as_str()) {
+                (Some("mail.sent"), Some("Authentic")) if answer.contains("Delivered") => {
+                    "authentic accepted"
+                }
+                (Some("mail.sent"), Some("Unknown")) if answer.contains("Delivered") => {
+                    "unknown accepted"
+                }
+                (Some("mail.sent"), Some("Forged")) if answer.contains("550 5.7.1") => {
+                    "forged refused"
+                }
+                (Some("mail.sent"), _) if v["attempt"].as_u64() > Some(1) => "retried",
+                (Some("mail.arrived"), _) => "relayed",
+                _ => continue,
+            };
+            *seen.entry(key).or_default() += 1;
+        }
+    }
+    for key in [
+        "authentic accepted",
+        "unknown accepted",
+        "forged refused",
+        "retried",
+        "relayed",
+    ] {
+        assert!(seen.get(key).copied().unwrap_or(0) > 0, "{key}: {seen:?}");
+    }
+}
+
+#[test]
+fn accepting_forged_mail_is_caught() {
+    caught(
+        &Scenario::load("email-bridge").unwrap(),
+        Quirk::BridgeSkipDmarc,
+        10,
+        "mail-in-once",
+    );
+}
+
+#[test]
+fn delivering_unauthenticated_mail_unlabelled_is_caught() {
+    caught(
+        &Scenario::load("email-bridge").unwrap(),
+        Quirk::BridgeNoQuarantine,
+        10,
+        "mail-in-once",
+    );
+}
+
+#[test]
+fn failing_mail_without_a_receipt_is_caught() {
+    caught(
+        &Scenario::load("email-bridge").unwrap(),
+        Quirk::BridgeNoFailureReceipt,
+        10,
+        "mail-out-once-or-failed",
+    );
+}
+
+#[test]
 fn ttl_expiry_ends_in_failure_receipts() {
     // The shipped 72 h scenario, one seed (its sweep is `loom-sim sweep`, README): every
     // message to the unreachable peer expires with a receipt.failed@v1 for its sender.

@@ -68,6 +68,8 @@ pub struct Snapshot {
     pub by_id: BTreeMap<String, usize>,
     /// (destination, envelope id) → its outbox row.
     pub outbox: BTreeMap<(String, String), OutboxRow>,
+    /// (`bridge://` recipient, envelope id) → its outbound mail row (v1.1 §21.3).
+    pub mail_outbox: BTreeMap<(String, String), OutboxRow>,
     /// Thread id → its view.
     pub threads: BTreeMap<String, ThreadView>,
     /// The node's signing keys.
@@ -111,19 +113,21 @@ impl Inspector {
             .enumerate()
             .map(|(i, s)| (s.id.clone(), i))
             .collect();
-        let outbox = q::outbox(c)
-            .map_err(e)?
-            .into_iter()
-            .map(|(d, id, state, last_failure)| {
-                (
-                    (d, id),
-                    OutboxRow {
-                        state,
-                        last_failure,
-                    },
-                )
-            })
-            .collect();
+        let rows = |v: Vec<q::OutboxRow>| -> BTreeMap<(String, String), OutboxRow> {
+            v.into_iter()
+                .map(|(d, id, state, last_failure)| {
+                    (
+                        (d, id),
+                        OutboxRow {
+                            state,
+                            last_failure,
+                        },
+                    )
+                })
+                .collect()
+        };
+        let mail_outbox = rows(q::mail_outbox(c).map_err(e)?);
+        let outbox = rows(q::outbox(c).map_err(e)?);
         let mut threads: BTreeMap<String, ThreadView> = q::threads(c)
             .map_err(e)?
             .into_iter()
@@ -151,6 +155,7 @@ impl Inspector {
             envelopes,
             by_id,
             outbox,
+            mail_outbox,
             threads,
             node_keys,
             audit: q::audit(c).map_err(e),

@@ -191,14 +191,14 @@ impl Node {
     /// Serves the email bridge's SMTP (v1.1 §21.2) on `listener` until the task is dropped,
     /// offering STARTTLS with `tls`; outbound mail runs in [`Node::serve`]'s worker. A node
     /// without `[bridge]` answers every recipient `550`.
-    pub async fn serve_smtp(
+    pub async fn serve_smtp<A: net::Accept>(
         &self,
-        listener: tokio::net::TcpListener,
+        listener: A,
         tls: Option<tokio_rustls::TlsAcceptor>,
     ) -> std::io::Result<()> {
         let config = self.smtp_config();
-        loom_bridge::smtp::server::serve_tcp(
-            listener,
+        loom_bridge::smtp::server::serve(
+            net::SmtpListener(listener),
             std::sync::Arc::new(config),
             tls,
             std::sync::Arc::new(service::bridge::inbound::SmtpHandler(self.service.clone())),

@@ -43,6 +43,18 @@ pub trait Accept: Send + 'static {
     fn local_addr(&self) -> io::Result<SocketAddr>;
 }
 
+/// Any [`Accept`] as the bridge's SMTP listener.
+#[derive(Debug)]
+pub struct SmtpListener<A>(pub A);
+
+impl<A: Accept> loom_bridge::smtp::server::Listener for SmtpListener<A> {
+    type Io = A::Io;
+
+    fn accept(&mut self) -> impl Future<Output = io::Result<(Self::Io, SocketAddr)>> + Send {
+        self.0.accept()
+    }
+}
+
 impl Accept for tokio::net::TcpListener {
     type Io = tokio::net::TcpStream;
 

@@ -11,9 +11,11 @@
 //! | `signatures` | every stored envelope's signature verifies with its sender's key (v1.1 §7.3) |
 //! | `audit-chain` | every node's audit log verifies (v1.1 §25.1; `loom-node audit verify`) |
 //! | `convergence` | an envelope stored on several nodes has the same body hash, thread and parent everywhere, and nodes holding the same operations of a thread agree on its status, and nodes holding the same envelopes of a thread agree on its active participants (with roles) |
+//! | `mail-in-once` | every inbound mail the bridge accepted is exactly one envelope, quarantined exactly when unauthenticated; refused mail is forged and stored nowhere (v1.1 §21.2, §21.5) |
+//! | `mail-out-once-or-failed` | per mail recipient of an acknowledged envelope: one message at the outside exchanger, or failed with a `receipt.failed@v1` (`BRIDGE_DELIVERY_FAILED`) to the sender — never both, never neither; a second copy only across a crash of the bridge (v1.1 §21.3, §20.8) |
 //! | `quiescence` | no outbox still holds a queued delivery once the network healed and `settle_secs` passed |
 
-use crate::trace::{Ack, Shared};
+use crate::trace::{Ack, MailRecord, Shared};
 use ed25519_dalek::VerifyingKey;
 use loom_node::inspect::{Inspector, Snapshot};
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,6 +26,8 @@ mod audit_chain;
 mod convergence;
 mod delivered_once;
 mod event_seq;
+mod mail_in;
+mod mail_out;
 mod signatures;
 
 /// Most details reported per invariant.
@@ -81,6 +85,8 @@ pub(crate) struct Run<'a> {
     pub keys: &'a BTreeMap<String, VerifyingKey>,
     pub retracted: &'a BTreeSet<String>,
     pub permanently_down: &'a BTreeSet<String>,
+    pub mail: &'a MailRecord,
+    pub crashed: &'a BTreeSet<String>,
 }
 
 /// The violations found, at most [`MAX_DETAILS`] per invariant, in the order found.
@@ -124,9 +130,15 @@ pub fn check_all(
             )),
         }
     }
-    let (acks, keys, retracted) = {
+    let (acks, keys, retracted, mail, crashed) = {
         let rec = shared.lock();
-        (rec.acks.clone(), rec.keys.clone(), rec.retracted.clone())
+        (
+            rec.acks.clone(),
+            rec.keys.clone(),
+            rec.retracted.clone(),
+            rec.mail.clone(),
+            rec.crashed.clone(),
+        )
     };
     let run = Run {
         views,
@@ -134,6 +146,8 @@ pub fn check_all(
         keys: &keys,
         retracted: &retracted,
         permanently_down,
+        mail: &mail,
+        crashed: &crashed,
     };
     acked_durable::check(&run, &mut found);
     delivered_once::check(&run, &mut found);
@@ -141,5 +155,7 @@ pub fn check_all(
     signatures::check(&run, &mut found);
     audit_chain::check(&run, &mut found);
     convergence::check(&run, &mut found);
+    mail_in::check(&run, &mut found);
+    mail_out::check(&run, &mut found);
     found.0
 }

@@ -15,6 +15,13 @@ pub(super) fn check(run: &Run<'_>, found: &mut Found) {
                 .unwrap_or("");
             let candidates: Vec<VerifyingKey> = if let Some(k) = run.keys.get(from) {
                 vec![*k]
+            } else if from.starts_with("bridge://") {
+                // A bridged envelope is signed by the node that bridged it (its bridge key
+                // is its node key, v1.1 §21.2 as the node README writes down).
+                run.views
+                    .values()
+                    .flat_map(|n| n.node_keys.clone())
+                    .collect()
             } else if let Some(node) = from.strip_prefix("loom://loom-node@") {
                 run.views
                     .get(node)

@@ -21,8 +21,18 @@ pub(crate) fn counts(c: &Connection) -> (i64, i64) {
             .and_then(|mut s| s.query_row([], |r| r.get(0)))
             .unwrap_or(-1)
     };
+    let queued = |table: &str| {
+        count(&format!(
+            "SELECT COUNT(*) FROM {table} WHERE state = 'queued'"
+        ))
+    };
+    let (federation, mail) = (queued("federation_outbox"), queued("bridge_outbox"));
     (
-        count("SELECT COUNT(*) FROM federation_outbox WHERE state = 'queued'"),
+        if federation < 0 || mail < 0 {
+            -1
+        } else {
+            federation + mail
+        },
         count("SELECT COUNT(*) FROM envelopes"),
     )
 }
@@ -64,6 +74,15 @@ pub(crate) type OutboxRow = (String, String, String, Option<String>);
 pub(crate) fn outbox(c: &Connection) -> rusqlite::Result<Vec<OutboxRow>> {
     let mut stmt =
         c.prepare("SELECT destination, envelope_id, state, last_failure FROM federation_outbox")?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+    rows.collect()
+}
+
+/// Every outbound mail row (§21.3): (the recipient, envelope id, state, last failure).
+pub(crate) fn mail_outbox(c: &Connection) -> rusqlite::Result<Vec<OutboxRow>> {
+    let mut stmt = c.prepare(
+        "SELECT json_extract(recipients, '$[0]'), envelope_id, state, last_failure FROM bridge_outbox",
+    )?;
     let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
     rows.collect()
 }
