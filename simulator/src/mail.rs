@@ -14,7 +14,7 @@
 use crate::clock::SkewClock;
 use crate::scenario::Mail;
 use crate::trace::{Ack, MailArrived, MailIn, MailKind, MailOutcome, Shared};
-use crate::workload::{identity, status_of};
+use crate::workload::{User, sign_up, status_of};
 use loom_bridge::smtp::client::{self, RecipientOutcome, SendError};
 use loom_bridge::smtp::server::{self, Handler, Listener, ServerConfig};
 use loom_bridge::smtp::session::{
@@ -200,21 +200,7 @@ pub async fn run_mta(plan: MtaPlan) -> Result<(), Box<dyn std::error::Error>> {
     let mut rng = ChaCha20Rng::seed_from_u64(plan.rng_seed);
     let mut factory = EnvelopeFactory::new(plan.clock.clone(), plan.rng_seed);
     let mailer = format!("loom://mailer@{}", plan.domain);
-    let id = identity(plan.seed, &mailer)?;
-    let mut client = Client::new(&plan.url, SimDial)?.with_timeout(Duration::from_secs(120));
-    let reg = id.register(&mut client).await;
-    let (status, digest) = status_of(&reg);
-    plan.shared.lock().line(
-        "http",
-        json!({"client": MTA, "user": mailer, "op": "register", "status": status, "body": digest}),
-    );
-    reg?;
-    let session = id.login(&mut client).await?;
-    client.set_token(Some(session.access_token));
-    plan.shared
-        .lock()
-        .keys
-        .insert(mailer.clone(), id.signing_key().verifying_key());
+    let User { id, mut client } = sign_up(&plan.url, plan.seed, &mailer, MTA, &plan.shared).await?;
     let setup = Duration::from_secs(plan.setup_secs);
     let elapsed = turmoil::sim_elapsed().unwrap_or_default();
     if elapsed < setup {

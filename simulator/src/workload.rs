@@ -84,29 +84,41 @@ pub(crate) fn status_of(r: &Result<loom_client::Reply, loom_client::ClientError>
     }
 }
 
+/// Registers `address` on the node at `url` and logs it in (v1.1 §16.1), recording the
+/// exchange in the trace (as `client`) and its key in the run's record. Setup runs before any
+/// fault; a refusal here is a defect the trace shows.
+pub(crate) async fn sign_up(
+    url: &str,
+    seed: u64,
+    address: &str,
+    client: &str,
+    shared: &Shared,
+) -> Result<User, Box<dyn std::error::Error>> {
+    let id = identity(seed, address)?;
+    let mut http = Client::new(url, SimDial)?.with_timeout(Duration::from_secs(120));
+    let reg = id.register(&mut http).await;
+    let (status, digest) = status_of(&reg);
+    shared.lock().line(
+        "http",
+        json!({"client": client, "user": address, "op": "register", "status": status, "body": digest}),
+    );
+    reg?;
+    let session = id.login(&mut http).await?;
+    http.set_token(Some(session.access_token));
+    shared
+        .lock()
+        .keys
+        .insert(address.to_owned(), id.signing_key().verifying_key());
+    Ok(User { id, client: http })
+}
+
 /// Runs one client host to completion.
 pub async fn run_client(plan: ClientPlan) -> Result<(), Box<dyn std::error::Error>> {
     let mut rng = ChaCha20Rng::seed_from_u64(plan.rng_seed);
     let mut factory = EnvelopeFactory::new(plan.clock.clone(), plan.rng_seed);
     let mut users = Vec::new();
     for address in &plan.users {
-        let id = identity(plan.seed, address)?;
-        let mut client = Client::new(&plan.url, SimDial)?.with_timeout(Duration::from_secs(120));
-        // Setup runs before any fault; a refusal here is a defect the trace shows.
-        let reg = id.register(&mut client).await;
-        let (status, digest) = status_of(&reg);
-        plan.shared.lock().line(
-            "http",
-            json!({"client": plan.domain, "user": address, "op": "register", "status": status, "body": digest}),
-        );
-        reg?;
-        let session = id.login(&mut client).await?;
-        client.set_token(Some(session.access_token));
-        plan.shared
-            .lock()
-            .keys
-            .insert(address.clone(), id.signing_key().verifying_key());
-        users.push(User { id, client });
+        users.push(sign_up(&plan.url, plan.seed, address, &plan.domain, &plan.shared).await?);
     }
     let w = &plan.workload;
     let mut agent = match users.first_mut() {

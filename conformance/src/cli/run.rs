@@ -233,10 +233,16 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
     let external_mail = match (&embedded, &profile.bridge) {
         (None, Some(section)) => match crate::mail::MailWorld::external(section).await {
             Ok(m) => {
-                eprintln!(
-                    "Level 3: the target must see these DNS records (its resolver or preload list) and relay to the harness's sink at {}:",
-                    m.sink_addr
-                );
+                match m.dns() {
+                    Some(dns) => eprintln!(
+                        "Level 3: the harness serves these DNS records at {dns} (UDP; point the target's resolver there, or preload them); the target relays to the harness's sink at {}:",
+                        m.sink_addr
+                    ),
+                    None => eprintln!(
+                        "Level 3: the target must see these DNS records (its resolver or preload list; or set bridge.dns_listen and point its resolver there) and relay to the harness's sink at {}:",
+                        m.sink_addr
+                    ),
+                }
                 for r in m.records() {
                     eprintln!("  {} {} \"{}\"", r.name, r.kind, r.value);
                 }

@@ -8,10 +8,11 @@
 //!   and [`BARE`] (no records at all);
 //! - a **sink**: an SMTP server the target relays its outbound mail to, recording every
 //!   transaction, refusing recipients whose local part starts with `refused-` (`550 5.1.1`);
-//! - the **records** the target needs: handed to the embedded node in its configuration, and
-//!   printed for a target of the user's (its operator puts them in the node's resolver or
-//!   preload list; the profile's `[bridge]` section says where the sink and the target's SMTP
-//!   are).
+//! - the **records** the target needs, served by the harness's own DNS responder
+//!   ([`MailWorld::serve_dns`]; the embedded node resolves through it, a target of the user's
+//!   when the profile's `[bridge]` gives `dns_listen` and its resolver points there) and
+//!   printed for an operator who would rather preload them; the profile's `[bridge]` section
+//!   says where the sink and the target's SMTP are.
 //!
 //! Mail is parsed with `mail-parser` and DKIM verified with `mail-auth` (both third-party);
 //! the SMTP client and server are transport, like `loom-client` for HTTP.
@@ -21,6 +22,7 @@ pub mod profile;
 use crate::ctx::{Ctx, Ident};
 use crate::finding::{Ex, Finding};
 use loom_bridge::auth::Record;
+use loom_bridge::auth::zone::{Zone, ZoneServer};
 use loom_bridge::outbound::Dkim;
 use loom_bridge::smtp::client::{self, RecipientOutcome};
 use loom_bridge::smtp::server::{ServerConfig, serve_tcp};
@@ -80,6 +82,8 @@ pub struct MailWorld {
     pub target_dkim: OnceLock<Vec<(String, String)>>,
     /// How long outbound mail may take to arrive (before the timeout scale).
     pub wait: Duration,
+    /// The harness's DNS responder serving [`MailWorld::records`], when one runs.
+    zone: OnceLock<ZoneServer>,
 }
 
 impl MailWorld {
@@ -112,6 +116,7 @@ impl MailWorld {
             sink_addr,
             target_dkim: OnceLock::new(),
             wait,
+            zone: OnceLock::new(),
         }))
     }
 
@@ -127,7 +132,8 @@ impl MailWorld {
         .await?;
         let mut b = loom_node::config::BridgeConfig::new(SocketAddr::new(loopback, 0));
         b.smarthost = Some(world.sink_addr.to_string());
-        b.dns_records = world.records();
+        // The node resolves the harness's records over DNS, as a target of the user's does.
+        b.dns_server = Some(world.serve_dns(SocketAddr::new(loopback, 0))?);
         b.retry_base_secs = 1;
         b.max_attempts = 2;
         config.bridge = Some(b);
@@ -155,7 +161,28 @@ impl MailWorld {
             .next()
             .ok_or_else(|| format!("bridge.smtp {:?} resolves to no address", section.smtp))?;
         let _ = world.smtp.set(smtp);
+        if let Some(at) = section.dns_listen {
+            world.serve_dns(at)?;
+        }
         Ok(world)
+    }
+
+    /// Serves [`MailWorld::records`] on `at` (UDP, authoritative; every other name NXDOMAIN)
+    /// for the rest of the run; returns the bound address.
+    pub fn serve_dns(&self, at: SocketAddr) -> Result<SocketAddr, String> {
+        let zone = Zone::new(&self.records()).map_err(|e| e.to_string())?;
+        let server = ZoneServer::start(zone, at)
+            .map_err(|e| format!("cannot serve the harness's DNS records on {at}: {e}"))?;
+        let addr = server.addr();
+        self.zone
+            .set(server)
+            .map_err(|_| "the harness's DNS responder already runs".to_string())?;
+        Ok(addr)
+    }
+
+    /// Where the harness's DNS responder answers, when it runs.
+    pub fn dns(&self) -> Option<SocketAddr> {
+        self.zone.get().map(ZoneServer::addr)
     }
 
     /// The target is up: its SMTP address (when not known yet), mail domain and DKIM

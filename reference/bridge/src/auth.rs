@@ -11,6 +11,7 @@
 //! `dns_server`, misses go to that server (never to a public resolver by default).
 
 mod records;
+pub mod zone;
 
 use mail_auth::common::parse::TxtRecordParser;
 use mail_auth::dkim::{DkimError, DomainKeyReport};

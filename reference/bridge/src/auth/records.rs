@@ -9,7 +9,8 @@
 //! records a configured `dns_server` returns are parsed by `mail-auth` as they come (the
 //! README lists this as a known difference).
 
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use super::zone::{Zone, ZoneServer};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::OnceLock;
 
 /// RFC 7208 §12's grammar for a TXT record: `None` when it is not an SPF record at all
@@ -145,56 +146,17 @@ pub fn dmarc_without_invalid_policies(record: &str) -> String {
         .join(";")
 }
 
-/// The closed world's name server: a loopback UDP socket that answers every query
-/// NXDOMAIN (RFC 1035 §4.1.1 RCODE 3), so a name no record preloads has no records — the
-/// answer `mail-auth` needs to tell "no such host" from a lookup that failed. One per
-/// process, on a thread of its own; `None` if no loopback socket could be bound.
+/// The closed world's name server: an empty [`Zone`] on a loopback UDP socket, which
+/// answers every query NXDOMAIN (RFC 1035 §4.1.1 RCODE 3), so a name no record preloads has
+/// no records — the answer `mail-auth` needs to tell "no such host" from a lookup that
+/// failed. One per process; `None` if no loopback socket could be bound.
 pub fn closed_world_server() -> Option<SocketAddr> {
     static SERVER: OnceLock<Option<SocketAddr>> = OnceLock::new();
     *SERVER.get_or_init(|| {
-        let socket = UdpSocket::bind(("127.0.0.1", 0)).ok()?;
-        let addr = socket.local_addr().ok()?;
-        std::thread::Builder::new()
-            .name("loom-bridge-closed-dns".into())
-            .spawn(move || {
-                let mut buf = [0u8; 512];
-                while let Ok((n, peer)) = socket.recv_from(&mut buf) {
-                    if let Some(reply) = nxdomain(&buf[..n]) {
-                        let _ = socket.send_to(&reply, peer);
-                    }
-                }
-            })
-            .ok()?;
-        Some(addr)
+        ZoneServer::start(Zone::default(), SocketAddr::from(([127, 0, 0, 1], 0)))
+            .ok()
+            .map(ZoneServer::detach)
     })
-}
-
-/// The NXDOMAIN reply to `query`: its id and question, QR/AA/RA set, RCODE 3, no records.
-fn nxdomain(query: &[u8]) -> Option<Vec<u8>> {
-    if query.len() < 12 || query[2] & 0x80 != 0 {
-        return None;
-    }
-    // The first question: labels up to the root, then QTYPE and QCLASS.
-    let mut at = 12;
-    loop {
-        let len = *query.get(at)? as usize;
-        if len & 0xC0 != 0 {
-            return None;
-        }
-        at += 1 + len;
-        if len == 0 {
-            break;
-        }
-    }
-    let end = at + 4;
-    let question = query.get(12..end)?;
-    let mut reply = Vec::with_capacity(end);
-    reply.extend_from_slice(&query[..2]);
-    reply.push(0x80 | (query[2] & 0x79) | 0x04); // QR, opcode and RD kept, AA
-    reply.push(0x80 | 0x03); // RA, RCODE 3
-    reply.extend_from_slice(&[0, 1, 0, 0, 0, 0, 0, 0]);
-    reply.extend_from_slice(question);
-    Some(reply)
 }
 
 #[cfg(test)]
@@ -240,19 +202,5 @@ mod tests {
             dmarc_without_invalid_policies("v=DMARC1; p=reject; sp=x"),
             "v=DMARC1; p=reject"
         );
-    }
-
-    #[test]
-    fn nxdomain_reply_keeps_id_and_question() {
-        // id 0xBEEF, RD, one question example.com A IN.
-        let mut q = vec![0xBE, 0xEF, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
-        q.extend_from_slice(b"\x07example\x03com\x00\x00\x01\x00\x01");
-        let r = nxdomain(&q).unwrap();
-        assert_eq!(&r[..2], &[0xBE, 0xEF]);
-        assert_eq!(r[2] & 0x80, 0x80);
-        assert_eq!(r[3] & 0x0F, 3);
-        assert_eq!(&r[12..], &q[12..]);
-        assert!(nxdomain(&r).is_none(), "replies are never answered");
-        assert!(nxdomain(&q[..14]).is_none());
     }
 }
