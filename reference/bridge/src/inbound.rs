@@ -368,6 +368,9 @@ pub fn map_message(
     if dropped > 0 {
         meta["original_headers_dropped"] = dropped.into();
     }
+    if let Some(list) = list_metadata(&message) {
+        meta["list"] = list;
+    }
     if let Disposition::Quarantine(reason) = disposition {
         meta["quarantine"] = json!({"label": QUARANTINE_LABEL, "reason": reason});
     }
@@ -511,6 +514,32 @@ fn original_headers(message: &mail_parser::Message<'_>, max_bytes: usize) -> (Va
         .map(|(k, v)| (k, Value::Array(v.into_iter().map(Value::String).collect())))
         .collect();
     (Value::Object(obj), dropped)
+}
+
+/// v1.1 §20.3 "Email Bridge SHOULD map List-* headers into `meta.bridge` list metadata": the
+/// RFC 2919 `List-Id` and RFC 2369 `List-*` fields, unfolded, under their names without the
+/// prefix (`id`, `post`, `unsubscribe`, …); `None` for mail that is not list mail.
+fn list_metadata(message: &mail_parser::Message<'_>) -> Option<Value> {
+    const FIELDS: [(&str, &str); 7] = [
+        ("List-Id", "id"),
+        ("List-Post", "post"),
+        ("List-Unsubscribe", "unsubscribe"),
+        ("List-Subscribe", "subscribe"),
+        ("List-Archive", "archive"),
+        ("List-Help", "help"),
+        ("List-Owner", "owner"),
+    ];
+    let mut list = Map::new();
+    for (header, key) in FIELDS {
+        if let Some(v) = message.header_raw(header) {
+            let v = v.replace("\r\n", "").replace('\n', "");
+            list.insert(
+                key.into(),
+                Value::String(v.trim().chars().take(1024).collect()),
+            );
+        }
+    }
+    (!list.is_empty()).then_some(Value::Object(list))
 }
 
 /// A display name without control characters, at most 128 characters.

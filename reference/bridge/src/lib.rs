@@ -16,6 +16,7 @@
 //! | [`rules`] | v1.1 §21 | the steps above as a trait with the spec as default (quirks override one) |
 
 pub mod auth;
+pub mod bounce;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod inbound;

@@ -7,8 +7,9 @@
 //! boundaries and Message-IDs come from the envelope id (the DKIM `t=` tag is the one
 //! exception: `mail-auth` stamps the signing time from the system clock).
 //!
-//! **Where the spec is silent:** the reverse path is `bounces+{envelope_id}@{domain}`, so a
-//! DSN names the envelope it bounces (VERP); the Message-ID is `<{envelope_id}@{domain}>`
+//! **Where the spec is silent:** the reverse path is `bounces+{envelope_id}@{domain}` here; the
+//! node replaces it per recipient with [`crate::bounce::address`], whose keyed tag lets a DSN
+//! name the envelope and recipient it bounces (VERP) without being forgeable; the Message-ID is `<{envelope_id}@{domain}>`
 //! (`.{n}` appended for the n-th Bcc message), which is how replies find their thread; a
 //! LOOM identity `loom://alice@node` appears as `alice@{mail domain}`.
 
@@ -241,6 +242,8 @@ pub struct MailDraft {
     pub date: i64,
     /// The `X-LOOM-*` headers (§21.3), in order.
     pub loom_headers: Vec<(String, String)>,
+    /// RFC 2369 / RFC 2919 list headers, for mail from a `team` identity (v1.1 §20.3).
+    pub list_headers: Vec<(String, String)>,
     /// `In-Reply-To` / `References`.
     pub threading: Threading,
     /// The text/plain body.
@@ -298,6 +301,7 @@ pub fn drafts(
         cc: emails(&|r| r.role != "primary"),
         subject: header_safe(&subject),
         date: created.unix_ms().div_euclid(1000),
+        list_headers: list_headers(envelope, sender.local(), domain),
         loom_headers: vec![
             ("X-LOOM-Intent".into(), header_safe(intent)),
             ("X-LOOM-Thread-ID".into(), header_safe(thread)),
@@ -330,7 +334,7 @@ pub fn build(d: &MailDraft) -> Result<Vec<u8>, RenderError> {
         .subject(d.subject.clone())
         .date(d.date)
         .message_id(d.message_id.clone());
-    for (name, value) in &d.loom_headers {
+    for (name, value) in d.loom_headers.iter().chain(&d.list_headers) {
         b = b.header(name.clone(), Raw::new(value.clone()));
     }
     b = if d.to.is_empty() {
@@ -440,6 +444,26 @@ pub fn mail_recipients(envelope: &Value) -> Vec<(loom_protocol::Address, String)
         .into_iter()
         .filter(|(a, role)| a.is_bridge() && (!copy || role == "bcc"))
         .collect()
+}
+
+/// v1.1 §20.3: a distribution list is a `team` identity; its mail carries `List-Id` (RFC
+/// 2919: `<{local}.{mail domain}>`) and `List-Post` (RFC 2369: replies go to the list's
+/// address), so mail clients thread and filter it as list mail.
+fn list_headers(envelope: &Value, local: &str, domain: &str) -> Vec<(String, String)> {
+    if envelope.pointer("/from/type").and_then(Value::as_str) != Some("team") {
+        return Vec::new();
+    }
+    let name = envelope
+        .pointer("/from/display")
+        .and_then(Value::as_str)
+        .map(header_safe)
+        .filter(|n| !n.is_empty())
+        .map(|n| format!("\"{}\" ", n.replace(['"', '\\'], "")))
+        .unwrap_or_default();
+    vec![
+        ("List-Id".into(), format!("{name}<{local}.{domain}>")),
+        ("List-Post".into(), format!("<mailto:{local}@{domain}>")),
+    ]
 }
 
 /// The mail address of a `bridge://` identity.

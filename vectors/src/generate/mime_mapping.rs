@@ -61,6 +61,7 @@ struct Expect {
     labels: Vec<&'static str>,
     message_id: Value,
     header_names: Vec<&'static str>,
+    list: Value,
 }
 
 const BASE_HEADERS: [&str; 7] = [
@@ -85,6 +86,7 @@ impl Expect {
             labels: vec![],
             message_id: json!("m1@example.com"),
             header_names: BASE_HEADERS.to_vec(),
+            list: Value::Null,
         }
     }
 
@@ -103,6 +105,7 @@ impl Expect {
                 "source": "email",
                 "original_message_id": self.message_id,
                 "original_header_names": names,
+                "list": self.list,
                 "structured_trust": {"authoritative": false, "auto_actuation_allowed": false},
                 "structured": {"extracted": true, "authoritative": false}
             }
@@ -438,6 +441,13 @@ fn policy_cases() -> Vec<Case> {
         inbound("in.quarantine.off", "mail the policy delivered carries no quarantine label (§21.5)", &simple(HELLO), bob())
             .input("quarantine", false)
             .flags(&["Quarantine"]).valid_with(e.value()),
+        inbound("in.list.headers", "list mail's List-* fields become meta.bridge list metadata, unfolded (§20.3 SHOULD; RFC 2369, RFC 2919)", &mail(&[FROM, "To: team@lists.example.com", SUBJECT, DATE, MID, "List-Id: Team talk <team.lists.example.com>", "List-Post: <mailto:team@lists.example.com>", "List-Unsubscribe: <mailto:leave@lists.example.com>,\r\n <https://lists.example.com/leave>", "MIME-Version: 1.0", PLAIN], HELLO), bob())
+            .flags(&["Metadata", "Bcc"]).valid_with(Expect {
+                copies: vec![copy(&[(BOB, "primary")], Some(&["bridge://alice@example.com", BOB]))],
+                header_names: { let mut n = BASE_HEADERS.to_vec(); n.extend(["list-id", "list-post", "list-unsubscribe"]); n },
+                list: json!({"id": "Team talk <team.lists.example.com>", "post": "<mailto:team@lists.example.com>", "unsubscribe": "<mailto:leave@lists.example.com>, <https://lists.example.com/leave>"}),
+                ..e.clone()
+            }.value()),
         inbound("in.headers.preserved", "every original header is preserved, repeated and unknown ones included (§21.2 original_headers)", &mail(&["Received: from a.example.com by b.example.com", "Received: from c.example.com by a.example.com", FROM, TO_BOB, SUBJECT, DATE, MID, "X-Custom: kept", "MIME-Version: 1.0", PLAIN], HELLO), bob())
             .flags(&["Metadata"]).valid_with(Expect { header_names: names, ..e.clone() }.value()),
     ]
@@ -484,6 +494,7 @@ fn out_message(rcpt: &[&str], to: &[&str], cc: &[&str]) -> Value {
         "references_last": null,
         "alternative": ["text/plain", "text/html"],
         "attachments": [],
+        "list_id": null,
     })
 }
 
@@ -663,6 +674,14 @@ fn outbound_cases() -> Vec<Case> {
         outbound("out.thread.reply-to-own-mail", "a reply to an envelope the bridge mailed before: threading uses the Message-ID that mail carried", own_parent)
             .input("parent_message_id", "env_01JQ9A0B1C2D3E4F5G6H7J8K9Y@bridge.test")
             .flags(&["Threading"]).valid_with(msgs(vec![own_msg])),
+    );
+    let mut team = envelope(&[(ALICE, "primary"), (ERIN, "primary")], HI);
+    team["from"] = json!({"identity": "loom://dev-team@bridge.test", "display": "Dev Team", "key_id": "k_sign_team_1", "type": "team"});
+    let mut team_msg = out_message(&[a, e], &[a, e], &[]);
+    team_msg["list_id"] = json!("\"Dev Team\" <dev-team.bridge.test>");
+    out.push(
+        outbound("out.team-list-headers", "mail from a team identity (a distribution list, §20.3) carries List-Id (RFC 2919) so clients treat it as list mail", team)
+            .flags(&["Rendering", "Interpretation"]).valid_with(msgs(vec![team_msg])),
     );
     let mut no_created = envelope(&[(ALICE, "primary")], HI);
     no_created.as_object_mut().map(|o| o.remove("created_at"));

@@ -192,6 +192,7 @@ pub fn mail_to_envelope(input: Input<'_>) -> Result<Answer, BadRequest> {
             "source": meta["source"],
             "original_message_id": meta["original_message_id"],
             "original_header_names": header_names,
+            "list": meta["list"],
             "structured_trust": {
                 "authoritative": meta["structured_trust"]["authoritative"],
                 "auto_actuation_allowed": meta["structured_trust"]["auto_actuation_allowed"],
@@ -309,5 +310,6 @@ fn project_mail(raw: &[u8], rcpt_to: Vec<String>) -> Result<Value, BadRequest> {
         "references_last": ids(m.references()).last(),
         "alternative": alternative,
         "attachments": attachments,
+        "list_id": header("List-Id"),
     }))
 }

@@ -35,6 +35,7 @@ struct QueueSql {
     mark_retry: String,
     mark_failed: String,
     rows: String,
+    for_envelope: String,
 }
 
 impl QueueSql {
@@ -62,6 +63,9 @@ impl QueueSql {
             ),
             rows: format!(
                 "SELECT destination, envelope_id, state, attempts, last_failure, reason FROM {t} ORDER BY id"
+            ),
+            for_envelope: format!(
+                "SELECT id, destination, envelope_id, sender, recipients, queued_at, queued_ms, attempts, last_failure, next_attempt_ms, state FROM {t} WHERE envelope_id = ?1 ORDER BY id"
             ),
         }
     }
@@ -292,6 +296,22 @@ pub struct OutboxItem {
     pub next_attempt_ms: i64,
 }
 
+fn item(r: &rusqlite::Row<'_>) -> rusqlite::Result<OutboxItem> {
+    let recipients: String = r.get(4)?;
+    Ok(OutboxItem {
+        id: r.get(0)?,
+        destination: r.get(1)?,
+        envelope_id: r.get(2)?,
+        sender: r.get(3)?,
+        recipients: serde_json::from_str(&recipients).unwrap_or_default(),
+        queued_at: r.get(5)?,
+        queued_ms: r.get(6)?,
+        attempts: u32::try_from(r.get::<_, i64>(7)?).unwrap_or(u32::MAX),
+        last_failure: r.get(8)?,
+        next_attempt_ms: r.get(9)?,
+    })
+}
+
 /// Items due at `now_ms`, by destination then queue order, at most `limit`.
 pub fn due(
     conn: &Connection,
@@ -302,22 +322,19 @@ pub fn due(
     let mut stmt = conn.prepare_cached(&q.sql().due)?;
     let rows = stmt.query_map(
         params![now_ms, i64::try_from(limit).unwrap_or(i64::MAX)],
-        |r| {
-            let recipients: String = r.get(4)?;
-            Ok(OutboxItem {
-                id: r.get(0)?,
-                destination: r.get(1)?,
-                envelope_id: r.get(2)?,
-                sender: r.get(3)?,
-                recipients: serde_json::from_str(&recipients).unwrap_or_default(),
-                queued_at: r.get(5)?,
-                queued_ms: r.get(6)?,
-                attempts: u32::try_from(r.get::<_, i64>(7)?).unwrap_or(u32::MAX),
-                last_failure: r.get(8)?,
-                next_attempt_ms: r.get(9)?,
-            })
-        },
+        item,
     )?;
+    rows.collect()
+}
+
+/// Every item of `envelope_id`, whatever its state, with the state.
+pub fn items_for(
+    conn: &Connection,
+    q: Queue,
+    envelope_id: &str,
+) -> rusqlite::Result<Vec<(OutboxItem, String)>> {
+    let mut stmt = conn.prepare_cached(&q.sql().for_envelope)?;
+    let rows = stmt.query_map([envelope_id], |r| Ok((item(r)?, r.get(10)?)))?;
     rows.collect()
 }
 

@@ -602,3 +602,130 @@ async fn a_durable_store_takes_mail_in_and_sends_mail_out() {
     assert_eq!(sink.arrived().len(), 1);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every envelope in `who`'s threads, as text.
+async fn all_envelopes(w: &World, who: &Ident) -> String {
+    let threads = w.node.get("/v1/threads", &who.token).await.expect(200).body;
+    let mut out = String::new();
+    for t in threads["threads"].as_array().into_iter().flatten() {
+        let Some(id) = t["thread_id"].as_str().or(t["id"].as_str()) else {
+            continue;
+        };
+        let e = w
+            .node
+            .get(&format!("/v1/threads/{id}/envelopes"), &who.token)
+            .await
+            .body;
+        out.push_str(&e.to_string());
+    }
+    out
+}
+
+/// An RFC 3464 report that `recipient` failed with `5.1.1`.
+fn dsn(recipient: &str) -> Vec<u8> {
+    format!(
+        "From: MAILER-DAEMON@mx.b.test\r\nSubject: Undelivered Mail\r\nMessage-ID: <dsn-1@mx.b.test>\r\n\
+MIME-Version: 1.0\r\nContent-Type: multipart/report; report-type=delivery-status; boundary=\"r\"\r\n\r\n\
+--r\r\nContent-Type: text/plain\r\n\r\nThe mailbox does not exist.\r\n\
+--r\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; mx.b.test\r\n\r\n\
+Final-Recipient: rfc822; {recipient}\r\nAction: failed\r\nStatus: 5.1.1\r\n\
+Diagnostic-Code: smtp; 550 5.1.1 mailbox gone\r\n\r\n--r--\r\n"
+    )
+    .into_bytes()
+}
+
+/// One transaction from `mail_from` (empty: the null reverse path) to `rcpt`.
+async fn send_as(
+    to: SocketAddr,
+    mail_from: &str,
+    rcpt: &str,
+    data: &[u8],
+) -> Result<Vec<(String, RecipientOutcome)>, client::SendError> {
+    let stream = tokio::net::TcpStream::connect(to).await.unwrap();
+    client::send(
+        stream,
+        &client::Envelope {
+            helo: "mx.b.test",
+            mail_from,
+            rcpt_to: &[rcpt.to_string()],
+            data,
+        },
+        Duration::from_secs(10),
+    )
+    .await
+}
+
+/// v1.1 §20.8 (failed, DSN-like), §21.3: a message the outside server accepted and later
+/// bounced ends in `BRIDGE_DELIVERY_FAILED` for its sender, through the VERP reverse path;
+/// a guessed bounce address, a report from a non-null sender and a repeated report change
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bounce_after_delivery_becomes_a_failure_receipt() {
+    let w = world("v=spf1 ip4:127.0.0.1 -all").await;
+    let thread = w.node.thread_id();
+    let env = to_bridge(&w.node, &w.alice, &thread, None, "carol@b.test", "hello");
+    let id = env["id"].as_str().unwrap().to_string();
+    w.alice.send(&w.node, env).await.expect(201);
+    let report = w.node.node.service().bridge_tick().await.unwrap();
+    assert_eq!(report.delivered, 1, "{report:?}");
+    let arrived = w.sink.arrived();
+    let verp = arrived[0].tx.mail_from.clone();
+    assert!(
+        verp.starts_with(&format!("bounces+{id}.")) && verp.ends_with(&format!("@{DOMAIN}")),
+        "the reverse path names the envelope: {verp}"
+    );
+    assert!(
+        !all_envelopes(&w, &w.alice)
+            .await
+            .contains("BRIDGE_DELIVERY_FAILED"),
+        "delivered, no receipt yet"
+    );
+
+    // A guessed tag is no address of ours.
+    let guessed = format!("bounces+{id}.{}@{DOMAIN}", "0".repeat(32));
+    let out = send_as(w.smtp, "", &guessed, &dsn("carol@b.test")).await;
+    assert!(
+        !matches!(out.as_deref(), Ok([(_, RecipientOutcome::Delivered)])),
+        "a forged bounce address is refused: {out:?}"
+    );
+    // A report must come from the null reverse path.
+    let out = send_as(w.smtp, "carol@b.test", &verp, &dsn("carol@b.test")).await;
+    assert!(
+        !matches!(out.as_deref(), Ok([(_, RecipientOutcome::Delivered)])),
+        "not from <>: {out:?}"
+    );
+    assert_eq!(
+        w.node.node.service().mail_outbox().unwrap()[0].state,
+        "delivered"
+    );
+
+    // The real bounce.
+    let out = send_as(w.smtp, "", &verp, &dsn("carol@b.test")).await;
+    assert!(
+        matches!(out.as_deref(), Ok([(_, RecipientOutcome::Delivered)])),
+        "{out:?}"
+    );
+    let rows = w.node.node.service().mail_outbox().unwrap();
+    assert_eq!(rows[0].state, "failed");
+    assert_eq!(rows[0].reason.as_deref(), Some("BRIDGE_DELIVERY_FAILED"));
+    assert!(
+        rows[0]
+            .last_failure
+            .as_deref()
+            .is_some_and(|f| f.starts_with("bounced: 5.1.1")),
+        "{rows:?}"
+    );
+    let seen = all_envelopes(&w, &w.alice).await;
+    let receipts = |t: &str| t.matches("\"intent\":\"receipt.failed@v1\"").count();
+    assert_eq!(receipts(&seen), 1, "one receipt: {seen}");
+    assert!(seen.contains("BRIDGE_DELIVERY_FAILED"));
+
+    // The same report again: accepted, nothing new.
+    let out = send_as(w.smtp, "", &verp, &dsn("carol@b.test")).await;
+    assert!(matches!(
+        out.as_deref(),
+        Ok([(_, RecipientOutcome::Delivered)])
+    ));
+    let again = all_envelopes(&w, &w.alice).await;
+    assert_eq!(receipts(&again), 1, "still one receipt");
+}

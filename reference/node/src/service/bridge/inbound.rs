@@ -57,7 +57,7 @@ impl MessageIndex for StoreIndex<'_> {
     }
 }
 
-fn verdict(code: u16, status: [u8; 3], text: impl Into<String>) -> Verdict {
+pub(super) fn verdict(code: u16, status: [u8; 3], text: impl Into<String>) -> Verdict {
     Verdict {
         code,
         status,
@@ -96,6 +96,13 @@ impl Service {
         if !domain.eq_ignore_ascii_case(&b.domain) {
             return RecipientVerdict::NotLocal;
         }
+        if let Some(bounce) = loom_bridge::bounce::parse_local(local) {
+            return if self.bounce_item(b, bounce).is_some() {
+                RecipientVerdict::Accept
+            } else {
+                RecipientVerdict::Unknown
+            };
+        }
         let Ok(id) = Address::parse_wire(&format!("loom://{local}@{}", self.config.domain)) else {
             return RecipientVerdict::Unknown;
         };
@@ -110,6 +117,13 @@ impl Service {
         let Some(b) = &self.bridge else {
             return verdict(554, [5, 3, 0], "this node runs no email bridge");
         };
+        if tx
+            .rcpt_to
+            .iter()
+            .any(|r| super::bounce::is_bounce_address(r))
+        {
+            return self.bridge_bounce(b, &tx).await;
+        }
         let rules = self.rules.bridge();
         let computed = b
             .verifier

@@ -15,6 +15,7 @@
 //! Every received, refused and sent message is a §25.1 audit entry (`bridge.inbound`,
 //! `bridge.inbound.refused`, `bridge.outbound`, `bridge.outbound.failed`).
 
+pub mod bounce;
 pub mod inbound;
 pub mod outbound;
 
@@ -41,6 +42,8 @@ pub struct Bridge {
     /// `from.key_id` of bridged envelopes: the node key, published for every `bridge://`
     /// identity the node created.
     pub key_id: String,
+    /// The secret behind bounce addresses (`loom_bridge::bounce`), derived from the node key.
+    pub verp_key: [u8; 32],
     /// Wakes the outbound worker when mail is queued.
     pub(crate) wake: tokio::sync::Notify,
     /// One outbound pass at a time.
@@ -97,6 +100,11 @@ impl Bridge {
             verifier,
             dkim,
             key_id: bridge_key_id(node_key_id),
+            verp_key: Sha256::new()
+                .chain_update(b"loom-bridge-verp-v1")
+                .chain_update(node_seed)
+                .finalize()
+                .into(),
             wake: tokio::sync::Notify::new(),
             tick: tokio::sync::Mutex::new(()),
         }))

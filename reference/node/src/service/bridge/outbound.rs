@@ -200,12 +200,14 @@ impl Service {
         }
         let drafts = envelope_drafts(&envelope, &mail, &threading, &attachments, &b.domain)
             .map_err(|e| ApiError::internal(e.to_string()))?;
-        let Some(draft) = drafts
+        let Some(mut draft) = drafts
             .into_iter()
             .find(|d| d.rcpt_to.iter().any(|r| r.eq_ignore_ascii_case(&email)))
         else {
             return Ok(None);
         };
+        draft.mail_from =
+            loom_bridge::bounce::address(&b.verp_key, &item.envelope_id, &email, &b.domain);
         let rules = self.rules.bridge();
         let mut draft = rules.draft(draft);
         draft.rcpt_to = vec![email];
