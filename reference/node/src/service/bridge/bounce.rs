@@ -16,8 +16,7 @@ use crate::store::federation::{self as queue_store, OutboxItem, Queue};
 use loom_bridge::bounce;
 use loom_bridge::outbound::email_of;
 use loom_bridge::smtp::session::{Transaction, Verdict};
-use loom_protocol::{Address, ErrorCode};
-use serde_json::json;
+use loom_protocol::Address;
 
 /// `address` (`local@domain`) is a bounce address of ours (syntax only).
 pub fn is_bounce_address(address: &str) -> bool {
@@ -32,7 +31,7 @@ impl Service {
         &self,
         b: &Bridge,
         (envelope_id, tag): (&str, &str),
-    ) -> Option<(OutboxItem, String, Address)> {
+    ) -> Option<(OutboxItem, String)> {
         let rows = queue_store::items_for(&self.store.read(), Queue::Mail, envelope_id).ok()?;
         rows.into_iter().find_map(|(item, state)| {
             let recipient = item
@@ -40,7 +39,7 @@ impl Service {
                 .first()
                 .and_then(|r| Address::parse_wire(r).ok())?;
             bounce::verify(&b.verp_key, envelope_id, &email_of(&recipient), tag)
-                .then_some((item, state, recipient))
+                .then_some((item, state))
         })
     }
 
@@ -92,11 +91,14 @@ impl Service {
             failed.diagnostic.as_deref().unwrap_or("")
         );
         let mut recorded = 0;
-        for (item, state, recipient) in items {
+        for (item, state) in items {
             if state == "failed" {
                 continue;
             }
-            match self.mail_bounced(&item, &recipient, why.trim()).await {
+            match self
+                .give_up_mail(&item, item.attempts, why.trim(), "bridge.outbound.bounced")
+                .await
+            {
                 Ok(()) => recorded += 1,
                 Err(e) => {
                     tracing::warn!(target: "loom::bridge", error = %e, "recording a bounce failed");
@@ -113,39 +115,5 @@ impl Service {
             [2, 0, 0],
             format!("bounce recorded for {recorded} recipient(s)"),
         )
-    }
-
-    /// Marks `item` failed after a bounce, audits it and sends the failure receipt.
-    async fn mail_bounced(
-        &self,
-        item: &OutboxItem,
-        recipient: &Address,
-        why: &str,
-    ) -> crate::error::ApiResult<()> {
-        {
-            let tx = self.store.begin()?;
-            queue_store::mark_failed(
-                &tx,
-                Queue::Mail,
-                item.id,
-                item.attempts,
-                why,
-                ErrorCode::BridgeDeliveryFailed.as_str(),
-                &self.env.now().to_rfc3339(),
-            )?;
-            self.audit(
-                &tx,
-                &item.sender,
-                "bridge.outbound.bounced",
-                &item.envelope_id,
-                json!({"recipient": item.recipients, "reason": why}),
-            )?;
-            tx.commit()?;
-        }
-        tracing::info!(target: "loom::bridge", envelope = %item.envelope_id, %why, "outbound mail bounced");
-        if let Some(code) = self.rules.bridge().failure_code() {
-            self.failure_receipt(item, recipient, code).await?;
-        }
-        Ok(())
     }
 }

@@ -298,8 +298,7 @@ impl Service {
         Ok(())
     }
 
-    /// Gives up on `item`: marked failed, audited, and the sender gets `receipt.failed@v1`
-    /// with `BRIDGE_DELIVERY_FAILED` (§21.3, §24.2).
+    /// Gives up on `item` after its last attempt or a 5xx (§21.3).
     async fn mail_failed(
         &self,
         item: &OutboxItem,
@@ -307,6 +306,22 @@ impl Service {
         report: &mut MailReport,
     ) -> ApiResult<()> {
         let attempts = item.attempts.saturating_add(1);
+        self.give_up_mail(item, attempts, why, "bridge.outbound.failed")
+            .await?;
+        report.failed += 1;
+        Ok(())
+    }
+
+    /// Marks `item` failed for good (`why`, after `attempts`), writes the audit entry
+    /// `action`, and the sender gets `receipt.failed@v1` with `BRIDGE_DELIVERY_FAILED`
+    /// (§21.3, §20.8, §24.2): after the last attempt, a 5xx, or a bounce.
+    pub(super) async fn give_up_mail(
+        &self,
+        item: &OutboxItem,
+        attempts: u32,
+        why: &str,
+        action: &str,
+    ) -> ApiResult<()> {
         {
             let tx = self.store.begin()?;
             queue_store::mark_failed(
@@ -321,14 +336,13 @@ impl Service {
             self.audit(
                 &tx,
                 &item.sender,
-                "bridge.outbound.failed",
+                action,
                 &item.envelope_id,
                 json!({"recipient": item.recipients, "reason": why, "attempts": attempts}),
             )?;
             tx.commit()?;
         }
-        report.failed += 1;
-        tracing::info!(target: "loom::bridge", envelope = %item.envelope_id, %why, "outbound mail failed");
+        tracing::info!(target: "loom::bridge", envelope = %item.envelope_id, %why, %action, "outbound mail failed");
         let Some(code) = self.rules.bridge().failure_code() else {
             return Ok(());
         };
