@@ -49,6 +49,8 @@ pub struct LoadConfig {
 /// One post's outcome.
 #[derive(Debug, Clone)]
 struct Sample {
+    /// The envelope posted.
+    id: String,
     latency: Duration,
     status: u16,
     code: Option<String>,
@@ -128,6 +130,8 @@ pub struct LoadReport {
     pub errors: Vec<ErrorRow>,
     /// Connections opened while posting beyond the first per worker (reconnects).
     pub reconnects: u64,
+    /// The ids of the envelopes the node acknowledged (201), sorted (`--acked FILE`).
+    pub acked: Vec<String>,
 }
 
 impl LoadReport {
@@ -214,6 +218,8 @@ impl LoadReport {
 pub(crate) struct Post {
     pub(crate) body: Vec<u8>,
     pub(crate) sender: usize,
+    /// The envelope's id.
+    pub(crate) id: String,
 }
 
 /// A setup step failed; `step` says which.
@@ -424,12 +430,13 @@ pub(crate) fn presign<C: Clock + Clone>(
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_owned();
-                minted[slot.thread] = Some((thread_id, id));
+                minted[slot.thread] = Some((thread_id, id.clone()));
                 let body = serde_json::to_vec(&env)
                     .map_err(|e| ClientError::Input(format!("serializing an envelope: {e}")))?;
                 posts.push(Post {
                     body,
                     sender: slot.sender,
+                    id,
                 });
             }
         }
@@ -517,8 +524,10 @@ where
                 let r = client
                     .exchange("POST", "/v1/envelopes", &[], Some(post.body), token)
                     .await;
+                let id = post.id;
                 samples.push(match r {
                     Ok(t) if t.status == 201 => Sample {
+                        id,
                         latency: t.elapsed,
                         status: 201,
                         code: None,
@@ -527,6 +536,7 @@ where
                     Ok(t) => {
                         let e = t.api_error();
                         Sample {
+                            id,
                             latency: t.elapsed,
                             status: t.status,
                             code: e.as_ref().and_then(|e| e.code.clone()),
@@ -534,6 +544,7 @@ where
                         }
                     }
                     Err(e) => Sample {
+                        id,
                         latency: t0.elapsed(),
                         status: 0,
                         code: Some("TRANSPORT".into()),
@@ -577,6 +588,18 @@ pub(crate) struct Tally {
 }
 
 impl<D: Dial> Posted<D> {
+    /// The ids of the envelopes the node answered 201 for, sorted.
+    pub(crate) fn acked(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self
+            .samples
+            .iter()
+            .filter(|s| s.status == 201)
+            .map(|s| s.id.clone())
+            .collect();
+        ids.sort();
+        ids
+    }
+
     /// Counts the outcomes.
     pub(crate) fn tally(&self) -> Tally {
         let samples = &self.samples;
@@ -672,6 +695,7 @@ where
         latency_ms: t.latency,
         errors: t.errors,
         reconnects: posted.reconnects,
+        acked: posted.acked(),
     })
 }
 

@@ -406,6 +406,7 @@ fn loom_load_reports_rate_limits() {
     config.rate_limits = loom_node::config::RateLimits::unlimited();
     config.rate_limits.envelopes_per_identity = 100;
     let node = support::start_with(config);
+    let acked = tempdir("load-acked").join("acked.txt");
     let out = Command::new(env!("CARGO_BIN_EXE_loom-load"))
         .args([
             "--target",
@@ -418,12 +419,32 @@ fn loom_load_reports_rate_limits() {
             "120",
             "--seed",
             "2",
+            "--acked",
+            s(&acked),
         ])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("100 ok, 20 failed"), "{text}");
+    // --acked lists exactly the 100 envelopes answered 201, sorted, each one stored.
+    let ids: Vec<String> = std::fs::read_to_string(&acked)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(ids.len(), 100, "{ids:?}");
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "sorted and distinct");
+    let store = node.node.service().store.read();
+    for id in &ids {
+        let id = loom_protocol::id::EnvelopeId::parse(id).expect("an envelope id");
+        assert!(
+            loom_node::store::envelopes::read(&store, &id)
+                .unwrap()
+                .is_some(),
+            "{id} was acknowledged, so it is stored"
+        );
+    }
     assert!(
         text.contains("429") && text.contains("RATE_LIMIT_EXCEEDED") && text.contains("note:"),
         "{text}"

@@ -6,6 +6,8 @@
 //! `--slice N` runs the growth benchmark instead ([`loom_client::growth`]): slices of N
 //! envelopes, each followed by timed reads, and a table per slice.
 //!
+//! `--acked FILE` writes the id of every acknowledged (201) envelope, one per line, sorted.
+//!
 //! Exit codes: 0 every post succeeded; 1 some posts failed (the report says which); 2 usage
 //! error; 3 setup failed (node unreachable, registration or login refused).
 
@@ -63,6 +65,10 @@ struct Cli {
     /// page of events and a search after each (issue 14's flat-as-data-grows benchmark).
     #[arg(long, value_name = "N")]
     slice: Option<usize>,
+    /// Write the id of every envelope the node acknowledged (201) to FILE, one per line,
+    /// sorted: what a crash test compares with the store afterwards.
+    #[arg(long, value_name = "FILE", conflicts_with = "slice")]
+    acked: Option<PathBuf>,
     /// Growth mode: requests per read timing (the median is reported).
     #[arg(long, default_value_t = 7, requires = "slice")]
     reads: usize,
@@ -141,6 +147,16 @@ fn main() -> ExitCode {
     }
     match rt.block_on(run(&cfg, TokioDial, SystemClock)) {
         Ok(report) => {
+            if let Some(path) = &cli.acked {
+                let mut text = report.acked.join("\n");
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                if let Err(e) = std::fs::write(path, text) {
+                    eprintln!("loom-load: --acked {}: {e}", path.display());
+                    return ExitCode::from(2);
+                }
+            }
             if cli.json {
                 println!("{}", report.to_json());
             } else {

@@ -24,6 +24,9 @@ pub struct RunningNode {
     pub addr: SocketAddr,
     /// The self-signed chain when TLS is on.
     pub cert_chain: Vec<CertificateDer<'static>>,
+    /// The node (its store, for tests that check what it kept).
+    #[allow(dead_code)]
+    pub node: Node,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -71,6 +74,7 @@ pub fn start_with(config: NodeConfig) -> RunningNode {
     std_listener.set_nonblocking(true).unwrap();
     let addr = std_listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let kept = node.clone();
     let thread = std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -96,6 +100,7 @@ pub fn start_with(config: NodeConfig) -> RunningNode {
         url,
         addr,
         cert_chain,
+        node: kept,
         stop: Some(stop),
         thread: Some(thread),
     }
