@@ -135,6 +135,10 @@ pub struct ConnectionLimits {
     pub body_deadline_ms: u64,
     /// Connections served at once; beyond it a connection gets 503 and is closed (0 = off).
     pub max_connections: usize,
+    /// Connections served at once from one client address, so one client cannot take the
+    /// whole cap (issue 36: 150 sockets from one address locked everyone out); beyond it
+    /// that address's next connection gets 503 (0 = off).
+    pub max_connections_per_ip: usize,
     /// A client that does not read: while a response is ready or the socket's send buffer
     /// is full, the connection is closed when no byte could be written for this long — a
     /// full socket buffer or an exhausted HTTP/2 flow-control window — so it cannot hold its
@@ -153,6 +157,7 @@ impl Default for ConnectionLimits {
             body_stall_ms: 30_000,
             body_deadline_ms: 120_000,
             max_connections: 4096,
+            max_connections_per_ip: 1024,
             write_timeout_ms: 30_000,
         }
     }
@@ -197,16 +202,65 @@ fn bare_refusal(e: ApiError) -> Response<Body> {
     e.to_response(None, None)
 }
 
-/// 503 for a connection beyond `max_connections` (v1.1 §14.3: rate limits are node policy).
-pub fn over_capacity(max: usize) -> ApiError {
+/// Which cap a refused connection hit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cap {
+    /// `max_connections`, all clients together.
+    Node(usize),
+    /// `max_connections_per_ip`, one client address.
+    PerAddress(usize),
+}
+
+/// 503 for a connection beyond a connection cap (v1.1 §14.3: rate limits are node policy).
+pub fn over_capacity(cap: Cap) -> ApiError {
+    let why = match cap {
+        Cap::Node(max) => format!(
+            "the node serves at most {max} connections at once (connections.max_connections)"
+        ),
+        Cap::PerAddress(max) => format!(
+            "the node serves at most {max} connections at once from one address (connections.max_connections_per_ip)"
+        ),
+    };
     ApiError::new(
         loom_protocol::ErrorCode::RateLimitExceeded,
         "$connection",
-        format!("the node serves at most {max} connections at once (connections.max_connections)"),
+        why,
         "v1.1 §14.3",
     )
     .with_status(503)
     .with_header("Retry-After", "1")
+}
+
+/// Open connections per client address (looked up, never iterated: no order reaches output).
+#[derive(Debug, Default)]
+struct PerAddress(std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>);
+
+impl PerAddress {
+    /// Counts one more connection from `ip` unless it already has `max` (0 = no limit).
+    fn take(self: &Arc<Self>, ip: std::net::IpAddr, max: usize) -> Option<AddressSlot> {
+        let mut open = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let n = open.entry(ip).or_insert(0);
+        if max > 0 && *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(AddressSlot(self.clone(), ip))
+    }
+}
+
+/// One connection counted against its address; dropped with the connection.
+struct AddressSlot(Arc<PerAddress>, std::net::IpAddr);
+
+impl Drop for AddressSlot {
+    fn drop(&mut self) {
+        let mut open = (self.0).0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = open.get_mut(&self.1) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                open.remove(&self.1);
+            }
+        }
+    }
 }
 
 /// 408 for a request body slower than the configured minimum rate, stalled, or not done by
@@ -254,6 +308,7 @@ pub async fn serve_with<A: Accept>(
 ) -> io::Result<()> {
     tokio::pin!(shutdown);
     let open = Arc::new(AtomicUsize::new(0));
+    let per_address = Arc::new(PerAddress::default());
     let refusing = Arc::new(AtomicUsize::new(0));
     let mut failures = AcceptFailures::default();
     let hygiene = Arc::new(hygiene);
@@ -279,15 +334,27 @@ pub async fn serve_with<A: Accept>(
         };
         let max = hygiene.limits.max_connections;
         if max > 0 && open.load(Ordering::Acquire) >= max {
-            refuse(io, peer, tls.is_some(), &hygiene, &refusing);
+            refuse(io, peer, tls.is_some(), Cap::Node(max), &hygiene, &refusing);
             continue;
         }
+        let per_ip = hygiene.limits.max_connections_per_ip;
+        let Some(address_slot) = per_address.take(peer.ip(), per_ip) else {
+            refuse(
+                io,
+                peer,
+                tls.is_some(),
+                Cap::PerAddress(per_ip),
+                &hygiene,
+                &refusing,
+            );
+            continue;
+        };
         let slot = Slot::take(&open);
         let app = router.clone();
         let tls = tls.clone();
         let hygiene = hygiene.clone();
         tokio::spawn(async move {
-            let _slot = slot;
+            let _slots = (slot, address_slot);
             serve_connection(io, peer, app, tls, &hygiene).await;
         });
     }
@@ -316,12 +383,13 @@ fn refuse<Io>(
     io: Io,
     peer: SocketAddr,
     tls: bool,
+    cap: Cap,
     hygiene: &Arc<Hygiene>,
     refusing: &Arc<AtomicUsize>,
 ) where
     Io: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    tracing::debug!(%peer, "connection refused: connection cap reached");
+    tracing::debug!(%peer, ?cap, "connection refused: connection cap reached");
     if tls || refusing.load(Ordering::Acquire) >= MAX_REFUSALS_IN_FLIGHT {
         drop(io);
         return;
@@ -330,9 +398,8 @@ fn refuse<Io>(
     let hygiene = hygiene.clone();
     tokio::spawn(async move {
         let _slot = slot;
-        let max = hygiene.limits.max_connections;
         let service = hyper::service::service_fn(move |_req: Request<Incoming>| {
-            let mut resp = (hygiene.refusal)(over_capacity(max));
+            let mut resp = (hygiene.refusal)(over_capacity(cap));
             resp.headers_mut()
                 .insert(header::CONNECTION, HeaderValue::from_static("close"));
             async move { Ok::<_, Infallible>(resp) }

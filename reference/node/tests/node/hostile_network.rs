@@ -248,6 +248,60 @@ async fn connections_beyond_the_cap_get_503_at_once() {
     }
 }
 
+/// Issue 36: one client address cannot take the whole connection cap — its connections
+/// beyond `max_connections_per_ip` get the 503, while another address (127.0.0.2, loopback
+/// too) is still served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_address_cannot_take_the_whole_cap() {
+    let (addr, _stop) = start(|l| {
+        l.idle_timeout_ms = 60_000;
+        l.max_connections = 8;
+        l.max_connections_per_ip = 3;
+    })
+    .await;
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        s.write_all(DISCOVERY).await.unwrap();
+        assert_eq!(read_response(&mut s).await.0, 200);
+        held.push(s);
+    }
+    let mut fourth = TcpStream::connect(addr).await.unwrap();
+    fourth.write_all(DISCOVERY).await.unwrap();
+    let (status, body) = timeout(loom_node::net::REFUSAL_TIMEOUT, read_response(&mut fourth))
+        .await
+        .expect("answered within the refusal timeout");
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"]["code"], "RATE_LIMIT_EXCEEDED", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("max_connections_per_ip")),
+        "{body}"
+    );
+    // Another address still gets in while the first holds its three.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+    let mut other = socket.connect(addr).await.unwrap();
+    other.write_all(DISCOVERY).await.unwrap();
+    assert_eq!(read_response(&mut other).await.0, 200);
+    // The first address gets a slot back when one of its connections closes.
+    drop(held.pop());
+    let deadline = Instant::now() + SLACK;
+    loop {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        s.write_all(DISCOVERY).await.unwrap();
+        if read_response(&mut s).await.0 == 200 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "a freed per-address slot was not reused"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// The debug binary with `config` (TOML), optionally under `ulimit -n`; stderr lines are
 /// collected.
 struct Binary {

@@ -29,6 +29,7 @@ fn limits() -> ConnectionLimits {
         body_stall_ms: 0,
         body_deadline_ms: 0,
         max_connections: 16,
+        max_connections_per_ip: 0,
         write_timeout_ms: 3_000,
     }
 }
