@@ -320,7 +320,8 @@ pub async fn run_until_stopped(
     use std::sync::atomic::{AtomicBool, Ordering};
     let sem = Arc::new(tokio::sync::Semaphore::new(cfg.jobs.max(1)));
     // Under a profile pool every case shares the same identities: a case that alters them
-    // for others runs alone (write), every other case alongside the rest (read).
+    // for others runs alone (write), every other case alongside the rest (read). A case
+    // that measures the target's timing runs alone too, pool or not.
     let pooled = target.pool.is_some();
     let shared = Arc::new(tokio::sync::RwLock::new(()));
     let stop = Arc::new(AtomicBool::new(false));
@@ -337,7 +338,8 @@ pub async fn run_until_stopped(
         let (stop, tally, stopped_by) = (stop.clone(), tally.clone(), stopped_by.clone());
         handles.push(tokio::spawn(async move {
             let _permit = sem.acquire_owned().await;
-            let (_alone, _alongside) = if pooled && case.alters_shared_identities() {
+            let alone = (pooled && case.alters_shared_identities()) || case.measures_timing();
+            let (_alone, _alongside) = if alone {
                 (Some(shared.write().await), None)
             } else {
                 (None, Some(shared.read().await))
@@ -426,5 +428,11 @@ mod tests {
                 "core.delegation.revocation.recorded"
             ]
         );
+        let timing: Vec<&str> = crate::catalogue::all()
+            .into_iter()
+            .filter(|c| c.measures_timing())
+            .map(|c| c.id)
+            .collect();
+        assert_eq!(timing, ["fed.outbound.backoff-grows"]);
     }
 }

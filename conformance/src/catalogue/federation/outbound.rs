@@ -140,7 +140,9 @@ async fn retry_after_503(cx: &mut Ctx) -> Verdict {
     Ok(())
 }
 
-async fn backoff_grows(cx: &mut Ctx) -> Verdict {
+/// The four intervals between five attempts to deliver one envelope whose first four
+/// attempts the peer answers 503.
+async fn backoff_intervals(cx: &mut Ctx) -> Result<Vec<i64>, Finding> {
     let script = [Answer::Status(503); 4];
     let (_, f, env) = send_out(cx, &script).await?;
     let id = id_of(&env);
@@ -151,20 +153,30 @@ async fn backoff_grows(cx: &mut Ctx) -> Verdict {
             format!("{} attempt(s)", got.len()),
         ));
     }
-    let ms: Vec<i64> = got
+    Ok(got
         .windows(2)
         .map(|w| w[1].at.unix_ms() - w[0].at.unix_ms())
-        .collect();
-    // The last interval against the shortest before it: exponential growth from the
-    // shortest (100, 200, 400, 800 ms on the embedded node: 8×) clears 2.5× by far, a
-    // constant interval stays near 1×. Load only lengthens an interval (or shortens the one
-    // after a late arrival), so the shortest is the best estimate of the base.
-    let n = ms.len();
-    let shortest = ms[..n - 1].iter().copied().min().unwrap_or(1).max(1);
-    if ms[n - 1] * 2 < shortest * 5 {
+        .collect())
+}
+
+async fn backoff_grows(cx: &mut Ctx) -> Verdict {
+    // Load mostly lengthens an interval, so two runs one after the other and the shorter of
+    // each pair estimate the node's schedule better than one run: the self-test saw a
+    // constant schedule look growing in one run and a correct one look flat in another.
+    let first = backoff_intervals(cx).await?;
+    let second = backoff_intervals(cx).await?;
+    let ms: Vec<i64> = first.iter().zip(&second).map(|(a, b)| *a.min(b)).collect();
+    // The last interval against the shortest of the first two: exponential growth (100,
+    // 200, 400, 800 ms nominal on the embedded node, each drawn from [d/2, d]) puts it at
+    // 4× or more, a constant interval keeps it near 1× (measured over 39 self-test runs of
+    // the embedded node: correct schedules ≥ 4.7×, the linear-backoff quirk ≤ 1.2×); any
+    // factor of 1.4 or more passes 2.5×. The case runs alone on its target
+    // ([`Case::measures_timing`]).
+    let shortest = ms[..2].iter().copied().min().unwrap_or(1).max(1);
+    if ms[3] * 2 < shortest * 5 {
         return Err(fail(
-            "intervals between attempts that grow exponentially: the last at least 2.5 times the shortest before it (v1.1 §15.6)",
-            format!("intervals {ms:?} ms"),
+            "intervals between attempts that grow exponentially: the last at least 2.5 times the shortest of the first two (v1.1 §15.6)",
+            format!("intervals {first:?} and {second:?} ms, the shorter of each pair {ms:?}"),
         ));
     }
     Ok(())
@@ -315,7 +327,7 @@ pub const CASES: &[Case] = &[
         &["v1.1 §15.6"],
         &["R-15.6-02"],
         "Retries of a queued delivery MUST back off exponentially.",
-        "the peer answers four attempts 503; expect the last interval between the five attempts to be at least 2.5 times the shortest before it (exponential growth of any factor ≥ 1.4 over three steps; a constant interval stays near 1×)",
+        "the peer answers four attempts 503; measured twice (alone on the target), expect the shorter of each pair of intervals between the five attempts to grow: the last at least 2.5 times the shortest of the first two (exponential growth of any factor ≥ 1.4; a constant interval stays near 1×)",
         "linear-backoff",
         backoff_grows
     ),
