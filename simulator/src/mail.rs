@@ -3,7 +3,7 @@
 //! mail (authentic, forged and from unknown domains) over SMTP and, as a LOOM user of the
 //! bridge node, sends envelopes to mail recipients; and `mx.example.net`, the mail exchanger
 //! the bridge relays outbound mail to (a server host: it keeps receiving while the world
-//! settles). What both saw goes into the run's record ([`MailRecord`]); the invariants
+//! settles). What both saw goes into the run's record ([`crate::trace::MailRecord`]); the invariants
 //! `mail-in-once` and `mail-out-once-or-failed` compare it with the bridge node's store.
 //!
 //! Authentication is real: `example.net` publishes SPF for the MTA's simulated address and
