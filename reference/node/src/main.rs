@@ -383,7 +383,13 @@ async fn run(config: NodeConfig) -> Result<(), StartError> {
         Storage::Memory => "memory".to_owned(),
         Storage::Dir(d) => d.display().to_string(),
     };
+    let max_connections = config.connections.max_connections;
     let node = Node::builder(config, Env::new(Arc::new(SystemClock), seed)).build()?;
+    if let Some(warning) = loom_node::net::descriptor_limit()
+        .and_then(|soft| loom_node::net::descriptor_warning(max_connections, soft))
+    {
+        tracing::warn!("{warning}");
+    }
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| format!("cannot listen on {listen}: {e}"))?;

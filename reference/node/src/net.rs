@@ -111,6 +111,34 @@ pub const ACCEPT_LOG_INTERVAL: Duration = Duration::from_secs(10);
 pub const ACCEPT_BACKOFF: (Duration, Duration) =
     (Duration::from_millis(5), Duration::from_millis(500));
 
+/// Descriptors kept free for the store, its WAL, logs and outbound connections when the
+/// connection cap is compared with the process's descriptor limit.
+pub const RESERVED_DESCRIPTORS: u64 = 64;
+
+/// The process's soft limit on open files (`ulimit -n`), where the OS tells it
+/// (`/proc/self/limits` on Linux); `None` elsewhere or when unlimited.
+pub fn descriptor_limit() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.trim_start_matches("Max open files")
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The start-up warning when `max_connections` cannot be reached before the process runs
+/// out of descriptors (issue 36): accept then fails with `EMFILE` instead of the cap's 503.
+pub fn descriptor_warning(max_connections: usize, soft_limit: u64) -> Option<String> {
+    let cap = u64::try_from(max_connections).unwrap_or(u64::MAX);
+    (cap > 0 && cap.saturating_add(RESERVED_DESCRIPTORS) > soft_limit).then(|| {
+        format!(
+            "connections.max_connections = {cap} exceeds the descriptor limit {soft_limit} (ulimit -n) minus {RESERVED_DESCRIPTORS} kept for the store and logs: raise the limit or lower the cap, or connections beyond {} fail at accept instead of getting 503",
+            soft_limit.saturating_sub(RESERVED_DESCRIPTORS)
+        )
+    })
+}
+
 /// Connection limits (`[connections]` in the configuration file; node README).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -337,10 +337,11 @@ impl Binary {
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut before = Vec::new();
         let start = loop {
             match lines.next() {
                 Some(Ok(line)) if line.contains("loom-node listening") => break line,
-                Some(Ok(_)) => {}
+                Some(Ok(line)) => before.push(line),
                 other => {
                     let _ = child.kill();
                     panic!("node exited before its start line: {other:?}");
@@ -353,7 +354,7 @@ impl Binary {
             .unwrap()
             .parse()
             .unwrap();
-        let log = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::new(Mutex::new(before));
         let sink = log.clone();
         std::thread::spawn(move || {
             for line in lines.map_while(Result::ok) {
@@ -433,6 +434,12 @@ fn descriptor_exhaustion_is_survived_with_bounded_log_output() {
         log.iter().any(|l| l.contains("accept failed")),
         "the test must exhaust the descriptors; log: {log:?}"
     );
+    // The cap (10,000) above the descriptor limit (64) was announced at start-up.
+    assert!(
+        log.iter().any(|l| l.contains("WARN")
+            && l.contains("max_connections = 10000 exceeds the descriptor limit 64")),
+        "a start-up warning names the cap and the limit; log: {log:?}"
+    );
     // At most one report per 10 s: a handful of lines for a few seconds of exhaustion.
     assert!(
         failures.len() <= 6,
@@ -440,6 +447,18 @@ fn descriptor_exhaustion_is_survived_with_bounded_log_output() {
         failures.len()
     );
     assert!(log.len() <= 20, "{} log lines: {log:?}", log.len());
+}
+
+#[test]
+fn the_descriptor_warning_compares_the_cap_with_the_limit() {
+    use loom_node::net::descriptor_warning;
+    assert!(descriptor_warning(4096, 1024).is_some());
+    assert!(descriptor_warning(4096, 4096 + 63).is_some());
+    assert!(descriptor_warning(4096, 4096 + 64).is_none());
+    assert!(
+        descriptor_warning(0, 16).is_none(),
+        "no cap, nothing to compare"
+    );
 }
 
 #[test]
