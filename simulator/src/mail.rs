@@ -16,7 +16,7 @@ use crate::scenario::Mail;
 use crate::trace::{Ack, MailArrived, MailIn, MailKind, MailOutcome, Shared};
 use crate::workload::{User, sign_up, status_of};
 use loom_bridge::smtp::client::{self, RecipientOutcome, SendError};
-use loom_bridge::smtp::server::{self, Handler, Listener, ServerConfig};
+use loom_bridge::smtp::server::{self, Handler, ServerConfig};
 use loom_bridge::smtp::session::{
     RecipientVerdict, Recipients, SessionConfig, SessionLimits, Transaction, Verdict,
 };
@@ -75,17 +75,6 @@ pub fn bridge_config(m: &Mail, domain: &str, mta_ip: IpAddr) -> loom_node::confi
         auto_actuation: false,
         max_attempts: m.max_attempts,
         retry_base_secs: m.retry_base_secs,
-    }
-}
-
-/// A turmoil listener as an SMTP listener.
-struct SimListener(turmoil::net::TcpListener);
-
-impl Listener for SimListener {
-    type Io = turmoil::net::TcpStream;
-
-    fn accept(&mut self) -> impl Future<Output = std::io::Result<(Self::Io, SocketAddr)>> + Send {
-        self.0.accept()
     }
 }
 
@@ -153,7 +142,7 @@ pub async fn run_mx(shared: Shared) -> turmoil::Result {
         require_tls: false,
     };
     server::serve(
-        SimListener(listener),
+        loom_node::net::SmtpListener(listener),
         Arc::new(ServerConfig::new(session)),
         None,
         Arc::new(Sink { shared }),
