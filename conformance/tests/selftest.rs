@@ -158,6 +158,11 @@ const PROVEN_ELSEWHERE: &[(&str, &str, &str)] = &[
         "needs a restart of the target (also simulator/tests/sweeps.rs)",
     ),
     (
+        "ack-before-sync",
+        "reference/node/tests/node/federation_quirks.rs",
+        "needs a power loss under the target's disk (simulator/tests/sweeps.rs, storage-faults)",
+    ),
+    (
         "full-key-node-signature",
         "reference/node/tests/node/federation_quirks.rs",
         "breaks interop with the existing node's registration form (DESIGN.md §9); the harness detects the target's form instead of failing either",

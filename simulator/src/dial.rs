@@ -1,11 +1,16 @@
 //! The nodes' outbound seam, recorded (v1.1 §15.3–§15.5). [`TracingDial`] dials turmoil
 //! TCP like the node's own `SimDial` and wraps the stream: the request bytes and the
 //! status line of the answer become a trace line; a `POST /v1/federation/deliver` is kept
-//! for replay faults; and an accepted delivery between two nodes whose clocks differ by more
-//! than the ±5 minute window of LOOM-HTTP-SIG-1 is a violation, seen the moment it happens.
+//! for replay faults; and an accepted delivery whose signed `X-LOOM-Timestamp` is more than
+//! the ±5 minute window of LOOM-HTTP-SIG-1 from the receiver's clock is a violation, seen the
+//! moment it happens.
 
+use crate::clock::SkewClock;
 use crate::trace::{Captured, MAX_CAPTURED, Shared, short_hash};
 use loom_node::outbound::{Connecting, Dial, Io};
+use loom_protocol::Timestamp;
+use loom_protocol::clock::Clock;
+use loom_protocol::http_sig::HEADER_TIMESTAMP;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::io;
@@ -63,6 +68,7 @@ impl Dial for TracingDial {
                     sent: Vec::new(),
                     recv: Vec::new(),
                     done: false,
+                    receiver_at_send: None,
                 }) as Box<dyn Io>),
                 Err(e) => {
                     self.shared.lock().line(
@@ -85,11 +91,38 @@ struct Recorded {
     sent: Vec<u8>,
     recv: Vec<u8>,
     done: bool,
+    /// The dialled node's clock (unix ms) when the request's first bytes left: a clock
+    /// jump while the request is in flight changes it.
+    receiver_at_send: Option<i64>,
 }
 
 const MAX_RECORDED: usize = 1 << 20;
 
 impl Recorded {
+    /// The dialled node's clock now, in unix ms (what its freshness check reads).
+    fn receiver_clock(&self) -> i64 {
+        let skew = self
+            .dial
+            .topology
+            .read()
+            .ok()
+            .and_then(|t| t.skews.get(&self.to).map(|s| s.load(Ordering::Relaxed)))
+            .unwrap_or(0);
+        SkewClock::new(Arc::new(AtomicI64::new(skew)))
+            .now()
+            .unix_ms()
+    }
+
+    /// The request's signed `X-LOOM-Timestamp` (v1.1 §15.3), in unix ms.
+    fn signed_timestamp(&self) -> Option<i64> {
+        let head = self.sent.split(|b| *b == b'\n').take_while(|l| l.len() > 1);
+        head.filter_map(|l| std::str::from_utf8(l).ok())
+            .filter_map(|l| l.split_once(':'))
+            .find(|(k, _)| k.trim().eq_ignore_ascii_case(HEADER_TIMESTAMP))
+            .and_then(|(_, v)| Timestamp::parse(v.trim()).ok())
+            .map(|t| t.unix_ms())
+    }
+
     /// Called once the answer's status line is in: trace, capture, check the skew window.
     fn answered(&mut self) {
         self.done = true;
@@ -120,15 +153,15 @@ impl Recorded {
             bytes: self.sent.clone(),
         });
         if (200..300).contains(&status) {
-            let skew = |d: &str| {
-                self.dial
-                    .topology
-                    .read()
-                    .ok()
-                    .and_then(|t| t.skews.get(d).map(|s| s.load(Ordering::Relaxed)))
-                    .unwrap_or(0)
-            };
-            let diff = (skew(&self.dial.node) - skew(&self.to)).abs();
+            // The signed timestamp against the receiver's clock, both when the request left
+            // and when it was answered (a receiver's clock that jumped while the request was
+            // in flight may have been read at either); a request without one is refused
+            // by a correct node anyway and judged at the answer.
+            let now = self.receiver_clock();
+            let signed = self.signed_timestamp().unwrap_or(i64::MIN / 2);
+            let diff = (signed - now)
+                .abs()
+                .min((signed - self.receiver_at_send.unwrap_or(now)).abs());
             if diff > SKEW_WINDOW_MS + SKEW_SLACK_MS {
                 let t = turmoil::sim_elapsed()
                     .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
@@ -137,7 +170,7 @@ impl Recorded {
                     "skew-window",
                     t,
                     format!(
-                        "{} accepted a delivery from {} (status {status}) although their clocks differ by {} s, outside the ±300 s window (v1.1 §15.3, §15.5)",
+                        "{} accepted a delivery from {} (status {status}) signed {} s away from its own clock, outside the ±300 s window (v1.1 §15.3, §15.5)",
                         self.to,
                         self.dial.node,
                         diff / 1000
@@ -174,6 +207,9 @@ impl AsyncWrite for Recorded {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let r = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if self.receiver_at_send.is_none() && matches!(r, Poll::Ready(Ok(_))) {
+            self.receiver_at_send = Some(self.receiver_clock());
+        }
         if let Poll::Ready(Ok(n)) = r
             && self.sent.len() + n <= MAX_RECORDED
         {

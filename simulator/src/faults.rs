@@ -29,8 +29,18 @@ pub enum Fault {
     Restart(String),
     /// Set a node's clock skew, in milliseconds.
     Skew(String, i64),
+    /// Step a running node's clock by this many milliseconds (forward or back).
+    Jump(String, i64),
     /// Replay the latest recorded federation delivery (a network duplicate).
     Replay,
+    /// Every `fsync` of the node's store fails with EIO from now on.
+    FsyncFail(String),
+    /// The node's `fsync`s work again.
+    FsyncOk(String),
+    /// The node's disk is full: writes that grow a file of its store fail with ENOSPC.
+    DiskFull(String),
+    /// The node's disk has room again.
+    DiskFree(String),
 }
 
 /// A fault at a simulated time (ms after the workload started).
@@ -57,7 +67,12 @@ impl Fault {
             Fault::Crash(a) => json!({"fault": "crash", "node": a}),
             Fault::Restart(a) => json!({"fault": "restart", "node": a}),
             Fault::Skew(a, ms) => json!({"fault": "skew", "node": a, "ms": ms}),
+            Fault::Jump(a, ms) => json!({"fault": "jump", "node": a, "ms": ms}),
             Fault::Replay => json!({"fault": "replay"}),
+            Fault::FsyncFail(a) => json!({"fault": "fsync-fail", "node": a}),
+            Fault::FsyncOk(a) => json!({"fault": "fsync-ok", "node": a}),
+            Fault::DiskFull(a) => json!({"fault": "disk-full", "node": a}),
+            Fault::DiskFree(a) => json!({"fault": "disk-free", "node": a}),
         }
     }
 }
@@ -136,6 +151,10 @@ impl Scheduled {
             s.a = a.into();
             s.b = Some(b.into());
         };
+        let node = |s: &mut crate::scenario::Scripted, kind: &str, n: &str| {
+            s.kind = kind.into();
+            s.a = n.into();
+        };
         match &self.fault {
             Fault::Partition(a, b) => link(&mut s, "partition", a, b),
             Fault::Repair(a, b) => link(&mut s, "repair", a, b),
@@ -146,20 +165,21 @@ impl Scheduled {
                 s.ms = i64::try_from(*ms).unwrap_or(i64::MAX);
             }
             Fault::Fast(a, b) => link(&mut s, "fast", a, b),
-            Fault::Crash(n) => {
-                s.kind = "crash".into();
-                s.a = n.clone();
-            }
-            Fault::Restart(n) => {
-                s.kind = "restart".into();
-                s.a = n.clone();
-            }
+            Fault::Crash(n) => node(&mut s, "crash", n),
+            Fault::Restart(n) => node(&mut s, "restart", n),
             Fault::Skew(n, ms) => {
-                s.kind = "skew".into();
-                s.a = n.clone();
+                node(&mut s, "skew", n);
+                s.ms = *ms;
+            }
+            Fault::Jump(n, ms) => {
+                node(&mut s, "jump", n);
                 s.ms = *ms;
             }
             Fault::Replay => s.kind = "replay".into(),
+            Fault::FsyncFail(n) => node(&mut s, "fsync-fail", n),
+            Fault::FsyncOk(n) => node(&mut s, "fsync-ok", n),
+            Fault::DiskFull(n) => node(&mut s, "disk-full", n),
+            Fault::DiskFree(n) => node(&mut s, "disk-free", n),
         }
         s
     }
@@ -250,6 +270,47 @@ pub fn schedule(s: &Scenario, seed: u64) -> Vec<Scheduled> {
             permanent: false,
         });
     }
+    // Storage and clock faults: windows on one node each, drawn after every older kind so
+    // the scenarios without them keep their schedules.
+    let mut on_off = |rng: &mut ChaCha20Rng, on: fn(String) -> Fault, off: fn(String) -> Fault| {
+        let n = pick(rng, &s.nodes).to_owned();
+        let start = between(rng, 0, window);
+        let dur = between(rng, dmin * 1000, dmax * 1000);
+        out.push(Scheduled {
+            at_ms: start,
+            fault: on(n.clone()),
+            permanent: false,
+        });
+        out.push(Scheduled {
+            at_ms: start + dur,
+            fault: off(n),
+            permanent: false,
+        });
+    };
+    for _ in 0..s.faults.fsync_errors {
+        on_off(&mut rng, Fault::FsyncFail, Fault::FsyncOk);
+    }
+    for _ in 0..s.faults.disk_full {
+        on_off(&mut rng, Fault::DiskFull, Fault::DiskFree);
+    }
+    let [jmin, jmax] = s.faults.jump_secs;
+    for _ in 0..s.faults.clock_jumps {
+        let n = pick(&mut rng, &s.nodes).to_owned();
+        let start = between(&mut rng, 0, window);
+        let dur = between(&mut rng, dmin * 1000, dmax * 1000);
+        let size = i64::try_from(between(&mut rng, jmin * 1000, jmax * 1000)).unwrap_or(0);
+        let ms = if rng.next_u64() & 1 == 0 { size } else { -size };
+        out.push(Scheduled {
+            at_ms: start,
+            fault: Fault::Jump(n.clone(), ms),
+            permanent: false,
+        });
+        out.push(Scheduled {
+            at_ms: start + dur,
+            fault: Fault::Jump(n, -ms),
+            permanent: false,
+        });
+    }
     for f in &s.faults.script {
         let b = f.b.clone().unwrap_or_default();
         let fault = match f.kind.as_str() {
@@ -262,6 +323,18 @@ pub fn schedule(s: &Scenario, seed: u64) -> Vec<Scheduled> {
             "crash" => Fault::Crash(f.a.clone()),
             "restart" => Fault::Restart(f.a.clone()),
             "replay" => Fault::Replay,
+            "fsync-fail" => Fault::FsyncFail(f.a.clone()),
+            "fsync-ok" => Fault::FsyncOk(f.a.clone()),
+            "disk-full" => Fault::DiskFull(f.a.clone()),
+            "disk-free" => Fault::DiskFree(f.a.clone()),
+            "jump" => Fault::Jump(
+                f.a.clone(),
+                if f.ms != 0 {
+                    f.ms
+                } else {
+                    f.secs.saturating_mul(1000)
+                },
+            ),
             _ => Fault::Skew(
                 f.a.clone(),
                 if f.ms != 0 {

@@ -7,7 +7,7 @@ use std::path::Path;
 
 /// The scenarios shipped with the simulator, by name (compiled in, so the binary runs
 /// anywhere).
-pub const SHIPPED: [(&str, &str); 6] = [
+pub const SHIPPED: [(&str, &str); 8] = [
     (
         "three-node-federation",
         include_str!("../scenarios/three-node-federation.toml"),
@@ -29,6 +29,11 @@ pub const SHIPPED: [(&str, &str); 6] = [
         "email-bridge",
         include_str!("../scenarios/email-bridge.toml"),
     ),
+    (
+        "storage-faults",
+        include_str!("../scenarios/storage-faults.toml"),
+    ),
+    ("clock-jumps", include_str!("../scenarios/clock-jumps.toml")),
 ];
 
 /// One simulation setup.
@@ -157,6 +162,11 @@ pub struct Workload {
     /// must be refused. Later tokens on the thread carry the advanced `cap_epoch`.
     #[serde(default)]
     pub revoke_ratio: f64,
+    /// Share of actions after which the user also lists one of its threads on its node
+    /// (`GET /v1/threads/{id}/envelopes`, v1.1 §16.2): the `history` invariant checks each
+    /// listing against what the node acknowledged and against the other listings.
+    #[serde(default)]
+    pub read_ratio: f64,
 }
 
 impl Workload {
@@ -246,6 +256,22 @@ pub struct Faults {
     pub slow_links: usize,
     /// Latency of a random slow link, `[min, max]` milliseconds.
     pub slow_ms: [u64; 2],
+    /// A crash is a power loss: each write no `fsync` made durable is kept, lost or torn,
+    /// as the seed draws (`loom_node::sim::disk`). Otherwise a crash kills only the process
+    /// and every write stays.
+    pub power_loss: bool,
+    /// Random windows (`duration_secs` long) in which every `fsync` of one node's store
+    /// fails with EIO.
+    pub fsync_errors: usize,
+    /// Random windows (`duration_secs` long) in which one node's disk is full: a write
+    /// that would grow a file of its store fails with ENOSPC.
+    pub disk_full: usize,
+    /// Random clock jumps on running nodes: a node's clock steps forward or back by a
+    /// magnitude drawn from `jump_secs` and steps back `duration_secs` later (an NTP step
+    /// and its correction); the node's clients share its clock.
+    pub clock_jumps: usize,
+    /// Magnitude of a clock jump, `[min, max]` seconds.
+    pub jump_secs: [u64; 2],
     /// Scripted faults.
     pub script: Vec<Scripted>,
 }
@@ -262,7 +288,7 @@ pub struct Scripted {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at_ms: Option<u64>,
     /// `partition`, `repair`, `hold`, `release`, `slow`, `fast`, `crash`, `restart`, `skew`,
-    /// `replay`.
+    /// `jump`, `replay`, `fsync-fail`, `fsync-ok`, `disk-full`, `disk-free`.
     pub kind: String,
     /// The node (crash, restart, skew) or one end of the link (empty for `replay`).
     #[serde(default)]
@@ -270,10 +296,11 @@ pub struct Scripted {
     /// The other end of the link.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub b: Option<String>,
-    /// The skew in seconds (`skew`).
+    /// The skew or the jump in seconds (`skew`, `jump`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub secs: i64,
-    /// Milliseconds: the skew (`skew`, instead of `secs`) or the link latency (`slow`).
+    /// Milliseconds: the skew or jump (`skew`, `jump`, instead of `secs`) or the link
+    /// latency (`slow`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub ms: i64,
     /// Not undone when the network heals (e.g. a peer that never comes back).
@@ -372,6 +399,7 @@ impl Scenario {
             ("workload.agent_ratio", self.workload.agent_ratio),
             ("workload.single_use_ratio", self.workload.single_use_ratio),
             ("workload.revoke_ratio", self.workload.revoke_ratio),
+            ("workload.read_ratio", self.workload.read_ratio),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(format!("scenario: {field} must be within 0..=1, not {v}"));
@@ -387,6 +415,15 @@ impl Scenario {
         }
         if self.faults.duration_secs[0] > self.faults.duration_secs[1] {
             return Err("scenario: faults.duration_secs must be [min, max] with min <= max".into());
+        }
+        if self.faults.jump_secs[0] > self.faults.jump_secs[1] {
+            return Err("scenario: faults.jump_secs must be [min, max] with min <= max".into());
+        }
+        if self.faults.clock_jumps > 0 && self.faults.jump_secs[1] == 0 {
+            return Err(
+                "scenario: faults.clock_jumps needs faults.jump_secs = [min, max] with max > 0"
+                    .into(),
+            );
         }
         if let Some(m) = &self.mail {
             if !self.nodes.contains(&m.node) {
@@ -479,10 +516,11 @@ impl Scenario {
                     })?;
                     node(b)?;
                 }
-                "crash" | "restart" | "skew" | "replay" => {}
+                "crash" | "restart" | "skew" | "jump" | "replay" | "fsync-fail" | "fsync-ok"
+                | "disk-full" | "disk-free" => {}
                 other => {
                     return Err(format!(
-                        "scenario: faults.script[{i}].kind {other:?} is not one of partition, repair, hold, release, slow, fast, crash, restart, skew, replay"
+                        "scenario: faults.script[{i}].kind {other:?} is not one of partition, repair, hold, release, slow, fast, crash, restart, skew, jump, replay, fsync-fail, fsync-ok, disk-full, disk-free"
                     ));
                 }
             }

@@ -27,6 +27,24 @@ pub struct Ack {
     pub kind: String,
 }
 
+/// One listing of a thread by a client (`GET /v1/threads/{id}/envelopes`, v1.1 §16.2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Read {
+    /// The node read.
+    pub node: String,
+    /// The reading user.
+    pub user: String,
+    /// Thread id.
+    pub thread: String,
+    /// Simulated ms when the request was sent.
+    pub at_ms: u64,
+    /// What the user knew it had written: the envelopes of the thread the node acknowledged
+    /// to it (201) before the request, less those it retracted.
+    pub expected: Vec<String>,
+    /// The envelope ids listed, in the order listed.
+    pub seen: Vec<String>,
+}
+
 /// A capability token (v1.1 §12.1) waiting for its holder to use it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Grant {
@@ -96,6 +114,11 @@ pub struct Record {
     pub mail: MailRecord,
     /// Nodes that crashed at least once during the run.
     pub crashed: std::collections::BTreeSet<String>,
+    /// Thread listings the clients read (`[workload] read_ratio`), for `history`.
+    pub reads: Vec<Read>,
+    /// Nodes whose last boot refused to start while their disk had a fault switched on:
+    /// the controller starts them again once the disk is healthy.
+    pub refused_boots: std::collections::BTreeSet<String>,
     /// Violations seen during the run.
     pub violations: Vec<Violation>,
     /// The current turmoil step (the controller updates it).

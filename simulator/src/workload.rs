@@ -150,6 +150,10 @@ pub async fn run_client(plan: ClientPlan) -> Result<(), Box<dyn std::error::Erro
         // Drawn only when the mix has operations, retractions, capabilities or agents, so
         // older scenarios keep their streams.
         let special = w.has_special().then(|| uniform(&mut rng));
+        // Drawn only when the mix has reads, for the same reason.
+        if w.read_ratio > 0.0 && uniform(&mut rng) < w.read_ratio {
+            read_thread(&plan, &mut users[ui], draw_pick).await;
+        }
         if let Some(x) = special {
             let done = if x < w.op_ratio {
                 thread_op(
@@ -275,6 +279,59 @@ pub async fn run_client(plan: ClientPlan) -> Result<(), Box<dyn std::error::Erro
         }
     }
     Ok(())
+}
+
+/// Lists one of the threads in which `user`'s node acknowledged an envelope of `user`
+/// (`GET /v1/threads/{id}/envelopes`, v1.1 §16.2) and records what it knew it had written
+/// beside what the node listed, for the `history` invariant. A refusal (the user removed
+/// from the thread, the node down) records nothing.
+async fn read_thread(plan: &ClientPlan, user: &mut User, pick: u64) {
+    let me = user.id.address().to_owned();
+    let (thread, expected) = {
+        let rec = plan.shared.lock();
+        let mine: Vec<&Ack> = rec
+            .acks
+            .iter()
+            .filter(|a| a.node == plan.domain && a.sender == me)
+            .collect();
+        if mine.is_empty() {
+            return;
+        }
+        let thread = mine[usize::try_from(pick % mine.len() as u64).unwrap_or(0)]
+            .thread
+            .clone();
+        let expected: Vec<String> = mine
+            .iter()
+            .filter(|a| a.thread == thread && !rec.retracted.contains(&a.id))
+            .map(|a| a.id.clone())
+            .collect();
+        (thread, expected)
+    };
+    let at_ms = turmoil::sim_elapsed()
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0);
+    let got = user.client.thread_envelopes(&thread).await;
+    let (status, digest) = status_of(&got);
+    let mut rec = plan.shared.lock();
+    rec.line(
+        "http",
+        json!({"client": plan.domain, "user": me, "op": "list", "thread": thread, "status": status, "body": digest}),
+    );
+    let Ok(reply) = got else { return };
+    let seen: Vec<String> = reply.body["envelopes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["id"].as_str().map(str::to_owned))
+        .collect();
+    rec.reads.push(crate::trace::Read {
+        node: plan.domain.clone(),
+        user: me,
+        thread,
+        at_ms,
+        expected,
+        seen,
+    });
 }
 
 /// A thread operation by the owner of one of the threads `user` started (v1.1 §11.1–§11.2,

@@ -18,6 +18,7 @@ use crate::scenario::Scenario;
 use crate::trace::{Shared, Violation, trace_hash};
 use crate::workload::{ClientPlan, PORT, run_client, run_replayer};
 use loom_node::config::{FederationConfig, RateLimits};
+use loom_node::sim::disk;
 use loom_node::{Env, Node, NodeConfig, Storage};
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -149,7 +150,21 @@ fn client_host(domain: &str) -> String {
 
 struct NodeSlot {
     dir: PathBuf,
+    /// `dir` as the simulated disk knows it ([`disk::attach`]).
+    disk: PathBuf,
     skew: Arc<AtomicI64>,
+}
+
+/// Stops modelling the run's disks when the run ends, however it ends.
+#[derive(Default)]
+struct Attached(Vec<PathBuf>);
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        for d in &self.0 {
+            disk::detach(d);
+        }
+    }
 }
 
 fn node_config(
@@ -187,6 +202,8 @@ struct NodeHostSpec {
     seed: u64,
     domain: String,
     dir: PathBuf,
+    /// `dir` as the simulated disk knows it.
+    disk: PathBuf,
     skew: Arc<AtomicI64>,
     scenario: Scenario,
     shared: Shared,
@@ -219,6 +236,7 @@ impl NodeHostSpec {
         let bridge = self.bridge.read().ok().and_then(|b| b.clone());
         let bridged = bridge.is_some();
         let config = node_config(&self.scenario, &d, self.dir, peers, bridge);
+        let faulty = disk::mode(&self.disk) != disk::Mode::default();
         // Each boot draws fresh randomness, as a real start-up would (OS entropy).
         let env = Env::new(
             Arc::new(SkewClock::new(self.skew)),
@@ -229,10 +247,36 @@ impl NodeHostSpec {
             shared: self.shared.clone(),
             topology: self.topology,
         };
-        let node = Node::builder(config, env)
+        let node = match Node::builder(config, env)
             .rules(self.rules.0)
             .dial(Arc::new(dial))
-            .build()?;
+            .build()
+        {
+            Ok(node) => node,
+            Err(e) => {
+                // Refusing to start on a failing disk is allowed (the controller starts the
+                // node again once the disk is healthy); on a healthy disk it means the
+                // store was left in a state the node cannot open (issue 36, Build 8).
+                let mut rec = self.shared.lock();
+                rec.line(
+                    "boot-refused",
+                    json!({"node": d, "boot": boot, "disk_faulty": faulty, "error": e.to_string()}),
+                );
+                if faulty {
+                    rec.refused_boots.insert(d);
+                } else {
+                    let at = turmoil::sim_elapsed()
+                        .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX))
+                        .unwrap_or(0);
+                    rec.violation(
+                        "storage-recovery",
+                        at,
+                        format!("{d} refused to start on a healthy disk (boot {boot}): {e}"),
+                    );
+                }
+                return Ok(());
+            }
+        };
         self.shared
             .lock()
             .line("boot", json!({"node": d, "boot": boot}));
@@ -251,7 +295,10 @@ impl NodeHostSpec {
 
 /// Runs `scenario` with `seed`.
 pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunReport, String> {
+    // Before any store opens: the writer's VFS wraps whatever is the default then.
+    disk::install()?;
     let scratch = Scratch::new(seed);
+    let mut attached = Attached::default();
     let shared = Shared::default();
     let topology: Arc<RwLock<Topology>> = Arc::default();
     let tick = Duration::from_millis(scenario.tick_ms);
@@ -267,15 +314,19 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
     let peers_of: Arc<RwLock<BTreeMap<String, String>>> = Arc::default();
     let bridge_slot: Arc<RwLock<Option<loom_node::config::BridgeConfig>>> = Arc::default();
     for domain in &scenario.nodes {
+        let dir = scratch.0.join(domain);
+        crate::template::seed_store(&dir, &crate::template::scratch_base())?;
         let slot = NodeSlot {
-            dir: scratch.0.join(domain),
+            disk: disk::attach(&dir)?,
+            dir,
             skew: Arc::new(AtomicI64::new(0)),
         };
-        crate::template::seed_store(&slot.dir, &crate::template::scratch_base())?;
+        attached.0.push(slot.disk.clone());
         let spec = NodeHostSpec {
             seed,
             domain: domain.clone(),
             dir: slot.dir.clone(),
+            disk: slot.disk.clone(),
             skew: slot.skew.clone(),
             scenario: scenario.clone(),
             shared: shared.clone(),
@@ -402,6 +453,17 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
     }
 
     // The controller: faults at their times, heal when the workload is done, then settle.
+    let world = World {
+        shared: &shared,
+        slots: &slots,
+        max_latency: Duration::from_millis(scenario.max_latency_ms),
+        seed,
+        loss: if scenario.faults.power_loss {
+            disk::Loss::Power
+        } else {
+            disk::Loss::Process
+        },
+    };
     let mut pending: std::collections::VecDeque<Scheduled> = sched.into_iter().collect();
     let mut st = Faulted::default();
     let mut permanent_down: BTreeSet<String> = BTreeSet::new();
@@ -414,14 +476,13 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
     let mut prober = invariants::Prober::default();
     let mut steps = 0u64;
     let mut settled = false;
-    let max_latency = Duration::from_millis(scenario.max_latency_ms);
     let elapsed_ms =
         |sim: &turmoil::Sim<'_>| u64::try_from(sim.elapsed().as_millis()).unwrap_or(u64::MAX);
     loop {
         let now = elapsed_ms(&sim);
         while pending.front().is_some_and(|f| start_ms + f.at_ms <= now) {
             let Some(f) = pending.pop_front() else { break };
-            apply(&mut sim, &shared, &slots, &f, now, &mut st, max_latency);
+            apply(&mut sim, &world, &f, now, &mut st);
             if f.permanent {
                 match &f.fault {
                     Fault::Crash(n) => {
@@ -434,6 +495,7 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
                 }
             }
         }
+        restart_refused_boots(&mut sim, &world, now);
         shared.lock().step = steps;
         let clients_done = sim.step().map_err(|e| format!("simulation failed: {e}"))?;
         steps += 1;
@@ -474,7 +536,7 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
                     fault,
                     permanent: false,
                 };
-                apply(&mut sim, &shared, &slots, &f, now, &mut st, max_latency);
+                apply(&mut sim, &world, &f, now, &mut st);
             }
             shared.lock().line_at(now, "healed", &mut json!({}));
             healed_at = Some(now);
@@ -501,6 +563,20 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
     }
     let simulated_ms = elapsed_ms(&sim);
     drop(sim);
+    let f = &scenario.faults;
+    if f.power_loss || f.fsync_errors + f.disk_full > 0 {
+        let mut rec = shared.lock();
+        for (d, slot) in &slots {
+            let c = disk::counts(&slot.disk);
+            rec.line_at(
+                simulated_ms,
+                "disk",
+                &mut json!({"node": d, "syncs": c.syncs, "failed_syncs": c.failed_syncs,
+                            "full_writes": c.full_writes, "dead_ops": c.dead_ops}),
+            );
+        }
+    }
+    drop(attached);
     let dirs: BTreeMap<String, PathBuf> = slots
         .iter()
         .map(|(d, s)| (d.clone(), s.dir.clone()))
@@ -557,17 +633,53 @@ struct Faulted {
     cut: BTreeSet<(String, String)>,
     held: BTreeSet<(String, String)>,
     slow: BTreeSet<(String, String)>,
+    /// Crashes so far per node (each power loss draws from its own sub-seed).
+    crashes: BTreeMap<String, u64>,
 }
 
-fn apply(
-    sim: &mut turmoil::Sim<'_>,
-    shared: &Shared,
-    slots: &BTreeMap<String, NodeSlot>,
-    f: &Scheduled,
-    now: u64,
-    st: &mut Faulted,
+/// What applying a fault needs besides the simulation.
+struct World<'a> {
+    shared: &'a Shared,
+    slots: &'a BTreeMap<String, NodeSlot>,
     max_latency: Duration,
-) {
+    seed: u64,
+    /// What a crash does to unsynced writes (`[faults] power_loss`).
+    loss: disk::Loss,
+}
+
+/// Starts again every node whose boot was refused while its disk was failing, once the disk
+/// is healthy (an operator restarting it after freeing space or replacing the disk).
+fn restart_refused_boots(sim: &mut turmoil::Sim<'_>, w: &World<'_>, now: u64) {
+    let refused: Vec<String> = w.shared.lock().refused_boots.iter().cloned().collect();
+    for n in refused {
+        let Some(slot) = w.slots.get(&n) else {
+            continue;
+        };
+        if disk::mode(&slot.disk) == disk::Mode::default() {
+            let mut rec = w.shared.lock();
+            rec.refused_boots.remove(&n);
+            rec.line_at(
+                now,
+                "restart",
+                &mut json!({"node": n, "reason": "disk healthy again"}),
+            );
+            drop(rec);
+            sim.bounce(n.as_str());
+        }
+    }
+}
+
+/// Switches one disk fault of node `n` on or off.
+fn set_disk(w: &World<'_>, n: &str, change: impl FnOnce(&mut disk::Mode)) {
+    if let Some(slot) = w.slots.get(n) {
+        let mut mode = disk::mode(&slot.disk);
+        change(&mut mode);
+        disk::set_mode(&slot.disk, mode);
+    }
+}
+
+fn apply(sim: &mut turmoil::Sim<'_>, w: &World<'_>, f: &Scheduled, now: u64, st: &mut Faulted) {
+    let (shared, slots, max_latency) = (w.shared, w.slots, w.max_latency);
     let mut applied = true;
     match &f.fault {
         Fault::Partition(a, b) => {
@@ -599,7 +711,7 @@ fn apply(
         Fault::Crash(n) => {
             if st.down.insert(n.clone()) {
                 shared.lock().crashed.insert(n.clone());
-                sim.crash(n.as_str());
+                crash(sim, w, n, now, st);
             } else {
                 applied = false;
             }
@@ -616,9 +728,42 @@ fn apply(
                 s.skew.store(*ms, Ordering::Relaxed);
             }
         }
+        Fault::Jump(n, ms) => {
+            if let Some(s) = slots.get(n) {
+                s.skew.fetch_add(*ms, Ordering::Relaxed);
+            }
+        }
+        Fault::FsyncFail(n) => set_disk(w, n, |m| m.fsync_fails = true),
+        Fault::FsyncOk(n) => set_disk(w, n, |m| m.fsync_fails = false),
+        Fault::DiskFull(n) => set_disk(w, n, |m| m.full = true),
+        Fault::DiskFree(n) => set_disk(w, n, |m| m.full = false),
         Fault::Replay => {}
     }
     let mut line = f.fault.to_json();
     line["applied"] = applied.into();
     shared.lock().line_at(now, "fault", &mut line);
+}
+
+/// A crash of node `n`: the process dies (its files refuse every write from here on, so
+/// nothing a graceful close would do reaches them), the host's software is dropped, and the
+/// disk keeps what the crash kind leaves of the unsynced writes ([`disk::Loss`]).
+fn crash(sim: &mut turmoil::Sim<'_>, w: &World<'_>, n: &str, now: u64, st: &mut Faulted) {
+    let Some(slot) = w.slots.get(n) else {
+        sim.crash(n);
+        return;
+    };
+    let k = st.crashes.entry(n.to_owned()).or_default();
+    *k += 1;
+    disk::kill(&slot.disk);
+    sim.crash(n);
+    w.shared.lock().refused_boots.remove(n);
+    let seed = derive_seed(w.seed, &format!("disk/{n}/{k}"));
+    let mut line = match disk::recover(&slot.disk, w.loss, seed) {
+        Ok(r) if w.loss == disk::Loss::Power => json!({
+            "node": n, "files": r.files, "kept": r.kept, "lost": r.lost, "torn": r.torn
+        }),
+        Ok(_) => return,
+        Err(e) => json!({"node": n, "error": e}),
+    };
+    w.shared.lock().line_at(now, "power-loss", &mut line);
 }

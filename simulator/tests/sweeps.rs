@@ -50,6 +50,54 @@ fn clock_skew_holds_every_invariant() {
 }
 
 #[test]
+fn storage_faults_hold_every_invariant() {
+    clean_sweep(&Scenario::load("storage-faults").unwrap(), 0..20);
+}
+
+#[test]
+fn clock_jumps_hold_every_invariant() {
+    clean_sweep(&Scenario::load("clock-jumps").unwrap(), 0..20);
+}
+
+/// The storage scenario really injects its faults (issue 36, Build 8): over a few seeds,
+/// fsyncs fail, a full disk refuses writes, power losses lose or tear unsynced writes, the
+/// nodes answer 500 while their disk fails and 201 again after, and users' listings are
+/// read — with every invariant holding.
+#[test]
+fn the_storage_scenario_fails_syncs_fills_disks_and_tears_writes() {
+    let s = Scenario::load("storage-faults").unwrap();
+    let (mut failed_syncs, mut full_writes, mut torn_or_lost, mut errors, mut reads) =
+        (0u64, 0u64, 0u64, 0usize, 0usize);
+    for seed in 0..12 {
+        let opts = RunOptions {
+            keep_trace: true,
+            ..RunOptions::default()
+        };
+        let r = run(&s, seed, &opts).unwrap();
+        assert!(r.ok(), "seed {seed}: {:?}", r.violations);
+        for line in r.trace.unwrap_or_default().lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let n = |k: &str| v[k].as_u64().unwrap_or(0);
+            match v["kind"].as_str() {
+                Some("disk") => {
+                    failed_syncs += n("failed_syncs");
+                    full_writes += n("full_writes");
+                }
+                Some("power-loss") => torn_or_lost += n("torn") + n("lost"),
+                Some("http") if v["op"] == "send" && v["status"] == 500 => errors += 1,
+                Some("http") if v["op"] == "list" && v["status"] == 200 => reads += 1,
+                _ => {}
+            }
+        }
+    }
+    assert!(
+        failed_syncs > 0 && full_writes > 0 && torn_or_lost > 0 && errors > 0 && reads > 0,
+        "over 12 seeds: {failed_syncs} failed syncs, {full_writes} refused writes, \
+         {torn_or_lost} torn or lost writes, {errors} answers 500, {reads} listings"
+    );
+}
+
+#[test]
 fn email_bridge_holds_every_invariant() {
     clean_sweep(&Scenario::load("email-bridge").unwrap(), 0..30);
 }
@@ -322,6 +370,35 @@ fn losing_an_acknowledged_envelope_in_a_restart_is_caught() {
         5,
         "acked-durable",
     );
+}
+
+#[test]
+fn acknowledging_before_sync_is_caught() {
+    caught(
+        &Scenario::load("storage-faults").unwrap(),
+        Quirk::AckBeforeSync,
+        5,
+        "acked-durable",
+    );
+}
+
+/// The history checker fails when a node forgets what it acknowledged: a listing after the
+/// restart lacks the envelope (read-your-writes).
+#[test]
+fn a_listing_without_an_acknowledged_envelope_is_caught() {
+    let s = Scenario::load("storage-faults").unwrap();
+    let opts = RunOptions {
+        rules: Quirks::none()
+            .with(Quirk::ForgetLastEnvelopeOnRestart)
+            .into(),
+        ..RunOptions::default()
+    };
+    let list: Vec<u64> = (0..10).collect();
+    let found = sweep(&s, &list, 2, &opts, &|_, _, _, _| {})
+        .into_values()
+        .filter_map(Result::ok)
+        .any(|r| r.violations.iter().any(|v| v.invariant == "history"));
+    assert!(found, "no history violation within 10 seeds");
 }
 
 #[test]

@@ -89,6 +89,11 @@ impl Inspector {
         q::counts(&self.conn)
     }
 
+    /// What SQLite's `PRAGMA integrity_check` finds wrong with the store (empty: sound).
+    pub fn integrity(&self) -> Result<Vec<String>, String> {
+        q::integrity(&self.conn).map_err(|e| e.to_string())
+    }
+
     /// Reads everything the invariant checkers need.
     pub fn snapshot(&self) -> Result<Snapshot, String> {
         let c = &self.conn;

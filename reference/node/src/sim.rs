@@ -1,6 +1,9 @@
 //! Simulator support (feature `sim`, DESIGN.md §3): a [`SimClock`] that reads turmoil's
 //! virtual time, so a node running as a turmoil host stamps requests, tokens and IDs from
-//! simulated time and the same seed gives the same bytes.
+//! simulated time and the same seed gives the same bytes; and [`disk`], the simulated disk
+//! under the nodes' SQLite files (storage faults).
+
+pub mod disk;
 
 use loom_protocol::Timestamp;
 use loom_protocol::clock::Clock;

@@ -13,9 +13,11 @@
 //! | `convergence` | an envelope stored on several nodes has the same body hash, thread and parent everywhere, and nodes holding the same operations of a thread agree on its status, and nodes holding the same envelopes of a thread agree on its active participants (with roles) |
 //! | `mail-in-once` | every inbound mail the bridge accepted is exactly one envelope, quarantined exactly when unauthenticated; refused mail is forged and stored nowhere (v1.1 §21.2, §21.5) |
 //! | `mail-out-once-or-failed` | per mail recipient of an acknowledged envelope: one message at the outside exchanger, or failed with a `receipt.failed@v1` (`BRIDGE_DELIVERY_FAILED`) to the sender — never both, never neither; a second copy only across a crash of the bridge (v1.1 §21.3, §20.8) |
+//! | `history` | a thread listing shows every envelope the node acknowledged to the reader in that thread before the read (read-your-writes, across restarts); two listings of the same envelopes list them in one order (v1.1 §10.3); on every node a reply comes after its parent in the thread's event order exactly when it is not marked `meta.pending_parent` (v1.1 §10.2, §11.6) |
+//! | `storage-recovery` | a node starts again on a healthy disk after any crash, power loss or storage fault, and its store passes SQLite's integrity check (`Inspector::integrity`) |
 //! | `quiescence` | no outbox still holds a queued delivery once the network healed and `settle_secs` passed |
 
-use crate::trace::{Ack, MailRecord, Shared};
+use crate::trace::{Ack, MailRecord, Read, Shared};
 use ed25519_dalek::VerifyingKey;
 use loom_node::inspect::{Inspector, Snapshot};
 use std::collections::{BTreeMap, BTreeSet};
@@ -26,9 +28,11 @@ mod audit_chain;
 mod convergence;
 mod delivered_once;
 mod event_seq;
+mod history;
 mod mail_in;
 mod mail_out;
 mod signatures;
+mod storage;
 
 /// Most details reported per invariant.
 const MAX_DETAILS: usize = 3;
@@ -82,6 +86,7 @@ impl Prober {
 pub(crate) struct Run<'a> {
     pub views: BTreeMap<String, Snapshot>,
     pub acks: &'a [Ack],
+    pub reads: &'a [Read],
     pub keys: &'a BTreeMap<String, VerifyingKey>,
     pub retracted: &'a BTreeSet<String>,
     pub permanently_down: &'a BTreeSet<String>,
@@ -119,6 +124,9 @@ pub fn check_all(
     let mut found = Found::default();
     let mut views = BTreeMap::new();
     for (d, dir) in dirs {
+        if let Some(store) = prober.store(dir) {
+            storage::check(d, store, &mut found);
+        }
         match prober.store(dir).map(Inspector::snapshot) {
             Some(Ok(v)) => {
                 views.insert(d.clone(), v);
@@ -130,10 +138,11 @@ pub fn check_all(
             )),
         }
     }
-    let (acks, keys, retracted, mail, crashed) = {
+    let (acks, reads, keys, retracted, mail, crashed) = {
         let rec = shared.lock();
         (
             rec.acks.clone(),
+            rec.reads.clone(),
             rec.keys.clone(),
             rec.retracted.clone(),
             rec.mail.clone(),
@@ -143,6 +152,7 @@ pub fn check_all(
     let run = Run {
         views,
         acks: &acks,
+        reads: &reads,
         keys: &keys,
         retracted: &retracted,
         permanently_down,
@@ -157,5 +167,6 @@ pub fn check_all(
     convergence::check(&run, &mut found);
     mail_in::check(&run, &mut found);
     mail_out::check(&run, &mut found);
+    history::check(&run, &mut found);
     found.0
 }

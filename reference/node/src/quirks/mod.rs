@@ -361,6 +361,11 @@ quirks! {
     /// Delete the oldest audit row when the node restarts (a log rotation that cuts the head
     /// of the hash chain), so the chain no longer verifies (v1.1 §25.1 tamper-evident log).
     PruneAuditOnRestart,
+    /// Answer 201 before the commit is durable: the writer runs with `synchronous = OFF`, so
+    /// a commit returns once its pages are handed to the operating system and a power loss
+    /// takes acknowledged envelopes with it (v1.1 §4 "Store and index envelopes durably",
+    /// §16.1).
+    AckBeforeSync,
     /// Store a delivered reply without its parent link (the stored row's parent is empty), so
     /// the receiving node's thread DAG differs from the sender's (v1.1 §10.2, §15.4 "Store
     /// envelopes").
@@ -620,7 +625,8 @@ impl Quirks {
     }
 
     /// The start-up defects: queued deliveries forgotten (§15.6), the newest local envelope
-    /// lost (§16.1 durability), the oldest audit row pruned (§25.1).
+    /// lost (§16.1 durability), the oldest audit row pruned (§25.1), commits no longer
+    /// synced (§4 durability).
     fn on_start(&self, store: &Store, config: &NodeConfig) -> Result<(), rusqlite::Error> {
         use crate::store::mutants;
         let tx = store.begin()?;
@@ -633,7 +639,11 @@ impl Quirks {
         if self.has(Quirk::PruneAuditOnRestart) {
             mutants::prune_oldest_audit_row(&tx)?;
         }
-        tx.commit()
+        tx.commit()?;
+        if self.has(Quirk::AckBeforeSync) {
+            mutants::skip_commit_sync(&store.conn())?;
+        }
+        Ok(())
     }
 }
 

@@ -25,6 +25,7 @@ pub mod rate_limit;
 pub mod search;
 pub(crate) mod security;
 pub mod threads;
+pub(crate) mod worker;
 pub mod write_group;
 
 use crate::config::NodeConfig;

@@ -49,7 +49,6 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 /// Most outbox rows one pass takes.
 pub const MAX_DUE_PER_TICK: usize = 5_000;
@@ -658,23 +657,17 @@ fn rejected_code(answer: &Value, envelope_id: &str) -> ErrorCode {
 /// by default), so clock changes are seen; the simulator raises it so an idle node costs no
 /// wake-ups over 72 simulated hours.
 pub async fn run_worker(svc: Arc<Service>) {
-    let idle = i64::try_from(svc.config.federation.worker_idle_ms.max(1)).unwrap_or(i64::MAX);
+    let f = &svc.config.federation;
+    let pacing = super::worker::Pacing {
+        name: "federation outbox",
+        wake: &svc.fed.wake,
+        idle_ms: i64::try_from(f.worker_idle_ms.max(1)).unwrap_or(i64::MAX),
+        pause_ms: i64::try_from(f.retry_base_ms).unwrap_or(i64::MAX),
+    };
     loop {
-        if let Err(e) = svc.federation_tick().await {
-            tracing::warn!(error = %e, "federation outbox pass failed");
-        }
-        let now = svc.env.now().unix_ms();
-        let wait = match svc.next_outbox_due() {
-            Ok(Some(t)) => (t.unix_ms() - now).clamp(0, idle),
-            _ => idle,
-        };
-        if wait == 0 {
-            tokio::task::yield_now().await;
-            continue;
-        }
-        tokio::select! {
-            () = svc.fed.wake.notified() => {}
-            () = tokio::time::sleep(Duration::from_millis(u64::try_from(wait).unwrap_or(1_000))) => {}
-        }
+        let pass = svc.federation_tick().await.map(drop);
+        let next = || svc.next_outbox_due().ok().flatten().map(|t| t.unix_ms());
+        let wait = super::worker::wait_after(&pacing, pass, next, svc.env.now().unix_ms());
+        super::worker::pause(&pacing, wait).await;
     }
 }

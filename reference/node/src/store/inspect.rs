@@ -14,6 +14,22 @@ pub(crate) fn open_read_only(dir: &Path) -> Option<Connection> {
     Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).ok()
 }
 
+/// `PRAGMA integrity_check`: every problem SQLite finds in the database file (b-tree
+/// structure, index entries that do not match their rows, constraint violations), empty
+/// when the store is sound.
+pub(crate) fn integrity(c: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = c.prepare("PRAGMA integrity_check")?;
+    let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+    let mut problems = Vec::new();
+    for row in rows {
+        let line = row?;
+        if line != "ok" {
+            problems.push(line);
+        }
+    }
+    Ok(problems)
+}
+
 /// (queued outbox rows, stored envelopes); `-1` for a count that could not be read.
 pub(crate) fn counts(c: &Connection) -> (i64, i64) {
     let count = |sql: &str| {

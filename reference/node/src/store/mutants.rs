@@ -48,6 +48,12 @@ pub(crate) fn forget_newest_local_envelope(
     Ok(id)
 }
 
+/// `ack-before-sync`: the writer's commits stop syncing the WAL (v1.1 §4, §16.1): a
+/// commit returns, and the node answers 201, before anything reached the disk for good.
+pub(crate) fn skip_commit_sync(conn: &Connection) -> rusqlite::Result<()> {
+    conn.pragma_update(None, "synchronous", "OFF")
+}
+
 /// `prune-audit-on-restart`: the oldest audit row deleted (v1.1 §25.1); the chain then
 /// starts at a row whose `prev_hash` is not the genesis hash, and `audit::walk` reports it.
 pub(crate) fn prune_oldest_audit_row(conn: &Connection) -> rusqlite::Result<usize> {

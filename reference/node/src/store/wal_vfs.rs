@@ -103,6 +103,17 @@ fn register_once() -> Result<(), String> {
     }
 }
 
+/// The name of the VFS this one wraps (the process's default VFS when [`register`] first
+/// ran), once registered.
+pub fn wrapped() -> Option<String> {
+    let inner = INNER.get()?.0;
+    // SAFETY: a registered VFS and its name live as long as the process.
+    unsafe {
+        let name = (*inner).zName;
+        (!name.is_null()).then(|| CStr::from_ptr(name).to_string_lossy().into_owned())
+    }
+}
+
 /// The default VFS this one wraps.
 struct VfsPtr(*mut ffi::sqlite3_vfs);
 // SAFETY: a registered VFS is immutable, process-wide state that SQLite itself calls from

@@ -520,6 +520,25 @@ async fn forget_last_envelope_on_restart() {
     }
 }
 
+/// White-box: the writer's `synchronous` level. That a power loss then loses acknowledged
+/// envelopes is proven on the simulated disk (`simulator/tests/sweeps.rs`, storage-faults).
+#[tokio::test]
+async fn ack_before_sync() {
+    for (q, level) in [(None, 2), (Some(Quirk::AckBeforeSync), 0)] {
+        let (a, _alice, _id, dir) = restarted(q, "unsynced").await;
+        let got: i64 = a
+            .node
+            .service()
+            .store
+            .conn()
+            .pragma_query_value(None, "synchronous", |r| r.get(0))
+            .unwrap();
+        assert_eq!(got, level, "{q:?}: PRAGMA synchronous");
+        drop(a);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
 #[tokio::test]
 async fn prune_audit_on_restart() {
     for (q, intact) in [(None, true), (Some(Quirk::PruneAuditOnRestart), false)] {

@@ -365,22 +365,16 @@ pub async fn run_worker(svc: Arc<Service>) {
     let Some(b) = svc.bridge() else {
         return;
     };
+    let pacing = crate::service::worker::Pacing {
+        name: "outbound mail",
+        wake: &b.wake,
+        idle_ms: 60_000,
+        pause_ms: 1_000,
+    };
     loop {
-        if let Err(e) = svc.bridge_tick().await {
-            tracing::warn!(target: "loom::bridge", error = %e, "outbound mail pass failed");
-        }
-        let now = svc.env.now().unix_ms();
-        let wait = match svc.next_mail_due() {
-            Ok(Some(t)) => (t.unix_ms() - now).clamp(0, 60_000),
-            _ => 60_000,
-        };
-        if wait == 0 {
-            tokio::task::yield_now().await;
-            continue;
-        }
-        tokio::select! {
-            () = b.wake.notified() => {}
-            () = tokio::time::sleep(Duration::from_millis(u64::try_from(wait).unwrap_or(1_000))) => {}
-        }
+        let pass = svc.bridge_tick().await.map(drop);
+        let next = || svc.next_mail_due().ok().flatten().map(|t| t.unix_ms());
+        let wait = crate::service::worker::wait_after(&pacing, pass, next, svc.env.now().unix_ms());
+        crate::service::worker::pause(&pacing, wait).await;
     }
 }
