@@ -79,6 +79,10 @@ pub struct Limits {
     pub envelope: loom_protocol::bounds::EnvelopeLimits,
     /// Largest request body accepted, in bytes (413 beyond).
     pub max_body_bytes: usize,
+    /// All request bodies being read at once, together, in bytes (0 = no cap): a request
+    /// whose next chunk would exceed it is answered 503 with `Retry-After` (issue 36, item 1;
+    /// `http::body_budget`). The default holds ten full federation wrappers.
+    pub max_inflight_body_bytes: usize,
     /// §10.7 envelopes per thread (0 = off).
     pub max_envelopes_per_thread: u64,
     /// §10.7 pending parent references per thread (0 = off).
@@ -94,6 +98,7 @@ impl Default for Limits {
         Limits {
             envelope: loom_protocol::bounds::EnvelopeLimits::default(),
             max_body_bytes: 1024 * 1024,
+            max_inflight_body_bytes: 256 * 1024 * 1024,
             max_envelopes_per_thread: 10_000,
             max_pending_parents: 500,
             max_blob_bytes: 25 * 1024 * 1024,
@@ -116,6 +121,7 @@ struct LimitsTable {
     #[serde(flatten)]
     envelope: loom_protocol::bounds::EnvelopeLimits,
     max_body_bytes: Option<usize>,
+    max_inflight_body_bytes: Option<usize>,
     max_envelopes_per_thread: Option<u64>,
     max_pending_parents: Option<u64>,
     max_blob_bytes: Option<u64>,
@@ -137,6 +143,9 @@ impl TryFrom<LimitsTable> for Limits {
         Ok(Limits {
             envelope: t.envelope,
             max_body_bytes: t.max_body_bytes.unwrap_or(d.max_body_bytes),
+            max_inflight_body_bytes: t
+                .max_inflight_body_bytes
+                .unwrap_or(d.max_inflight_body_bytes),
             max_envelopes_per_thread: t
                 .max_envelopes_per_thread
                 .unwrap_or(d.max_envelopes_per_thread),

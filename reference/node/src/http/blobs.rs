@@ -13,7 +13,6 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
-use loom_protocol::ErrorCode;
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
@@ -42,18 +41,21 @@ async fn part(
     State(s): State<AppState>,
     Authed(c): Authed,
     Path((id, n)): Path<(String, String)>,
+    headers: axum::http::HeaderMap,
     body: Body,
 ) -> R {
     let max = s.config.limits.max_blob_bytes;
     let limit = usize::try_from(max).unwrap_or(usize::MAX);
-    let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| {
-        ApiError::new(
-            ErrorCode::PayloadTooLarge,
-            "$body",
-            format!("a part cannot exceed the blob limit of {max} bytes"),
-            "v1.1 §16.7, §24.2",
-        )
-    })?;
+    let waiting = super::extract::expects_continue(&headers);
+    let bytes = super::extract::bounded_body(
+        body,
+        &s,
+        waiting,
+        limit,
+        "a blob part (the blob limit)",
+        "v1.1 §16.7, §24.2",
+    )
+    .await?;
     Ok(json_response(
         StatusCode::OK,
         s.put_blob_part(&c, &id, &n, &bytes)?,

@@ -28,6 +28,7 @@ impl FromRequest<AppState> for StrictJson {
         let waiting = expects_continue(req.headers());
         let body = bounded_body(
             req.into_body(),
+            state,
             waiting,
             state.config.limits.max_body_bytes,
             "request body",
@@ -73,15 +74,18 @@ pub(super) fn expects_continue(headers: &axum::http::HeaderMap) -> bool {
 /// (`Content-Length`) is already over the limit, the 413 goes out before it sends a byte
 /// (RFC 9110 §10.1.1; issue 36, item 9). A client that is sending its body anyway is read up
 /// to the limit first, as before: answering while it still writes would cut it off mid-body,
-/// and many clients then never read the answer.
+/// and many clients then never read the answer. While it is read, the body holds its share
+/// of the node's budget for bodies in flight (`super::body_budget`): 503 when it has none.
 pub(super) async fn bounded_body(
-    body: axum::body::Body,
+    mut body: axum::body::Body,
+    service: &crate::service::Service,
     waiting: bool,
     limit: usize,
     what: &str,
     section: &'static str,
 ) -> Result<Bytes, ApiError> {
     use axum::body::HttpBody as _;
+    use http_body_util::BodyExt as _;
     let too_large = || {
         ApiError::new(
             loom_protocol::ErrorCode::PayloadTooLarge,
@@ -93,9 +97,22 @@ pub(super) async fn bounded_body(
     if waiting && body.size_hint().lower() > u64::try_from(limit).unwrap_or(u64::MAX) {
         return Err(too_large());
     }
-    axum::body::to_bytes(body, limit)
-        .await
-        .map_err(|_| too_large())
+    let mut share = service.bodies.share();
+    let mut buf = Vec::new();
+    while let Some(frame) = body.frame().await {
+        // A body that breaks off (the client went away, a deadline cut it) is answered as
+        // before: the connection is closing and nobody reads the answer.
+        let frame = frame.map_err(|_| too_large())?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        if buf.len() + data.len() > limit {
+            return Err(too_large());
+        }
+        share.grow(data.len())?;
+        buf.extend_from_slice(&data);
+    }
+    Ok(Bytes::from(buf))
 }
 
 impl StrictJson {

@@ -1,7 +1,8 @@
 //! Federation routes (v1.1 §15): `POST /v1/federation/deliver` (§15.4) and
 //! `GET /v1/federation/hello` (§15.7). What the headers alone can refuse (missing
-//! LOOM-HTTP-SIG-1 headers, a malformed node name, a blocked peer, a stale timestamp) is
-//! refused before the body is read; then the body is read raw — the signature covers its
+//! LOOM-HTTP-SIG-1 headers, a malformed node name, a blocked peer, a stale timestamp, a peer
+//! whose node document cannot be found or does not list the key id as active) is refused
+//! before the body is read; then the body is read raw — the signature covers its
 //! exact bytes — up to `federation.max_wrapper_bytes` (sized for a full wrapper of 100
 //! envelopes), while every other route keeps `limits.max_body_bytes`.
 
@@ -34,13 +35,23 @@ async fn deliver(State(s): State<AppState>, req: Request) -> Result<Response, Ap
             )
         })
         .collect();
-    // What the headers alone can refuse is refused before a byte of the body is buffered.
+    // What the headers alone can refuse is refused before a byte of the body is buffered:
+    // the signed headers, then the sending peer and its key.
     s.federation_head_check(&headers, parts.uri.path())?;
+    let peer = s.federation_peer(&headers, parts.uri.path()).await?;
     let limit = s.config.federation.max_wrapper_bytes;
     let waiting = expects_continue(&parts.headers);
-    let bytes = bounded_body(body, waiting, limit, "delivery body", "v1.1 §15.4, §24.2").await?;
+    let bytes = bounded_body(
+        body,
+        &s,
+        waiting,
+        limit,
+        "delivery body",
+        "v1.1 §15.4, §24.2",
+    )
+    .await?;
     let answer = s
-        .federation_deliver(&headers, parts.uri.path(), &bytes)
+        .federation_deliver(&headers, parts.uri.path(), &bytes, peer)
         .await?;
     let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::ACCEPTED);
     Ok(json_response(status, answer.body))

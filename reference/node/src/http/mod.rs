@@ -3,6 +3,7 @@
 //! routes, wrong methods, oversized bodies — into the §24.1 body.
 
 mod blobs;
+pub mod body_budget;
 #[cfg(feature = "quirks")]
 pub(crate) use blobs::blob_response;
 mod capabilities;

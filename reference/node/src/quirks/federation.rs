@@ -7,8 +7,8 @@ use super::{Quirk, Quirks};
 use ed25519_dalek::VerifyingKey;
 use loom_protocol::federation::{
     CheckedDelivery, DeliveryWrapper, FederationPolicy, InboundContext, InboundRules, KeyLookup,
-    NodeKeys, PolicyDecision, SpecInbound, WrapperLimits, authority_of, check_delivery_head,
-    check_signed,
+    NodeKeySource, NodeKeys, PolicyDecision, SpecInbound, WrapperLimits, authority_of,
+    check_delivery_head, check_signed, request_key,
 };
 use loom_protocol::http_sig::{
     NonceCache, NonceOutcome, RequestParts, SignedHeaders, SigningForm, VerifiedRequest,
@@ -64,6 +64,17 @@ impl InboundRules for Quirks {
             return Ok(());
         }
         check_delivery_head(self, headers, policy, now)
+    }
+
+    fn check_head_key(
+        &self,
+        headers: &SignedHeaders,
+        keys: &dyn NodeKeySource,
+    ) -> Result<(), ProtocolError> {
+        if self.has(Quirk::AcceptUnsignedDelivery) {
+            return Ok(());
+        }
+        request_key(self, headers, keys).map(drop)
     }
 
     fn decide_policy(

@@ -93,6 +93,8 @@ pub struct Service {
     pub(crate) security: security::SecurityLog,
     /// The email bridge, when `[bridge]` is configured (v1.1 §21).
     pub(crate) bridge: Option<bridge::Bridge>,
+    /// Bytes of request bodies being read now, against `limits.max_inflight_body_bytes`.
+    pub bodies: Arc<crate::http::body_budget::BodyBudget>,
 }
 
 impl Service {
@@ -164,6 +166,9 @@ impl Service {
         };
         let bridge = bridge::Bridge::new(&config, &node_key_id, &node_key.to_bytes())?;
         let service = Service {
+            bodies: crate::http::body_budget::BodyBudget::new(
+                config.limits.max_inflight_body_bytes,
+            ),
             bridge,
             config,
             env,

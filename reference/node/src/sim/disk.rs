@@ -181,21 +181,23 @@ fn wrapping(theirs: &'static ffi::sqlite3_io_methods) -> &'static ffi::sqlite3_i
 }
 
 /// Installs the simulated disk as the default VFS, before anything opens a store in this
-/// process (the writer's VFS wraps whatever is the default when it registers). Idempotent.
+/// process (the writer's VFS wraps whatever is the default when it registers), and checks
+/// that the writer's VFS wraps it. Idempotent.
 pub fn install() -> Result<(), String> {
-    static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
-    INSTALLED
-        .get_or_init(|| {
-            install_once()?;
-            crate::store::wal_vfs::register()?;
-            match crate::store::wal_vfs::wrapped() {
-                Some(name) if name == NAME.to_string_lossy() => Ok(()),
-                other => Err(format!(
-                    "the writer's VFS wraps {other:?}, not the simulated disk: a store was opened before the disk was installed"
-                )),
-            }
-        })
-        .clone()
+    register_default()?;
+    crate::store::wal_vfs::register()?;
+    match crate::store::wal_vfs::wrapped() {
+        Some(name) if name == NAME.to_string_lossy() => Ok(()),
+        other => Err(format!(
+            "the writer's VFS wraps {other:?}, not the simulated disk: a store was opened before the disk was installed"
+        )),
+    }
+}
+
+/// Registers the simulated disk as the process's default VFS (once).
+fn register_default() -> Result<(), String> {
+    static REGISTERED: OnceLock<Result<(), String>> = OnceLock::new();
+    REGISTERED.get_or_init(install_once).clone()
 }
 
 fn install_once() -> Result<(), String> {
@@ -628,7 +630,9 @@ mod tests {
 
     /// A fresh attached directory with a WAL database holding table `t`.
     fn db(name: &str, synchronous: &str) -> (PathBuf, Connection) {
-        install().unwrap();
+        // Other tests of this process may have opened stores already: these use plain
+        // connections, which take whatever is the default VFS when they open.
+        register_default().unwrap();
         let dir = std::env::temp_dir().join(format!("loom-disk-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();

@@ -26,7 +26,14 @@ const SLACK: Duration = Duration::from_secs(3);
 async fn start(
     tweak: impl FnOnce(&mut loom_node::net::ConnectionLimits),
 ) -> (SocketAddr, oneshot::Sender<()>) {
-    let t = TestNode::with(|c| tweak(&mut c.connections));
+    start_config(|c| tweak(&mut c.connections)).await
+}
+
+/// [`start`] with any part of the configuration changed.
+async fn start_config(
+    tweak: impl FnOnce(&mut loom_node::NodeConfig),
+) -> (SocketAddr, oneshot::Sender<()>) {
+    let t = TestNode::with(tweak);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
@@ -198,6 +205,76 @@ async fn a_body_slower_than_the_minimum_rate_is_answered_408_and_closed() {
     fast.write_all(json).await.unwrap();
     let (status, body) = read_response(&mut fast).await;
     assert_ne!(status, 408, "{body}");
+}
+
+/// A JSON `POST /v1/auth/challenge` whose body is `len` bytes: a valid object padded with
+/// spaces, which the route refuses on its own terms (never 503).
+fn challenge(len: usize) -> Vec<u8> {
+    let json = br#"{"identity":"loom://nobody@node.test","key_id":"k_sign_x"}"#;
+    let mut body = json.to_vec();
+    body.resize(len.max(json.len()), b' ');
+    let mut req = format!(
+        "POST /v1/auth/challenge HTTP/1.1\r\nHost: node.test\r\n\
+         Content-Type: application/json; charset=utf-8\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(&body);
+    req
+}
+
+/// Issue 36, item 1: bodies that stall after most of their bytes hold memory only within
+/// `limits.max_inflight_body_bytes`; a request that would exceed it gets 503 at once, and
+/// the share comes back when the stalled client goes away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_bodies_cannot_hold_more_than_the_in_flight_budget() {
+    let (addr, _stop) = start_config(|c| {
+        c.limits.max_inflight_body_bytes = 64 * 1024;
+        c.connections.body_grace_ms = 60_000;
+        c.connections.body_stall_ms = 60_000;
+    })
+    .await;
+    // Control: the same small request is answered by its route while the budget is free.
+    let mut control = TcpStream::connect(addr).await.unwrap();
+    control.write_all(&challenge(10 * 1024)).await.unwrap();
+    let (status, body) = read_response(&mut control).await;
+    assert_ne!(status, 503, "{body}");
+    // 60 KiB of a 500 KiB body, then silence.
+    let mut stalled = TcpStream::connect(addr).await.unwrap();
+    let big = challenge(500 * 1024);
+    let head_end = big.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    stalled
+        .write_all(&big[..head_end + 60 * 1024])
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut refused = TcpStream::connect(addr).await.unwrap();
+    refused.write_all(&challenge(10 * 1024)).await.unwrap();
+    let (status, body) = read_response(&mut refused).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"]["code"], "RATE_LIMIT_EXCEEDED", "{body}");
+    assert_eq!(body["error"]["details"]["field"], "$body", "{body}");
+    assert!(
+        body["error"]["details"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("limits.max_inflight_body_bytes")),
+        "{body}"
+    );
+    // The stalled client leaves: its share returns and the request is served again.
+    drop(stalled);
+    let deadline = Instant::now() + SLACK;
+    loop {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        s.write_all(&challenge(10 * 1024)).await.unwrap();
+        if read_response(&mut s).await.0 != 503 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the stalled body's share was not released"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -250,3 +250,50 @@ async fn an_oversized_declared_body_is_refused_before_100_continue() {
         String::from_utf8_lossy(&first[..n])
     );
 }
+
+/// Issue 36, item 1: a delivery whose headers are complete and fresh but whose peer cannot
+/// be found (its document does not load) is refused before its body is read: the client
+/// announced 20 MB and sent none, and the 401 naming `X-LOOM-Node` comes at once instead of
+/// after the body timers (before issue 36 the node read the body first, then looked up the
+/// peer).
+#[tokio::test]
+async fn a_delivery_from_a_peer_nobody_can_find_is_refused_before_its_body_is_read() {
+    let t = TestNode::with(|c| {
+        // A peer whose document cannot be fetched: nothing listens on port 1.
+        c.federation
+            .peers
+            .insert("c.test".into(), "http://127.0.0.1:1".into());
+        c.federation.allow_private_http = true;
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (_stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(async move {
+        t.node
+            .serve(listener, None, async {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+    });
+    let head = format!(
+        "POST /v1/federation/deliver HTTP/1.1\r\nHost: node.test\r\n\
+         Content-Type: application/json\r\nContent-Length: 20000000\r\n\
+         X-LOOM-Node: c.test\r\nX-LOOM-Key-Id: k_node_sign_c\r\n\
+         X-LOOM-Timestamp: {}\r\nX-LOOM-Nonce: n-0123456789abcdef\r\n\
+         X-LOOM-Signature: {}\r\n\r\n",
+        crate::support::START,
+        "A".repeat(86)
+    );
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(head.as_bytes()).await.unwrap();
+    let mut buf = vec![0u8; 16 * 1024];
+    let n = timeout(Duration::from_secs(5), s.read(&mut buf))
+        .await
+        .expect("answered before the body, not after the body timers")
+        .unwrap();
+    let text = String::from_utf8_lossy(&buf[..n]);
+    assert!(text.starts_with("HTTP/1.1 401"), "{text}");
+    assert!(text.contains("X-LOOM-Node"), "{text}");
+    assert!(text.contains("no node document is known"), "{text}");
+}

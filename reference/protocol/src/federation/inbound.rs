@@ -87,6 +87,18 @@ pub trait InboundRules {
         check_delivery_head(self, headers, policy, now)
     }
 
+    /// Step 3 on the headers alone: the peer named by `X-LOOM-Node` is known and its
+    /// document lists `X-LOOM-Key-Id` as an active key — so a delivery from a node nobody
+    /// can find, or under a key its node does not publish, is refused before its body is
+    /// read (issue 36, item 1). Run after [`InboundRules::check_head`] passed.
+    fn check_head_key(
+        &self,
+        headers: &SignedHeaders,
+        keys: &dyn NodeKeySource,
+    ) -> Result<(), ProtocolError> {
+        request_key(self, headers, keys).map(drop)
+    }
+
     /// §15.4: the wrapper bounds (≤ 100 envelopes, DESIGN.md §9).
     fn wrapper_limits(&self, limits: WrapperLimits) -> WrapperLimits {
         limits
@@ -208,15 +220,7 @@ pub fn check_signed<R: InboundRules + ?Sized>(
     check_required_headers(headers)?;
     let node = header_node(headers)?;
     let policy = rules.decide_policy(ctx.policy, &node)?;
-    let keys = ctx.keys.node_keys(&node).ok_or_else(|| {
-        ProtocolError::new(
-            ErrorCode::SignatureInvalid,
-            HEADER_NODE,
-            format!("no node document is known for {node:?}"),
-            "v1.1 §15.2, §15.3",
-        )
-    })?;
-    let key = rules.node_key(keys, &headers.key_id)?;
+    let key = request_key(rules, headers, ctx.keys)?;
     let now = rules.request_time(headers, ctx.now);
     let mut nonces = RuledNonces {
         rules,
@@ -236,6 +240,25 @@ pub fn check_signed<R: InboundRules + ?Sized>(
         wrapper,
         authority,
     })
+}
+
+/// Step 3: the key `X-LOOM-Key-Id` names among the active keys of the node `X-LOOM-Node`
+/// names, through `rules` (§15.2, §15.3).
+pub fn request_key<'k, R: InboundRules + ?Sized>(
+    rules: &R,
+    headers: &SignedHeaders,
+    keys: &'k dyn NodeKeySource,
+) -> Result<&'k VerifyingKey, ProtocolError> {
+    let node = header_node(headers)?;
+    let known = keys.node_keys(&node).ok_or_else(|| {
+        ProtocolError::new(
+            ErrorCode::SignatureInvalid,
+            HEADER_NODE,
+            format!("no node document is known for {node:?}"),
+            "v1.1 §15.2, §15.3",
+        )
+    })?;
+    rules.node_key(known, &headers.key_id)
 }
 
 /// [`InboundRules::check_head`]'s default: the header-only checks, through `rules`.

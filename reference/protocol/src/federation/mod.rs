@@ -46,7 +46,7 @@ pub use identity::{
 };
 pub use inbound::{
     CheckedDelivery, InboundContext, InboundRules, NodeKeySource, SpecInbound, authority_of,
-    check_delivery, check_delivery_head, check_signed,
+    check_delivery, check_delivery_head, check_signed, request_key,
 };
 pub use node_document::{
     DocumentSource, KeyLookup, KeyStatus, NodeDocumentView, NodeKey, NodeKeys,

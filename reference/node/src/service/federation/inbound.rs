@@ -76,23 +76,38 @@ fn signers(env: &Value) -> Vec<(Address, String)> {
     out
 }
 
+/// The sending peer's keys for one delivery, found (or fetched) from its headers before its
+/// body is read ([`Service::federation_peer`]).
+#[derive(Debug)]
+pub struct PeerKeys {
+    keys: BTreeMap<String, NodeKeys>,
+    stored: Option<(String, Peer)>,
+    fetch_error: Option<ApiError>,
+}
+
+fn claimed_node(headers: &SignedHeaders) -> &str {
+    if headers.node.is_empty() {
+        "anonymous"
+    } else {
+        headers.node.as_str()
+    }
+}
+
 impl Service {
     /// `POST /v1/federation/deliver` (module docs). `pairs` are the request headers, `path`
-    /// the request path as received (it is signed).
+    /// the request path as received (it is signed), `peer` what [`Service::federation_peer`]
+    /// found for them.
     pub async fn federation_deliver(
         &self,
         pairs: &[(String, String)],
         path: &str,
         body: &[u8],
+        peer: PeerKeys,
     ) -> ApiResult<DeliveryAnswer> {
         let headers =
             SignedHeaders::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        let answer = self.deliver_checked(&headers, path, body).await;
-        let claimed = if headers.node.is_empty() {
-            "anonymous"
-        } else {
-            headers.node.as_str()
-        };
+        let answer = self.deliver_checked(&headers, path, body, peer).await;
+        let claimed = claimed_node(&headers);
         match &answer {
             // The request itself: forged, replayed, stale, from a blocked peer.
             Err(e) => self.security_event("federation", claimed, path, e),
@@ -118,14 +133,44 @@ impl Service {
             .check_head(&headers, &self.fed.policy, self.env.now())
             .map_err(ApiError::from);
         if let Err(e) = &checked {
-            let claimed = if headers.node.is_empty() {
-                "anonymous"
-            } else {
-                headers.node.as_str()
-            };
-            self.security_event("federation", claimed, path, e);
+            self.security_event("federation", claimed_node(&headers), path, e);
         }
         checked
+    }
+
+    /// After [`Service::federation_head_check`] and before the body is read (issue 36, item
+    /// 1): the sending peer's node document, from the cache or fetched (at most once per
+    /// `refetch_min_interval_ms` per peer), must list the request's key id as active — the
+    /// same step 3 the full check runs. A refusal is a security event.
+    pub async fn federation_peer(
+        &self,
+        pairs: &[(String, String)],
+        path: &str,
+    ) -> ApiResult<PeerKeys> {
+        let headers =
+            SignedHeaders::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let mut found = PeerKeys {
+            keys: BTreeMap::new(),
+            stored: None,
+            fetch_error: None,
+        };
+        if let Ok(node) = parse_node_name(&headers.node) {
+            let (peer, error) = self.peer_for_key(&node, &headers.key_id).await;
+            found.fetch_error = error;
+            if let Some(p) = peer {
+                found.keys.insert(node.clone(), p.keys.clone());
+                found.stored = Some((node, p));
+            }
+        }
+        let checked = self
+            .rules
+            .inbound()
+            .check_head_key(&headers, &found.keys)
+            .map_err(|e| with_fetch_error(e.into(), found.fetch_error.as_ref()));
+        if let Err(e) = &checked {
+            self.security_event("federation", claimed_node(&headers), path, e);
+        }
+        checked.map(|()| found)
     }
 
     /// [`Service::federation_deliver`] with the per-envelope refusals beside the answer.
@@ -134,19 +179,14 @@ impl Service {
         headers: &SignedHeaders,
         path: &str,
         body: &[u8],
+        peer: PeerKeys,
     ) -> ApiResult<(DeliveryAnswer, Vec<(String, ApiError)>)> {
         let now = self.env.now();
-        let mut keys: BTreeMap<String, NodeKeys> = BTreeMap::new();
-        let mut fetch_error = None;
-        let mut stored_peer = None;
-        if let Ok(node) = parse_node_name(&headers.node) {
-            let (peer, error) = self.peer_for_key(&node, &headers.key_id).await;
-            fetch_error = error;
-            if let Some(p) = peer {
-                keys.insert(node.clone(), p.keys.clone());
-                stored_peer = Some((node, p));
-            }
-        }
+        let PeerKeys {
+            mut keys,
+            stored: stored_peer,
+            mut fetch_error,
+        } = peer;
         let req = RequestParts {
             method: "POST",
             path,
