@@ -585,12 +585,31 @@ async fn handle(
     }))
 }
 
+/// Longest request target interpreted, in bytes: twice the 8000 octets RFC 9110 §4.1 asks
+/// every recipient to support; no LOOM route needs more than a few hundred. A longer one
+/// is answered 414 (RFC 9110 §15.5.15). A request head larger than the HTTP/1.1 read buffer
+/// ([`H1_MAX_BUF_BYTES`]) never reaches this check: hyper answers it 431 itself.
+pub const MAX_URI_BYTES: usize = 16 * 1024;
+
 /// A request whose framing the HTTP RFCs forbid, refused before any route sees it (issue 36,
 /// item 9): an HTTP/1.1 request without `Host` (RFC 9112 §3.2: "A server MUST respond with a
 /// 400 (Bad Request) status code to any HTTP/1.1 request message that lacks a Host header
-/// field"), and more than one `Authorization` field line (RFC 9110 §5.3: a singleton field;
-/// which credentials to use would be a guess).
+/// field"), more than one `Authorization` field line (RFC 9110 §5.3: a singleton field;
+/// which credentials to use would be a guess), and a target longer than [`MAX_URI_BYTES`].
 fn framing_error<B>(req: &Request<B>) -> Option<ApiError> {
+    let target = req.uri().path_and_query().map_or(0, |p| p.as_str().len());
+    if target > MAX_URI_BYTES {
+        return Some(
+            ApiError::bad_request(
+                "$uri",
+                format!(
+                    "the request target is {target} bytes; at most {MAX_URI_BYTES} are interpreted"
+                ),
+                "RFC 9110 §4.1, §15.5.15",
+            )
+            .with_status(414),
+        );
+    }
     if req.version() == axum::http::Version::HTTP_11 && !req.headers().contains_key(header::HOST) {
         return Some(ApiError::bad_request(
             "Host",

@@ -218,6 +218,27 @@ async fn forbidden_framing_is_refused_with_400() {
     );
 }
 
+/// A request target longer than `net::MAX_URI_BYTES` that fits the head buffer is answered
+/// 414 naming the limit (RFC 9110 §15.5.15; issue 36, item 9); one just under it reaches the
+/// router (404 for an unknown path).
+#[tokio::test]
+async fn an_overlong_uri_is_answered_414() {
+    let (addr, _stop, _) = start(None).await;
+    let request = |len: usize| {
+        let mut r = b"GET /".to_vec();
+        r.extend(std::iter::repeat_n(b'a', len - 1));
+        r.extend_from_slice(b" HTTP/1.1\r\nHost: node.test\r\nConnection: close\r\n\r\n");
+        r
+    };
+    let long = poke(addr, &request(loom_node::net::MAX_URI_BYTES + 1)).await;
+    let long = String::from_utf8_lossy(&long);
+    assert!(long.starts_with("HTTP/1.1 414"), "{long}");
+    assert!(long.contains("$uri") && long.contains("RFC 9110"), "{long}");
+    let fits = poke(addr, &request(loom_node::net::MAX_URI_BYTES)).await;
+    let fits = String::from_utf8_lossy(&fits);
+    assert!(fits.starts_with("HTTP/1.1 404"), "{fits}");
+}
+
 /// `Expect: 100-continue` with a declared body over the limit is answered 413 at once, never
 /// `100 Continue` (RFC 9110 §10.1.1: the server may refuse before the body is sent; issue 36,
 /// item 9); a small declared body still gets `100 Continue` and its answer.
