@@ -46,7 +46,7 @@
 //! shared-memory wal-index, journals), goes straight to the default VFS; the database
 //! file's wal-index methods only flush the connection's WAL first.
 
-#![allow(unsafe_code)] // The only unsafe code of the workspace: SQLite calls these functions through C pointers.
+#![allow(unsafe_code)] // With `sim::disk`, the only unsafe code of the workspace: SQLite calls these functions through C pointers.
 
 use rusqlite::ffi;
 use std::ffi::{CStr, c_int, c_void};

@@ -23,13 +23,20 @@ async fn start(
     oneshot::Sender<()>,
     Vec<CertificateDer<'static>>,
 ) {
-    let t = TestNode::new();
     let tls = tls.map(|s| loom_node::tls::server_tls(&s, DOMAIN).unwrap());
     let chain = tls
         .as_ref()
         .map(|t| t.cert_chain.clone())
         .unwrap_or_default();
-    let acceptor = tls.map(|t| t.acceptor);
+    let (addr, stop) = serve(TestNode::new(), tls.map(|t| t.acceptor)).await;
+    (addr, stop, chain)
+}
+
+/// Serves `t` on 127.0.0.1:0 (with TLS when given an acceptor); dropping the sender stops it.
+async fn serve(
+    t: TestNode,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
+) -> (SocketAddr, oneshot::Sender<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
@@ -41,7 +48,7 @@ async fn start(
             .await
             .unwrap();
     });
-    (addr, stop, chain)
+    (addr, stop)
 }
 
 /// Writes `bytes` and reads whatever comes back until the server closes (or 5 s pass).
@@ -286,17 +293,7 @@ async fn a_delivery_from_a_peer_nobody_can_find_is_refused_before_its_body_is_re
             .insert("c.test".into(), "http://127.0.0.1:1".into());
         c.federation.allow_private_http = true;
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (_stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(async move {
-        t.node
-            .serve(listener, None, async {
-                let _ = stopped.await;
-            })
-            .await
-            .unwrap();
-    });
+    let (addr, _stop) = serve(t, None).await;
     let head = format!(
         "POST /v1/federation/deliver HTTP/1.1\r\nHost: node.test\r\n\
          Content-Type: application/json\r\nContent-Length: 20000000\r\n\
