@@ -160,12 +160,18 @@ async fn backoff_intervals(cx: &mut Ctx) -> Result<Vec<i64>, Finding> {
 }
 
 async fn backoff_grows(cx: &mut Ctx) -> Verdict {
-    // Load mostly lengthens an interval, so two runs one after the other and the shorter of
-    // each pair estimate the node's schedule better than one run: the self-test saw a
-    // constant schedule look growing in one run and a correct one look flat in another.
-    let first = backoff_intervals(cx).await?;
-    let second = backoff_intervals(cx).await?;
-    let ms: Vec<i64> = first.iter().zip(&second).map(|(a, b)| *a.min(b)).collect();
+    // Load only lengthens an interval, so three runs one after the other and the shortest
+    // of each position estimate the node's schedule better than one run: the self-test saw
+    // a constant schedule look growing in one run and a correct one look flat in another,
+    // and with two runs the constant one still passed in 2 of 5 full self-tests on a busy
+    // machine (every other target's cases run meanwhile).
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        runs.push(backoff_intervals(cx).await?);
+    }
+    let ms: Vec<i64> = (0..4)
+        .map(|i| runs.iter().map(|r| r[i]).min().unwrap_or(0))
+        .collect();
     // The last interval against the shortest of the first two: exponential growth (100,
     // 200, 400, 800 ms nominal on the embedded node, each drawn from [d/2, d]) puts it at
     // 4× or more, a constant interval keeps it near 1× (measured over 39 self-test runs of
@@ -176,7 +182,7 @@ async fn backoff_grows(cx: &mut Ctx) -> Verdict {
     if ms[3] * 2 < shortest * 5 {
         return Err(fail(
             "intervals between attempts that grow exponentially: the last at least 2.5 times the shortest of the first two (v1.1 §15.6)",
-            format!("intervals {first:?} and {second:?} ms, the shorter of each pair {ms:?}"),
+            format!("intervals {runs:?} ms, the shortest at each position {ms:?}"),
         ));
     }
     Ok(())
@@ -327,7 +333,7 @@ pub const CASES: &[Case] = &[
         &["v1.1 §15.6"],
         &["R-15.6-02"],
         "Retries of a queued delivery MUST back off exponentially.",
-        "the peer answers four attempts 503; measured twice (alone on the target), expect the shorter of each pair of intervals between the five attempts to grow: the last at least 2.5 times the shortest of the first two (exponential growth of any factor ≥ 1.4; a constant interval stays near 1×)",
+        "the peer answers four attempts 503; measured three times (alone on the target), expect the shortest at each position of the intervals between the five attempts to grow: the last at least 2.5 times the shortest of the first two (exponential growth of any factor ≥ 1.4; a constant interval stays near 1×)",
         "linear-backoff",
         backoff_grows
     ),
