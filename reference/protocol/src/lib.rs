@@ -18,6 +18,7 @@ pub mod capability;
 pub mod clock;
 pub mod delegation;
 pub mod documents;
+pub mod e2ee;
 pub mod envelope;
 pub mod error;
 pub mod federation;
