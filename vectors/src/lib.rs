@@ -188,6 +188,7 @@ pub const AREA_MINIMUMS: &[(&str, usize)] = &[
     ("federation", 100),
     ("email-auth", 120),
     ("mime-mapping", 80),
+    ("e2ee", 150),
 ];
 
 /// Every vector file in `dir`, sorted by name, loaded and checked.

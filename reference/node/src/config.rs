@@ -501,6 +501,10 @@ pub struct NodeConfig {
     pub federation: FederationConfig,
     /// The email bridge (v1.1 §21), when the node runs one.
     pub bridge: Option<BridgeConfig>,
+    /// How replay counters of encrypted payloads are judged in E2EE threads (v1.1 §23.1:
+    /// `strict`, every counter above the last, or `sliding_window`, each of the 64 counters
+    /// ending at the highest once).
+    pub e2ee_replay_mode: loom_protocol::e2ee::ReplayMode,
 }
 
 impl Default for NodeConfig {
@@ -521,6 +525,7 @@ impl Default for NodeConfig {
             seed: None,
             federation: FederationConfig::default(),
             bridge: None,
+            e2ee_replay_mode: loom_protocol::e2ee::ReplayMode::Strict,
         }
     }
 }

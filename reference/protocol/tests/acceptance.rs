@@ -11,6 +11,8 @@ use loom_protocol::accept::{
     admit, decide,
 };
 use loom_protocol::delegation::{DelegationResolver, LinkRef};
+use loom_protocol::e2ee::crypto::{Sealing, public_key};
+use loom_protocol::e2ee::{AadKind, Profile, Recipient, ReplayMode, seal_with_rng};
 use loom_protocol::envelope::{SenderType, sign_envelope};
 use loom_protocol::fuzzing::world::World;
 use loom_protocol::id::ThreadId;
@@ -36,6 +38,7 @@ fn limits() -> EnvelopeLimits {
 struct Node {
     world: World,
     events: Vec<(ThreadId, u64)>,
+    replay_mode: ReplayMode,
 }
 
 impl std::ops::Deref for Node {
@@ -85,6 +88,7 @@ impl Node {
             now,
             node_id: "node.test",
             limits: ThreadLimits::default(),
+            replay_mode: self.replay_mode,
             rules,
         };
         let a = decide(&admitted, origin, &self.world, &ctx)?;
@@ -558,4 +562,256 @@ fn a_retired_key_verifies_delivered_historical_envelopes_only() {
     let mut forged = msg(1, 1, ALICE, BOB, None);
     sign_envelope(&mut forged, &key(9), &key_id("alice_1")).unwrap();
     assert!(run(&retired_later, forged, fed).is_err());
+}
+
+/// The X25519 key of a test identity (its `k_enc_` key).
+fn enc_recipient(who: &str) -> Recipient {
+    let (seed, name) = seed_of(who);
+    Recipient {
+        to: who.to_owned(),
+        key_id: format!("k_enc_{name}"),
+        public: public_key(&[seed + 10; 32]),
+    }
+}
+
+fn sealed(profile: Profile, epoch: u64, counter: u64, to: &[&str]) -> Value {
+    let recipients: Vec<Recipient> = to.iter().map(|w| enc_recipient(w)).collect();
+    let mut rng = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::seed_from_u64(counter);
+    let s = Sealing {
+        profile,
+        epoch,
+        replay_counter: counter,
+        kind: AadKind::Payload,
+    };
+    seal_with_rng(&s, br#"{"human":{"text":"secret"}}"#, &recipients, &mut rng)
+        .unwrap()
+        .to_value()
+}
+
+/// Message `n` of thread `t` with `content` (re-signed), optionally from a device.
+fn with_content(
+    n: u32,
+    t: u32,
+    from: &str,
+    to: &str,
+    content: Value,
+    device: Option<&str>,
+) -> Value {
+    let mut env = msg(n, t, from, to, None);
+    env["content"] = content;
+    if let Some(d) = device {
+        env["from"]["device_id"] = json!(d);
+    }
+    let (seed, kid) = seed_of(from);
+    sign_envelope(&mut env, &key(seed), &key_id(kid)).unwrap();
+    env
+}
+
+fn epoch_op(n: u32, t: u32, epoch: u64, members: &[&str]) -> Value {
+    let content = sealed(Profile::V1, epoch, 0, members);
+    op(
+        n,
+        t,
+        ALICE,
+        "encryption.epoch@v1",
+        json!({"profile": "loom-e2ee-x25519-xchacha20-v1", "epoch": epoch, "wrapped_keys": content["wrapped_keys"]}),
+    )
+}
+
+#[test]
+fn an_e2ee_thread_takes_only_current_epoch_payloads_with_fresh_counters() {
+    let mut w = Node::with_people();
+    w.submit(msg(1, 1, ALICE, BOB, None), &NONE).unwrap();
+    // The epoch operation must wrap the key for every current participant (§10.6).
+    let e = w.submit(epoch_op(2, 1, 1, &[ALICE]), &NONE).unwrap_err();
+    assert_eq!(e.field, "content.structured.parameters.wrapped_keys");
+    w.submit(epoch_op(3, 1, 1, &[ALICE, BOB]), &NONE).unwrap();
+    let e = w.submit(msg(4, 1, ALICE, BOB, Some(1)), &NONE).unwrap_err();
+    assert_eq!(e.code, ErrorCode::EncryptionRequired);
+    let ok = w
+        .submit(
+            with_content(
+                5,
+                1,
+                ALICE,
+                BOB,
+                sealed(Profile::V1, 1, 0, &[ALICE, BOB]),
+                None,
+            ),
+            &NONE,
+        )
+        .unwrap();
+    assert!(
+        !ok.effects
+            .iter()
+            .any(|e| matches!(e, Effect::IndexEnvelope { .. })),
+        "encrypted content is never indexed (§16.6)"
+    );
+    assert!(
+        matches!(
+            ok.effects[0],
+            Effect::PutThread {
+                state_changed: true,
+                ..
+            }
+        ),
+        "the replay state is stored"
+    );
+    let replayed = sealed(Profile::V1, 1, 0, &[ALICE, BOB]);
+    let e = w
+        .submit(with_content(6, 1, ALICE, BOB, replayed, None), &NONE)
+        .unwrap_err();
+    assert_eq!(
+        (e.code, e.field.as_str()),
+        (ErrorCode::EnvelopeInvalid, "content.replay_counter")
+    );
+    // Another device of the same sender has counters of its own (§8.2 device_id).
+    w.submit(
+        with_content(
+            7,
+            1,
+            ALICE,
+            BOB,
+            sealed(Profile::V1, 1, 0, &[ALICE, BOB]),
+            Some("phone"),
+        ),
+        &NONE,
+    )
+    .unwrap();
+    w.submit(
+        with_content(
+            8,
+            1,
+            BOB,
+            ALICE,
+            sealed(Profile::V1, 1, 0, &[ALICE, BOB]),
+            None,
+        ),
+        &NONE,
+    )
+    .unwrap();
+    for (content, field) in [
+        (sealed(Profile::V1, 0, 1, &[ALICE, BOB]), "content.epoch"),
+        (sealed(Profile::V1, 2, 1, &[ALICE, BOB]), "content.epoch"),
+        (sealed(Profile::V2, 1, 1, &[ALICE, BOB]), "content.profile"),
+    ] {
+        let e = w
+            .submit(with_content(9, 1, ALICE, BOB, content, None), &NONE)
+            .unwrap_err();
+        assert_eq!(e.field, field);
+    }
+    // Carol joins: the epoch moves (§10.6) and the old epoch is stale.
+    w.submit(
+        op(
+            10,
+            1,
+            ALICE,
+            "thread.add_participant@v1",
+            json!({"identity": CAROL}),
+        ),
+        &NONE,
+    )
+    .unwrap();
+    let e = w
+        .submit(
+            with_content(
+                11,
+                1,
+                ALICE,
+                BOB,
+                sealed(Profile::V1, 1, 1, &[ALICE, BOB]),
+                None,
+            ),
+            &NONE,
+        )
+        .unwrap_err();
+    assert!(e.rule.contains("stale"), "{e:?}");
+    let e = w
+        .submit(epoch_op(12, 1, 2, &[ALICE, BOB]), &NONE)
+        .unwrap_err();
+    assert!(e.rule.contains(CAROL), "{e:?}");
+    w.submit(epoch_op(13, 1, 2, &[ALICE, BOB, CAROL]), &NONE)
+        .unwrap();
+    w.submit(
+        with_content(
+            14,
+            1,
+            ALICE,
+            BOB,
+            sealed(Profile::V1, 2, 0, &[ALICE, BOB, CAROL]),
+            None,
+        ),
+        &NONE,
+    )
+    .unwrap();
+    // Bridge identities cannot join an E2EE thread (§21.4).
+    let e = w
+        .submit(
+            op(
+                15,
+                1,
+                ALICE,
+                "thread.add_participant@v1",
+                json!({"identity": "bridge://m@mail.test"}),
+            ),
+            &NONE,
+        )
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::CapabilityDenied);
+}
+
+#[test]
+fn replay_counters_follow_the_configured_mode() {
+    for (mode, lower_taken) in [
+        (ReplayMode::Strict, false),
+        (ReplayMode::SlidingWindow, true),
+    ] {
+        let mut w = Node::with_people();
+        w.replay_mode = mode;
+        w.submit(msg(1, 1, ALICE, BOB, None), &NONE).unwrap();
+        w.submit(epoch_op(2, 1, 0, &[ALICE, BOB]), &NONE).unwrap();
+        let send = |w: &mut Node, n: u32, counter: u64| {
+            w.submit(
+                with_content(
+                    n,
+                    1,
+                    ALICE,
+                    BOB,
+                    sealed(Profile::V1, 0, counter, &[ALICE, BOB]),
+                    None,
+                ),
+                &NONE,
+            )
+        };
+        send(&mut w, 3, 5).unwrap();
+        assert_eq!(send(&mut w, 4, 3).is_ok(), lower_taken, "{mode:?}");
+        assert!(send(&mut w, 5, 5).is_err(), "{mode:?}: a replayed counter");
+        if lower_taken {
+            assert!(send(&mut w, 6, 3).is_err(), "the window remembers 3");
+        }
+    }
+}
+
+#[test]
+fn malformed_encrypted_content_is_refused_naming_the_member_even_in_a_plain_thread() {
+    let mut w = Node::with_people();
+    let mut content = sealed(Profile::V1, 0, 0, &[ALICE, BOB]);
+    // A plain thread takes a well-formed encrypted payload (the sender's choice)…
+    let ok = w
+        .submit(with_content(1, 1, ALICE, BOB, content.clone(), None), &NONE)
+        .unwrap();
+    assert!(
+        !ok.effects
+            .iter()
+            .any(|e| matches!(e, Effect::IndexEnvelope { .. }))
+    );
+    // …but not one whose commitment does not match its profile and epoch.
+    content["epoch"] = json!(3);
+    let e = w
+        .submit(with_content(2, 2, ALICE, BOB, content, None), &NONE)
+        .unwrap_err();
+    assert_eq!(
+        (e.code, e.field.as_str()),
+        (ErrorCode::EnvelopeInvalid, "content.profile_commitment")
+    );
 }

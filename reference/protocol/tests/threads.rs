@@ -353,11 +353,38 @@ fn locked_threads_accept_only_operations_and_only_reopen_changes_them() {
     assert_eq!(th.state, ThreadStatus::Active);
 }
 
+/// `encryption.epoch@v1` parameters wrapping a key for `members` (v1.1 §11.8).
+fn epoch_params(epoch: u64, members: &[&str]) -> Value {
+    use loom_protocol::e2ee::crypto::{Sealing, public_key};
+    use loom_protocol::e2ee::{AadKind, Profile, Recipient, seal_with_rng};
+    let recipients: Vec<Recipient> = members
+        .iter()
+        .enumerate()
+        .map(|(i, m)| Recipient {
+            to: (*m).to_owned(),
+            key_id: format!("k_enc_member_{i}"),
+            public: public_key(&[i as u8 + 1; 32]),
+        })
+        .collect();
+    let s = Sealing {
+        profile: Profile::V1,
+        epoch,
+        replay_counter: 0,
+        kind: AadKind::Payload,
+    };
+    let mut rng = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::seed_from_u64(epoch);
+    let c = seal_with_rng(&s, b"epoch secret", &recipients, &mut rng).unwrap();
+    json!({"profile": "loom-e2ee-1", "epoch": epoch, "wrapped_keys": c.to_value()["wrapped_keys"]})
+}
+
 #[test]
 fn encrypted_threads_rekey_on_membership_change() {
     let mut th = thread();
-    th.apply(1, &op("encryption.epoch@v1", json!({"epoch": 1})))
-        .unwrap();
+    th.apply(
+        1,
+        &op("encryption.epoch@v1", epoch_params(1, &[ALICE, BOB])),
+    )
+    .unwrap();
     th.apply(
         2,
         &op("thread.add_participant@v1", json!({"identity": CAROL})),
@@ -368,11 +395,17 @@ fn encrypted_threads_rekey_on_membership_change() {
         "membership change moves the key epoch (§10.6)"
     );
     // The encryption.epoch that distributes the new epoch's secret is accepted...
-    th.apply(3, &op("encryption.epoch@v1", json!({"epoch": 2})))
-        .unwrap();
+    th.apply(
+        3,
+        &op("encryption.epoch@v1", epoch_params(2, &[ALICE, BOB, CAROL])),
+    )
+    .unwrap();
     // ...but the epoch never goes back.
     let e = th
-        .apply(4, &op("encryption.epoch@v1", json!({"epoch": 1})))
+        .apply(
+            4,
+            &op("encryption.epoch@v1", epoch_params(1, &[ALICE, BOB, CAROL])),
+        )
         .unwrap_err();
     assert_eq!(e.field, "content.structured.parameters.epoch");
     // Ownership delegated to a newcomer is a membership change too.

@@ -7,6 +7,7 @@
 
 pub mod capability_token;
 pub mod delegation_chain;
+pub mod e2ee;
 pub mod email_auth;
 pub mod envelope_signature;
 pub mod envelope_validation;
@@ -48,6 +49,11 @@ pub const GENERATED: &[GeneratedArea] = &[
         area: "envelope-signature",
         build: envelope_signature::build,
         schema: envelope_signature::schema,
+    },
+    GeneratedArea {
+        area: "e2ee",
+        build: e2ee::build,
+        schema: e2ee::schema,
     },
     GeneratedArea {
         area: "envelope-validation",

@@ -45,7 +45,7 @@ pub const PROTOCOL_ERRORS: &[&str] = &[
 /// Areas whose invalid tests may also pin where the error is: `expected_error_path`, a path
 /// into the input (e.g. `phases[2].depends_on[0]`), judged against the answer's `error_path`.
 /// Other areas' schemas do not allow the member.
-pub const AREAS_WITH_ERROR_PATHS: &[&str] = &["process-yaml", "identity-document"];
+pub const AREAS_WITH_ERROR_PATHS: &[&str] = &["process-yaml", "identity-document", "e2ee"];
 
 /// A schema that accepts a string.
 pub fn string() -> Value {

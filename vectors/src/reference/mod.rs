@@ -5,6 +5,7 @@ mod basic;
 mod bridge;
 mod capability_token;
 mod delegation_chain;
+mod e2ee;
 mod envelope_signature;
 mod envelope_validation;
 mod federation;
@@ -61,6 +62,22 @@ pub struct KindHandler {
 
 /// Every kind the reference implements.
 pub const KINDS: &[KindHandler] = &[
+    KindHandler {
+        kind: "e2ee-open",
+        answer: e2ee::open,
+    },
+    KindHandler {
+        kind: "e2ee-seal",
+        answer: e2ee::seal,
+    },
+    KindHandler {
+        kind: "e2ee-commitment",
+        answer: e2ee::commitment,
+    },
+    KindHandler {
+        kind: "e2ee-replay",
+        answer: e2ee::replay,
+    },
     KindHandler {
         kind: "canonicalize",
         answer: basic::canonicalize,

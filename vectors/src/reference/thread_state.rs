@@ -114,6 +114,8 @@ fn thread_from_json(t: &Value) -> Result<ThreadState, BadRequest> {
             .as_bool()
             .ok_or("encryption.enabled must be a boolean")?,
         key_epoch: number(encryption, "key_epoch")?,
+        encryption_profile: None,
+        replay: Default::default(),
         last_event_seq: number(t, "last_event_seq")?,
     })
 }

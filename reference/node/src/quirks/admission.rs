@@ -98,7 +98,7 @@ impl<'a> QuirkRules<'a> {
             ));
         }
         match typed {
-            Some(t) => Ok(Facts::of(&t)),
+            Some(t) => Facts::with_encryption(&t, env),
             None => lenient_facts(env, self.q(Quirk::AcceptParentIdArray)),
         }
     }

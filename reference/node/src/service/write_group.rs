@@ -545,6 +545,7 @@ impl Service {
                 max_envelopes_per_thread: limit(self.config.limits.max_envelopes_per_thread),
                 max_pending_parents: limit(self.config.limits.max_pending_parents),
             },
+            replay_mode: self.config.e2ee_replay_mode,
             rules: &*admission,
         };
         let origin = match &job.submitter {

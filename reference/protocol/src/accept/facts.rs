@@ -46,6 +46,10 @@ pub struct Facts {
     pub audience: AudienceOf,
     /// `content.encrypted == true`.
     pub encrypted: bool,
+    /// The encrypted content, parsed ([`Facts::with_encryption`]; v1.1 §7.4).
+    pub encryption: Option<crate::e2ee::EncryptedContent>,
+    /// `from.device_id` (§8.2: replay tracking per device, §23.1).
+    pub device_id: Option<String>,
     /// `priority` (`normal` when absent).
     pub priority: Priority,
     /// `content.human.text`, for the search index (§16.6).
@@ -73,9 +77,26 @@ impl Facts {
             visible_recipients: audience.visible_recipients.clone(),
             audience,
             encrypted: envelope.content.is_encrypted(),
+            encryption: None,
+            device_id: envelope.from.device_id.clone(),
             priority: envelope.priority.unwrap_or(Priority::Normal),
             human_text: envelope.content.human.as_ref().map(|h| h.text.clone()),
         }
+    }
+
+    /// The facts of a validated envelope whose encrypted content (if any) is parsed from
+    /// `raw`, the envelope as received: every E2EE member is checked here once (v1.1 §7.4;
+    /// DESIGN.md §9), so a malformed package is refused before it reaches a thread.
+    pub fn with_encryption(
+        envelope: &Envelope,
+        raw: &Value,
+    ) -> Result<Facts, crate::ProtocolError> {
+        let mut facts = Facts::of(envelope);
+        if facts.encrypted {
+            let content = raw.get("content").unwrap_or(&Value::Null);
+            facts.encryption = Some(crate::e2ee::EncryptedContent::parse(content, "content")?);
+        }
+        Ok(facts)
     }
 
     /// `content.structured.intent`.

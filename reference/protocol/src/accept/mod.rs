@@ -159,6 +159,8 @@ pub struct Context<'a> {
     pub node_id: &'a str,
     /// §10.7 limits.
     pub limits: ThreadLimits,
+    /// How replay counters of encrypted payloads are judged (§23.1).
+    pub replay_mode: crate::e2ee::ReplayMode,
     /// The steps of acceptance ([`SpecRules`] on a real node).
     pub rules: &'a dyn Rules,
 }
@@ -169,6 +171,7 @@ impl std::fmt::Debug for Context<'_> {
             .field("now", &self.now)
             .field("node_id", &self.node_id)
             .field("limits", &self.limits)
+            .field("replay_mode", &self.replay_mode)
             .finish_non_exhaustive()
     }
 }
@@ -288,6 +291,13 @@ impl Decider<'_> {
         rules.check_pending_parent(f, pending && !fresh)?;
         let event_seq = self.rt.last_event_seq + 1;
         let mut next = state.clone();
+        if !is_op && let Some(content) = &f.encryption {
+            if let Some((key, replay)) =
+                rules.check_encrypted_payload(f, content, state, self.ctx.replay_mode)?
+            {
+                next.replay.insert(key, replay);
+            }
+        }
         let mut op_subjects = Vec::new();
         if is_op {
             let op = thread_op(f)?;
@@ -337,13 +347,14 @@ impl Decider<'_> {
         envelope["meta"] = Value::Object(meta);
         let signed_hash = hex::encode(Sha256::digest(&admitted.canonical));
 
-        let state_changed = fresh || f.kind == "thread_op";
+        let membership_or_state = fresh || f.kind == "thread_op";
         self.effects.push(Effect::PutThread {
             state: next.clone(),
             fresh,
-            state_changed,
+            // A replay counter moved (§23.1) is state too, but re-indexes nothing.
+            state_changed: membership_or_state || next.replay != state.replay,
         });
-        if state_changed {
+        if membership_or_state {
             self.index_thread(next.clone(), fresh);
         }
         let readers = f.audience.readers(

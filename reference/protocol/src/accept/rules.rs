@@ -34,7 +34,7 @@ pub trait Rules {
     fn structure(&self, envelope: &Value) -> Result<Facts, ProtocolError> {
         let typed = validate_envelope(envelope)?;
         check_bcc_copy(envelope)?;
-        Ok(Facts::of(&typed))
+        Facts::with_encryption(&typed, envelope)
     }
 
     /// §16.1 "validate authorization": a local submission's `from.identity` is the
@@ -221,6 +221,25 @@ pub trait Rules {
     /// (`pending`) is accepted and marked pending, never refused.
     fn check_pending_parent(&self, _facts: &Facts, _pending: bool) -> Result<(), ProtocolError> {
         Ok(())
+    }
+
+    /// §7.4, §10.6, §21.4, §23.1: an encrypted payload fits its thread (profile, current
+    /// epoch, no bridge recipient, an unused replay counter); the replay state to store.
+    fn check_encrypted_payload(
+        &self,
+        facts: &Facts,
+        content: &crate::e2ee::EncryptedContent,
+        state: &ThreadState,
+        mode: crate::e2ee::ReplayMode,
+    ) -> Result<Option<(String, crate::e2ee::ReplayState)>, ProtocolError> {
+        crate::e2ee::thread::check_payload(
+            state,
+            &facts.sender,
+            facts.device_id.as_deref(),
+            &facts.visible_recipients,
+            content,
+            mode,
+        )
     }
 
     /// §10.4, §11: `op` (preconditions §11.3 included) applied to `next`, the thread's

@@ -142,7 +142,7 @@ pub fn parse_wrapped_keys(v: Option<&Value>, field: &str) -> Result<Vec<WrappedK
             return Err(E2eeError::new(
                 format!("{path}.to"),
                 format!("{to} has two wrapped keys"),
-                "DESIGN.md §9",
+                "v1.1 §7.4 (wire format: DESIGN.md §9)",
             ));
         }
         let key_id = text(obj, &path, "key_id")?;

@@ -153,7 +153,7 @@ pub fn x25519_agree(
         return Err(E2eeError::new(
             field,
             "the X25519 shared secret is all zeros (a low-order public key)",
-            "RFC 7748 §6.1",
+            "v1.1 §7.1 (X25519, RFC 7748 §6.1)",
         ));
     }
     Ok(Zeroizing::new(shared.to_bytes()))
@@ -167,7 +167,7 @@ pub fn hkdf_sha256(salt: &[u8], ikm: &[u8], info: &[u8], okm: &mut [u8]) -> Resu
             E2eeError::new(
                 "okm",
                 "HKDF-SHA-256 output is at most 8160 bytes",
-                "RFC 5869 §2.3",
+                "v1.1 §7.1 (HKDF, RFC 5869 §2.3)",
             )
         })
 }
@@ -291,7 +291,7 @@ pub fn unwrap_key(
                 "the wrapped content key is {} bytes, not {CEK_LEN}",
                 cek.len()
             ),
-            "DESIGN.md §9",
+            "v1.1 §7.4 (wire format: DESIGN.md §9)",
         )
     })?;
     Ok(Zeroizing::new(out))
@@ -335,10 +335,14 @@ pub fn seal(
             return Err(E2eeError::new(
                 "wrapped_keys",
                 format!("{} is listed twice", r.to),
-                "DESIGN.md §9",
+                "v1.1 §7.4 (wire format: DESIGN.md §9)",
             ));
         }
-        wrapped_keys.push(wrap_key(s.profile, s.epoch, r, cek, random)?);
+        let wrapped = wrap_key(s.profile, s.epoch, r, cek, random).map_err(|mut e| {
+            e.field = format!("wrapped_keys[{}].to", wrapped_keys.len());
+            e
+        })?;
+        wrapped_keys.push(wrapped);
     }
     Ok(EncryptedContent {
         profile: s.profile,
@@ -399,7 +403,7 @@ pub fn open(
         return Err(E2eeError::new(
             "content.wrapped_keys",
             format!("several wrapped keys match {to}; name the key id"),
-            "DESIGN.md §9",
+            "v1.1 §7.4 (wire format: DESIGN.md §9)",
         ));
     }
     let field = format!("content.wrapped_keys[{i}]");

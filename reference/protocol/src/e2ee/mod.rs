@@ -18,6 +18,7 @@ pub mod crypto;
 pub mod package;
 pub mod profile;
 pub mod replay;
+pub mod thread;
 
 pub use content::{EncryptedContent, EpochParameters, WrappedKey};
 pub use crypto::{

@@ -47,7 +47,7 @@ fn decode_versioned(text: &str, field: &str, min: usize) -> Result<Vec<u8>, E2ee
                 "a version-{PACKAGE_VERSION} package is at least {min} bytes; this one is {}",
                 bytes.len()
             ),
-            "DESIGN.md §9",
+            "v1.1 §7.4 (wire format: DESIGN.md §9)",
         ));
     }
     if bytes[0] != PACKAGE_VERSION {
@@ -57,7 +57,7 @@ fn decode_versioned(text: &str, field: &str, min: usize) -> Result<Vec<u8>, E2ee
                 "package version {} is not supported (expected {PACKAGE_VERSION})",
                 bytes[0]
             ),
-            "DESIGN.md §9",
+            "v1.1 §7.4 (wire format: DESIGN.md §9)",
         ));
     }
     Ok(bytes)

@@ -197,6 +197,7 @@ fn run(u: &mut Unstructured<'_>, stats: &mut Stats) -> ArbResult<()> {
                 now: now(),
                 node_id: "node.test",
                 limits,
+                replay_mode: Default::default(),
                 rules: &SpecRules,
             };
             decide(&admitted, origin, &world, &ctx)

@@ -25,10 +25,12 @@
 //! | `node_document` | [`node_document`] | [`crate::federation::node_document`] |
 //! | `node_signed_identity` | [`node_signed_identity`] | [`crate::federation::identity`] |
 //! | `accept` | [`accept`] | [`crate::accept`]: admit and decide over a small world |
+//! | `e2ee` | [`e2ee`] | [`crate::e2ee`]: encrypted content, packages, sealing and opening |
 
 mod accept;
 mod capability;
 mod delegation;
+mod e2ee;
 mod federation;
 mod http_sig;
 mod identity;
@@ -38,6 +40,7 @@ pub mod world;
 pub use accept::accept;
 pub use capability::capability_token;
 pub use delegation::delegation_chain;
+pub use e2ee::e2ee;
 pub use federation::{federation_receipt, federation_wrapper, node_document, node_signed_identity};
 pub use http_sig::http_sig;
 pub use identity::identity_document;
@@ -63,6 +66,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("node_document", node_document),
     ("node_signed_identity", node_signed_identity),
     ("accept", accept),
+    ("e2ee", e2ee),
 ];
 
 /// The fixed "now" of every body (the vectors' reference time), so runs are reproducible.

@@ -247,6 +247,12 @@ pub struct ThreadState {
     pub encryption_enabled: bool,
     /// E2EE key epoch.
     pub key_epoch: u64,
+    /// The E2EE profile set by the last `encryption.epoch@v1` (its canonical id; v1.1 §11.8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encryption_profile: Option<String>,
+    /// Replay state per sender and device ([`crate::e2ee::thread::replay_key`], v1.1 §23.1).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub replay: BTreeMap<String, crate::e2ee::ReplayState>,
     /// The last `event_seq` applied.
     pub last_event_seq: u64,
 }
@@ -309,6 +315,8 @@ impl ThreadState {
             linked_threads: BTreeSet::new(),
             encryption_enabled: false,
             key_epoch: 0,
+            encryption_profile: None,
+            replay: BTreeMap::new(),
             last_event_seq: 0,
         }
     }
@@ -445,6 +453,7 @@ impl ThreadState {
         match op.intent.as_str() {
             "thread.add_participant@v1" => {
                 let who = param_address(op, "identity")?;
+                crate::e2ee::thread::check_may_join(self, &who)?;
                 let role = match op.parameters.get("role").and_then(Value::as_str) {
                     None | Some("participant") => ParticipantRole::Participant,
                     Some("observer") => ParticipantRole::Observer,
@@ -610,18 +619,10 @@ impl ThreadState {
             "capability.revoked@v1" => self.cap_epoch += 1,
             "capability.spent@v1" | "delegation.revoked@v1" => {}
             "encryption.epoch@v1" => {
-                let epoch = op
-                    .parameters
-                    .get("epoch")
-                    .and_then(Value::as_u64)
-                    .ok_or_else(|| bad_param("epoch", "required: the new key epoch"))?;
-                // A membership change has already moved `key_epoch` (§10.6); the operation
-                // that distributes that epoch's secret carries the same number.
-                if self.encryption_enabled && epoch < self.key_epoch {
-                    return Err(bad_param("epoch", "the key epoch must not go back"));
-                }
+                let params = crate::e2ee::thread::check_epoch_operation(self, &op.parameters)?;
                 self.encryption_enabled = true;
-                self.key_epoch = epoch;
+                self.key_epoch = params.epoch;
+                self.encryption_profile = Some(params.profile.id().to_owned());
             }
             "encryption.rotate@v1" => {
                 self.encryption_enabled = true;
