@@ -42,9 +42,15 @@ fn sealed_for(cx: &mut Ctx, members: &[&str]) -> Value {
     };
     let (cek, nonce) = (cx.data.seed32(), cx.data.seed32());
     let plaintext = format!(r#"{{"human":{{"text":"{}"}}}}"#, token(cx));
-    seal(&s, plaintext.as_bytes(), &cek, nonce[..24].try_into().unwrap_or(&[0; 24]), &recipients)
-        .map(|c| c.to_value())
-        .unwrap_or_default()
+    seal(
+        &s,
+        plaintext.as_bytes(),
+        &cek,
+        nonce[..24].try_into().unwrap_or(&[0; 24]),
+        &recipients,
+    )
+    .map(|c| c.to_value())
+    .unwrap_or_default()
 }
 
 /// `GET /v1/search?q=…` as `who`; returns the body.

@@ -609,6 +609,9 @@ fn recipient_cases() -> Vec<Case> {
     ]
 }
 
+/// A change to the `recipients` input of an `e2ee-seal` case.
+type RecipientsEdit = fn(&mut Vec<Value>);
+
 fn seal_cases() -> Vec<Case> {
     let variants: Vec<(&str, &str, Seal)> = vec![
         ("seal.v1.two", "v1 for two recipients", base("v1")),
@@ -703,7 +706,7 @@ fn seal_cases() -> Vec<Case> {
     ));
     case = case.input("profile", "loom-e2ee-1");
     out.push(case.flags(&["Seal", "Alias"]).valid_with(s.content()));
-    let bad: [(&str, &str, fn(&mut Vec<Value>), &str); 3] = [
+    let bad: [(&str, &str, RecipientsEdit, &str); 3] = [
         (
             "seal.no-recipients",
             "No recipient",

@@ -189,6 +189,12 @@ fn lenient_facts(env: &Value, multi_parent: bool) -> Result<Facts, ProtocolError
         visible_recipients: audience.visible_recipients.clone(),
         audience,
         encrypted: env.pointer("/content/encrypted") == Some(&Value::Bool(true)),
+        // Lenient quirks accept what the structure refuses; encrypted content they let
+        // through is taken as it parses, or as cleartext-shaped when it does not.
+        encryption: env
+            .get("content")
+            .and_then(|c| loom_protocol::e2ee::EncryptedContent::parse(c, "content").ok()),
+        device_id: s("/from/device_id").map(str::to_owned),
         priority: s("/priority")
             .and_then(Priority::parse)
             .unwrap_or(Priority::Normal),

@@ -291,12 +291,12 @@ impl Decider<'_> {
         rules.check_pending_parent(f, pending && !fresh)?;
         let event_seq = self.rt.last_event_seq + 1;
         let mut next = state.clone();
-        if !is_op && let Some(content) = &f.encryption {
-            if let Some((key, replay)) =
+        if !is_op
+            && let Some(content) = &f.encryption
+            && let Some((key, replay)) =
                 rules.check_encrypted_payload(f, content, state, self.ctx.replay_mode)?
-            {
-                next.replay.insert(key, replay);
-            }
+        {
+            next.replay.insert(key, replay);
         }
         let mut op_subjects = Vec::new();
         if is_op {
