@@ -59,7 +59,7 @@ pub fn thread_object(
         "forks": state.forks,
         "linked_threads": state.linked_threads,
         "cap_epoch": state.cap_epoch,
-        "encryption": {"enabled": state.encryption_enabled, "profile": Value::Null, "key_epoch": state.key_epoch},
+        "encryption": {"enabled": state.encryption_enabled, "profile": state.encryption_profile, "key_epoch": state.key_epoch},
         "envelope_count": count,
         "last_event_seq": last_seq,
     })
