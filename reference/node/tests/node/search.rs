@@ -152,15 +152,51 @@ async fn encrypted_content_is_never_indexed() {
     let bob = n.register("bob", "human", 2).await;
     let t = n.thread_id();
     let mut env = alice.message(&n, &t, None, &[&bob], "unused");
-    env["content"] = json!({
-        "encrypted": true,
-        "profile": "loom-e2ee-x25519-xchacha20-v1",
-        "epoch": 0,
-        "nonce": "bm9uY2U",
-        "ciphertext": "eHl6enk",
-    });
+    // Well-formed content sealed for both (v1.1 §7.4; DESIGN.md §9), fixed randomness.
+    use loom_protocol::e2ee::crypto::{Sealing, public_key};
+    use loom_protocol::e2ee::{AadKind, Profile, Recipient, WrapRandomness, seal};
+    let recipients: Vec<(Recipient, WrapRandomness)> =
+        [(alice.address.clone(), 1u8), (bob.address.clone(), 2)]
+            .into_iter()
+            .map(|(to, k)| {
+                let r = Recipient {
+                    to: to.to_string(),
+                    key_id: format!("k_enc_{k}x"),
+                    public: public_key(&[k; 32]),
+                };
+                (
+                    r,
+                    WrapRandomness {
+                        ephemeral_secret: [k + 10; 32].into(),
+                        nonce: [k; 24],
+                    },
+                )
+            })
+            .collect();
+    let s = Sealing {
+        profile: Profile::V1,
+        epoch: 0,
+        replay_counter: 0,
+        kind: AadKind::Payload,
+    };
+    let content = seal(
+        &s,
+        b"{\"human\":{\"text\":\"unused\"}}",
+        &[3; 32],
+        &[4; 24],
+        &recipients,
+    )
+    .unwrap();
+    let cipher: String = content
+        .ciphertext
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .max_by_key(|run| run.len())
+        .unwrap()
+        .to_owned();
+    env["content"] = content.to_value();
     let stored = alice.send(&n, env).await.expect(201);
-    for q in ["q=eHl6enk", "q=bm9uY2U", "q=xchacha20", "q=unused"] {
+    let cq = format!("q={cipher}");
+    for q in [cq.as_str(), "q=xchacha20", "q=unused"] {
         let r = search(&n, &bob, q).await;
         assert!(r["envelopes"].as_array().unwrap().is_empty(), "{q}: {r}");
     }
