@@ -176,6 +176,15 @@ fn aead_error(field: &str, reason: &str) -> E2eeError {
     E2eeError::new(field, reason, "v1.1 §7.1 (XChaCha20-Poly1305)")
 }
 
+/// The cipher and nonce of one XChaCha20-Poly1305 operation: a 32-byte key, a 24-byte nonce.
+fn xchacha(key: &[u8], nonce: &[u8]) -> Result<(XChaCha20Poly1305, XNonce), E2eeError> {
+    let cipher = XChaCha20Poly1305::new_from_slice(key)
+        .map_err(|_| aead_error("key", "the key must be 32 bytes"))?;
+    let nonce =
+        XNonce::try_from(nonce).map_err(|_| aead_error("nonce", "the nonce must be 24 bytes"))?;
+    Ok((cipher, nonce))
+}
+
 /// XChaCha20-Poly1305 encryption: ciphertext ‖ tag. `key` must be 32 bytes, `nonce` 24.
 pub fn xchacha_seal(
     key: &[u8],
@@ -183,10 +192,7 @@ pub fn xchacha_seal(
     aad: &[u8],
     msg: &[u8],
 ) -> Result<Vec<u8>, E2eeError> {
-    let cipher = XChaCha20Poly1305::new_from_slice(key)
-        .map_err(|_| aead_error("key", "the key must be 32 bytes"))?;
-    let nonce =
-        XNonce::try_from(nonce).map_err(|_| aead_error("nonce", "the nonce must be 24 bytes"))?;
+    let (cipher, nonce) = xchacha(key, nonce)?;
     cipher
         .encrypt(&nonce, Payload { msg, aad })
         .map_err(|_| aead_error("plaintext", "the plaintext is too long"))
@@ -199,10 +205,7 @@ pub fn xchacha_open(
     aad: &[u8],
     sealed: &[u8],
 ) -> Result<Vec<u8>, E2eeError> {
-    let cipher = XChaCha20Poly1305::new_from_slice(key)
-        .map_err(|_| aead_error("key", "the key must be 32 bytes"))?;
-    let nonce =
-        XNonce::try_from(nonce).map_err(|_| aead_error("nonce", "the nonce must be 24 bytes"))?;
+    let (cipher, nonce) = xchacha(key, nonce)?;
     cipher
         .decrypt(&nonce, Payload { msg: sealed, aad })
         .map_err(|_| aead_error("ciphertext", "the tag does not verify"))
