@@ -419,5 +419,8 @@ fn epoch_parameters_round_trip() {
         epoch: 3,
         wrapped_keys: content.wrapped_keys.clone(),
     };
-    assert_eq!(EpochParameters::parse(&p.to_value()), Ok(p));
+    assert_eq!(
+        EpochParameters::parse(p.to_value().as_object().unwrap()),
+        Ok(p)
+    );
 }

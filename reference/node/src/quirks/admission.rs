@@ -193,7 +193,8 @@ fn lenient_facts(env: &Value, multi_parent: bool) -> Result<Facts, ProtocolError
         // through is taken as it parses, or as cleartext-shaped when it does not.
         encryption: env
             .get("content")
-            .and_then(|c| loom_protocol::e2ee::EncryptedContent::parse(c, "content").ok()),
+            .and_then(|c| loom_protocol::e2ee::EncryptedContent::parse(c, "content").ok())
+            .map(|c| c.head()),
         device_id: s("/from/device_id").map(str::to_owned),
         priority: s("/priority")
             .and_then(Priority::parse)

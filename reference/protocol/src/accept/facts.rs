@@ -46,8 +46,9 @@ pub struct Facts {
     pub audience: AudienceOf,
     /// `content.encrypted == true`.
     pub encrypted: bool,
-    /// The encrypted content, parsed ([`Facts::with_encryption`]; v1.1 §7.4).
-    pub encryption: Option<crate::e2ee::EncryptedContent>,
+    /// Profile, epoch and replay counter of encrypted content checked in full
+    /// ([`Facts::with_encryption`]; v1.1 §7.4).
+    pub encryption: Option<crate::e2ee::PayloadHead>,
     /// `from.device_id` (§8.2: replay tracking per device, §23.1).
     pub device_id: Option<String>,
     /// `priority` (`normal` when absent).
@@ -94,7 +95,8 @@ impl Facts {
         let mut facts = Facts::of(envelope);
         if facts.encrypted {
             let content = raw.get("content").unwrap_or(&Value::Null);
-            facts.encryption = Some(crate::e2ee::EncryptedContent::parse(content, "content")?);
+            facts.encryption =
+                Some(crate::e2ee::EncryptedContent::parse(content, "content")?.head());
         }
         Ok(facts)
     }

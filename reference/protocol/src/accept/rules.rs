@@ -228,7 +228,7 @@ pub trait Rules {
     fn check_encrypted_payload(
         &self,
         facts: &Facts,
-        content: &crate::e2ee::EncryptedContent,
+        content: &crate::e2ee::PayloadHead,
         state: &ThreadState,
         mode: crate::e2ee::ReplayMode,
     ) -> Result<Option<(String, crate::e2ee::ReplayState)>, ProtocolError> {

@@ -41,6 +41,21 @@ pub struct EncryptedContent {
     pub wrapped_keys: Vec<WrappedKey>,
 }
 
+/// What acceptance needs of encrypted content once [`EncryptedContent::parse`] has checked
+/// all of it: the profile, epoch and replay counter (v1.1 §10.6, §23.1). The packages stay in
+/// the envelope; they are not copied into the facts a node carries through acceptance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PayloadHead {
+    /// The profile.
+    pub profile: Profile,
+    /// `profile` as written (an id or an alias).
+    pub profile_name: String,
+    /// The key epoch.
+    pub epoch: u64,
+    /// The sender's replay counter.
+    pub replay_counter: u64,
+}
+
 /// `encryption.epoch@v1` parameters (v1.1 §11.8): the epoch's key for every participant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EpochParameters {
@@ -248,6 +263,16 @@ impl EncryptedContent {
         })
     }
 
+    /// The profile, epoch and replay counter.
+    pub fn head(&self) -> PayloadHead {
+        PayloadHead {
+            profile: self.profile,
+            profile_name: self.profile_name.clone(),
+            epoch: self.epoch,
+            replay_counter: self.replay_counter,
+        }
+    }
+
     /// The recipients that hold a wrapped key.
     pub fn recipients(&self) -> impl Iterator<Item = &str> {
         self.wrapped_keys.iter().map(|w| w.to.as_str())
@@ -256,9 +281,8 @@ impl EncryptedContent {
 
 impl EpochParameters {
     /// Parses `content.structured.parameters` of `encryption.epoch@v1`.
-    pub fn parse(params: &Value) -> Result<EpochParameters, E2eeError> {
+    pub fn parse(obj: &Map<String, Value>) -> Result<EpochParameters, E2eeError> {
         const P: &str = "content.structured.parameters";
-        let obj = object(params, P)?;
         let profile = Profile::resolve(text(obj, P, "profile")?, &format!("{P}.profile"))?;
         let epoch = uint(obj, P, "epoch", "v1.1 §11.8")?;
         let wrapped_keys =

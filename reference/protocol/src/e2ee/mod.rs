@@ -20,7 +20,7 @@ pub mod profile;
 pub mod replay;
 pub mod thread;
 
-pub use content::{EncryptedContent, EpochParameters, WrappedKey};
+pub use content::{EncryptedContent, EpochParameters, PayloadHead, WrappedKey};
 pub use crypto::{
     AadKind, Opened, Recipient, WrapRandomness, open, seal, seal_with_rng, unwrap_key, wrap_key,
 };

@@ -10,7 +10,7 @@
 //! - `encryption.epoch@v1` wraps the epoch's key for every current participant (§10.6
 //!   "distribute secrets to current participants"), and may not go back.
 
-use super::{EncryptedContent, EpochParameters, ReplayMode, ReplayState};
+use super::{EpochParameters, PayloadHead, ReplayMode, ReplayState};
 use crate::address::Address;
 use crate::error::{ErrorCode, ProtocolError};
 use crate::thread::ThreadState;
@@ -47,7 +47,7 @@ pub fn check_epoch_operation(
     state: &ThreadState,
     parameters: &Map<String, Value>,
 ) -> Result<EpochParameters, ProtocolError> {
-    let params = EpochParameters::parse(&Value::Object(parameters.clone()))?;
+    let params = EpochParameters::parse(parameters)?;
     if state.encryption_enabled && params.epoch < state.key_epoch {
         return Err(ProtocolError::invalid(
             "content.structured.parameters.epoch",
@@ -87,7 +87,7 @@ pub fn check_payload(
     sender: &Address,
     device_id: Option<&str>,
     recipients: &[Address],
-    content: &EncryptedContent,
+    content: &PayloadHead,
     mode: ReplayMode,
 ) -> Result<Option<(String, ReplayState)>, ProtocolError> {
     if !state.encryption_enabled {
