@@ -196,12 +196,20 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
 ];
 
 /// Commands whose documented behaviour is a non-zero exit (file, command prefix, code, why).
-const EXIT: &[(&str, &str, i32, &str)] = &[(
-    "conformance/README.md",
-    "loom-conformance run --target https://node.example",
-    1,
-    "the README's skip file lists core.envelope.sig.tampered-body, which the reference node passes: an unexpected pass fails the run",
-)];
+const EXIT: &[(&str, &str, i32, &str)] = &[
+    (
+        "reference/node/README.md",
+        "loom send --session alice.session --to loom://bob@e2ee.test --text \"in clear\"",
+        1,
+        "cleartext into an end-to-end encrypted thread: the node refuses it (ENCRYPTION_REQUIRED, v1.1 §24.2)",
+    ),
+    (
+        "conformance/README.md",
+        "loom-conformance run --target https://node.example",
+        1,
+        "the README's skip file lists core.envelope.sig.tampered-body, which the reference node passes: an unexpected pass fails the run",
+    ),
+];
 
 /// One command of a README.
 #[derive(Debug, Clone)]

@@ -21,6 +21,8 @@ pub struct Identity {
     key: SigningKey,
     /// Type-specific document members (v1.1 §6.3/§6.4), sent at registration.
     members: serde_json::Map<String, Value>,
+    /// Publish the X25519 key ([`Identity::encryption_public`]) at registration.
+    publish_encryption_key: bool,
 }
 
 impl fmt::Debug for Identity {
@@ -75,6 +77,7 @@ impl Identity {
             display_name: local,
             key: signing_key_from_seed(seed),
             members: serde_json::Map::new(),
+            publish_encryption_key: false,
         })
     }
 
@@ -120,6 +123,34 @@ impl Identity {
             "delegation_expires": expires,
             "delegation_signature": signature,
         })
+    }
+
+    /// Registers with the identity's X25519 key as `encryption_keys` (v1.1 §6.2, §7.1), so
+    /// others can encrypt for it (E2EE threads, §7.4).
+    pub fn with_encryption_key(mut self) -> Identity {
+        self.publish_encryption_key = true;
+        self
+    }
+
+    /// The X25519 secret of this identity: SHA-256 of `"loom-client/e2ee/x25519/v1"` and the
+    /// Ed25519 seed, so one key file holds both keys while neither key is used for the other's
+    /// purpose.
+    pub fn encryption_secret(&self) -> zeroize::Zeroizing<[u8; 32]> {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(b"loom-client/e2ee/x25519/v1");
+        h.update(self.key.to_bytes());
+        zeroize::Zeroizing::new(h.finalize().into())
+    }
+
+    /// The X25519 public key of [`Identity::encryption_secret`].
+    pub fn encryption_public(&self) -> [u8; 32] {
+        loom_protocol::e2ee::crypto::public_key(&self.encryption_secret())
+    }
+
+    /// The encryption key id: the signing key id with `k_enc_` for `k_sign_`.
+    pub fn encryption_key_id(&self) -> String {
+        self.key_id.as_str().replacen("k_sign_", "k_enc_", 1)
     }
 
     /// Sets the display name.
@@ -179,6 +210,12 @@ impl Identity {
         });
         for (k, v) in &self.members {
             doc[k] = v.clone();
+        }
+        if self.publish_encryption_key {
+            doc["encryption_keys"] = json!([{
+                "key_id": self.encryption_key_id(),
+                "public_key": loom_protocol::keys::b64url_encode(&self.encryption_public()),
+            }]);
         }
         doc
     }

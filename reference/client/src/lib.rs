@@ -18,6 +18,7 @@
 pub mod api;
 pub mod client;
 pub mod dial;
+pub mod e2ee;
 pub mod envelope;
 pub mod error;
 pub mod fedbench;

@@ -450,3 +450,191 @@ fn loom_load_reports_rate_limits() {
         "{text}"
     );
 }
+
+/// `loom <args…>` that must succeed, with `--session FILE` for `who`.
+fn as_user(session: &Path, args: &[&str]) -> String {
+    let mut all = args.to_vec();
+    all.extend(["--session", s(session)]);
+    ok(&loom(&all))
+}
+
+/// The E2EE walkthrough of the node README: two users exchange an encrypted message, a third
+/// added later reads what is sealed after it joined and nothing from before (v1.1 §7.4,
+/// §10.6); the node refuses cleartext in the E2EE thread and never sees the plaintext.
+#[test]
+fn e2ee_walkthrough() {
+    let node = support::start(false);
+    let url = node.url.as_str();
+    let dir = tempdir("e2ee");
+    let mut sessions = Vec::new();
+    for who in ["alice", "bob", "carol"] {
+        let (key, session) = (
+            dir.join(format!("{who}.key")),
+            dir.join(format!("{who}.session")),
+        );
+        let id = format!("loom://{who}@node.test");
+        ok(&loom(&["keygen", "--out", s(&key)]));
+        ok(&loom(&[
+            "register",
+            "--node",
+            url,
+            "--identity",
+            &id,
+            "--key",
+            s(&key),
+            "--e2ee",
+        ]));
+        ok(&loom(&[
+            "login",
+            "--node",
+            url,
+            "--identity",
+            &id,
+            "--key",
+            s(&key),
+            "--session",
+            s(&session),
+        ]));
+        sessions.push(session);
+    }
+    let (alice, bob, carol) = (&sessions[0], &sessions[1], &sessions[2]);
+    let sent = as_user(
+        alice,
+        &["send", "--to", "loom://bob@node.test", "--text", "hello"],
+    );
+    let thread = sent.split_whitespace().nth(4).unwrap().to_owned();
+
+    // A thread is not E2EE until its owner says so; encrypting into it is refused clearly.
+    let early = loom(&[
+        "send",
+        "--session",
+        s(alice),
+        "--to",
+        "loom://bob@node.test",
+        "--text",
+        "x",
+        "--thread",
+        &thread,
+        "--encrypt",
+    ]);
+    assert_eq!(early.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&early.stderr).contains("loom e2ee enable"));
+
+    let enabled = as_user(alice, &["e2ee", "enable", "--thread", &thread]);
+    assert!(
+        enabled.contains("epoch 0") && enabled.contains("loom://bob@node.test"),
+        "{enabled}"
+    );
+    let secret = "the launch moves to Thursday";
+    let first = as_user(
+        alice,
+        &[
+            "send",
+            "--to",
+            "loom://bob@node.test",
+            "--text",
+            secret,
+            "--thread",
+            &thread,
+            "--encrypt",
+        ],
+    );
+    let first_id = first.split_whitespace().nth(1).unwrap().to_owned();
+    let plain = loom(&[
+        "send",
+        "--session",
+        s(alice),
+        "--to",
+        "loom://bob@node.test",
+        "--text",
+        "in clear",
+        "--thread",
+        &thread,
+    ]);
+    assert_eq!(plain.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&plain.stderr).contains("ENCRYPTION_REQUIRED"));
+
+    // Bob reads it; the node stored only ciphertext.
+    let got: Value = serde_json::from_str(&as_user(bob, &["get", &first_id])).unwrap();
+    assert_eq!(got["decrypted"]["human"]["text"], secret, "{got}");
+    assert!(!got["content"].to_string().contains("Thursday"));
+    assert_eq!(got["content"]["epoch"], 0);
+
+    // Carol joins: the epoch moves to 1; what Alice seals now is for all three.
+    as_user(
+        alice,
+        &[
+            "add-participant",
+            "--thread",
+            &thread,
+            "--identity",
+            "loom://carol@node.test",
+        ],
+    );
+    let later = "carol, welcome";
+    let second = as_user(
+        alice,
+        &[
+            "send",
+            "--to",
+            "loom://bob@node.test",
+            "--text",
+            later,
+            "--thread",
+            &thread,
+            "--encrypt",
+        ],
+    );
+    let second_id = second.split_whitespace().nth(1).unwrap().to_owned();
+    let got: Value = serde_json::from_str(&as_user(carol, &["get", &second_id])).unwrap();
+    assert_eq!(got["decrypted"]["human"]["text"], later, "{got}");
+    assert_eq!(got["content"]["epoch"], 1);
+    // Carol cannot read the earlier epoch: the node does not show her the envelope, and its
+    // ciphertext (as Bob sees it) holds no key for her.
+    let whole: Value = serde_json::from_str(&as_user(carol, &["get", &thread])).unwrap();
+    for env in whole["envelopes"].as_array().unwrap() {
+        if env["id"] == first_id.as_str() {
+            assert!(env["decrypted"]["error"].is_string(), "{env}");
+        }
+    }
+    let for_bob: Value = serde_json::from_str(&as_user(bob, &["get", &first_id])).unwrap();
+    let carol_ident = loom_client::Identity::from_seed(
+        "loom://carol@node.test",
+        &loom_client::identity::parse_key_file(
+            &std::fs::read_to_string(dir.join("carol.key")).unwrap(),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let why = loom_client::e2ee::open_envelope(&for_bob, &carol_ident).unwrap_err();
+    assert!(why.contains("not a recipient"), "{why}");
+
+    // Rotation moves every member to epoch 2.
+    let rotated = as_user(alice, &["e2ee", "rotate", "--thread", &thread]);
+    assert!(
+        rotated.contains("epoch 2") && rotated.contains("loom://carol@node.test"),
+        "{rotated}"
+    );
+    let third = as_user(
+        bob,
+        &[
+            "send",
+            "--to",
+            "loom://alice@node.test",
+            "--text",
+            "ok",
+            "--thread",
+            &thread,
+            "--encrypt",
+        ],
+    );
+    let third_id = third.split_whitespace().nth(1).unwrap().to_owned();
+    let got: Value = serde_json::from_str(&as_user(carol, &["get", &third_id])).unwrap();
+    assert_eq!(
+        (
+            got["content"]["epoch"].as_u64(),
+            got["decrypted"]["human"]["text"].as_str()
+        ),
+        (Some(2), Some("ok"))
+    );
+}

@@ -7,7 +7,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use loom_client::tls::os_random_32;
-use loom_client::{Client, ClientError, EnvelopeFactory, Identity, MessageDraft, Trust};
+use loom_client::{Client, ClientError, EnvelopeFactory, Identity, MessageDraft, Trust, e2ee};
 use loom_protocol::clock::SystemClock;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -18,7 +18,7 @@ use std::time::Duration;
 #[command(
     name = "loom",
     version,
-    about = "Talk to a LOOM v1.1 node: keygen, register, login, send, threads, get"
+    about = "Talk to a LOOM v1.1 node: keygen, register, login, send, threads, get, add-participant, e2ee"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -69,6 +69,10 @@ enum Command {
         /// … and when the delegation ends (RFC 3339).
         #[arg(long, value_name = "TIME", default_value = "2099-01-01T00:00:00Z")]
         expires: String,
+        /// Also publish an X25519 encryption key (`k_enc_…`, derived from the key file) so
+        /// others can encrypt for this identity (E2EE threads, v1.1 §7.4).
+        #[arg(long)]
+        e2ee: bool,
     },
     /// Log in (challenge → signed nonce → tokens, v1.1 §14.2).
     Login {
@@ -102,9 +106,36 @@ enum Command {
         /// The envelope replied to.
         #[arg(long, value_name = "env_…", requires = "thread")]
         parent: Option<String>,
+        /// Encrypt the text end to end for the thread's current members at its key epoch
+        /// (the thread must be E2EE: `loom e2ee enable`).
+        #[arg(long, requires = "thread")]
+        encrypt: bool,
         /// Print the node's whole response.
         #[arg(long)]
         json: bool,
+    },
+    /// Add a participant to a thread (thread.add_participant@v1, v1.1 §11.2); in an E2EE
+    /// thread this moves the key epoch (§10.6).
+    AddParticipant {
+        #[command(flatten)]
+        conn: Conn,
+        /// Session file (a thread owner's).
+        #[arg(long, value_name = "FILE")]
+        session: PathBuf,
+        /// The thread.
+        #[arg(long, value_name = "thr_…")]
+        thread: String,
+        /// The identity to add.
+        #[arg(long, value_name = "ADDRESS")]
+        identity: String,
+        /// `participant` or `observer`.
+        #[arg(long, default_value = "participant")]
+        role: String,
+    },
+    /// End-to-end encryption of a thread (encryption.epoch@v1, v1.1 §7.4, §11.8).
+    E2ee {
+        #[command(subcommand)]
+        op: E2eeOp,
     },
     /// List threads (GET /v1/threads).
     Threads {
@@ -132,6 +163,37 @@ enum Command {
         session: PathBuf,
         /// `env_…` or `thr_…`.
         id: String,
+    },
+}
+
+/// What `loom e2ee` does.
+#[derive(Subcommand, Debug)]
+enum E2eeOp {
+    /// Make a thread end-to-end encrypted at its current key epoch: an epoch secret wrapped
+    /// for every current member (each must publish an encryption key).
+    Enable {
+        #[command(flatten)]
+        conn: Conn,
+        /// Session file (a thread owner's).
+        #[arg(long, value_name = "FILE")]
+        session: PathBuf,
+        /// The thread.
+        #[arg(long, value_name = "thr_…")]
+        thread: String,
+        /// The E2EE profile (an id or alias, v1.1 §7.4.1).
+        #[arg(long, default_value = "loom-e2ee-x25519-xchacha20-v1")]
+        profile: String,
+    },
+    /// Move an E2EE thread to the next key epoch, wrapped for the current members.
+    Rotate {
+        #[command(flatten)]
+        conn: Conn,
+        /// Session file (a thread owner's).
+        #[arg(long, value_name = "FILE")]
+        session: PathBuf,
+        /// The thread.
+        #[arg(long, value_name = "thr_…")]
+        thread: String,
     },
 }
 
@@ -213,7 +275,11 @@ fn main() -> ExitCode {
         | Command::Login { conn, .. }
         | Command::Send { conn, .. }
         | Command::Threads { conn, .. }
-        | Command::Get { conn, .. } => conn.verbose,
+        | Command::Get { conn, .. }
+        | Command::AddParticipant { conn, .. }
+        | Command::E2ee {
+            op: E2eeOp::Enable { conn, .. } | E2eeOp::Rotate { conn, .. },
+        } => conn.verbose,
     };
     match rt.block_on(run(cli.command)) {
         Ok(()) => ExitCode::SUCCESS,
@@ -364,9 +430,13 @@ async fn run(command: Command) -> Result<(), Failure> {
             delegator_key,
             scopes,
             expires,
+            e2ee,
         } => {
             let mut ident =
                 load_identity(&who.identity, &who.key, who.key_id.as_deref())?.with_type(&kind);
+            if e2ee {
+                ident = ident.with_encryption_key();
+            }
             if let Some(n) = &display_name {
                 ident = ident.with_display_name(n);
             }
@@ -434,26 +504,32 @@ async fn run(command: Command) -> Result<(), Failure> {
             text,
             thread,
             parent,
+            encrypt,
             json,
         } => {
             let sf = read_session(&session)?;
             let mut c = client(&conn, sf.node.as_deref())?;
             c.set_token(Some(sf.access_token));
-            let seed = u64::from_le_bytes(
-                os_random_32()?[..8]
-                    .try_into()
-                    .map_err(|_| input("random seed".into()))?,
-            );
-            let mut factory = EnvelopeFactory::new(SystemClock, seed);
-            let env = factory.message(
-                &sf.identity,
-                &MessageDraft {
-                    thread_id: thread,
-                    parent_id: parent,
-                    to,
-                    text,
-                },
-            )?;
+            let mut factory = factory()?;
+            let draft = MessageDraft {
+                thread_id: thread.clone(),
+                parent_id: parent,
+                to,
+                text,
+            };
+            let env = match (encrypt, &thread) {
+                (true, Some(t)) => {
+                    let keys = e2ee::thread_keys(&mut c, t).await?;
+                    e2ee::sealed_message(
+                        &mut factory,
+                        &sf.identity,
+                        &draft,
+                        &keys,
+                        os_random_32()?,
+                    )?
+                }
+                _ => factory.message(&sf.identity, &draft)?,
+            };
             let r = c.send_envelope(&env).await?;
             verbose_print(&conn, &r.transcript);
             if json {
@@ -541,18 +617,110 @@ async fn run(command: Command) -> Result<(), Failure> {
                 verbose_print(&conn, &e.transcript);
                 // The list route answers `{envelopes: [...], next_cursor}`; show the array itself.
                 let envelopes = match e.body.get("envelopes") {
-                    Some(list) if list.is_array() => list.clone(),
+                    Some(Value::Array(list)) => Value::Array(
+                        list.iter()
+                            .map(|env| e2ee::with_decrypted(env.clone(), &sf.identity))
+                            .collect(),
+                    ),
                     _ => e.body,
                 };
                 print_json(&json!({"thread": t.body, "envelopes": envelopes}));
             } else {
                 let r = c.get_envelope(&id).await?;
                 verbose_print(&conn, &r.transcript);
-                print_json(&r.body);
+                print_json(&e2ee::with_decrypted(r.body, &sf.identity));
             }
             Ok(())
         }
+        Command::AddParticipant {
+            conn,
+            session,
+            thread,
+            identity,
+            role,
+        } => {
+            let sf = read_session(&session)?;
+            let mut c = client(&conn, sf.node.as_deref())?;
+            c.set_token(Some(sf.access_token));
+            let op = factory()?.thread_op(
+                &sf.identity,
+                &thread,
+                "thread.add_participant@v1",
+                json!({"identity": identity, "role": role}),
+            )?;
+            let r = c.send_envelope(&op).await?;
+            verbose_print(&conn, &r.transcript);
+            println!("added {identity} to {thread} as {role}");
+            Ok(())
+        }
+        Command::E2ee { op } => {
+            let (conn, session, thread, profile) = match op {
+                E2eeOp::Enable {
+                    conn,
+                    session,
+                    thread,
+                    profile,
+                } => (conn, session, thread, Some(profile)),
+                E2eeOp::Rotate {
+                    conn,
+                    session,
+                    thread,
+                } => (conn, session, thread, None),
+            };
+            let sf = read_session(&session)?;
+            let mut c = client(&conn, sf.node.as_deref())?;
+            c.set_token(Some(sf.access_token));
+            let mut keys = e2ee::thread_keys(&mut c, &thread).await?;
+            let epoch = match (&profile, keys.enabled) {
+                (Some(_), true) => {
+                    return Err(input(format!(
+                        "thread {thread} is already end-to-end encrypted (epoch {}); `loom e2ee rotate` moves it to the next epoch",
+                        keys.epoch
+                    )));
+                }
+                (None, false) => {
+                    return Err(input(format!(
+                        "thread {thread} is not end-to-end encrypted; `loom e2ee enable` first"
+                    )));
+                }
+                (Some(_), false) => keys.epoch,
+                (None, true) => keys.epoch + 1,
+            };
+            if let Some(p) = &profile {
+                keys.profile = loom_protocol::e2ee::Profile::resolve(p, "--profile")
+                    .map_err(|e| input(e.to_string()))?;
+            }
+            let op = e2ee::epoch_operation(
+                &mut factory()?,
+                &sf.identity,
+                &keys,
+                epoch,
+                os_random_32()?,
+            )?;
+            let r = c.send_envelope(&op).await?;
+            verbose_print(&conn, &r.transcript);
+            println!(
+                "thread {thread} is end-to-end encrypted: {} epoch {epoch}, keys for {}",
+                keys.profile.id(),
+                keys.members
+                    .iter()
+                    .map(|m| m.to.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            Ok(())
+        }
     }
+}
+
+/// An envelope factory on the system clock, seeded from OS randomness.
+fn factory() -> Result<EnvelopeFactory<SystemClock>, Failure> {
+    let seed = u64::from_le_bytes(
+        os_random_32()?[..8]
+            .try_into()
+            .map_err(|_| input("random seed".into()))?,
+    );
+    Ok(EnvelopeFactory::new(SystemClock, seed))
 }
 
 /// `items` joined with `, ` into lines of at most `width` columns (an item longer than that
