@@ -56,6 +56,13 @@ fn probe(name: &str) -> (&'static str, &'static str, Value, u16, &'static str) {
             403,
             "CAPABILITY_DENIED",
         ),
+        "refuse-all-encrypted-content" => (
+            "POST",
+            "/v1/envelopes",
+            json!({"content": {"encrypted": true, "wrapped_keys": []}}),
+            400,
+            "ENVELOPE_INVALID",
+        ),
         // Checked over SMTP below; on the HTTP side the node document is the probe.
         "refuse-all-mail" => ("GET", "/.well-known/loom.json", Value::Null, 200, ""),
         other => panic!("no probe for the refuse-all mutant {other}: add one here"),

@@ -83,7 +83,10 @@ fn ids_are_unique_stable_strings() {
     let mut ids: Vec<&str> = catalogue::all().iter().map(|c| c.id).collect();
     for id in &ids {
         assert!(
-            (id.starts_with("core.") || id.starts_with("fed.") || id.starts_with("bridge."))
+            (id.starts_with("core.")
+                || id.starts_with("fed.")
+                || id.starts_with("bridge.")
+                || id.starts_with("full."))
                 && id
                     .bytes()
                     .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b)),

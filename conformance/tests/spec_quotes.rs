@@ -106,6 +106,12 @@ fn level1_quotes_are_verbatim_in_docs_specs() {
 }
 
 #[test]
+fn level4_quotes_are_verbatim_in_docs_specs() {
+    let n = check("level4.toml", requirement_quotes("level4.toml"));
+    assert!(n >= 14, "{n} quotes: the file lost its quotes");
+}
+
+#[test]
 fn level3_quotes_are_verbatim_in_docs_specs() {
     let n = check("level3.toml", requirement_quotes("level3.toml"));
     assert!(n > 25, "{n} quotes: the file lost its quotes");

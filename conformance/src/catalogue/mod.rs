@@ -49,6 +49,7 @@ mod capabilities;
 mod compliance;
 mod delegation;
 mod discovery;
+pub mod e2ee;
 mod envelopes;
 mod errors;
 mod events;
@@ -81,7 +82,7 @@ pub const RETIRED: &[&str] = &[
 
 /// Every case, in catalogue order (area by area).
 pub fn all() -> Vec<&'static Case> {
-    let areas: [&'static [Case]; 31] = [
+    let areas: [&'static [Case]; 32] = [
         discovery::CASES,
         envelopes::CASES,
         signatures::CASES,
@@ -113,6 +114,7 @@ pub fn all() -> Vec<&'static Case> {
         federation::ENFORCE,
         federation::OUTBOUND,
         bridge::CASES,
+        e2ee::CASES,
     ];
     areas.iter().flat_map(|a| a.iter()).collect()
 }

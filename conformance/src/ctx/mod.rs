@@ -116,6 +116,19 @@ impl Ctx {
         provision::register_and_login(&mut self.net, &self.target, id).await
     }
 
+    /// A fresh human identity that also publishes an X25519 encryption key (v1.1 §6.2, §7.1),
+    /// registered and logged in: E2EE cases need members others can encrypt for. A profile
+    /// pool's identities carry no key the harness holds, so such a target is `unsupported`.
+    pub async fn e2ee_identity(&mut self, name: &str) -> Result<Ident, Finding> {
+        if self.target.pool.is_some() {
+            return Err(Finding::Unsupported(
+                "E2EE cases register identities with their own X25519 keys; a profile pool's identities have keys the harness does not hold".into(),
+            ));
+        }
+        let id = self.fresh_identity(name, "human")?.with_encryption_key();
+        self.register_and_login(id).await
+    }
+
     /// Starts a thread: `owner` sends a root message to `to`; returns (thread id, root). A
     /// refused root is an `error` of the case that needed the thread (its requirement was not
     /// reached); sending a message has cases of its own (issue 29, item 4).

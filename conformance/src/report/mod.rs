@@ -139,7 +139,14 @@ impl RunReport {
                     && !matches!(r.outcome, Outcome::Pass | Outcome::Skipped)
             })
             .count();
-        let why = if blocking > 0 {
+        let untested = crate::requirements::uncovered_musts(next);
+        let why = if !untested.is_empty() {
+            format!(
+                "the catalogue has no case yet for {} testable MUST requirement(s) of Level {next} ({}), so Level {next} cannot be certified",
+                untested.len(),
+                untested.join(", ")
+            )
+        } else if blocking > 0 {
             format!(
                 "{blocking} MUST case(s) of Level {next} or below did not pass (fail, error, unsupported or expected-fail)"
             )
@@ -164,6 +171,9 @@ impl RunReport {
     pub fn level_reached(&self) -> Option<u8> {
         let mut achieved = None;
         for level in 1..=self.level {
+            if !crate::requirements::uncovered_musts(level).is_empty() {
+                break;
+            }
             let blocked = self.results.iter().any(|(c, r)| {
                 c.level <= level
                     && c.strength == Strength::Must

@@ -97,6 +97,12 @@ async fn delegation_chains(shim: Arc<Shim>, req: Request, next: Next) -> Respons
     .await
 }
 
+/// A node without E2EE: every envelope carrying wrapped keys (an encrypted payload or an
+/// `encryption.epoch@v1`) is refused; no route of its own.
+async fn encrypted_content(shim: Arc<Shim>, req: Request, next: Next) -> Response {
+    refuse_member(shim, req, next, "wrapped_keys", "ENVELOPE_INVALID", "").await
+}
+
 async fn federation_deliveries(shim: Arc<Shim>, req: Request, next: Next) -> Response {
     if req.method().as_str() == "POST"
         && req.uri().path() == loom_protocol::federation::wrapper::DELIVER_PATH
@@ -256,6 +262,20 @@ pub static REFUSE_ALL: &[RefuseAll] = &[
             handler: handler!(thread_operations),
         },
         areas: &["core.ops."],
+        config: keep,
+    },
+    RefuseAll {
+        variant: Variant {
+            name: "refuse-all-encrypted-content",
+            section: "DESIGN.md §4",
+            quote: "",
+            reading: "A node without end-to-end encryption (v1.1 §7.4).",
+            choice: "Every envelope carrying wrapped keys (encrypted content, encryption.epoch@v1) is refused 400 ENVELOPE_INVALID.",
+            departs: &[],
+            profile: "",
+            handler: handler!(encrypted_content),
+        },
+        areas: &["full.e2ee."],
         config: keep,
     },
     RefuseAll {

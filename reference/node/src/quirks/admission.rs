@@ -7,6 +7,7 @@ use crate::env::Env;
 use loom_protocol::accept::{Acceptance, Directory, Effect, Facts, Rules, SpecRules, Structured};
 use loom_protocol::clock::FixedClock;
 use loom_protocol::delegation::{ChainPolicy, verify_delegation_chain};
+use loom_protocol::e2ee::{PayloadHead, ReplayMode, ReplayState};
 use loom_protocol::envelope::validate::{CORE_TYPES, THREAD_OP_NAMESPACES};
 use loom_protocol::envelope::{
     Priority, SignatureMode, validate_envelope, validate_envelope_all,
@@ -348,7 +349,26 @@ impl Rules for QuirkRules<'_> {
         if self.q(Quirk::IgnoreOpPreconditions) {
             op.to_mut().preconditions = None;
         }
-        match SpecRules.apply_operation(next, event_seq, &op) {
+        let epoch_before = next.key_epoch;
+        let bridge_joins = self.q(Quirk::BridgeJoinsE2ee)
+            && next.encryption_enabled
+            && op.intent == "thread.add_participant@v1"
+            && op
+                .parameters
+                .get("identity")
+                .and_then(Value::as_str)
+                .is_some_and(|a| a.starts_with("bridge://"));
+        if bridge_joins {
+            next.encryption_enabled = false;
+        }
+        let applied = SpecRules.apply_operation(next, event_seq, &op);
+        if bridge_joins {
+            next.encryption_enabled = true;
+        }
+        if self.q(Quirk::NoEpochBump) && !op.intent.starts_with("encryption.") {
+            next.key_epoch = epoch_before;
+        }
+        match applied {
             Err(e)
                 if e.code == ErrorCode::StateTransitionInvalid
                     && self.q(Quirk::AllowInvalidStateTransition) =>
@@ -357,6 +377,47 @@ impl Rules for QuirkRules<'_> {
             }
             other => other,
         }
+    }
+
+    fn check_encryption_required(
+        &self,
+        facts: &Facts,
+        state: &ThreadState,
+    ) -> Result<(), ProtocolError> {
+        if self.q(Quirk::SkipEncryptionRequired) {
+            return Ok(());
+        }
+        SpecRules.check_encryption_required(facts, state)
+    }
+
+    fn check_encrypted_payload(
+        &self,
+        facts: &Facts,
+        content: &PayloadHead,
+        state: &ThreadState,
+        mode: ReplayMode,
+    ) -> Result<Option<(String, ReplayState)>, ProtocolError> {
+        if state.encryption_enabled && self.q(Quirk::RefuseEncryptedPayloads) {
+            return Err(ProtocolError::invalid(
+                "content",
+                "encrypted payloads are not taken here",
+                "v1.1 §7.4",
+            ));
+        }
+        let mut seen = std::borrow::Cow::Borrowed(state);
+        let stale = self.q(Quirk::AcceptStaleEpoch) && content.epoch < state.key_epoch;
+        if stale {
+            seen.to_mut().key_epoch = content.epoch;
+            seen.to_mut().replay.clear();
+        }
+        if self.q(Quirk::AcceptReplayedCounter) {
+            let key =
+                loom_protocol::e2ee::thread::replay_key(&facts.sender, facts.device_id.as_deref());
+            seen.to_mut().replay.remove(&key);
+        }
+        let decided = SpecRules.check_encrypted_payload(facts, content, &seen, mode)?;
+        // A stale payload taken leaves the sender's replay state as it was.
+        Ok(if stale { None } else { decided })
     }
 
     fn check_task_move(

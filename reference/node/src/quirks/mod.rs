@@ -304,6 +304,24 @@ quirks! {
     /// Tell the sender nothing when outbound mail fails for good (v1.1 §20.8 receipts
     /// "failed (DSN-like)", §24.2 `BRIDGE_DELIVERY_FAILED`, §24.3).
     BridgeNoFailureReceipt,
+    /// Take cleartext payloads into an end-to-end encrypted thread (v1.1 §10.6, §24.2
+    /// `ENCRYPTION_REQUIRED`).
+    SkipEncryptionRequired,
+    /// Refuse every encrypted payload of an E2EE thread, however well formed (v1.1 §7.4:
+    /// payloads of an E2EE thread are encrypted; a node that cannot take them has no E2EE).
+    RefuseEncryptedPayloads,
+    /// Leave the key epoch where it is when an E2EE thread's membership changes (v1.1 §10.6
+    /// "Any membership change MUST increment `thread.encryption.key_epoch`").
+    NoEpochBump,
+    /// Take a payload sealed at an epoch the thread has left behind (v1.1 §10.6: the epoch
+    /// moved because the membership it was sealed for changed).
+    AcceptStaleEpoch,
+    /// Take a replay counter its sender and device already used in that epoch (v1.1 §23.1
+    /// replay counters per sender identity, device and epoch).
+    AcceptReplayedCounter,
+    /// Let a bridge identity join an E2EE thread (v1.1 §21.4 "Bridge identities … cannot
+    /// participate in E2EE threads").
+    BridgeJoinsE2ee,
     /// Accept federation deliveries without LOOM-HTTP-SIG-1: missing or wrong headers, keys and signatures are not checked (v1.1 §15.3, §15.4 "verify request signature").
     AcceptUnsignedDelivery,
     /// Neither check nor record delivery nonces, so a replayed request is accepted (v1.1 §15.3 "nonce replay prevented (cache 15 min)", §23.2).

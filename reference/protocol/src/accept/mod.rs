@@ -59,7 +59,6 @@ use crate::clock::FixedClock;
 use crate::error::{ErrorCode, ProtocolError};
 use crate::id::{CapabilityId, ThreadId};
 use crate::jcs::{to_canonical_bytes_without, to_canonical_bytes_without_and};
-use crate::policy::require_encryption;
 use crate::task::{TaskRole, TaskState};
 use crate::thread::{LinkedThread, ThreadDag, ThreadLimits, ThreadOp, ThreadState, ThreadStatus};
 use crate::time::Timestamp;
@@ -285,7 +284,7 @@ impl Decider<'_> {
             self.check_capability(token, Grant::Reply)?;
         }
         rules.check_unlocked(f, state)?;
-        require_encryption(f.kind == "thread_op", f.encrypted, state.encryption_enabled)?;
+        rules.check_encryption_required(f, state)?;
         rules.check_dag(&self.rt.dag, f, &self.ctx.limits)?;
         let pending = f.parent.is_some_and(|p| !self.rt.dag.contains(&p));
         rules.check_pending_parent(f, pending && !fresh)?;

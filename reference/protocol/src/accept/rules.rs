@@ -223,6 +223,20 @@ pub trait Rules {
         Ok(())
     }
 
+    /// §10.6, §24.2 `ENCRYPTION_REQUIRED`: an E2EE thread takes only encrypted payloads
+    /// (operations stay cleartext so nodes can authorize them, §12.4).
+    fn check_encryption_required(
+        &self,
+        facts: &Facts,
+        state: &ThreadState,
+    ) -> Result<(), ProtocolError> {
+        crate::policy::require_encryption(
+            facts.kind == "thread_op",
+            facts.encrypted,
+            state.encryption_enabled,
+        )
+    }
+
     /// §7.4, §10.6, §21.4, §23.1: an encrypted payload fits its thread (profile, current
     /// epoch, no bridge recipient, an unused replay counter); the replay state to store.
     fn check_encrypted_payload(
