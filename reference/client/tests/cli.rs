@@ -567,7 +567,6 @@ fn e2ee_walkthrough() {
             "add-participant",
             "--thread",
             &thread,
-            "--identity",
             "loom://carol@node.test",
         ],
     );

@@ -125,8 +125,8 @@ enum Command {
         /// The thread.
         #[arg(long, value_name = "thr_…")]
         thread: String,
-        /// The identity to add.
-        #[arg(long, value_name = "ADDRESS")]
+        /// The identity to add (`loom://…`).
+        #[arg(value_name = "WHO")]
         identity: String,
         /// `participant` or `observer`.
         #[arg(long, default_value = "participant")]
