@@ -89,6 +89,53 @@ impl<D: Dial> Client<D> {
         self.expect("GET", &path, None, 200).await
     }
 
+    /// Uploads `bytes` as one blob (v1.1 §16.7): initiate (readable by `thread`'s
+    /// participants), one part, complete. Returns the completion body (`blob_id`, `size`,
+    /// `sha256`, `hash`).
+    pub async fn upload_blob(
+        &mut self,
+        filename: &str,
+        mime_type: &str,
+        thread: Option<&str>,
+        bytes: &[u8],
+    ) -> Result<Reply, ClientError> {
+        let req = serde_json::json!({
+            "filename": filename,
+            "mime_type": mime_type,
+            "size_bytes": bytes.len(),
+            "thread_id": thread,
+        });
+        let created = self.expect("POST", "/v1/blobs", Some(&req), 201).await?;
+        let id = encode_component(created.str("blob_id")?);
+        let t = self
+            .exchange(
+                "PUT",
+                &format!("/v1/blobs/{id}/parts/1"),
+                &[("content-type", "application/octet-stream")],
+                Some(bytes.to_vec()),
+                None,
+            )
+            .await?;
+        Reply::require(t, 200)?;
+        self.expect("POST", &format!("/v1/blobs/{id}/complete"), None, 200)
+            .await
+    }
+
+    /// `GET /v1/blobs/{id}` (v1.1 §16.7): the blob's bytes.
+    pub async fn download_blob(&mut self, id: &str) -> Result<Vec<u8>, ClientError> {
+        let path = format!("/v1/blobs/{}", encode_component(id));
+        let t = self
+            .exchange("GET", &path, &[("accept", "*/*")], None, None)
+            .await?;
+        if t.status != 200 {
+            return Err(ClientError::Api {
+                error: t.api_error().map(Box::new),
+                transcript: Box::new(t),
+            });
+        }
+        Ok(t.response_body)
+    }
+
     /// `GET /v1/identity/me` (v1.1 §16.3).
     pub async fn me(&mut self) -> Result<Reply, ClientError> {
         self.expect("GET", "/v1/identity/me", None, 200).await

@@ -178,6 +178,57 @@ pub fn epoch_operation<C: Clock + Clone>(
     factory.thread_op(from, &keys.thread, "encryption.epoch@v1", params.to_value())
 }
 
+/// An attachment sealed for `keys`' members (v1.1 §7.4 "Payload (`content`) and attachments
+/// MAY be encrypted end-to-end"): the bytes to upload as the blob (the attachment package,
+/// AAD type `loom.e2ee.attachment@v1`) and the `encryption` member of the envelope's
+/// attachment entry (the content's members without `ciphertext`, which is the blob).
+pub fn seal_attachment(
+    keys: &ThreadKeys,
+    replay_counter: u64,
+    bytes: &[u8],
+    rng_seed: [u8; 32],
+) -> Result<(Vec<u8>, Value), ClientError> {
+    let s = Sealing {
+        profile: keys.profile,
+        epoch: keys.epoch,
+        replay_counter,
+        kind: AadKind::Attachment,
+    };
+    let mut rng = ChaCha20Rng::from_seed(rng_seed);
+    let sealed = seal_with_rng(&s, bytes, &keys.members, &mut rng).map_err(seal_err)?;
+    let package = b64url_decode(&sealed.ciphertext).map_err(|e| {
+        bad(format!(
+            "cannot encode the attachment package: {}",
+            e.reason
+        ))
+    })?;
+    let mut encryption = sealed.to_value();
+    if let Some(o) = encryption.as_object_mut() {
+        o.remove("ciphertext");
+    }
+    Ok((package, encryption))
+}
+
+/// Opens an encrypted attachment: its entry's `encryption` member and the blob's bytes.
+pub fn open_attachment(attachment: &Value, blob: &[u8], me: &Identity) -> Result<Vec<u8>, String> {
+    let mut content = attachment["encryption"].clone();
+    if !content.is_object() {
+        return Err("the attachment has no encryption member".into());
+    }
+    content["ciphertext"] = Value::from(loom_protocol::keys::b64url_encode(blob));
+    let content =
+        EncryptedContent::parse(&content, "attachments[].encryption").map_err(|e| e.to_string())?;
+    let opened = loom_protocol::e2ee::open(
+        &content,
+        AadKind::Attachment,
+        me.address(),
+        None,
+        &me.encryption_secret(),
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(opened.plaintext.to_vec())
+}
+
 /// The cleartext content of an encrypted envelope `me` can read, or why not.
 pub fn open_envelope(envelope: &Value, me: &Identity) -> Result<Value, String> {
     let content =

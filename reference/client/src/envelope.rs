@@ -58,6 +58,11 @@ impl<C: Clock + Clone> EnvelopeFactory<C> {
         self.ids.capability().to_string()
     }
 
+    /// A fresh `att_` id (an attachment entry's `id`, v1.1 §8.1).
+    pub fn attachment_id(&mut self) -> String {
+        self.ids.attachment().to_string()
+    }
+
     /// 32 bytes from the factory's RNG (e.g. a key seed for a generated identity).
     pub fn bytes32(&mut self) -> [u8; 32] {
         self.ids.bytes32()

@@ -3,6 +3,7 @@
 mod support;
 
 use serde_json::Value;
+use sha2::Digest as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -559,6 +560,47 @@ fn e2ee_walkthrough() {
     assert_eq!(got["decrypted"]["human"]["text"], secret, "{got}");
     assert!(!got["content"].to_string().contains("Thursday"));
     assert_eq!(got["content"]["epoch"], 0);
+
+    // An attachment is sealed too: the node holds a blob of ciphertext; Bob saves the file.
+    let report = dir.join("report.txt");
+    std::fs::write(&report, "revenue up 12%").unwrap();
+    let with_file = as_user(
+        alice,
+        &[
+            "send",
+            "--to",
+            "loom://bob@node.test",
+            "--text",
+            "numbers attached",
+            "--thread",
+            &thread,
+            "--encrypt",
+            "--attach",
+            s(&report),
+        ],
+    );
+    let file_id = with_file.split_whitespace().nth(1).unwrap().to_owned();
+    let saved = dir.join("bob-files");
+    let got: Value = serde_json::from_str(&as_user(
+        bob,
+        &["get", &file_id, "--save-attachments", s(&saved)],
+    ))
+    .unwrap();
+    let att = &got["attachments"][0];
+    assert_eq!(att["encryption"]["encrypted"], true, "{got}");
+    assert_eq!(
+        std::fs::read_to_string(saved.join("report.txt")).unwrap(),
+        "revenue up 12%"
+    );
+    let plain_hash = format!(
+        "sha256:{}",
+        hex::encode(sha2::Sha256::digest(b"revenue up 12%"))
+    );
+    assert_ne!(
+        att["hash"].as_str(),
+        Some(plain_hash.as_str()),
+        "the blob is not the plaintext"
+    );
 
     // Carol joins: the epoch moves to 1; what Alice seals now is for all three.
     as_user(

@@ -110,6 +110,10 @@ enum Command {
         /// (the thread must be E2EE: `loom e2ee enable`).
         #[arg(long, requires = "thread")]
         encrypt: bool,
+        /// Attach a file (uploaded as a blob readable by the thread; sealed for the members
+        /// first with `--encrypt`). Repeat for several.
+        #[arg(long, value_name = "FILE")]
+        attach: Vec<PathBuf>,
         /// Print the node's whole response.
         #[arg(long)]
         json: bool,
@@ -163,6 +167,10 @@ enum Command {
         session: PathBuf,
         /// `env_…` or `thr_…`.
         id: String,
+        /// Download the envelope's attachments into this directory, decrypting those sealed
+        /// for the session's identity (`env_…` only).
+        #[arg(long, value_name = "DIR")]
+        save_attachments: Option<PathBuf>,
     },
 }
 
@@ -505,6 +513,7 @@ async fn run(command: Command) -> Result<(), Failure> {
             thread,
             parent,
             encrypt,
+            attach,
             json,
         } => {
             let sf = read_session(&session)?;
@@ -517,19 +526,62 @@ async fn run(command: Command) -> Result<(), Failure> {
                 to,
                 text,
             };
-            let env = match (encrypt, &thread) {
+            let thread_id = draft.thread_id.clone();
+            let (mut env, keys) = match (encrypt, &thread) {
                 (true, Some(t)) => {
                     let keys = e2ee::thread_keys(&mut c, t).await?;
-                    e2ee::sealed_message(
+                    let env = e2ee::sealed_message(
                         &mut factory,
                         &sf.identity,
                         &draft,
                         &keys,
                         os_random_32()?,
-                    )?
+                    )?;
+                    (env, Some(keys))
                 }
-                _ => factory.message(&sf.identity, &draft)?,
+                _ => (factory.message(&sf.identity, &draft)?, None),
             };
+            if !attach.is_empty() {
+                let thread_id = env["thread_id"].as_str().map(str::to_owned).or(thread_id);
+                let counter = env["content"]["replay_counter"].as_u64().unwrap_or(0);
+                let mut entries = Vec::new();
+                for path in &attach {
+                    let bytes = std::fs::read(path)
+                        .map_err(|e| input(format!("--attach {}: {e}", path.display())))?;
+                    let filename = path
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_else(|| "attachment".into());
+                    let (upload, encryption) = match &keys {
+                        Some(k) => {
+                            let (b, e) =
+                                e2ee::seal_attachment(k, counter, &bytes, os_random_32()?)?;
+                            (b, Some(e))
+                        }
+                        None => (bytes, None),
+                    };
+                    let mime = "application/octet-stream";
+                    let done = c
+                        .upload_blob(&filename, mime, thread_id.as_deref(), &upload)
+                        .await?;
+                    verbose_print(&conn, &done.transcript);
+                    let mut entry = json!({
+                        "id": factory.attachment_id(),
+                        "filename": filename,
+                        "mime_type": mime,
+                        "size_bytes": upload.len(),
+                        "hash": done.str("hash")?,
+                        "blob_id": done.str("blob_id")?,
+                        "inline": false,
+                    });
+                    if let Some(e) = encryption {
+                        entry["encryption"] = e;
+                    }
+                    entries.push(entry);
+                }
+                env["attachments"] = Value::Array(entries);
+                sf.identity.sign(&mut env)?;
+            }
             let r = c.send_envelope(&env).await?;
             verbose_print(&conn, &r.transcript);
             if json {
@@ -606,7 +658,12 @@ async fn run(command: Command) -> Result<(), Failure> {
             }
             Ok(())
         }
-        Command::Get { conn, session, id } => {
+        Command::Get {
+            conn,
+            session,
+            id,
+            save_attachments,
+        } => {
             let sf = read_session(&session)?;
             let mut c = client(&conn, sf.node.as_deref())?;
             c.set_token(Some(sf.access_token));
@@ -628,6 +685,9 @@ async fn run(command: Command) -> Result<(), Failure> {
             } else {
                 let r = c.get_envelope(&id).await?;
                 verbose_print(&conn, &r.transcript);
+                if let Some(dir) = &save_attachments {
+                    save_all(&mut c, &r.body, &sf.identity, dir).await?;
+                }
                 print_json(&e2ee::with_decrypted(r.body, &sf.identity));
             }
             Ok(())
@@ -711,6 +771,40 @@ async fn run(command: Command) -> Result<(), Failure> {
             Ok(())
         }
     }
+}
+
+/// Downloads `envelope`'s attachments into `dir` (file names reduced to their last
+/// component), opening the encrypted ones with `me`'s key; reports each on stderr.
+async fn save_all(
+    c: &mut Client,
+    envelope: &Value,
+    me: &Identity,
+    dir: &Path,
+) -> Result<(), Failure> {
+    std::fs::create_dir_all(dir).map_err(|e| input(format!("{}: {e}", dir.display())))?;
+    // A node may wrap the envelope (`{envelope: …}`, v1.1 §16.1 leaves the body open).
+    let body = envelope
+        .get("envelope")
+        .filter(|e| e.is_object())
+        .unwrap_or(envelope);
+    for att in body["attachments"].as_array().into_iter().flatten() {
+        let blob = att["blob_id"].as_str().unwrap_or_default();
+        let bytes = c.download_blob(blob).await?;
+        let bytes = if att.pointer("/encryption/encrypted") == Some(&Value::Bool(true)) {
+            e2ee::open_attachment(att, &bytes, me)
+                .map_err(|why| input(format!("attachment {blob}: {why}")))?
+        } else {
+            bytes
+        };
+        let name = Path::new(att["filename"].as_str().unwrap_or("attachment"))
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| blob.to_owned());
+        let path = dir.join(name);
+        std::fs::write(&path, &bytes).map_err(|e| input(format!("{}: {e}", path.display())))?;
+        eprintln!("saved {} ({} bytes)", path.display(), bytes.len());
+    }
+    Ok(())
 }
 
 /// An envelope factory on the system clock, seeded from OS randomness.
