@@ -578,3 +578,98 @@ async fn a_peer_accepts_deliveries_signed_with_a_rotated_node_key() {
     drop(a);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Content sealed for `members` (X25519 keys from fixed seeds) at `epoch` with `counter`.
+fn sealed_for(members: &[&Ident], epoch: u64, counter: u64) -> serde_json::Value {
+    use loom_protocol::e2ee::crypto::{Sealing, public_key};
+    use loom_protocol::e2ee::{AadKind, Profile, Recipient, WrapRandomness, seal};
+    let recipients: Vec<(Recipient, WrapRandomness)> = members
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let k = u8::try_from(i).unwrap() + 1;
+            let r = Recipient {
+                to: m.address.clone(),
+                key_id: format!("k_enc_member_{k}"),
+                public: public_key(&[k; 32]),
+            };
+            (
+                r,
+                WrapRandomness {
+                    ephemeral_secret: [k + 50; 32].into(),
+                    nonce: [k; 24],
+                },
+            )
+        })
+        .collect();
+    let s = Sealing {
+        profile: Profile::V1,
+        epoch,
+        replay_counter: counter,
+        kind: AadKind::Payload,
+    };
+    seal(
+        &s,
+        br#"{"human":{"text":"sealed"}}"#,
+        &[9; 32],
+        &[8; 24],
+        &recipients,
+    )
+    .unwrap()
+    .to_value()
+}
+
+/// v1.1 §7.4: an E2EE thread spanning two nodes. The epoch operation and the encrypted payload
+/// travel like any envelope; the receiving node stores the content byte for byte, enforces the
+/// thread's encryption as its own (ENCRYPTION_REQUIRED for cleartext), and never indexes it.
+#[tokio::test]
+async fn an_e2ee_thread_federates_its_ciphertext_byte_for_byte() {
+    let (a, b, _sa, _sb) = pair().await;
+    let alice = a.register("alice", "human", 1).await;
+    let bob = b.register("bob", "human", 2).await;
+    let t = a.thread_id();
+    send(&alice, &a, &t, None, &bob, "plain root").await;
+    let keys = sealed_for(&[&alice, &bob], 0, 0);
+    let op = alice.op(
+        &a,
+        &t,
+        "encryption.epoch@v1",
+        serde_json::json!({"profile": "loom-e2ee-x25519-xchacha20-v1", "epoch": 0, "wrapped_keys": keys["wrapped_keys"]}),
+    );
+    alice.send(&a, op).await.expect(201);
+    let mut env = alice.message(&a, &t, None, &[&bob], "unused");
+    let content = sealed_for(&[&alice, &bob], 0, 7);
+    env["content"] = content.clone();
+    let sent = alice.send(&a, env).await.expect(201).body;
+    let id = sent["id"].as_str().unwrap().to_owned();
+    for _ in 0..3 {
+        a.tick().await;
+    }
+    let got = b
+        .get(&format!("/v1/envelopes/{id}"), &bob.token)
+        .await
+        .expect(200)
+        .body;
+    assert_eq!(
+        loom_protocol::jcs::to_canonical_string(&got["content"]),
+        loom_protocol::jcs::to_canonical_string(&content),
+        "the ciphertext arrives unchanged"
+    );
+    let th = b
+        .get(&format!("/v1/threads/{t}"), &bob.token)
+        .await
+        .expect(200)
+        .body;
+    assert_eq!(th["encryption"]["enabled"], true, "{th}");
+    // Bob's node holds the thread to the same rule as Alice's.
+    // (Both test nodes draw ids from one seed: take fresh ones from a.test's generator.)
+    let fresh_id = || a.thread_id().replacen("thr_", "env_", 1);
+    let mut clear = bob.message(&b, &t, Some(&id), &[&alice], "in clear");
+    clear["id"] = fresh_id().into();
+    let refused = bob.send(&b, clear).await.expect(403).body;
+    assert_eq!(refused["error"]["code"], "ENCRYPTION_REQUIRED");
+    let mut reply = bob.message(&b, &t, Some(&id), &[&alice], "unused");
+    reply["id"] = fresh_id().into();
+    reply["content"] = sealed_for(&[&alice, &bob], 0, 1);
+    bob.send(&b, reply).await.expect(201);
+}
