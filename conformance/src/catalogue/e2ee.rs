@@ -33,7 +33,13 @@ fn recipient(i: &Ident) -> Recipient {
 
 /// Content sealed for `members` under `profile` at `epoch` with `counter` (fresh keys and
 /// nonces from the case's seeded randomness).
-fn sealed(cx: &mut Ctx, profile: Profile, epoch: u64, counter: u64, members: &[&Ident]) -> Value {
+pub(super) fn sealed(
+    cx: &mut Ctx,
+    profile: Profile,
+    epoch: u64,
+    counter: u64,
+    members: &[&Ident],
+) -> Value {
     let recipients: Vec<(Recipient, WrapRandomness)> = members
         .iter()
         .map(|m| {
@@ -357,6 +363,39 @@ async fn unknown_profile_refused(cx: &mut Ctx) -> Verdict {
     )
 }
 
+async fn search_shows_no_content(cx: &mut Ctx) -> Verdict {
+    use super::search::{ciphertext_token, expect_found, expect_withheld, last, search, token};
+    let x = e2ee_thread(cx).await?;
+    let (alice, bob) = (x.alice.clone(), x.bob.clone());
+    let (i, env) = x.send(cx, &alice, x.epoch, x.next, &[&alice, &bob]).await?;
+    cx.net.expect_created(i)?;
+    let cipher = ciphertext_token(&env["content"]);
+    // Control: the same two people's cleartext word, in a plain thread, is found.
+    let (plain, _) = cx.start_thread(&alice, &[&bob]).await?;
+    let word = token(cx);
+    let clear = cx.data.signed_message(&alice, &plain, None, &[&bob], &word);
+    let c = cx.net.send(&alice, &clear).await?;
+    cx.net.expect_created(c)?;
+    let body = search(cx, &bob, &word).await?;
+    let control = last(cx)?;
+    let id = clear["id"].as_str().unwrap_or_default().to_owned();
+    expect_found(
+        cx,
+        &body,
+        &id,
+        true,
+        "control: cleartext in a plain thread is found",
+    )?;
+    let body = search(cx, &bob, &cipher).await?;
+    expect_withheld(
+        cx,
+        &body,
+        env["id"].as_str().unwrap_or_default(),
+        control,
+        "an E2EE payload is no search hit by its encrypted content, v1.1 §16.6",
+    )
+}
+
 /// E2EE cases.
 pub const CASES: &[Case] = &[
     Case {
@@ -440,6 +479,21 @@ pub const CASES: &[Case] = &[
         interpretation: None,
         mutant: Mutant::Quirk("bridge-joins-e2ee"),
         run: |cx| Box::pin(bridge_cannot_join(cx)),
+    },
+    Case {
+        id: "full.e2ee.search-no-content",
+        level: 4,
+        strength: Strength::Should,
+        spec: &["v1.1 §16.6"],
+        requirement: "Search never returns an E2EE payload by its content.",
+        covers: &["R-16.6-07"],
+        needs: &[Need::Registration, Need::Search],
+        how: "In an E2EE thread Alice sends Bob a sealed payload; in a plain thread a cleartext word; Bob's search finds the word (control) and no hit for the longest alphanumeric run of the payload's ciphertext.",
+        interpretation: Some(
+            "§16.6's MUST (\"For E2EE threads, nodes MUST NOT claim decrypted content search\") is about what a node claims, which is not observable on the wire; what is observable is that no search answer offers an E2EE payload as a content match, so the case is a SHOULD.",
+        ),
+        mutant: Mutant::Quirk("index-encrypted-content"),
+        run: |cx| Box::pin(search_shows_no_content(cx)),
     },
     Case {
         id: "full.e2ee.unknown-profile-refused",

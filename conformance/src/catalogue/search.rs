@@ -6,55 +6,28 @@
 
 use crate::case::{Case, Finding, Mutant, Need, Strength, Verdict};
 use crate::ctx::{Ctx, Ident, shapes};
+use loom_protocol::e2ee::Profile;
 use serde_json::{Value, json};
 
 /// A search term no other case uses (letters and digits only, so any tokenizer keeps it).
-fn token(cx: &mut Ctx) -> String {
+pub(super) fn token(cx: &mut Ctx) -> String {
     cx.data.word()
 }
 
-/// Well-formed encrypted content (DESIGN.md §9 wire format, sealed by loom-protocol) for
-/// `members`, each with a fresh X25519 key: epoch 0, replay counter 0.
-fn sealed_for(cx: &mut Ctx, members: &[&str]) -> Value {
-    use loom_protocol::e2ee::crypto::{Sealing, public_key};
-    use loom_protocol::e2ee::{AadKind, Profile, Recipient, WrapRandomness, seal};
-    let recipients: Vec<(Recipient, WrapRandomness)> = members
-        .iter()
-        .enumerate()
-        .map(|(i, m)| {
-            let r = Recipient {
-                to: (*m).to_owned(),
-                key_id: format!("k_enc_harness_{i}"),
-                public: public_key(&cx.data.seed32()),
-            };
-            let random = WrapRandomness {
-                ephemeral_secret: cx.data.seed32().into(),
-                nonce: cx.data.seed32()[..24].try_into().unwrap_or_default(),
-            };
-            (r, random)
-        })
-        .collect();
-    let s = Sealing {
-        profile: Profile::V1,
-        epoch: 0,
-        replay_counter: 0,
-        kind: AadKind::Payload,
-    };
-    let (cek, nonce) = (cx.data.seed32(), cx.data.seed32());
-    let plaintext = format!(r#"{{"human":{{"text":"{}"}}}}"#, token(cx));
-    seal(
-        &s,
-        plaintext.as_bytes(),
-        &cek,
-        nonce[..24].try_into().unwrap_or(&[0; 24]),
-        &recipients,
-    )
-    .map(|c| c.to_value())
-    .unwrap_or_default()
+/// What a node that indexed encrypted content would find: the longest run of letters and
+/// digits of its base64url `ciphertext` (any tokenizer keeps one).
+pub(super) fn ciphertext_token(content: &Value) -> String {
+    content["ciphertext"]
+        .as_str()
+        .unwrap_or_default()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .max_by_key(|run| run.len())
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// `GET /v1/search?q=…` as `who`; returns the body.
-async fn search(cx: &mut Ctx, who: &Ident, q: &str) -> Result<Value, Finding> {
+pub(super) async fn search(cx: &mut Ctx, who: &Ident, q: &str) -> Result<Value, Finding> {
     let i = cx
         .net
         .get(&format!("/v1/search?q={}", encode(q)), &who.token)
@@ -100,7 +73,7 @@ fn lists(body: &Value, want: &str) -> bool {
 
 /// `want` must (or must not) be a hit of `body`. A hit that must not be there must not appear
 /// anywhere in the answer at all.
-fn expect_found(cx: &Ctx, body: &Value, want: &str, found: bool, what: &str) -> Verdict {
+pub(super) fn expect_found(cx: &Ctx, body: &Value, want: &str, found: bool, what: &str) -> Verdict {
     let ok = if found {
         lists(body, want)
     } else {
@@ -308,7 +281,7 @@ async fn audience_limited(cx: &mut Ctx) -> Verdict {
 }
 
 /// The exchange just made.
-fn last(cx: &Ctx) -> Result<crate::ctx::Ex, Finding> {
+pub(super) fn last(cx: &Ctx) -> Result<crate::ctx::Ex, Finding> {
     cx.net
         .last()
         .ok_or_else(|| Finding::Error("no exchange was recorded".into()))
@@ -317,7 +290,7 @@ fn last(cx: &Ctx) -> Result<crate::ctx::Ex, Finding> {
 /// The last search's answer does not mention `want`, beside `control`, a search of the same
 /// term that listed it: the absence is credited as a refusal with its control (issue 29), so
 /// a node whose search finds nothing cannot pass.
-fn expect_withheld(
+pub(super) fn expect_withheld(
     cx: &Ctx,
     body: &Value,
     want: &str,
@@ -335,16 +308,8 @@ async fn encrypted_not_indexed(cx: &mut Ctx) -> Verdict {
     let bob = cx.identity("bob", "human").await?;
     let t = cx.data.thread_id();
     let mut env = cx.data.message(&alice, &t, None, &[&bob], "");
-    let content = sealed_for(cx, &[alice.address(), bob.address()]);
-    // What a node that indexed the ciphertext would find: its longest run of letters and
-    // digits (any tokenizer keeps one).
-    let cipher = content["ciphertext"]
-        .as_str()
-        .unwrap_or_default()
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .max_by_key(|run| run.len())
-        .unwrap_or_default()
-        .to_owned();
+    let content = super::e2ee::sealed(cx, Profile::V1, 0, 0, &[&alice, &bob]);
+    let cipher = ciphertext_token(&content);
     env["content"] = content;
     alice.sign(&mut env);
     let i = cx.net.send(&alice, &env).await?;

@@ -456,6 +456,19 @@ impl Rules for QuirkRules<'_> {
             a.effects
                 .retain(|e| !matches!(e, Effect::SearchThread { .. }));
         }
+        if self.q(Quirk::IndexEncryptedContent)
+            && let Some(text) = a
+                .envelope
+                .pointer("/content/ciphertext")
+                .and_then(Value::as_str)
+        {
+            let text = text.to_owned();
+            a.effects.push(Effect::IndexEnvelope {
+                text,
+                intent: String::new(),
+                parameters: String::new(),
+            });
+        }
         if self.q(Quirk::SkipEnvelopeSearchIndex) {
             a.effects
                 .retain(|e| !matches!(e, Effect::IndexEnvelope { .. }));

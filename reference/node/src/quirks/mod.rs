@@ -319,6 +319,10 @@ quirks! {
     /// Take a replay counter its sender and device already used in that epoch (v1.1 §23.1
     /// replay counters per sender identity, device and epoch).
     AcceptReplayedCounter,
+    /// Index the ciphertext of encrypted payloads for search, so a search returns them by
+    /// their encrypted content (v1.1 §16.6 "For E2EE threads, nodes MUST NOT claim decrypted
+    /// content search").
+    IndexEncryptedContent,
     /// Let a bridge identity join an E2EE thread (v1.1 §21.4 "Bridge identities … cannot
     /// participate in E2EE threads").
     BridgeJoinsE2ee,
