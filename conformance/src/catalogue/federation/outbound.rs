@@ -160,34 +160,37 @@ async fn backoff_intervals(cx: &mut Ctx) -> Result<Vec<i64>, Finding> {
 }
 
 async fn backoff_grows(cx: &mut Ctx) -> Verdict {
-    // Load only lengthens an interval, so three runs one after the other and the shortest
-    // of each position estimate the node's schedule better than one run: the self-test saw
-    // a constant schedule look growing in one run and a correct one look flat in another,
-    // and with two runs the constant one still passed in 2 of 5 full self-tests on a busy
-    // machine (every other target's cases run meanwhile).
+    // Three runs one after the other, judged on the median of each position. Load moves
+    // intervals both ways on a busy machine: it lengthens one, and the attempts it delayed
+    // then come out bunched (10–30 ms apart), so neither one run nor the shortest of each
+    // position is a fair estimate: the self-test's constant schedule passed on minima in CI
+    // (a bunched first interval made any later one look long), and a correct schedule once
+    // looked flat in a single run.
     let mut runs = Vec::new();
     for _ in 0..3 {
         runs.push(backoff_intervals(cx).await?);
     }
     let ms: Vec<i64> = (0..4)
-        .map(|i| runs.iter().map(|r| r[i]).min().unwrap_or(0))
+        .map(|i| {
+            let mut at: Vec<i64> = runs.iter().map(|r| r[i]).collect();
+            at.sort_unstable();
+            at[at.len() / 2]
+        })
         .collect();
-    // The last interval against the shortest of the first two: exponential growth (100,
-    // 200, 400, 800 ms nominal on the embedded node, each drawn from [d/2, d]) puts it at
-    // 4× or more, a constant interval keeps it near 1× (measured over 39 self-test runs of
-    // the embedded node: correct schedules ≥ 4.7×, the linear-backoff quirk ≤ 1.2×); any
-    // factor of 1.4 or more passes 2.5×. The case runs alone on its target
+    // Exponential growth (100, 200, 400, 800 ms nominal on the embedded node, each drawn from
+    // [d/2, d]) puts the last two intervals at 3× or more the first two and each interval at
+    // 2× or more the one two before it; a constant schedule stays near 1× on both. Measured
+    // on the medians of three full self-tests on 2 busy cores (every case under every
+    // variant at once): 114 correct schedules ≥ 3.0× and ≥ 2.3×, the linear-backoff quirk
+    // ≤ 1.8× and ≤ 1.75× (its 3 runs). The case runs alone on its target
     // ([`Case::measures_timing`]).
-    // Growth must also show one and two steps apart (nominally 2× or more each: 200–400 ms
-    // against 50–100 ms, 400–800 against 100–200), so one interval lengthened by load in
-    // every run cannot pass a constant schedule (the self-test's linear-backoff quirk passed
-    // once in a CI run judged on the last interval alone).
-    let shortest = ms[..2].iter().copied().min().unwrap_or(1).max(1);
-    let grows_stepwise = ms[2] * 2 >= ms[0] * 3 && ms[3] * 2 >= ms[1] * 3;
-    if ms[3] * 2 < shortest * 5 || !grows_stepwise {
+    let grows = (ms[2] + ms[3]) * 2 >= (ms[0] + ms[1]) * 5
+        && ms[2] * 2 >= ms[0] * 3
+        && ms[3] * 2 >= ms[1] * 3;
+    if !grows {
         return Err(fail(
-            "intervals between attempts that grow exponentially: the last at least 2.5 times the shortest of the first two, and each at least 1.5 times the one two before it (v1.1 §15.6)",
-            format!("intervals {runs:?} ms, the shortest at each position {ms:?}"),
+            "intervals between attempts that grow exponentially: on the median of three runs, the last two together at least 2.5 times the first two, and each at least 1.5 times the one two before it (v1.1 §15.6)",
+            format!("intervals {runs:?} ms, the median at each position {ms:?}"),
         ));
     }
     Ok(())
@@ -338,7 +341,7 @@ pub const CASES: &[Case] = &[
         &["v1.1 §15.6"],
         &["R-15.6-02"],
         "Retries of a queued delivery MUST back off exponentially.",
-        "the peer answers four attempts 503; measured three times (alone on the target), expect the shortest at each position of the intervals between the five attempts to grow: the last at least 2.5 times the shortest of the first two, and each at least 1.5 times the one two before it (exponential growth such as doubling; a constant interval stays near 1×)",
+        "the peer answers four attempts 503; measured three times (alone on the target), expect the median at each position of the intervals between the five attempts to grow: the last two together at least 2.5 times the first two, and each at least 1.5 times the one two before it (exponential growth such as doubling; a constant interval stays near 1×)",
         "linear-backoff",
         backoff_grows
     ),
