@@ -125,14 +125,18 @@ pub fn uncovered_musts(level: u8) -> Vec<String> {
         _ => Ok(Vec::new()),
     }
     .unwrap_or_default();
-    let cases = crate::catalogue::all();
-    let covered: BTreeSet<&str> = cases
-        .iter()
-        .flat_map(|c| c.covers.iter().copied())
-        .collect();
+    let covered = covered_ids();
     reqs.into_iter()
         .filter(|r| r.testable && r.strength == "MUST" && !covered.contains(r.id.as_str()))
         .map(|r| r.id)
+        .collect()
+}
+
+/// The requirement IDs some case of the catalogue covers.
+pub fn covered_ids() -> BTreeSet<&'static str> {
+    crate::catalogue::all()
+        .iter()
+        .flat_map(|c| c.covers.iter().copied())
         .collect()
 }
 
@@ -487,11 +491,7 @@ mod tests {
 
     /// The testable requirements of `reqs` no case covers.
     fn uncovered(reqs: Vec<Requirement>) -> Vec<String> {
-        let cases = crate::catalogue::all();
-        let covered: BTreeSet<&str> = cases
-            .iter()
-            .flat_map(|c| c.covers.iter().copied())
-            .collect();
+        let covered = covered_ids();
         reqs.into_iter()
             .filter(|r| r.testable && !covered.contains(r.id.as_str()))
             .map(|r| format!("{} ({} {})", r.id, r.strength, r.section))

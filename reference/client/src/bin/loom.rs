@@ -122,13 +122,7 @@ enum Command {
     /// thread this moves the key epoch (§10.6).
     AddParticipant {
         #[command(flatten)]
-        conn: Conn,
-        /// Session file (a thread owner's).
-        #[arg(long, value_name = "FILE")]
-        session: PathBuf,
-        /// The thread.
-        #[arg(long, value_name = "thr_…")]
-        thread: String,
+        at: OwnerAt,
         /// The identity to add (`loom://…`).
         #[arg(value_name = "WHO")]
         identity: String,
@@ -181,13 +175,7 @@ enum E2eeOp {
     /// for every current member (each must publish an encryption key).
     Enable {
         #[command(flatten)]
-        conn: Conn,
-        /// Session file (a thread owner's).
-        #[arg(long, value_name = "FILE")]
-        session: PathBuf,
-        /// The thread.
-        #[arg(long, value_name = "thr_…")]
-        thread: String,
+        at: OwnerAt,
         /// The E2EE profile (an id or alias, v1.1 §7.4.1).
         #[arg(long, default_value = "loom-e2ee-x25519-xchacha20-v1")]
         profile: String,
@@ -195,14 +183,21 @@ enum E2eeOp {
     /// Move an E2EE thread to the next key epoch, wrapped for the current members.
     Rotate {
         #[command(flatten)]
-        conn: Conn,
-        /// Session file (a thread owner's).
-        #[arg(long, value_name = "FILE")]
-        session: PathBuf,
-        /// The thread.
-        #[arg(long, value_name = "thr_…")]
-        thread: String,
+        at: OwnerAt,
     },
+}
+
+/// A thread owner's session and the thread an operation is for.
+#[derive(Args, Debug)]
+struct OwnerAt {
+    #[command(flatten)]
+    conn: Conn,
+    /// Session file (a thread owner's).
+    #[arg(long, value_name = "FILE")]
+    session: PathBuf,
+    /// The thread.
+    #[arg(long, value_name = "thr_…")]
+    thread: String,
 }
 
 /// How to reach the node.
@@ -283,11 +278,11 @@ fn main() -> ExitCode {
         | Command::Login { conn, .. }
         | Command::Send { conn, .. }
         | Command::Threads { conn, .. }
-        | Command::Get { conn, .. }
-        | Command::AddParticipant { conn, .. }
+        | Command::Get { conn, .. } => conn.verbose,
+        Command::AddParticipant { at, .. }
         | Command::E2ee {
-            op: E2eeOp::Enable { conn, .. } | E2eeOp::Rotate { conn, .. },
-        } => conn.verbose,
+            op: E2eeOp::Enable { at, .. } | E2eeOp::Rotate { at },
+        } => at.conn.verbose,
     };
     match rt.block_on(run(cli.command)) {
         Ok(()) => ExitCode::SUCCESS,
@@ -692,13 +687,12 @@ async fn run(command: Command) -> Result<(), Failure> {
             }
             Ok(())
         }
-        Command::AddParticipant {
-            conn,
-            session,
-            thread,
-            identity,
-            role,
-        } => {
+        Command::AddParticipant { at, identity, role } => {
+            let OwnerAt {
+                conn,
+                session,
+                thread,
+            } = at;
             let sf = read_session(&session)?;
             let mut c = client(&conn, sf.node.as_deref())?;
             c.set_token(Some(sf.access_token));
@@ -714,19 +708,15 @@ async fn run(command: Command) -> Result<(), Failure> {
             Ok(())
         }
         Command::E2ee { op } => {
-            let (conn, session, thread, profile) = match op {
-                E2eeOp::Enable {
-                    conn,
-                    session,
-                    thread,
-                    profile,
-                } => (conn, session, thread, Some(profile)),
-                E2eeOp::Rotate {
-                    conn,
-                    session,
-                    thread,
-                } => (conn, session, thread, None),
+            let (at, profile) = match op {
+                E2eeOp::Enable { at, profile } => (at, Some(profile)),
+                E2eeOp::Rotate { at } => (at, None),
             };
+            let OwnerAt {
+                conn,
+                session,
+                thread,
+            } = at;
             let sf = read_session(&session)?;
             let mut c = client(&conn, sf.node.as_deref())?;
             c.set_token(Some(sf.access_token));
