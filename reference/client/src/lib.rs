@@ -11,6 +11,7 @@
 //! - [`identity`]: registration with a signed proof (DESIGN.md §9) and login (v1.1 §14.2).
 //! - [`envelope`]: signed envelopes with ids from an injected generator.
 //! - [`api`]: typed helpers for the §15.2 and §16 endpoints.
+//! - [`ws`]: the WebSocket client of the real-time stream (§17), over the same [`Dial`].
 //! - [`load`]: the `loom-load` generator; [`growth`]: its flat-as-data-grows mode (`--slice`).
 //!
 //! Binaries: `loom` (the walkthrough CLI) and `loom-load`.
@@ -27,6 +28,7 @@ pub mod identity;
 pub mod load;
 pub mod tls;
 pub mod transcript;
+pub mod ws;
 
 pub use client::{Client, NodeUrl, Reply};
 #[cfg(feature = "sim")]

@@ -44,6 +44,8 @@ pub struct RateLimits {
     pub thread_reads_per_identity: u32,
     /// Federation deliveries per sending node.
     pub federation_per_node: u32,
+    /// WebSocket inbound messages per connection (§14.3 suggests 60/min).
+    pub ws_messages_per_connection: u32,
 }
 
 impl Default for RateLimits {
@@ -53,6 +55,7 @@ impl Default for RateLimits {
             auth_per_ip: 10,
             thread_reads_per_identity: 300,
             federation_per_node: 1000,
+            ws_messages_per_connection: 60,
         }
     }
 }
@@ -65,6 +68,7 @@ impl RateLimits {
             auth_per_ip: 0,
             thread_reads_per_identity: 0,
             federation_per_node: 0,
+            ws_messages_per_connection: 0,
         }
     }
 }
@@ -505,6 +509,97 @@ pub struct NodeConfig {
     /// `strict`, every counter above the last, or `sliding_window`, each of the 64 counters
     /// ending at the highest once).
     pub e2ee_replay_mode: loom_protocol::e2ee::ReplayMode,
+    /// The WebSocket stream, presence and typing (v1.1 §17).
+    pub realtime: RealtimeConfig,
+}
+
+/// The real-time stream (v1.1 §17): heartbeat, typing, and what one connection may hold.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RealtimeConfig {
+    /// Seconds without a `ping` after which a connection is closed (§17.4 allows 90).
+    pub ping_timeout_secs: u64,
+    /// How often connections check the heartbeat, in milliseconds.
+    pub heartbeat_check_ms: u64,
+    /// How long a `typing.start` lasts without another, in milliseconds (then `typing.stop`
+    /// with `reason: "expired"`).
+    pub typing_ttl_ms: u64,
+    /// WebSocket connections at once, in all (0 = no cap).
+    pub max_connections: usize,
+    /// WebSocket connections at once per identity.
+    pub max_connections_per_identity: usize,
+    /// Largest inbound frame in bytes.
+    pub max_frame_bytes: usize,
+    /// Most channels in one subscription.
+    pub max_channels: usize,
+    /// Longest a frame may wait to be written before the client counts as a slow consumer and
+    /// is disconnected (close code 1008), in milliseconds.
+    pub send_timeout_ms: u64,
+    /// Bytes the node buffers for one connection's unsent frames before a write waits.
+    pub max_write_buffer_bytes: usize,
+    /// Recent events the hub keeps in memory for fan-out; a connection further behind reads
+    /// the store.
+    pub recent_events: usize,
+}
+
+impl Default for RealtimeConfig {
+    fn default() -> Self {
+        RealtimeConfig {
+            ping_timeout_secs: loom_protocol::realtime::PING_TIMEOUT_S as u64,
+            heartbeat_check_ms: 5_000,
+            typing_ttl_ms: 10_000,
+            max_connections: 16_384,
+            max_connections_per_identity: 16,
+            max_frame_bytes: 16 * 1024,
+            max_channels: 64,
+            send_timeout_ms: 10_000,
+            max_write_buffer_bytes: 1 << 20,
+            recent_events: 4096,
+        }
+    }
+}
+
+impl RealtimeConfig {
+    /// Checks what serde cannot: usable bounds.
+    pub fn check(&self) -> Result<(), String> {
+        let positive = [
+            ("realtime.heartbeat_check_ms", self.heartbeat_check_ms),
+            ("realtime.ping_timeout_secs", self.ping_timeout_secs),
+            ("realtime.send_timeout_ms", self.send_timeout_ms),
+            ("realtime.typing_ttl_ms", self.typing_ttl_ms),
+        ];
+        if let Some((name, _)) = positive.iter().find(|(_, v)| *v == 0) {
+            return Err(format!("{name} must be at least 1"));
+        }
+        let sizes = [
+            ("realtime.max_frame_bytes", self.max_frame_bytes, 256),
+            (
+                "realtime.max_write_buffer_bytes",
+                self.max_write_buffer_bytes,
+                1024,
+            ),
+            ("realtime.max_channels", self.max_channels, 1),
+            (
+                "realtime.max_connections_per_identity",
+                self.max_connections_per_identity,
+                1,
+            ),
+            ("realtime.recent_events", self.recent_events, 1),
+        ];
+        if let Some((name, v, min)) = sizes.iter().find(|(_, v, min)| v < min) {
+            return Err(format!("{name} is {v}; it must be at least {min}"));
+        }
+        Ok(())
+    }
+
+    /// The per-connection bounds of the protocol parser.
+    pub fn limits(&self) -> loom_protocol::realtime::RealtimeLimits {
+        loom_protocol::realtime::RealtimeLimits {
+            max_frame_bytes: self.max_frame_bytes,
+            max_channels: self.max_channels,
+            ..Default::default()
+        }
+    }
 }
 
 impl Default for NodeConfig {
@@ -526,6 +621,7 @@ impl Default for NodeConfig {
             federation: FederationConfig::default(),
             bridge: None,
             e2ee_replay_mode: loom_protocol::e2ee::ReplayMode::Strict,
+            realtime: RealtimeConfig::default(),
         }
     }
 }
@@ -553,6 +649,7 @@ impl NodeConfig {
         if let Some(b) = &self.bridge {
             b.check(&self.domain)?;
         }
+        self.realtime.check()?;
         self.federation.check()
     }
 

@@ -177,7 +177,10 @@ impl Node {
         });
         let worker = tokio::spawn(service::outbox::run_worker(self.service.clone()));
         let mail = tokio::spawn(service::bridge::outbound::run_worker(self.service.clone()));
+        let typing = tokio::spawn(service::realtime::run_typing_worker(self.service.clone()));
         let served = net::serve_with(listener, self.router(), tls, hygiene, shutdown).await;
+        self.service.realtime_shut_down();
+        typing.abort();
         worker.abort();
         mail.abort();
         checkpoints.abort();

@@ -30,6 +30,7 @@ pub mod identity_profile;
 pub mod jcs;
 pub mod keys;
 pub mod policy;
+pub mod realtime;
 pub mod registration;
 pub mod scope;
 pub mod session;

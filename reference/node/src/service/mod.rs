@@ -22,6 +22,7 @@ pub mod identity;
 pub mod outbox;
 pub mod peer_discovery;
 pub mod rate_limit;
+pub mod realtime;
 pub mod search;
 pub(crate) mod security;
 pub mod threads;
@@ -95,6 +96,8 @@ pub struct Service {
     pub(crate) bridge: Option<bridge::Bridge>,
     /// Bytes of request bodies being read now, against `limits.max_inflight_body_bytes`.
     pub bodies: Arc<crate::http::body_budget::BodyBudget>,
+    /// The real-time hub: recent events, typing indicators, WebSocket connection counts.
+    pub(crate) realtime: realtime::Realtime,
 }
 
 impl Service {
@@ -170,6 +173,7 @@ impl Service {
                 config.limits.max_inflight_body_bytes,
             ),
             bridge,
+            realtime: realtime::Realtime::default(),
             config,
             env,
             store,

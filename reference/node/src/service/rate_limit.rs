@@ -16,6 +16,8 @@ pub enum LimitClass {
     ThreadReads,
     /// Federation deliveries per sending node.
     Federation,
+    /// WebSocket inbound messages per connection.
+    WsMessages,
 }
 
 /// The window length.
@@ -47,6 +49,7 @@ impl Service {
             LimitClass::Auth => r.auth_per_ip,
             LimitClass::ThreadReads => r.thread_reads_per_identity,
             LimitClass::Federation => r.federation_per_node,
+            LimitClass::WsMessages => r.ws_messages_per_connection,
         }
     }
 

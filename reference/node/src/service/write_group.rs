@@ -492,6 +492,7 @@ impl Service {
             search.flush(c)?;
             Ok((overlay, results))
         })
+        .inspect(|_| self.store.committed())
     }
 
     /// One envelope of a batch in its savepoint: decide, then apply the effects; with the

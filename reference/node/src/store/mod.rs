@@ -104,6 +104,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("schema_7.sql"),
     // Issue 32: the email bridge's message index and outbound queue.
     include_str!("schema_8.sql"),
+    include_str!("schema_9.sql"),
 ];
 
 /// The writer's page cache, in KiB. Small on purpose: at the end of every write transaction
@@ -129,6 +130,9 @@ pub struct Store {
     /// writing: a second writer (another node, `node-key rotate`) on the same directory would
     /// keep its own caches of what this one changes (issue 36, item 4).
     _lock: Option<std::fs::File>,
+    /// A generation counter bumped after every committed write transaction: the real-time
+    /// hub (`service::realtime`) waits on it to read new events once per commit.
+    commits: tokio::sync::watch::Sender<u64>,
 }
 
 /// The file whose exclusive lock marks a data directory in use by a writer.
@@ -166,6 +170,7 @@ fn lock_data_dir(dir: &std::path::Path) -> Result<std::fs::File, StoreError> {
 pub struct Tx<'a> {
     conn: MutexGuard<'a, Connection>,
     cache: &'a cache::AuthCache,
+    commits: &'a tokio::sync::watch::Sender<u64>,
     stale: RefCell<Vec<cache::Stale>>,
     open: bool,
 }
@@ -176,6 +181,7 @@ impl Tx<'_> {
         self.conn.execute_batch("COMMIT")?;
         self.open = false;
         self.cache.apply(&self.stale.borrow());
+        self.commits.send_modify(|g| *g += 1);
         Ok(())
     }
 
@@ -288,6 +294,7 @@ impl Store {
             readers: Mutex::new(Vec::new()),
             cache: cache::AuthCache::default(),
             _lock: lock,
+            commits: tokio::sync::watch::channel(0).0,
         })
     }
 
@@ -306,6 +313,7 @@ impl Store {
             cache: cache::AuthCache::default(),
             // Read-only: `audit verify` may run beside the node that writes.
             _lock: None,
+            commits: tokio::sync::watch::channel(0).0,
         })
     }
 
@@ -374,6 +382,22 @@ impl Store {
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Marks a write committed outside [`Tx`] (the writer's group transactions), waking the
+    /// real-time hub.
+    pub fn committed(&self) {
+        self.commits.send_modify(|g| *g += 1);
+    }
+
+    /// The commit generation now.
+    pub fn commit_generation(&self) -> u64 {
+        *self.commits.borrow()
+    }
+
+    /// A receiver of the commit generation ([`Store::committed`]).
+    pub fn watch_commits(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.commits.subscribe()
+    }
+
     /// Starts a write transaction on the writer (`BEGIN DEFERRED`). Do not read through
     /// [`Store::read`] or the caches while holding it: an in-memory store has one connection.
     pub fn begin(&self) -> StoreResult<Tx<'_>> {
@@ -382,6 +406,7 @@ impl Store {
         Ok(Tx {
             conn,
             cache: &self.cache,
+            commits: &self.commits,
             stale: RefCell::new(Vec::new()),
             open: true,
         })

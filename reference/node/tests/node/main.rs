@@ -33,6 +33,7 @@ mod migrations;
 mod net_hostile;
 mod query_plans;
 mod quirks;
+mod realtime;
 mod release_has_no_quirks;
 mod search;
 mod security_events;

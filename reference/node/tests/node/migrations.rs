@@ -46,7 +46,7 @@ fn migration_3_keeps_every_row_and_the_event_sequence() {
     schema_2_store(&dir);
 
     let store = Store::open(&Storage::Dir(dir.clone())).unwrap();
-    assert_eq!(store.schema_version().unwrap(), 8);
+    assert_eq!(store.schema_version().unwrap(), 9);
     {
         let conn = store.conn();
         for (table, n) in [
@@ -119,7 +119,7 @@ fn migration_3_keeps_every_row_and_the_event_sequence() {
     drop(store);
     // Opening again applies nothing.
     let store = Store::open(&Storage::Dir(dir.clone())).unwrap();
-    assert_eq!(store.schema_version().unwrap(), 8);
+    assert_eq!(store.schema_version().unwrap(), 9);
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
 }

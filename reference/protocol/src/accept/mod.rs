@@ -235,6 +235,82 @@ fn active_participants(state: &ThreadState) -> BTreeSet<Address> {
         .collect()
 }
 
+/// The §17.3 events an accepted envelope causes beside `envelope.new` / `thread.updated`:
+/// `participant.joined` / `participant.left` (a removed participant hears of it too),
+/// `thread.fork`, `thread.merged`, and `receipt.delivered` / `receipt.read` /
+/// `receipt.failed` for receipt envelopes (§13-style `receipt.*@v1` intents, v1.1 §17.3).
+/// Each is `(type, payload, readers beyond the envelope's)`. A new thread's first members
+/// arrive with its first envelope, not as joins.
+fn specific_events(
+    f: &Facts,
+    before: &ThreadState,
+    after: &ThreadState,
+    fresh: bool,
+) -> Vec<(&'static str, Value, BTreeSet<Address>)> {
+    let thread = f.thread.to_string();
+    let envelope = f.id.to_string();
+    let mut out = Vec::new();
+    let was = active_participants(before);
+    let now = active_participants(after);
+    for who in now.difference(&was).filter(|_| !fresh) {
+        out.push((
+            "participant.joined",
+            json!({"thread_id": thread, "envelope_id": envelope, "identity": who.to_string()}),
+            BTreeSet::new(),
+        ));
+    }
+    for who in was.difference(&now) {
+        out.push((
+            "participant.left",
+            json!({"thread_id": thread, "envelope_id": envelope, "identity": who.to_string()}),
+            BTreeSet::from([who.clone()]),
+        ));
+    }
+    for fork in &after.forks {
+        let old = before.forks.iter().find(|b| b.fork_id == fork.fork_id);
+        if old.is_none() {
+            out.push((
+                "thread.fork",
+                json!({"thread_id": thread, "envelope_id": envelope, "fork_thread_id": fork.fork_id.to_string(),
+                       "forked_from": fork.forked_from.map(|e| e.to_string())}),
+                BTreeSet::new(),
+            ));
+        }
+        if fork.state == ThreadStatus::Merged
+            && old.is_some_and(|o| o.state != ThreadStatus::Merged)
+        {
+            out.push((
+                "thread.merged",
+                json!({"thread_id": thread, "envelope_id": envelope, "fork_thread_id": fork.fork_id.to_string()}),
+                BTreeSet::new(),
+            ));
+        }
+    }
+    if f.kind == "receipt" {
+        let kind = match f.intent() {
+            Some("receipt.delivered@v1") => Some("receipt.delivered"),
+            Some("receipt.read@v1") => Some("receipt.read"),
+            Some("receipt.failed@v1") => Some("receipt.failed"),
+            _ => None,
+        };
+        if let Some(kind) = kind {
+            let about = f
+                .structured
+                .as_ref()
+                .and_then(|s| s.parameters.as_ref())
+                .and_then(|p| p.get("envelope_id"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            out.push((
+                kind,
+                json!({"thread_id": thread, "envelope_id": envelope, "identity": f.sender.to_string(), "receipt_for": about}),
+                BTreeSet::new(),
+            ));
+        }
+    }
+    out
+}
+
 impl Decider<'_> {
     fn now(&self) -> String {
         self.ctx.now.to_rfc3339()
@@ -387,8 +463,13 @@ impl Decider<'_> {
         self.event(
             kind,
             json!({"envelope_id": f.id.to_string(), "thread_id": f.thread.to_string(), "event_seq": event_seq, "type": f.kind}),
-            readers,
+            readers.clone(),
         );
+        for (kind, payload, also) in specific_events(f, state, &next, fresh) {
+            let mut to = readers.clone();
+            to.extend(also);
+            self.event(kind, payload, to);
+        }
         self.audit(
             "envelope.accepted",
             f.id.to_string(),
