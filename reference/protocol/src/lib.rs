@@ -37,6 +37,7 @@ pub mod session;
 pub mod task;
 pub mod thread;
 pub mod time;
+pub mod workflow;
 
 pub use address::Address;
 pub use clock::{Clock, FixedClock, ManualClock, SystemClock};

@@ -16,6 +16,7 @@ mod federation;
 mod identity;
 mod rate_limit;
 mod search;
+mod workflows;
 mod ws;
 
 pub use extract::{Authed, StrictJson};
@@ -44,6 +45,7 @@ pub fn router(service: Arc<Service>) -> Router {
         .merge(events::routes())
         .merge(blobs::routes())
         .merge(federation::routes())
+        .merge(workflows::routes())
         .merge(ws::routes())
         .fallback(|req: Request| async move { ApiError::no_route(req.uri().path()) });
     api.layer(middleware::from_fn_with_state(

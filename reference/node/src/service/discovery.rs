@@ -20,8 +20,11 @@ pub const FEATURES: &[&str] = &[
     "legal-hold",
     "provisioning",
     "rate-limits",
+    "presence",
     "search",
     "thread-ops",
+    "websocket",
+    "workflows",
 ];
 
 impl Service {
@@ -67,7 +70,7 @@ impl Service {
                 ext("loom-ext-email-bridge-v1", self.bridge.is_some()),
                 ext("loom-ext-legacy-gateway-v1", false),
                 ext("loom-ext-mcp-runtime-v1", false),
-                ext("loom-ext-workflow-v1", false),
+                ext("loom-ext-workflow-v1", true),
                 ext("loom-ext-e2ee-x25519-v1", false),
                 ext("loom-ext-e2ee-x25519-v2", false),
                 ext("loom-ext-e2ee-mls-1", false),

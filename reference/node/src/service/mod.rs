@@ -27,6 +27,7 @@ pub mod search;
 pub(crate) mod security;
 pub mod threads;
 pub(crate) mod worker;
+pub mod workflows;
 pub mod write_group;
 
 use crate::config::NodeConfig;

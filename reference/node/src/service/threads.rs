@@ -65,7 +65,7 @@ pub fn thread_object(
     })
 }
 
-fn parse_thread_id(id: &str) -> ApiResult<ThreadId> {
+pub(crate) fn parse_thread_id(id: &str) -> ApiResult<ThreadId> {
     ThreadId::parse(id).map_err(|e| ApiError::bad_request("thread_id", e.to_string(), "v1.1 §8.4"))
 }
 

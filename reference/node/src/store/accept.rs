@@ -112,6 +112,7 @@ pub fn apply(
             } => {
                 conn.exec(UPDATE_TASK, params![id, state.as_str(), assignee, now])?;
             }
+            Effect::PutWorkflow { run, fresh } => super::workflows::put(conn, run, *fresh, now)?,
             Effect::PutThread {
                 state,
                 fresh,
@@ -245,6 +246,10 @@ impl AcceptView for WriterView<'_> {
             assignee,
             state: TaskState::parse(&state)?,
         })
+    }
+
+    fn workflow(&self, id: &str) -> Option<loom_protocol::workflow::WorkflowRun> {
+        super::workflows::get(self.conn, id).ok().flatten()
     }
 
     fn capability_holder(&self, id: &str) -> Option<String> {

@@ -49,6 +49,7 @@ pub mod search;
 pub mod threads;
 pub mod tokens;
 pub mod wal_vfs;
+pub mod workflows;
 
 /// The SQLite connection type store functions take (a [`Tx`], a [`ReadConn`] or the
 /// writer's group transaction all dereference to it).

@@ -45,5 +45,6 @@ mod threads;
 mod tls;
 mod token_lifecycle;
 mod walkthrough_federation;
+mod workflows;
 mod write_group;
 mod write_timeout;

@@ -86,6 +86,13 @@ pub enum Effect {
         /// `parameters.assignee`.
         assignee: Option<String>,
     },
+    /// A workflow defined (`fresh`) or moved by an update envelope (§19.2).
+    PutWorkflow {
+        /// The run after this envelope.
+        run: Box<crate::workflow::WorkflowRun>,
+        /// Whether `workflow.execute@v1` defined it now.
+        fresh: bool,
+    },
     /// `task.state_update@v1` (§18.3).
     TaskMoved {
         /// The task id.

@@ -33,9 +33,13 @@
 //!     tokens spent §12.5), then the §10.4/§11 reducer and its side effects (revocations
 //!     §12.3/§13.4, forks and merges §11.4);
 //! 14. tasks: the §18.3 transition table and who may trigger it (v1.0 §17.3);
-//! 15. `meta.event_seq` = the thread's last + 1 (§11.6), `meta` filled in;
-//! 16. readers (§8.3, §11.5), the envelope row, search rows (§16.6), the event (§17.3) and
-//!     the audit entry (§25.1), as [`Effect`]s.
+//! 15. workflows: a `workflow` envelope's definition (§19), an update's transition and
+//!     sender checked against the run (§19.2), runs held in quarantined threads (§18.5);
+//! 16. `meta.event_seq` = the thread's last + 1 (§11.6), `meta` filled in;
+//! 17. readers (§8.3, §11.5), the envelope row, search rows (§16.6), the events (§17.3:
+//!     `envelope.new` or `thread.updated`, and `participant.*`, `thread.fork`,
+//!     `thread.merged`, `receipt.*` where they apply) and the audit entry (§25.1), as
+//!     [`Effect`]s (task and workflow rows after their thread's row).
 //!
 //! Each rule a conformance self-test may break is a step of [`Rules`] with the
 //! specification as its default ([`SpecRules`]); the steps run in this order and the core
@@ -399,7 +403,11 @@ impl Decider<'_> {
             );
             self.op_side_effects(&op, &next);
         }
+        // Task and workflow rows refer to their thread: they are applied after its row.
+        let mark = self.effects.len();
         self.task(state)?;
+        self.workflow(state)?;
+        let thread_children: Vec<Effect> = self.effects.drain(mark..).collect();
         let now = self.now();
         let mut meta = serde_json::Map::new();
         meta.insert("node_id".into(), self.ctx.node_id.into());
@@ -432,6 +440,7 @@ impl Decider<'_> {
         if membership_or_state {
             self.index_thread(next.clone(), fresh);
         }
+        self.effects.extend(thread_children);
         let readers = f.audience.readers(
             next.participants
                 .iter()
@@ -713,6 +722,91 @@ impl Decider<'_> {
             }
             _ => {}
         }
+        Ok(())
+    }
+}
+
+impl Decider<'_> {
+    /// Workflows (§19): a `workflow` envelope defines one (`workflow.execute@v1`); the
+    /// `workflow.step_complete@v1` / `failed@v1` / `complete@v1` updates move its run, each
+    /// checked against the definition and who sent it. Encrypted content is opaque to the
+    /// node, so it tracks no run from it. `state`: the thread before this envelope.
+    fn workflow(&mut self, state: &ThreadState) -> Result<(), ProtocolError> {
+        use crate::workflow::{self as wf, Actor, WorkflowRun};
+        let f = self.f;
+        if f.encrypted {
+            return Ok(());
+        }
+        let intent = f.intent();
+        if f.kind == "workflow" || intent == Some(wf::EXECUTE) {
+            if f.kind != "workflow" {
+                return Err(ProtocolError::invalid(
+                    "type",
+                    "workflow.execute@v1 is carried by an envelope of type workflow",
+                    "v1.1 §19",
+                ));
+            }
+            if intent != Some(wf::EXECUTE) {
+                return Err(ProtocolError::invalid(
+                    "content.structured.intent",
+                    "a workflow envelope carries the intent workflow.execute@v1",
+                    "v1.1 §19",
+                ));
+            }
+            let def = self.ctx.rules.workflow_definition(f)?;
+            if self.view.workflow(&def.workflow_id).is_some() {
+                return Err(ProtocolError::invalid(
+                    "content.structured.parameters.workflow_id",
+                    format!("{} already names a workflow on this node", def.workflow_id),
+                    "v1.1 §19",
+                ));
+            }
+            let held = self.ctx.rules.workflow_held(state);
+            let run = WorkflowRun::start(
+                def,
+                f.thread.to_string(),
+                f.sender.to_string(),
+                f.id.to_string(),
+                self.ctx.now,
+                held,
+            );
+            self.effects.push(Effect::PutWorkflow {
+                run: Box::new(run),
+                fresh: true,
+            });
+            return Ok(());
+        }
+        let parameters = f.structured.as_ref().and_then(|s| s.parameters.as_ref());
+        let Some(parsed) = intent.and_then(|i| wf::parse_update(i, parameters)) else {
+            return Ok(());
+        };
+        let (id, update) = parsed?;
+        let run = self
+            .view
+            .workflow(&id)
+            .filter(|r| r.thread == f.thread.to_string())
+            .ok_or_else(|| {
+                ProtocolError::invalid(
+                    "content.structured.parameters.workflow_id",
+                    format!("no workflow {id} in this thread"),
+                    "v1.1 §19.2",
+                )
+            })?;
+        let actor = Actor {
+            identity: &f.sender,
+            thread_owner: state.is_owner(&f.sender),
+        };
+        let next = self.ctx.rules.apply_workflow_update(
+            &run,
+            &update,
+            actor,
+            &f.id.to_string(),
+            self.ctx.now,
+        )?;
+        self.effects.push(Effect::PutWorkflow {
+            run: Box::new(next),
+            fresh: false,
+        });
         Ok(())
     }
 }

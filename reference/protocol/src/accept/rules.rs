@@ -278,6 +278,37 @@ pub trait Rules {
         check_task_transition(from, to, roles)
     }
 
+    /// §19: the definition a `workflow.execute@v1` envelope carries, parsed and checked.
+    fn workflow_definition(
+        &self,
+        facts: &Facts,
+    ) -> Result<crate::workflow::Definition, ProtocolError> {
+        crate::workflow::parse_definition(
+            facts
+                .structured
+                .as_ref()
+                .and_then(|s| s.parameters.as_ref()),
+        )
+    }
+
+    /// §18.5: whether a workflow defined in `state`'s thread is held (a quarantined thread
+    /// runs nothing automatically).
+    fn workflow_held(&self, state: &ThreadState) -> bool {
+        state.labels.contains(crate::workflow::QUARANTINE_LABEL)
+    }
+
+    /// §19.2: the run after a recorded transition, or why it is refused.
+    fn apply_workflow_update(
+        &self,
+        run: &crate::workflow::WorkflowRun,
+        update: &crate::workflow::Update,
+        actor: crate::workflow::Actor<'_>,
+        envelope: &str,
+        now: crate::time::Timestamp,
+    ) -> Result<crate::workflow::WorkflowRun, ProtocolError> {
+        run.apply(update, actor, envelope, now)
+    }
+
     /// The decision as the node will apply it (§11.6 `meta`, §8.3 readers, §16.6 search
     /// rows, §17.3 events, §11.4 fork threads); the specification changes nothing.
     fn accepted(&self, _acceptance: &mut Acceptance) {}

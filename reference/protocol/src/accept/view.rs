@@ -115,6 +115,8 @@ pub trait AcceptView: CapabilityResolver {
     fn stored_thread(&self, id: &ThreadId) -> Option<ThreadState>;
     /// A task by the id of its `task.create` envelope.
     fn task(&self, id: &str) -> Option<TaskRecord>;
+    /// A workflow run by its `workflow_id` (§19.2).
+    fn workflow(&self, id: &str) -> Option<crate::workflow::WorkflowRun>;
     /// The holder (`issued_to`) of a stored capability token.
     fn capability_holder(&self, id: &str) -> Option<String>;
 }

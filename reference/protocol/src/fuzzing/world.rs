@@ -94,6 +94,8 @@ pub struct World {
     pub tasks: BTreeMap<String, TaskRecord>,
     /// Capability id → holder.
     pub cap_holders: BTreeMap<String, String>,
+    /// Workflow runs by `workflow_id`.
+    pub workflows: BTreeMap<String, crate::workflow::WorkflowRun>,
 }
 
 impl World {
@@ -134,6 +136,10 @@ impl World {
                         t.state = *state;
                         t.assignee = assignee.clone();
                     }
+                }
+                Effect::PutWorkflow { run, .. } => {
+                    self.workflows
+                        .insert(run.definition.workflow_id.clone(), (**run).clone());
                 }
                 _ => {}
             }
@@ -204,6 +210,9 @@ impl AcceptView for World {
     }
     fn task(&self, id: &str) -> Option<TaskRecord> {
         self.tasks.get(id).cloned()
+    }
+    fn workflow(&self, id: &str) -> Option<crate::workflow::WorkflowRun> {
+        self.workflows.get(id).cloned()
     }
     fn capability_holder(&self, id: &str) -> Option<String> {
         self.cap_holders.get(id).cloned()
