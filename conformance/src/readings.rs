@@ -84,6 +84,15 @@ impl Readings {
             .collect()
     }
 
+    /// The reading found for `what`, if any yet.
+    pub fn get(&self, what: &str) -> Option<String> {
+        self.found
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(what)
+            .cloned()
+    }
+
     pub(crate) fn record(&self, what: &'static str, which: String) {
         self.found
             .lock()

@@ -417,6 +417,9 @@ pub fn embedded_config() -> loom_node::NodeConfig {
     config.rate_limits.auth_per_ip = 0;
     config.limits.max_envelopes_per_thread = 60;
     config.limits.max_pending_parents = 20;
+    // Typing indicators end on their own after 2 s, so the MAY case that waits for it
+    // (full.typing.expires) stays short.
+    config.realtime.typing_ttl_ms = 2_000;
     config
 }
 
@@ -472,17 +475,9 @@ pub async fn start_embedded_wrapped(
 ) -> Result<Embedded, SetupError> {
     let prepared = prepare(spec_rules(), clock, seed, config, transport).await?;
     Ok(prepared.spawn(|node, listener, tls, stopped| async move {
-        // `Node::serve` runs the federation outbox worker beside the router; the wrapped
-        // router needs it too (v1.1 §15.6 store-and-forward).
-        let worker = tokio::spawn(loom_node::service::outbox::run_worker(
-            node.service().clone(),
-        ));
-        let mail = tokio::spawn(loom_node::service::bridge::outbound::run_worker(
-            node.service().clone(),
-        ));
-        let _ = loom_node::net::serve(listener, wrap(node.router()), tls, stopped).await;
-        worker.abort();
-        mail.abort();
+        // The node's workers (outbox, mail, typing expiry) run beside the wrapped router.
+        let router = wrap(node.router());
+        let _ = node.serve_router(listener, router, tls, stopped).await;
     }))
 }
 

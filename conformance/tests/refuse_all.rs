@@ -63,6 +63,14 @@ fn probe(name: &str) -> (&'static str, &'static str, Value, u16, &'static str) {
             400,
             "ENVELOPE_INVALID",
         ),
+        "no-websocket" => ("GET", "/ws", Value::Null, 404, "EXTENSION_DISABLED"),
+        "refuse-all-workflows" => (
+            "POST",
+            "/v1/envelopes",
+            json!({"type": "workflow", "content": {"structured": {"parameters": {"workflow_id": "wf_1"}}}}),
+            400,
+            "ENVELOPE_INVALID",
+        ),
         // Checked over SMTP below; on the HTTP side the node document is the probe.
         "refuse-all-mail" => ("GET", "/.well-known/loom.json", Value::Null, 200, ""),
         other => panic!("no probe for the refuse-all mutant {other}: add one here"),

@@ -83,7 +83,7 @@ fn refused_beside(cx: &Ctx, probe: Ex, control: Ex) -> Verdict {
 }
 
 /// A human, an agent it delegated `message.*` to, the valid link and the control exchange.
-async fn human_and_agent(cx: &mut Ctx) -> Result<(Ident, Ident, Value, Ex), Finding> {
+pub(super) async fn human_and_agent(cx: &mut Ctx) -> Result<(Ident, Ident, Value, Ex), Finding> {
     cx.link_reading().await?;
     let alice = cx.identity("alice", "human").await?;
     let bot = cx.identity("bot", "agent").await?;
@@ -236,7 +236,7 @@ async fn type_mismatch(cx: &mut Ctx) -> Verdict {
 }
 
 /// POSTs `link` to /v1/delegations as `who`; returns the stored id.
-async fn store_link(cx: &mut Ctx, who: &Ident, l: &Value) -> Result<String, Finding> {
+pub(super) async fn store_link(cx: &mut Ctx, who: &Ident, l: &Value) -> Result<String, Finding> {
     let i = cx
         .net
         .call("POST", "/v1/delegations", Some(&who.token), Some(l))

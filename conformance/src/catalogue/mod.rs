@@ -62,6 +62,7 @@ mod identity_types;
 mod limits;
 mod ops;
 mod ratelimit;
+mod realtime;
 mod search;
 mod signatures;
 mod structure;
@@ -69,6 +70,7 @@ mod tasks;
 mod thread_kit;
 mod threads;
 mod transport;
+mod workflows;
 
 use crate::case::Case;
 
@@ -82,7 +84,7 @@ pub const RETIRED: &[&str] = &[
 
 /// Every case, in catalogue order (area by area).
 pub fn all() -> Vec<&'static Case> {
-    let areas: [&'static [Case]; 32] = [
+    let areas: [&'static [Case]; 34] = [
         discovery::CASES,
         envelopes::CASES,
         signatures::CASES,
@@ -115,6 +117,8 @@ pub fn all() -> Vec<&'static Case> {
         federation::OUTBOUND,
         bridge::CASES,
         e2ee::CASES,
+        realtime::CASES,
+        workflows::CASES,
     ];
     areas.iter().flat_map(|a| a.iter()).collect()
 }

@@ -12,6 +12,7 @@ pub mod feed;
 pub mod ident;
 pub mod provision;
 pub mod shapes;
+pub mod ws;
 
 pub use crate::finding::Ex;
 pub use data::TestData;

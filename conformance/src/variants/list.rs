@@ -654,6 +654,14 @@ async fn opaque_tokens(s: Arc<Shim>, req: Request, next: Next) -> Response {
     {
         parts.headers.insert(header::AUTHORIZATION, v);
     }
+    // The WebSocket upgrade carries the token in `?token=` (v1.1 §17).
+    if let Some(q) = parts.uri.query()
+        && let Some(alias) = q.split('&').find_map(|kv| kv.strip_prefix("token="))
+        && let Some(real) = s.remember(|m| m.tokens.get(alias).cloned())
+        && let Ok(uri) = format!("{}?{}", parts.uri.path(), q.replace(alias, &real)).parse()
+    {
+        parts.uri = uri;
+    }
     let path = parts.uri.path().to_owned();
     let issuing =
         parts.method.as_str() == "POST" && (path == "/v1/auth/token" || path == "/v1/auth/refresh");

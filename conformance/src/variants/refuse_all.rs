@@ -164,6 +164,19 @@ async fn thread_operations(shim: Arc<Shim>, req: Request, next: Next) -> Respons
     next.run(join(parts, bytes)).await
 }
 
+/// A node without the real-time stream: its WebSocket route answers 404 (no such route).
+async fn no_websocket(shim: Arc<Shim>, req: Request, next: Next) -> Response {
+    if req.uri().path() == "/ws" {
+        return shim.error("EXTENSION_DISABLED", "$path", "no API surface at /ws");
+    }
+    next.run(req).await
+}
+
+/// A node without workflows: every envelope carrying a `workflow.*` intent is refused.
+async fn workflows(shim: Arc<Shim>, req: Request, next: Next) -> Response {
+    refuse_member(shim, req, next, "workflow_id", "ENVELOPE_INVALID", "").await
+}
+
 /// Every refuse-all mutant, in list order.
 pub static REFUSE_ALL: &[RefuseAll] = &[
     RefuseAll {
@@ -276,6 +289,34 @@ pub static REFUSE_ALL: &[RefuseAll] = &[
             handler: handler!(encrypted_content),
         },
         areas: &["full.e2ee."],
+        config: keep,
+    },
+    RefuseAll {
+        variant: Variant {
+            name: "no-websocket",
+            section: "DESIGN.md §4",
+            quote: "",
+            reading: "A node without the real-time stream (v1.1 §17): its WebSocket route answers 404.",
+            choice: "Every request to /ws answers 404 EXTENSION_DISABLED (no such route).",
+            departs: &[],
+            profile: "",
+            handler: handler!(no_websocket),
+        },
+        areas: &["full.ws.", "full.presence.", "full.typing."],
+        config: keep,
+    },
+    RefuseAll {
+        variant: Variant {
+            name: "refuse-all-workflows",
+            section: "DESIGN.md §4",
+            quote: "",
+            reading: "A node without workflows (v1.1 §19).",
+            choice: "Every envelope naming a workflow_id (definitions and transition records) is refused 400 ENVELOPE_INVALID.",
+            departs: &[],
+            profile: "",
+            handler: handler!(workflows),
+        },
+        areas: &["full.workflow."],
         config: keep,
     },
     RefuseAll {

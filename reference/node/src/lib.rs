@@ -157,6 +157,19 @@ impl Node {
         tls: Option<tokio_rustls::TlsAcceptor>,
         shutdown: impl std::future::Future<Output = ()> + Send,
     ) -> std::io::Result<()> {
+        self.serve_router(listener, self.router(), tls, shutdown)
+            .await
+    }
+
+    /// [`Node::serve`] with `router` in place of [`Node::router`] (a test shim wraps the
+    /// node's router, at the HTTP level): the same workers run beside it.
+    pub async fn serve_router<A: net::Accept>(
+        &self,
+        listener: A,
+        router: axum::Router,
+        tls: Option<tokio_rustls::TlsAcceptor>,
+        shutdown: impl std::future::Future<Output = ()> + Send,
+    ) -> std::io::Result<()> {
         let hygiene = net::Hygiene {
             limits: self.service.config.connections.clone(),
             refusal: http::refusal(self.service.clone()),
@@ -178,7 +191,7 @@ impl Node {
         let worker = tokio::spawn(service::outbox::run_worker(self.service.clone()));
         let mail = tokio::spawn(service::bridge::outbound::run_worker(self.service.clone()));
         let typing = tokio::spawn(service::realtime::run_typing_worker(self.service.clone()));
-        let served = net::serve_with(listener, self.router(), tls, hygiene, shutdown).await;
+        let served = net::serve_with(listener, router, tls, hygiene, shutdown).await;
         self.service.realtime_shut_down();
         typing.abort();
         worker.abort();

@@ -109,8 +109,36 @@ pub struct Deviations {
     pub reads: ReadDeviations,
     /// Other API behaviour.
     pub api: ApiDeviations,
+    /// The real-time stream (v1.1 §17).
+    pub realtime: RealtimeDeviations,
     /// Federation (v1.1 §15).
     pub federation: FederationDeviations,
+}
+
+/// Deviations of the real-time stream (v1.1 §17): its authentication, frames, presence and
+/// typing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RealtimeDeviations {
+    /// Refuse `?token=`; only `Authorization` (§17).
+    pub header_token_only: bool,
+    /// Open connections without a valid token (§17).
+    pub accept_without_token: bool,
+    /// Push nothing after `subscribe` (§17.1).
+    pub ignore_subscribe: bool,
+    /// Frames without `event_id` and `cursor` (§17.2).
+    pub omit_event_ids: bool,
+    /// Drop the first event after a resume point (§17.1, §17.2).
+    pub drop_event_on_resume: bool,
+    /// Close the connection on `ack` (§17.2).
+    pub close_on_ack: bool,
+    /// Never answer `ping` (§17.4).
+    pub no_pong: bool,
+    /// Take typing without pushing it (§17.3).
+    pub drop_typing: bool,
+    /// Take presence without pushing it (§17.5).
+    pub drop_presence: bool,
+    /// Push presence to every connected identity (§17.5).
+    pub presence_to_everyone: bool,
 }
 
 /// Deviations of federation (v1.1 §15, §23, §11.6): the node's delivery, outbox and

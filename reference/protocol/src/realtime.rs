@@ -124,6 +124,8 @@ pub fn subscribed(channels: &[Channel], subject: EventSubject<'_>) -> bool {
 /// A presence update (v1.0 §16.4; visibility §17.5).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Presence {
+    /// `data.identity` as sent (it must be the sender's own, v1.0 §16.4).
+    pub identity: Option<Address>,
     /// `available` | `busy` | `away` | `offline`.
     pub status: String,
     /// `instant` | `minutes` | `hours` | `days`.
@@ -455,6 +457,9 @@ fn parse_presence(
     let status =
         one_of("status", PRESENCE_STATUSES)?.ok_or_else(|| bad("data.status", "required", S))?;
     let response_time = one_of("response_time", RESPONSE_TIMES)?;
+    let identity = string(d, "identity", "data.", S)?
+        .map(|a| Address::parse(a).map_err(|e| bad("data.identity", e.to_string(), "v1.1 §6.1")))
+        .transpose()?;
     let capabilities_active = match d.get("capabilities_active") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(a)) if a.len() <= limits.max_capabilities_active => a
@@ -498,6 +503,7 @@ fn parse_presence(
         c => c.map(str::to_owned),
     };
     Ok(Presence {
+        identity,
         status,
         response_time,
         capabilities_active,

@@ -420,6 +420,41 @@ impl Rules for QuirkRules<'_> {
         Ok(if stale { None } else { decided })
     }
 
+    fn workflow_definition(
+        &self,
+        facts: &loom_protocol::accept::Facts,
+    ) -> Result<loom_protocol::workflow::Definition, ProtocolError> {
+        if self.q(Quirk::RefuseWorkflows) {
+            return Err(ProtocolError::invalid(
+                "content.structured.intent",
+                "workflows are refused (quirk refuse-workflows)",
+                "v1.1 §19",
+            ));
+        }
+        SpecRules.workflow_definition(facts)
+    }
+
+    fn apply_workflow_update(
+        &self,
+        run: &loom_protocol::workflow::WorkflowRun,
+        update: &loom_protocol::workflow::Update,
+        actor: loom_protocol::workflow::Actor<'_>,
+        envelope: &str,
+        now: loom_protocol::Timestamp,
+    ) -> Result<loom_protocol::workflow::WorkflowRun, ProtocolError> {
+        if self.q(Quirk::RefuseWorkflowUpdates) {
+            return Err(ProtocolError::invalid(
+                "content.structured.intent",
+                "workflow updates are refused (quirk refuse-workflow-updates)",
+                "v1.1 §19.2",
+            ));
+        }
+        match SpecRules.apply_workflow_update(run, update, actor, envelope, now) {
+            Err(_) if self.q(Quirk::AnyWorkflowTransition) => Ok(run.clone()),
+            r => r,
+        }
+    }
+
     fn check_task_move(
         &self,
         from: TaskState,
@@ -476,6 +511,19 @@ impl Rules for QuirkRules<'_> {
         if self.q(Quirk::OmitCapabilitySpentEvent) {
             a.effects
                 .retain(|e| !matches!(e, Effect::Event(ev) if ev.kind == "capability.spent"));
+        }
+        let omitted: &[(Quirk, &[&str])] = &[
+            (Quirk::OmitThreadUpdatedEvent, &["thread.updated"]),
+            (Quirk::OmitMembershipEvents, &["participant.joined", "participant.left"]),
+            (Quirk::OmitForkEvents, &["thread.fork", "thread.merged"]),
+            (Quirk::OmitReceiptEvents, &["receipt.delivered", "receipt.read", "receipt.failed"]),
+            (Quirk::OmitCapabilityRevokedEvent, &["capability.revoked"]),
+        ];
+        for (quirk, kinds) in omitted {
+            if self.q(*quirk) {
+                a.effects
+                    .retain(|e| !matches!(e, Effect::Event(ev) if kinds.contains(&ev.kind)));
+            }
         }
         if self.q(Quirk::SkipObserverDelivery) && a.facts.kind == "thread_op" {
             skip_observers(a);

@@ -25,7 +25,8 @@ pub use admission::QuirkRules;
 use crate::config::NodeConfig;
 use crate::env::Env;
 use crate::rules::{
-    ApiDeviations, Deviations, FederationDeviations, IdentityDeviations, NodeRules, ReadDeviations,
+    ApiDeviations, Deviations, FederationDeviations, IdentityDeviations, NodeRules,
+    ReadDeviations, RealtimeDeviations,
 };
 use crate::service::Service;
 use crate::store::Store;
@@ -205,6 +206,42 @@ quirks! {
     SkipObserverDelivery,
     /// Mark a single-use token spent without emitting the `capability.spent` event (v1.1 §12.5).
     OmitCapabilitySpentEvent,
+    /// Accept the WebSocket access token only in `Authorization`, refusing `?token=` (v1.1 §17 "wss://{node_domain}/ws?token={access_token}").
+    WsHeaderTokenOnly,
+    /// Open WebSocket connections without a valid access token, as an anonymous reader (v1.1 §17, §8.3).
+    WsAcceptWithoutToken,
+    /// Take `subscribe` without ever pushing an event (v1.1 §17.1).
+    WsIgnoreSubscribe,
+    /// Push events without `event_id` and `cursor` (v1.1 §17.2 "Each event MUST contain `event_id` and `cursor`").
+    WsOmitEventIds,
+    /// Drop the first event after `since` when a subscription resumes (v1.1 §17.1 resume, §17.2 at-least-once).
+    WsDropEventOnResume,
+    /// Close the connection on `ack` (v1.1 §17.2 "Clients SHOULD ack progress").
+    WsCloseOnAck,
+    /// Never answer `ping` (v1.1 §17.4 "server responds `pong`").
+    WsNoPong,
+    /// Apply thread operations without the `thread.updated` event (v1.1 §17.3).
+    OmitThreadUpdatedEvent,
+    /// Add and remove participants without `participant.joined` / `participant.left` (v1.1 §17.3).
+    OmitMembershipEvents,
+    /// Fork and merge without `thread.fork` / `thread.merged` (v1.1 §17.3).
+    OmitForkEvents,
+    /// Accept receipt envelopes without `receipt.delivered` / `read` / `failed` events (v1.1 §17.3).
+    OmitReceiptEvents,
+    /// Revoke capability tokens without the `capability.revoked` event (v1.1 §17.3).
+    OmitCapabilityRevokedEvent,
+    /// Take `typing.start` / `typing.stop` without pushing them (v1.1 §17.3).
+    DropTypingEvents,
+    /// Take `presence.update` without pushing it (v1.1 §17.5, §28.1 Level 4 presence).
+    DropPresence,
+    /// Push presence to every connected identity, not only co-participants (v1.1 §17.5 SHOULD restrict).
+    PresenceToEveryone,
+    /// Refuse every `workflow.execute@v1` definition (v1.1 §19).
+    RefuseWorkflows,
+    /// Refuse every `workflow.step_complete@v1` / `failed@v1` / `complete@v1` (v1.1 §19.2).
+    RefuseWorkflowUpdates,
+    /// Accept any workflow update without checking it against the run (v1.1 §19.2 state tracking).
+    AnyWorkflowTransition,
     /// Treat an envelope without `audience` as mode `recipients` instead of `thread` (v1.1
     /// §8.2 "When `audience` is omitted, nodes MUST treat it as mode `thread`").
     OmittedAudienceAsRecipients,
@@ -605,6 +642,18 @@ impl Quirks {
                 unprefixed_event_ids: q(Q::UnprefixedEventIds),
                 ignore_legal_hold: q(Q::IgnoreLegalHold),
                 omit_retracted_event: q(Q::OmitRetractedEvent),
+            },
+            realtime: RealtimeDeviations {
+                header_token_only: q(Q::WsHeaderTokenOnly),
+                accept_without_token: q(Q::WsAcceptWithoutToken),
+                ignore_subscribe: q(Q::WsIgnoreSubscribe),
+                omit_event_ids: q(Q::WsOmitEventIds),
+                drop_event_on_resume: q(Q::WsDropEventOnResume),
+                close_on_ack: q(Q::WsCloseOnAck),
+                no_pong: q(Q::WsNoPong),
+                drop_typing: q(Q::DropTypingEvents),
+                drop_presence: q(Q::DropPresence),
+                presence_to_everyone: q(Q::PresenceToEveryone),
             },
             federation: FederationDeviations {
                 reject_identical_redelivery: q(Q::RejectIdenticalRedelivery),

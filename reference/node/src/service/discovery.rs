@@ -113,6 +113,14 @@ impl Service {
                 "auth_per_ip_per_min": r.auth_per_ip,
                 "thread_reads_per_identity_per_min": r.thread_reads_per_identity,
                 "federation_per_node_per_min": r.federation_per_node,
+                "ws_messages_per_connection_per_min": r.ws_messages_per_connection,
+            },
+            "realtime": {
+                "ping_timeout_secs": self.config.realtime.ping_timeout_secs,
+                "typing_ttl_ms": self.config.realtime.typing_ttl_ms,
+                "max_frame_bytes": self.config.realtime.max_frame_bytes,
+                "max_channels": self.config.realtime.max_channels,
+                "max_connections_per_identity": self.config.realtime.max_connections_per_identity,
             },
         })
     }

@@ -238,7 +238,12 @@ impl Service {
         let bad = |why: String| ApiError::bad_request(field, why, "v1.1 §17.1, §17.2");
         if text.starts_with("evt_") {
             let id = EventId::parse(text).map_err(|e| bad(e.to_string()))?;
-            return listings::event_seq_for(conn, &id, me)?.ok_or_else(|| {
+            let seq = if self.deviations.reads.ignore_event_audience {
+                listings::event_seq_any(conn, &id)?
+            } else {
+                listings::event_seq_for(conn, &id, me)?
+            };
+            return seq.ok_or_else(|| {
                 bad(format!(
                     "{id} is not an event this identity can resume from"
                 ))
@@ -389,11 +394,29 @@ impl Service {
 
     /// `presence.update` (v1.0 §16.4): an event readable by the caller and everyone sharing
     /// an active thread with it (§17.5).
-    pub fn presence_update(&self, caller: &Caller, presence: &Presence) -> ApiResult<String> {
+    pub fn presence_update(&self, caller: &Caller, presence: &Presence) -> ApiResult<()> {
+        if let Some(other) = presence.identity.as_ref().filter(|a| **a != caller.identity) {
+            return Err(ApiError::new(
+                ErrorCode::AudienceDenied,
+                "data.identity",
+                format!(
+                    "{} may publish only its own presence, not {other}",
+                    caller.identity
+                ),
+                "v1.0 §16.4",
+            ));
+        }
+        let dev = &self.deviations.realtime;
+        if dev.drop_presence {
+            return Ok(());
+        }
         let tx = self.store.begin()?;
         let mut readers = events::co_participants(&tx, &caller.identity)?;
         readers.insert(caller.identity.clone());
-        let id = self.append_event(
+        if dev.presence_to_everyone {
+            readers.extend(lock(&self.realtime.per_identity).keys().cloned());
+        }
+        self.append_event(
             &tx,
             "presence.update",
             None,
@@ -402,7 +425,7 @@ impl Service {
             &readers,
         )?;
         tx.commit()?;
-        Ok(id)
+        Ok(())
     }
 
     /// `typing.start` / `typing.stop` (§17.3) in `thread`, by one of its active participants;
@@ -443,7 +466,7 @@ impl Service {
             was
         };
         self.realtime.typing_changed.notify_one();
-        if start == was_typing {
+        if start == was_typing || self.deviations.realtime.drop_typing {
             return Ok(());
         }
         let kind = if start { "typing.start" } else { "typing.stop" };

@@ -11,6 +11,7 @@ use rusqlite::{OptionalExtension, params};
 const THREAD_ROW: &str = "SELECT created_at, updated_at, envelope_count, last_event_seq, (SELECT id FROM envelopes WHERE thread_id = ?1 AND parent_id IS NULL ORDER BY event_seq LIMIT 1) FROM threads WHERE id = ?1";
 /// Whether any envelope of a thread records a reader (found from the thread).
 pub const READABLE_IN_THREAD: &str = "SELECT EXISTS (SELECT 1 FROM envelopes e, json_each(e.readers) r WHERE e.thread_id = ?1 AND r.value = ?2)";
+const EVENT_SEQ: &str = "SELECT seq FROM events WHERE id = ?1";
 const EVENT_SEQ_FOR_READER: &str = "SELECT e.seq FROM events e JOIN event_readers r ON r.event_seq = e.seq AND r.identity = ?2 WHERE e.id = ?1";
 /// A page of the caller's events: one range of `event_readers`' primary key (identity,
 /// event_seq), read in order, so the cost is the page, not the caller's history (issue 14).
@@ -221,6 +222,12 @@ pub fn event_seq_for(
         |r| r.get(0),
     )
     .optional()
+}
+
+/// The position of event `id`, whoever may see it (the `ignore_event_audience` deviation).
+pub fn event_seq_any(conn: &Connection, id: &EventId) -> StoreResult<Option<i64>> {
+    conn.row(EVENT_SEQ, params![id.to_string()], |r| r.get(0))
+        .optional()
 }
 
 /// At most `limit` events after position `after`, in order.

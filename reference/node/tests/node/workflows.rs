@@ -164,19 +164,17 @@ async fn a_run_moves_only_by_allowed_updates() {
     )
     .await
     .expect(201);
-    al.send(
+    // A transition record may also be a `workflow` envelope.
+    let mut complete = update(
         &n,
-        update(
-            &n,
-            &al,
-            &t,
-            &[&mgr],
-            "workflow.complete@v1",
-            json!({"workflow_id": "wf_1"}),
-        ),
-    )
-    .await
-    .expect(201);
+        &al,
+        &t,
+        &[&mgr],
+        "workflow.complete@v1",
+        json!({"workflow_id": "wf_1"}),
+    );
+    complete["type"] = "workflow".into();
+    al.send(&n, complete).await.expect(201);
     let v = view(&n, &al, "wf_1").await;
     assert_eq!(v["status"], "completed");
     assert_eq!(

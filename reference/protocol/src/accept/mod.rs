@@ -738,7 +738,8 @@ impl Decider<'_> {
             return Ok(());
         }
         let intent = f.intent();
-        if f.kind == "workflow" || intent == Some(wf::EXECUTE) {
+        let update = intent.is_some_and(|i| [wf::STEP_COMPLETE, wf::FAILED, wf::COMPLETE].contains(&i));
+        if (f.kind == "workflow" && !update) || intent == Some(wf::EXECUTE) {
             if f.kind != "workflow" {
                 return Err(ProtocolError::invalid(
                     "type",
@@ -749,7 +750,7 @@ impl Decider<'_> {
             if intent != Some(wf::EXECUTE) {
                 return Err(ProtocolError::invalid(
                     "content.structured.intent",
-                    "a workflow envelope carries the intent workflow.execute@v1",
+                    "a workflow envelope carries workflow.execute@v1 or a §19.2 transition intent",
                     "v1.1 §19",
                 ));
             }
