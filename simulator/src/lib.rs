@@ -11,7 +11,7 @@
 //! Modules: [`scenario`] (TOML files), [`clock`] (skewable simulated time), [`trace`]
 //! (the shared record of a run), [`dial`] (the nodes' outbound seam, recorded), [`workload`]
 //! (client hosts), [`faults`] (the schedule), [`hosts`] (slots for extra hosts), [`template`]
-//! (the migrated empty store every node starts from), [`world`] (one run), [`invariants`]
+//! (the migrated empty store every node starts from), [`realtime`] (WebSocket watchers), [`world`] (one run), [`invariants`]
 //! (the checks), [`sweep`] (many seeds), [`shrink`] (minimal failing schedules).
 
 mod authority;
@@ -21,6 +21,7 @@ pub mod faults;
 pub mod hosts;
 pub mod invariants;
 pub mod mail;
+pub mod realtime;
 pub mod scenario;
 pub mod shrink;
 pub mod sweep;

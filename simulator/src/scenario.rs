@@ -7,7 +7,7 @@ use std::path::Path;
 
 /// The scenarios shipped with the simulator, by name (compiled in, so the binary runs
 /// anywhere).
-pub const SHIPPED: [(&str, &str); 8] = [
+pub const SHIPPED: [(&str, &str); 9] = [
     (
         "three-node-federation",
         include_str!("../scenarios/three-node-federation.toml"),
@@ -34,6 +34,10 @@ pub const SHIPPED: [(&str, &str); 8] = [
         include_str!("../scenarios/storage-faults.toml"),
     ),
     ("clock-jumps", include_str!("../scenarios/clock-jumps.toml")),
+    (
+        "websocket-resume",
+        include_str!("../scenarios/websocket-resume.toml"),
+    ),
 ];
 
 /// One simulation setup.
@@ -79,10 +83,32 @@ pub struct Scenario {
     /// mail and receives its outbound mail ([`crate::mail`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mail: Option<Mail>,
+    /// `[realtime]`: WebSocket watchers (v1.1 §17) that disconnect and resume under the
+    /// faults ([`crate::realtime`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub realtime: Option<Realtime>,
     /// How the scenario was named when loaded ([`Scenario::load`]): a shipped name or the
     /// file path; replay commands use it. Not part of the file.
     #[serde(skip)]
     pub source: Option<String>,
+}
+
+/// `[realtime]`: WebSocket watchers. Each is a turmoil host logged in as one of its node's
+/// users, subscribed to `all_threads`; it drops its connection after a random time, waits, and
+/// resumes from the last `event_id` it saw (v1.1 §17.1), until `watch_secs` of simulated
+/// time have passed since the start.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Realtime {
+    /// Watchers per node (the node's first users, in order).
+    pub watchers_per_node: usize,
+    /// How long one connection lives before the watcher drops it, in milliseconds
+    /// (uniform in the range).
+    pub session_ms: [u64; 2],
+    /// Pause between a drop and the next connection, in milliseconds (uniform).
+    pub pause_ms: [u64; 2],
+    /// Simulated seconds from the start after which a watcher stops.
+    pub watch_secs: u64,
 }
 
 /// `[federation]`: the node's `FederationConfig` timing (v1.1 §15.6).

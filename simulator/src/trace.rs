@@ -112,6 +112,8 @@ pub struct Record {
     pub cap_epochs: BTreeMap<String, u64>,
     /// The email scenario's record (`[mail]`): what the outside mail host sent and received.
     pub mail: MailRecord,
+    /// What each WebSocket watcher (`[realtime]`) received.
+    pub watchers: Vec<WatchRecord>,
     /// Nodes that crashed at least once during the run.
     pub crashed: std::collections::BTreeSet<String>,
     /// Thread listings the clients read (`[workload] read_ratio`), for `history`.
@@ -182,6 +184,24 @@ pub struct MailRecord {
     pub sent: Vec<MailIn>,
     /// Outbound messages the sink accepted, in arrival order.
     pub arrived: Vec<MailArrived>,
+}
+
+/// What one WebSocket watcher saw (v1.1 §17).
+#[derive(Debug, Clone, Default)]
+pub struct WatchRecord {
+    /// The watcher's host name.
+    pub host: String,
+    /// Its node's domain.
+    pub node: String,
+    /// The identity it watched as.
+    pub identity: String,
+    /// The position its first subscription started after (the `cursor` of its first
+    /// `subscribed` frame).
+    pub start: Option<i64>,
+    /// Every event frame received, in arrival order: (event_id, cursor, thread).
+    pub frames: Vec<(String, i64, Option<String>)>,
+    /// Connections opened.
+    pub sessions: u64,
 }
 
 /// Most recorded deliveries kept for replays.

@@ -412,6 +412,30 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
         *bridge_slot.write().map_err(|_| "bridge config poisoned")? =
             Some(crate::mail::bridge_config(m, &m.node, mta_ip));
     }
+    if let Some(r) = &scenario.realtime {
+        for domain in &scenario.nodes {
+            let url = peers_of
+                .read()
+                .map(|p| p.get(domain).cloned().unwrap_or_default())
+                .unwrap_or_default();
+            let mine = users.get(domain).cloned().unwrap_or_default();
+            for (k, user) in mine.iter().take(r.watchers_per_node).enumerate() {
+                let host = crate::realtime::host_name(domain, k);
+                let plan = crate::realtime::WatcherPlan {
+                    host: host.clone(),
+                    domain: domain.clone(),
+                    url: url.clone(),
+                    user: user.clone(),
+                    seed,
+                    rng_seed: derive_seed(seed, &format!("host/{host}")),
+                    realtime: r.clone(),
+                    setup_secs: scenario.setup_secs,
+                    shared: shared.clone(),
+                };
+                sim.client(host.as_str(), crate::realtime::run_watcher(plan));
+            }
+        }
+    }
     let replays: Vec<u64> = sched
         .iter()
         .filter(|f| f.fault == Fault::Replay)

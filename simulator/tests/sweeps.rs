@@ -150,6 +150,66 @@ fn the_email_scenario_sends_refuses_retries_and_relays() {
 }
 
 #[test]
+fn websocket_resume_holds_every_invariant() {
+    clean_sweep(&Scenario::load("websocket-resume").unwrap(), 0..30);
+}
+
+/// The WebSocket scenario really disconnects and resumes under faults (v1.1 §17): over a few
+/// seeds, watchers open many connections, receive events, drop some connections politely and
+/// lose others, and resume from where they were.
+#[test]
+fn watchers_disconnect_resume_and_receive_events() {
+    let s = Scenario::load("websocket-resume").unwrap();
+    let opts = RunOptions {
+        keep_trace: true,
+        ..RunOptions::default()
+    };
+    let (mut sessions, mut events, mut resumed, mut closed, mut dropped) = (0, 0, 0, 0, 0);
+    for seed in 0..4 {
+        let r = run(&s, seed, &opts).unwrap();
+        assert!(r.ok(), "seed {seed}: {:?}", r.violations);
+        for line in r.trace.unwrap().lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            if v["kind"] != "ws" {
+                continue;
+            }
+            sessions += 1;
+            events += v["events"].as_u64().unwrap_or(0);
+            resumed += u64::from(v["session"].as_u64() > Some(1) && v["resume_from"].is_string());
+            match v["end"].as_str() {
+                Some("closed") => closed += 1,
+                Some("dropped") => dropped += 1,
+                _ => {}
+            }
+        }
+    }
+    assert!(
+        sessions > 40 && events > 100 && resumed > 20 && closed > 5 && dropped > 5,
+        "{sessions} sessions, {events} events, {resumed} resumed, {closed} closed, {dropped} dropped"
+    );
+}
+
+#[test]
+fn dropping_an_event_on_resume_is_caught() {
+    caught(
+        &Scenario::load("websocket-resume").unwrap(),
+        Quirk::WsDropEventOnResume,
+        5,
+        "realtime-stream",
+    );
+}
+
+#[test]
+fn streaming_events_to_non_readers_is_caught() {
+    caught(
+        &Scenario::load("websocket-resume").unwrap(),
+        Quirk::IgnoreEventAudience,
+        5,
+        "realtime-stream",
+    );
+}
+
+#[test]
 fn accepting_forged_mail_is_caught() {
     caught(
         &Scenario::load("email-bridge").unwrap(),

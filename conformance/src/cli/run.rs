@@ -24,8 +24,9 @@ pub struct Args {
     /// Target profile (TOML): provisioning, TLS trust, readiness, timing, features.
     #[arg(long)]
     profile: Option<PathBuf>,
-    /// Conformance level to certify (1–4).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=4))]
+    /// Conformance level to certify (1–4; the highest by default: the run says which
+    /// lower level's requirements were all met when it is not achieved).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u8).range(1..=4))]
     level: u8,
     /// Only cases whose ID matches (glob; repeatable).
     #[arg(long)]

@@ -94,6 +94,17 @@ impl Inspector {
         q::integrity(&self.conn).map_err(|e| e.to_string())
     }
 
+    /// The events `identity` may read at positions `(after, upto]` of the event log (v1.1
+    /// §16.8, §17): `(position, event id, thread)`, in order.
+    pub fn events_for(
+        &self,
+        identity: &str,
+        after: i64,
+        upto: i64,
+    ) -> Result<Vec<(i64, String, Option<String>)>, String> {
+        q::events_for(&self.conn, identity, after, upto).map_err(|e| e.to_string())
+    }
+
     /// Reads everything the invariant checkers need.
     pub fn snapshot(&self) -> Result<Snapshot, String> {
         let c = &self.conn;

@@ -14,6 +14,7 @@
 //! | `mail-in-once` | every inbound mail the bridge accepted is exactly one envelope, quarantined exactly when unauthenticated; refused mail is forged and stored nowhere (v1.1 §21.2, §21.5) |
 //! | `mail-out-once-or-failed` | per mail recipient of an acknowledged envelope: one message at the outside exchanger, or failed with a `receipt.failed@v1` (`BRIDGE_DELIVERY_FAILED`) to the sender — never both, never neither; a second copy only across a crash of the bridge (v1.1 §21.3, §20.8) |
 //! | `history` | a thread listing shows every envelope the node acknowledged to the reader in that thread before the read (read-your-writes, across restarts); two listings of the same envelopes list them in one order (v1.1 §10.3); on every node a reply comes after its parent in the thread's event order exactly when it is not marked `meta.pending_parent` (v1.1 §10.2, §11.6) |
+//! | `realtime-stream` | after dedupe by `event_id`, every WebSocket watcher (`[realtime]`) saw every event it may read between its first subscription and the newest it saw, across disconnects and resumes, nothing it may not read, in cursor order per thread (v1.1 §17.1, §17.2, §8.3) |
 //! | `storage-recovery` | a node starts again on a healthy disk after any crash, power loss or storage fault, and its store passes SQLite's integrity check (`Inspector::integrity`) |
 //! | `quiescence` | no outbox still holds a queued delivery once the network healed and `settle_secs` passed |
 
@@ -31,6 +32,7 @@ mod event_seq;
 mod history;
 mod mail_in;
 mod mail_out;
+mod realtime_stream;
 mod signatures;
 mod storage;
 
@@ -137,6 +139,11 @@ pub fn check_all(
                 format!("{d}: no store in {}", dir.display()),
             )),
         }
+    }
+    let watchers = shared.lock().watchers.clone();
+    for w in &watchers {
+        let store = dirs.get(&w.node).and_then(|d| prober.store(d));
+        realtime_stream::check(w, store, &mut found);
     }
     let (acks, reads, keys, retracted, mail, crashed) = {
         let rec = shared.lock();

@@ -5,8 +5,11 @@ use super::Service;
 use loom_protocol::keys::public_key_to_b64url;
 use serde_json::{Value, json};
 
-/// The conformance level this node implements (v1.1 §28.1).
-pub const CONFORMANCE_LEVEL: u8 = 2;
+/// The conformance level a node without an email bridge implements (v1.1 §28.1: Level 3
+/// needs the bridge; E2EE, the real-time stream and workflows complete Level 4 above it).
+pub const CONFORMANCE_LEVEL_WITHOUT_BRIDGE: u8 = 2;
+/// The level with `[bridge]` configured.
+pub const CONFORMANCE_LEVEL_WITH_BRIDGE: u8 = 4;
 
 /// The features advertised in `/v1/protocol/capabilities`, sorted.
 pub const FEATURES: &[&str] = &[
@@ -28,6 +31,15 @@ pub const FEATURES: &[&str] = &[
 ];
 
 impl Service {
+    /// The level this node advertises (§28.1), by whether it runs the email bridge.
+    pub fn conformance_level(&self) -> u8 {
+        if self.bridge.is_some() {
+            CONFORMANCE_LEVEL_WITH_BRIDGE
+        } else {
+            CONFORMANCE_LEVEL_WITHOUT_BRIDGE
+        }
+    }
+
     /// `GET /.well-known/loom.json`: every member §15.2 requires.
     pub fn node_document(&self) -> Value {
         let base = self.config.base_url();
@@ -55,7 +67,7 @@ impl Service {
             .collect::<Vec<Value>>(),
             "supported_versions": ["1.1"],
             "supported_profiles": ["loom-core-1", "loom-v1.1-full"],
-            "conformance_level": CONFORMANCE_LEVEL,
+            "conformance_level": self.conformance_level(),
         })
     }
 
@@ -71,8 +83,8 @@ impl Service {
                 ext("loom-ext-legacy-gateway-v1", false),
                 ext("loom-ext-mcp-runtime-v1", false),
                 ext("loom-ext-workflow-v1", true),
-                ext("loom-ext-e2ee-x25519-v1", false),
-                ext("loom-ext-e2ee-x25519-v2", false),
+                ext("loom-ext-e2ee-x25519-v1", true),
+                ext("loom-ext-e2ee-x25519-v2", true),
                 ext("loom-ext-e2ee-mls-1", false),
                 ext("loom-ext-compliance-v1", false),
             ],
@@ -86,7 +98,7 @@ impl Service {
         let r = &self.config.rate_limits;
         json!({
             "loom": "1.1",
-            "conformance_level": CONFORMANCE_LEVEL,
+            "conformance_level": self.conformance_level(),
             "features": FEATURES,
             "registration": {
                 "challenge_url": "/v1/identity/challenge",

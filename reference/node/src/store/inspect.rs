@@ -131,3 +131,20 @@ pub(crate) fn node_public_keys(c: &Connection) -> rusqlite::Result<Vec<String>> 
 pub(crate) fn audit(c: &Connection) -> rusqlite::Result<AuditVerdict> {
     verify(c)
 }
+
+const EVENTS_FOR: &str = "SELECT e.seq, e.id, e.thread_id FROM event_readers r JOIN events e ON e.seq = r.event_seq \
+     WHERE r.identity = ?1 AND r.event_seq > ?2 AND r.event_seq <= ?3 ORDER BY r.event_seq";
+
+/// The events `identity` may read with positions in `(after, upto]`: (seq, id, thread).
+pub(crate) fn events_for(
+    c: &Connection,
+    identity: &str,
+    after: i64,
+    upto: i64,
+) -> rusqlite::Result<Vec<(i64, String, Option<String>)>> {
+    let mut stmt = c.prepare(EVENTS_FOR)?;
+    let rows = stmt.query_map(rusqlite::params![identity, after, upto], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+    })?;
+    rows.collect()
+}

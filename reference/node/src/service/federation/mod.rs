@@ -130,7 +130,7 @@ impl Service {
             "federation": doc.get("federation").cloned().unwrap_or(Value::Null),
             "supported_versions": doc.get("supported_versions").cloned().unwrap_or(Value::Null),
             "supported_profiles": doc.get("supported_profiles").cloned().unwrap_or(Value::Null),
-            "conformance_level": crate::service::discovery::CONFORMANCE_LEVEL,
+            "conformance_level": self.conformance_level(),
             "limits": {
                 "max_envelopes_per_wrapper": MAX_ENVELOPES_PER_WRAPPER,
                 "max_wrapper_bytes": self.config.federation.max_wrapper_bytes,
