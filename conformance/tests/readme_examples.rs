@@ -90,6 +90,26 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
     ),
     (
         "reference/node/README.md",
+        "cargo build --release -p loom-node -p loom-client --bins",
+        "release builds of two crates for a benchmark; the debug build the other examples use already builds both",
+    ),
+    (
+        "reference/node/README.md",
+        "target/release/loom-node --config reference/node/wsbench.toml &",
+        "a release node for loom-wsbench on a fixed port; reference/client/tests/node.rs runs the benchmark against a node",
+    ),
+    (
+        "reference/node/README.md",
+        "target/release/loom-wsbench --url http://127.0.0.1:18790 --clients 1000 --messages 100",
+        "a benchmark (1,000 connections, release build); reference/client/tests/node.rs runs it at 24 connections",
+    ),
+    (
+        "reference/node/README.md",
+        "target/release/loom-wsbench --url http://127.0.0.1:18790 --clients 10000 --identities 50 --messages 50 --seed 2",
+        "a benchmark needing 10,000 descriptors on each side; the closing numbers are in the README",
+    ),
+    (
+        "reference/node/README.md",
         "cargo build --release -p loom-node --bin loom-mailbench",
         "a release build (minutes); part of the mail benchmark recipe",
     ),

@@ -137,7 +137,9 @@ async fn auth_required(cx: &mut Ctx) -> Verdict {
                     cx,
                     &s,
                     false,
-                    format!("the upgrade with {what} refused (v1.1 §17: the stream is the identity's)"),
+                    format!(
+                        "the upgrade with {what} refused (v1.1 §17: the stream is the identity's)"
+                    ),
                     "101 Switching Protocols: the connection was opened",
                 );
             }
@@ -222,7 +224,8 @@ async fn resume(cx: &mut Ctx) -> Verdict {
     };
     let Some(since) = ws::event_id(&f).map(str::to_owned) else {
         return Err(Finding::Error(
-            "the event has no event_id to resume from (full.ws.event-id-and-cursor judges that)".into(),
+            "the event has no event_id to resume from (full.ws.event-id-and-cursor judges that)"
+                .into(),
         ));
     };
     s.close().await;
@@ -314,7 +317,8 @@ async fn ack(cx: &mut Ctx) -> Verdict {
 async fn ping(cx: &mut Ctx) -> Verdict {
     let alice = cx.identity("alice", "human").await?;
     let mut s = cx.ws_open(&alice).await?;
-    s.send(&json!({"action": "ping", "ts": 1_708_099_800})).await?;
+    s.send(&json!({"action": "ping", "ts": 1_708_099_800}))
+        .await?;
     let got = s.until(|f| ws::kind(f) == Some("pong")).await;
     let seen = frames_seen(&s);
     judged(
@@ -331,7 +335,14 @@ async fn ping(cx: &mut Ctx) -> Verdict {
 async fn thread_updated(cx: &mut Ctx) -> Verdict {
     let (alice, _, t, _, mut s) = bob_listening(cx).await?;
     let subject = cx.data.word();
-    op_ok(cx, &alice, &t, "thread.update@v1", json!({"subject": subject})).await?;
+    op_ok(
+        cx,
+        &alice,
+        &t,
+        "thread.update@v1",
+        json!({"subject": subject}),
+    )
+    .await?;
     expect_event(cx, &mut s, "thread.updated", &t, None, "v1.1 §17.3").await
 }
 
@@ -340,9 +351,25 @@ async fn participants(cx: &mut Ctx) -> Verdict {
     let carol = cx.identity("carol", "human").await?;
     let who = json!({"identity": carol.address()});
     op_ok(cx, &alice, &t, "thread.add_participant@v1", who.clone()).await?;
-    expect_event(cx, &mut s, "participant.joined", &t, Some(carol.address()), "v1.1 §17.3").await?;
+    expect_event(
+        cx,
+        &mut s,
+        "participant.joined",
+        &t,
+        Some(carol.address()),
+        "v1.1 §17.3",
+    )
+    .await?;
     op_ok(cx, &alice, &t, "thread.remove_participant@v1", who).await?;
-    expect_event(cx, &mut s, "participant.left", &t, Some(carol.address()), "v1.1 §17.3").await
+    expect_event(
+        cx,
+        &mut s,
+        "participant.left",
+        &t,
+        Some(carol.address()),
+        "v1.1 §17.3",
+    )
+    .await
 }
 
 async fn forks(cx: &mut Ctx) -> Verdict {
@@ -357,7 +384,14 @@ async fn forks(cx: &mut Ctx) -> Verdict {
     )
     .await?;
     expect_event(cx, &mut s, "thread.fork", &t, None, "v1.1 §17.3").await?;
-    op_ok(cx, &alice, &t, "thread.merge@v1", json!({"fork_thread_id": f})).await?;
+    op_ok(
+        cx,
+        &alice,
+        &t,
+        "thread.merge@v1",
+        json!({"fork_thread_id": f}),
+    )
+    .await?;
     expect_event(cx, &mut s, "thread.merged", &t, None, "v1.1 §17.3").await
 }
 
@@ -366,11 +400,16 @@ async fn retracted(cx: &mut Ctx) -> Verdict {
     let id = reply(cx, &alice, &t, &[&bob]).await?;
     let i = cx
         .net
-        .call("DELETE", &format!("/v1/envelopes/{id}"), Some(&alice.token), None)
+        .call(
+            "DELETE",
+            &format!("/v1/envelopes/{id}"),
+            Some(&alice.token),
+            None,
+        )
         .await?;
-    cx.net
-        .expect_ok(i)
-        .map_err(crate::finding::setup_step("retracting the envelope (DELETE /v1/envelopes/{id})"))?;
+    cx.net.expect_ok(i).map_err(crate::finding::setup_step(
+        "retracting the envelope (DELETE /v1/envelopes/{id})",
+    ))?;
     let got = s.event_for("envelope.retracted", &id).await;
     let seen = frames_seen(&s);
     judged(
@@ -400,15 +439,22 @@ async fn delegation_revoked(cx: &mut Ctx) -> Verdict {
     let (alice, bot, l, _) = human_and_agent(cx).await?;
     let id = store_link(cx, &alice, &l)
         .await
-        .map_err(crate::finding::setup_step("storing the link (POST /v1/delegations)"))?;
+        .map_err(crate::finding::setup_step(
+            "storing the link (POST /v1/delegations)",
+        ))?;
     let mut s = cx.ws_subscribed(&bot).await?;
     let i = cx
         .net
-        .call("DELETE", &format!("/v1/delegations/{id}"), Some(&alice.token), None)
+        .call(
+            "DELETE",
+            &format!("/v1/delegations/{id}"),
+            Some(&alice.token),
+            None,
+        )
         .await?;
-    cx.net
-        .expect_ok(i)
-        .map_err(crate::finding::setup_step("revoking the link (DELETE /v1/delegations/{id})"))?;
+    cx.net.expect_ok(i).map_err(crate::finding::setup_step(
+        "revoking the link (DELETE /v1/delegations/{id})",
+    ))?;
     let got = s.until(|f| ws::kind(f) == Some("delegation.revoked")).await;
     let seen = frames_seen(&s);
     judged(
@@ -425,7 +471,9 @@ async fn receipt(cx: &mut Ctx) -> Verdict {
     let bob = cx.identity("bob", "human").await?;
     let (t, root) = cx.start_thread(&alice, &[&bob]).await?;
     let mut s = cx.ws_subscribed(&alice).await?;
-    let mut r = cx.data.message(&bob, &t, root["id"].as_str(), &[&alice], "read");
+    let mut r = cx
+        .data
+        .message(&bob, &t, root["id"].as_str(), &[&alice], "read");
     r["type"] = "receipt".into();
     r["content"]["structured"] =
         json!({"intent": "receipt.read@v1", "parameters": {"envelope_id": root["id"]}});
@@ -433,7 +481,9 @@ async fn receipt(cx: &mut Ctx) -> Verdict {
     let i = cx.net.send(&bob, &r).await?;
     cx.net
         .expect_created(i)
-        .map_err(crate::finding::setup_step("sending a receipt.read@v1 receipt envelope"))?;
+        .map_err(crate::finding::setup_step(
+            "sending a receipt.read@v1 receipt envelope",
+        ))?;
     expect_event(cx, &mut s, "receipt.read", &t, None, "v1.1 §17.3").await
 }
 
@@ -445,11 +495,16 @@ async fn presence_delivered(cx: &mut Ctx) -> Verdict {
     a.send(&json!({"action": "presence.update", "data": {"identity": alice.address(), "status": "busy"}}))
         .await?;
     let got = s
-        .until(|f| ws::kind(f) == Some("presence.update") && ws::identity(f) == Some(alice.address()))
+        .until(|f| {
+            ws::kind(f) == Some("presence.update") && ws::identity(f) == Some(alice.address())
+        })
         .await;
     cx.ws_record(&a);
     let seen = frames_seen(&s);
-    let status = got.as_ref().and_then(|f| ws::member(f, "status")).map(str::to_owned);
+    let status = got
+        .as_ref()
+        .and_then(|f| ws::member(f, "status"))
+        .map(str::to_owned);
     judged(
         cx,
         &s,
@@ -468,7 +523,9 @@ async fn presence_private(cx: &mut Ctx) -> Verdict {
         .await?;
     cx.ws_record(&a);
     let control = s
-        .until(|f| ws::kind(f) == Some("presence.update") && ws::identity(f) == Some(alice.address()))
+        .until(|f| {
+            ws::kind(f) == Some("presence.update") && ws::identity(f) == Some(alice.address())
+        })
         .await;
     let control_ex = cx.ws_record(&s);
     if control.is_none() {
@@ -480,7 +537,9 @@ async fn presence_private(cx: &mut Ctx) -> Verdict {
         .drain(Duration::from_millis(700))
         .await
         .into_iter()
-        .filter(|f| ws::kind(f) == Some("presence.update") && ws::identity(f) == Some(alice.address()))
+        .filter(|f| {
+            ws::kind(f) == Some("presence.update") && ws::identity(f) == Some(alice.address())
+        })
         .collect();
     carol_is_listening(cx, &alice, &carol, &mut c).await?;
     let ex = cx.ws_record(&c);
@@ -497,11 +556,29 @@ async fn presence_private(cx: &mut Ctx) -> Verdict {
 async fn typing(cx: &mut Ctx) -> Verdict {
     let (alice, _, t, _, mut s) = bob_listening(cx).await?;
     let mut a = cx.ws_open(&alice).await?;
-    a.send(&json!({"action": "typing.start", "thread_id": t})).await?;
-    expect_event(cx, &mut s, "typing.start", &t, Some(alice.address()), "v1.1 §17.3").await?;
-    a.send(&json!({"action": "typing.stop", "thread_id": t})).await?;
+    a.send(&json!({"action": "typing.start", "thread_id": t}))
+        .await?;
+    expect_event(
+        cx,
+        &mut s,
+        "typing.start",
+        &t,
+        Some(alice.address()),
+        "v1.1 §17.3",
+    )
+    .await?;
+    a.send(&json!({"action": "typing.stop", "thread_id": t}))
+        .await?;
     cx.ws_record(&a);
-    expect_event(cx, &mut s, "typing.stop", &t, Some(alice.address()), "v1.1 §17.3").await
+    expect_event(
+        cx,
+        &mut s,
+        "typing.stop",
+        &t,
+        Some(alice.address()),
+        "v1.1 §17.3",
+    )
+    .await
 }
 
 /// How long a typing indicator lasts, as the target advertises it (`realtime.typing_ttl_ms`
@@ -515,7 +592,8 @@ async fn typing_expires(cx: &mut Ctx) -> Verdict {
         .and_then(Value::as_u64)
     else {
         return Err(Finding::Skip(
-            "the target advertises no typing TTL (realtime.typing_ttl_ms); the spec names none".into(),
+            "the target advertises no typing TTL (realtime.typing_ttl_ms); the spec names none"
+                .into(),
         ));
     };
     if ttl > MAX_TYPING_WAIT_MS {
@@ -525,9 +603,11 @@ async fn typing_expires(cx: &mut Ctx) -> Verdict {
     }
     let (alice, _, t, _, mut s) = bob_listening(cx).await?;
     let mut a = cx.ws_open(&alice).await?;
-    a.send(&json!({"action": "typing.start", "thread_id": t})).await?;
+    a.send(&json!({"action": "typing.start", "thread_id": t}))
+        .await?;
     let wait = Duration::from_millis(ttl) + s.wait();
-    let mut stop = |f: &Value| ws::kind(f) == Some("typing.stop") && ws::thread(f) == Some(t.as_str());
+    let mut stop =
+        |f: &Value| ws::kind(f) == Some("typing.stop") && ws::thread(f) == Some(t.as_str());
     let got = s.until_within(wait, &mut stop).await;
     cx.ws_record(&a);
     let seen = frames_seen(&s);
@@ -535,7 +615,9 @@ async fn typing_expires(cx: &mut Ctx) -> Verdict {
         cx,
         &s,
         got.is_some(),
-        format!("a `typing.stop` within the advertised {ttl} ms TTL of a typing.start that was neither renewed nor stopped"),
+        format!(
+            "a `typing.stop` within the advertised {ttl} ms TTL of a typing.start that was neither renewed nor stopped"
+        ),
         seen,
     )
 }
@@ -617,7 +699,9 @@ pub const CASES: &[Case] = &[
         NEEDS,
         "A subscription resumed with since gets every event after it: nothing sent while the client was away is lost.",
         "Bob subscribes and receives envelope.new for a first message; he disconnects; Alice sends three more; Bob reconnects with since=<the first event's event_id>; expect envelope.new for all three (duplicates allowed, order not judged).",
-        Some("The spec shows `since` as an event id (`evt_…`); the harness resumes from the event_id of the last event the client saw."),
+        Some(
+            "The spec shows `since` as an event id (`evt_…`); the harness resumes from the event_id of the last event the client saw."
+        ),
         Mutant::Quirk("ws-drop-event-on-resume"),
         resume
     ),
@@ -641,7 +725,9 @@ pub const CASES: &[Case] = &[
         NEEDS,
         "A node takes a client's ack and the stream goes on.",
         "Bob receives envelope.new for a first message and acks its cursor ({action: ack, cursor}); Alice sends a second; expect envelope.new for it on the same connection.",
-        Some("§17.2 asks clients to ack (SHOULD) and says nothing of what a node does with it; the harness requires only that the ack does not end the stream."),
+        Some(
+            "§17.2 asks clients to ack (SHOULD) and says nothing of what a node does with it; the harness requires only that the ack does not end the stream."
+        ),
         Mutant::Quirk("ws-close-on-ack"),
         ack
     ),
@@ -761,7 +847,9 @@ pub const CASES: &[Case] = &[
         NEEDS,
         "Presence is not shown to an identity that shares no thread with its owner.",
         "Bob (shares a thread with Alice, control) and Carol (shares none) subscribe; Alice updates her presence; Bob must see it, Carol not within 0.7 s after.",
-        Some("§17.5 allows thread participants and/or explicitly trusted contacts; the harness creates no trust relation, so Carol is neither."),
+        Some(
+            "§17.5 allows thread participants and/or explicitly trusted contacts; the harness creates no trust relation, so Carol is neither."
+        ),
         Mutant::Quirk("presence-to-everyone"),
         presence_private
     ),
@@ -773,7 +861,9 @@ pub const CASES: &[Case] = &[
         NEEDS,
         "typing.start and typing.stop from a participant are pushed to the thread's participants.",
         "Bob subscribes; Alice sends {action: typing.start, thread_id}, then typing.stop; expect typing.start and typing.stop for the thread naming Alice where they name an identity.",
-        Some("The spec lists the event types but not the client action; the harness sends them as actions named like the events, with thread_id, as presence.update is sent (v1.0 §16.4)."),
+        Some(
+            "The spec lists the event types but not the client action; the harness sends them as actions named like the events, with thread_id, as presence.update is sent (v1.0 §16.4)."
+        ),
         Mutant::Quirk("drop-typing-events"),
         typing
     ),

@@ -43,8 +43,16 @@ async fn setup(cx: &mut Ctx) -> Result<(Ident, Ident, String), Finding> {
 
 /// Alice's `workflow` envelope defining `id` in `t` (§19: type workflow, intent
 /// workflow.execute@v1).
-async fn define(cx: &mut Ctx, alice: &Ident, bob: &Ident, t: &str, id: &str) -> Result<Ex, Finding> {
-    let mut e = cx.data.message(alice, t, None, &[bob], "Conformance review workflow");
+async fn define(
+    cx: &mut Ctx,
+    alice: &Ident,
+    bob: &Ident,
+    t: &str,
+    id: &str,
+) -> Result<Ex, Finding> {
+    let mut e = cx
+        .data
+        .message(alice, t, None, &[bob], "Conformance review workflow");
     e["type"] = "workflow".into();
     e["content"]["structured"] = json!({
         "intent": "workflow.execute@v1",
@@ -60,7 +68,9 @@ async fn defined(cx: &mut Ctx) -> Result<(Ident, Ident, String, String), Finding
     let i = define(cx, &alice, &bob, &t, &id).await?;
     cx.net
         .expect_created(i)
-        .map_err(crate::finding::setup_step("defining the workflow (workflow.execute@v1)"))?;
+        .map_err(crate::finding::setup_step(
+            "defining the workflow (workflow.execute@v1)",
+        ))?;
     Ok((alice, bob, t, id))
 }
 
@@ -107,10 +117,24 @@ async fn definition_accepted(cx: &mut Ctx) -> Verdict {
 async fn transitions_recorded(cx: &mut Ctx) -> Verdict {
     let (alice, bob, t, id) = defined(cx).await?;
     let steps: [(&Ident, &Ident, &str, Value); 3] = [
-        (&bob, &alice, "workflow.step_complete@v1",
-         json!({"workflow_id": id, "step_id": "review", "result": {"decision": "approved"}})),
-        (&alice, &bob, "workflow.step_complete@v1", json!({"workflow_id": id, "step_id": "done"})),
-        (&alice, &bob, "workflow.complete@v1", json!({"workflow_id": id})),
+        (
+            &bob,
+            &alice,
+            "workflow.step_complete@v1",
+            json!({"workflow_id": id, "step_id": "review", "result": {"decision": "approved"}}),
+        ),
+        (
+            &alice,
+            &bob,
+            "workflow.step_complete@v1",
+            json!({"workflow_id": id, "step_id": "done"}),
+        ),
+        (
+            &alice,
+            &bob,
+            "workflow.complete@v1",
+            json!({"workflow_id": id}),
+        ),
     ];
     for (who, to, intent, params) in steps {
         let i = record(cx, who, to, &t, intent, params).await?;
@@ -135,7 +159,10 @@ async fn transitions_recorded(cx: &mut Ctx) -> Verdict {
 /// The step `step` of the workflow view `body` (a view of the run, or a list of runs).
 fn step_state(body: &Value, id: &str, step: &str) -> Option<String> {
     let run = shapes::list(body, &["workflows", "items"])
-        .and_then(|l| l.into_iter().find(|r| r["workflow_id"] == id || r["id"] == id))
+        .and_then(|l| {
+            l.into_iter()
+                .find(|r| r["workflow_id"] == id || r["id"] == id)
+        })
         .unwrap_or_else(|| body.clone());
     let steps = run["steps"].as_array()?;
     steps
@@ -158,15 +185,23 @@ async fn view(cx: &mut Ctx) -> Verdict {
     .await?;
     cx.net.expect_created(i)?;
     let mut tried = Vec::new();
-    for path in [format!("/v1/workflows/{id}"), format!("/v1/threads/{t}/workflows")] {
+    for path in [
+        format!("/v1/workflows/{id}"),
+        format!("/v1/threads/{t}/workflows"),
+    ] {
         let i = cx.net.get(&path, &alice.token).await?;
         let status = cx.net.status(i);
-        if matches!(status, 404 | 405) && cx.net.error_code(i).as_deref() != Some("THREAD_NOT_FOUND") {
+        if matches!(status, 404 | 405)
+            && cx.net.error_code(i).as_deref() != Some("THREAD_NOT_FOUND")
+        {
             tried.push(format!("{path}: {status}"));
             continue;
         }
         let body = cx.net.ok_body(i)?;
-        let (review, done) = (step_state(&body, &id, "review"), step_state(&body, &id, "done"));
+        let (review, done) = (
+            step_state(&body, &id, "review"),
+            step_state(&body, &id, "done"),
+        );
         return cx.net.expect_at(
             i,
             review.as_deref() == Some("completed") && done.as_deref() == Some("active"),
@@ -204,13 +239,8 @@ async fn out_of_order_refused(cx: &mut Ctx) -> Verdict {
         json!({"workflow_id": id, "step_id": "review"}),
     )
     .await?;
-    cx.net.expect_refused_beside(
-        p,
-        c,
-        "the same report for the active step review",
-        &[],
-        "",
-    )
+    cx.net
+        .expect_refused_beside(p, c, "the same report for the active step review", &[], "")
 }
 
 const VIEW_SHOULD: &str = "§19.2: nodes SHOULD provide a dedicated workflow view; its route is not named, so the harness looks at /v1/workflows/{id} and /v1/threads/{id}/workflows";
@@ -238,7 +268,9 @@ pub const CASES: &[Case] = &[
         covers: &["R-19.2-01"],
         needs: NEEDS,
         how: "After the definition, Bob records step review complete, Alice step done complete and the workflow complete; on a second run Bob records review failed; expect 201 for each (as a message carrying the intent, or a workflow envelope: detected).",
-        interpretation: Some("The node is read as the referee, as for tasks (§18.3): participants record each transition; the one who records a step is the identity it names (`to`)."),
+        interpretation: Some(
+            "The node is read as the referee, as for tasks (§18.3): participants record each transition; the one who records a step is the identity it names (`to`).",
+        ),
         mutant: Mutant::Quirk("refuse-workflow-updates"),
         run: |cx| Box::pin(transitions_recorded(cx)),
     },
@@ -264,7 +296,9 @@ pub const CASES: &[Case] = &[
         covers: &["R-19.2-03"],
         needs: NEEDS,
         how: "While review is active, Bob records step done complete (probe, must be refused), then step review complete (control, 201).",
-        interpretation: Some("§19.2 requires tracking workflow state but does not say a node refuses a transition its definition does not allow; the case is a SHOULD."),
+        interpretation: Some(
+            "§19.2 requires tracking workflow state but does not say a node refuses a transition its definition does not allow; the case is a SHOULD.",
+        ),
         mutant: Mutant::Quirk("any-workflow-transition"),
         run: |cx| Box::pin(out_of_order_refused(cx)),
     },

@@ -84,7 +84,7 @@ pub fn cursor(f: &Value) -> Option<String> {
 #[derive(Debug)]
 pub enum Upgrade {
     /// Open.
-    Open(WsSession),
+    Open(Box<WsSession>),
     /// Refused with an HTTP status (recorded as exchange `Ex`).
     Refused(u16, Ex),
 }
@@ -147,7 +147,7 @@ impl Ctx {
             _ => path.clone(),
         };
         match r {
-            Ok(client) => Ok(Upgrade::Open(WsSession {
+            Ok(client) => Ok(Upgrade::Open(Box::new(WsSession {
                 client: Some(client),
                 path: shown_path,
                 sent: Vec::new(),
@@ -155,7 +155,7 @@ impl Ctx {
                 closed: None,
                 opened: started,
                 wait,
-            })),
+            }))),
             Err(Refused::Status(status, body)) => {
                 let ex = self.net.record(Transcript {
                     method: "GET".into(),
@@ -188,9 +188,11 @@ impl Ctx {
     /// connection requirement.
     pub async fn ws_open(&mut self, who: &Ident) -> Result<WsSession, Finding> {
         match self.ws_upgrade(Some(who), TokenIn::Query, None).await? {
-            Upgrade::Open(s) => Ok(s),
+            Upgrade::Open(s) => Ok(*s),
             Upgrade::Refused(status, ex) => Err(Finding::Fail {
-                expected: "a WebSocket upgrade (101) for a valid access token in ?token= (v1.1 §17)".into(),
+                expected:
+                    "a WebSocket upgrade (101) for a valid access token in ?token= (v1.1 §17)"
+                        .into(),
                 actual: format!("HTTP {status}"),
                 decisive: Some(ex),
             }),
@@ -249,13 +251,17 @@ impl WsSession {
             .as_mut()
             .ok_or_else(|| Finding::Error("the WebSocket is closed".into()))?;
         c.send(v).await.map_err(|e| {
-            Finding::Error(format!("WebSocket send: {e} (frames so far: {})", self.got.len()))
+            Finding::Error(format!(
+                "WebSocket send: {e} (frames so far: {})",
+                self.got.len()
+            ))
         })
     }
 
     /// `subscribe` to `all_threads`, after `since` when given (§17.1).
     pub async fn subscribe(&mut self, since: Option<&str>) -> Result<(), Finding> {
-        let mut m = serde_json::json!({"action": "subscribe", "channels": [{"type": "all_threads"}]});
+        let mut m =
+            serde_json::json!({"action": "subscribe", "channels": [{"type": "all_threads"}]});
         if let Some(s) = since {
             m["since"] = s.into();
         }

@@ -29,6 +29,7 @@ pub mod load;
 pub mod tls;
 pub mod transcript;
 pub mod ws;
+pub mod wsbench;
 
 pub use client::{Client, NodeUrl, Reply};
 #[cfg(feature = "sim")]

@@ -193,3 +193,25 @@ async fn unreachable_and_non_loom_responses_are_errors_not_panics() {
     assert!(matches!(e, ClientError::BadResponse { .. }), "{e}");
     assert!(e.to_string().contains("not JSON"), "{e}");
 }
+
+/// `loom-wsbench`'s run against a real node: every connection receives every posted
+/// envelope as `envelope.new` (v1.1 §17), and the report counts them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_websocket_fanout_bench_delivers_every_event_to_every_connection() {
+    let n = support::start(false);
+    let cfg = loom_client::wsbench::WsBenchConfig {
+        url: n.url.clone(),
+        domain: support::DOMAIN.into(),
+        clients: 24,
+        identities: 4,
+        messages: 5,
+        connect_concurrency: 8,
+        seed: 3,
+        timeout: std::time::Duration::from_secs(20),
+    };
+    let r = loom_client::wsbench::run(&cfg, clock()).await.unwrap();
+    assert_eq!(r.connected, 24);
+    assert_eq!(r.expected, 120);
+    assert_eq!(r.delivered, 120, "{r:?}");
+    assert!(r.latency.max >= r.latency.p50 && r.per_sec > 0.0, "{r:?}");
+}

@@ -34,7 +34,10 @@ pub(super) fn check(w: &WatchRecord, store: Option<&Inspector>, found: &mut Foun
             return;
         }
     };
-    let allowed: BTreeMap<&str, i64> = readable.iter().map(|(s, id, _)| (id.as_str(), *s)).collect();
+    let allowed: BTreeMap<&str, i64> = readable
+        .iter()
+        .map(|(s, id, _)| (id.as_str(), *s))
+        .collect();
     let mut seen: BTreeMap<&str, i64> = BTreeMap::new();
     let mut last_in_thread: BTreeMap<&str, i64> = BTreeMap::new();
     for (id, cursor, thread) in &w.frames {

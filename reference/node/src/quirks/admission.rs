@@ -514,9 +514,15 @@ impl Rules for QuirkRules<'_> {
         }
         let omitted: &[(Quirk, &[&str])] = &[
             (Quirk::OmitThreadUpdatedEvent, &["thread.updated"]),
-            (Quirk::OmitMembershipEvents, &["participant.joined", "participant.left"]),
+            (
+                Quirk::OmitMembershipEvents,
+                &["participant.joined", "participant.left"],
+            ),
             (Quirk::OmitForkEvents, &["thread.fork", "thread.merged"]),
-            (Quirk::OmitReceiptEvents, &["receipt.delivered", "receipt.read", "receipt.failed"]),
+            (
+                Quirk::OmitReceiptEvents,
+                &["receipt.delivered", "receipt.read", "receipt.failed"],
+            ),
             (Quirk::OmitCapabilityRevokedEvent, &["capability.revoked"]),
         ];
         for (quirk, kinds) in omitted {

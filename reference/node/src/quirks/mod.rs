@@ -25,8 +25,8 @@ pub use admission::QuirkRules;
 use crate::config::NodeConfig;
 use crate::env::Env;
 use crate::rules::{
-    ApiDeviations, Deviations, FederationDeviations, IdentityDeviations, NodeRules,
-    ReadDeviations, RealtimeDeviations,
+    ApiDeviations, Deviations, FederationDeviations, IdentityDeviations, NodeRules, ReadDeviations,
+    RealtimeDeviations,
 };
 use crate::service::Service;
 use crate::store::Store;

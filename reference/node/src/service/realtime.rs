@@ -395,7 +395,11 @@ impl Service {
     /// `presence.update` (v1.0 §16.4): an event readable by the caller and everyone sharing
     /// an active thread with it (§17.5).
     pub fn presence_update(&self, caller: &Caller, presence: &Presence) -> ApiResult<()> {
-        if let Some(other) = presence.identity.as_ref().filter(|a| **a != caller.identity) {
+        if let Some(other) = presence
+            .identity
+            .as_ref()
+            .filter(|a| **a != caller.identity)
+        {
             return Err(ApiError::new(
                 ErrorCode::AudienceDenied,
                 "data.identity",

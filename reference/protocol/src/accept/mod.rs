@@ -738,7 +738,8 @@ impl Decider<'_> {
             return Ok(());
         }
         let intent = f.intent();
-        let update = intent.is_some_and(|i| [wf::STEP_COMPLETE, wf::FAILED, wf::COMPLETE].contains(&i));
+        let update =
+            intent.is_some_and(|i| [wf::STEP_COMPLETE, wf::FAILED, wf::COMPLETE].contains(&i));
         if (f.kind == "workflow" && !update) || intent == Some(wf::EXECUTE) {
             if f.kind != "workflow" {
                 return Err(ProtocolError::invalid(
