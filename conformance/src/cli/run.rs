@@ -24,10 +24,10 @@ pub struct Args {
     /// Target profile (TOML): provisioning, TLS trust, readiness, timing, features.
     #[arg(long)]
     profile: Option<PathBuf>,
-    /// Conformance level to certify (1–4; the highest by default: the run says which
-    /// lower level's requirements were all met when it is not achieved).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u8).range(1..=4))]
-    level: u8,
+    /// Conformance level to certify (1–4). Default: the highest this run can test — 4 for
+    /// the embedded node; for --target, 1, 2 with a profile [federation], 4 with [bridge] too.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=4))]
+    level: Option<u8>,
     /// Only cases whose ID matches (glob; repeatable).
     #[arg(long)]
     only: Vec<String>,
@@ -286,9 +286,12 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
         }
         None => external_mail.inspect(|m| m.learn(&info, None, profile.bridge.as_ref())),
     };
+    let level = args
+        .level
+        .unwrap_or_else(|| default_level(embedded.is_some(), &profile));
     let info = Arc::new(info);
     let cfg = RunConfig {
-        level: args.level,
+        level,
         only: args.only,
         exclude: args.exclude,
         skips,
@@ -385,5 +388,21 @@ pub async fn main(args: Args, fresh_seed: u64) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(report.exit_code())
+    }
+}
+
+/// The level a run certifies without `--level`: the highest it can test (v1.1 §28.1). The
+/// embedded node comes with the harness's federation peers and mail world (Level 4); a
+/// target of the user's reaches Level 2 only with a profile `[federation]` section (the fake
+/// peers it must be able to reach), and Levels 3 and 4 only with `[bridge]` as well.
+fn default_level(embedded: bool, profile: &crate::profile::Profile) -> u8 {
+    match (
+        embedded,
+        profile.federation.is_some(),
+        profile.bridge.is_some(),
+    ) {
+        (true, _, _) | (false, true, true) => 4,
+        (false, true, false) => 2,
+        (false, false, _) => 1,
     }
 }
