@@ -688,6 +688,10 @@ async fn witness(v: &'static Variant) {
                 "{t}"
             );
         }
+        "ws-opaque-cursors" | "ws-type-member" => {
+            let url = embedded_url(&c);
+            ws_witness(v.name, &mut c, &domain, &url).await;
+        }
         other => panic!("no witness for the variant {other}: add one here"),
     }
 }
@@ -829,5 +833,111 @@ async fn readings_are_detected_not_imposed() {
                 check.reading
             );
         }
+    }
+}
+
+fn embedded_url(c: &Client) -> String {
+    c.url().to_string()
+}
+
+/// The WebSocket variants, through the shim's proxy: a bad token is refused as the node
+/// refuses it, a subscribed connection gets an event in the variant's form, and a resume from
+/// the variant's cursor works.
+async fn ws_witness(name: &str, c: &mut Client, domain: &str, url: &str) {
+    use loom_client::ws::{self, Frame, TokenIn};
+    use std::time::Duration;
+    let none = Map::new();
+    let (alice, atoken) = session(c, domain, "alice", &none).await;
+    let (bob, btoken) = session(c, domain, "bob", &none).await;
+    let wait = Duration::from_secs(5);
+    let mut s = ws::connect(
+        &loom_client::TokioDial,
+        url,
+        None,
+        "/ws",
+        &btoken,
+        TokenIn::Query,
+        wait,
+    )
+    .await
+    .expect("the upgrade through the proxy");
+    s.send(&json!({"action": "subscribe", "channels": [{"type": "all_threads"}]}))
+        .await
+        .unwrap();
+    // The bad-token refusal passes through the proxy as the node answers it.
+    match ws::connect(
+        &loom_client::TokioDial,
+        url,
+        None,
+        "/ws",
+        "at_bogus",
+        TokenIn::Query,
+        wait,
+    )
+    .await
+    {
+        Err(ws::Refused::Status(401, _)) => {}
+        other => panic!("{name}: a bad token through the proxy: {other:?}"),
+    }
+    let m = message(&alice, &bob, 1);
+    let t = call(c, "POST", "/v1/envelopes", Some(&atoken), &m).await;
+    assert_eq!(t.status, 201, "{t}");
+    let frame = loop {
+        match s.next(wait).await {
+            Some(Frame::Json(v)) if v["event"] == "envelope.new" || v["type"] == "envelope.new" => {
+                break v;
+            }
+            Some(Frame::Json(_)) => {}
+            other => panic!("{name}: no envelope.new: {other:?}"),
+        }
+    };
+    match name {
+        "ws-opaque-cursors" => {
+            let cursor = frame["cursor"].as_str().unwrap_or_default().to_owned();
+            assert!(cursor.starts_with("c."), "{frame}");
+            // Resuming from the opaque cursor replays nothing before it and the next event after.
+            let mut again = ws::connect(
+                &loom_client::TokioDial,
+                url,
+                None,
+                "/ws",
+                &btoken,
+                TokenIn::Query,
+                wait,
+            )
+            .await
+            .unwrap();
+            again
+                .send(&json!({"action": "subscribe", "channels": [{"type": "all_threads"}], "since": cursor}))
+                .await
+                .unwrap();
+            let m2 = message(&alice, &bob, 2);
+            assert_eq!(
+                call(c, "POST", "/v1/envelopes", Some(&atoken), &m2)
+                    .await
+                    .status,
+                201
+            );
+            let next = loop {
+                match again.next(wait).await {
+                    Some(Frame::Json(v)) if v["event"] == "envelope.new" => break v,
+                    Some(Frame::Json(v)) if v["event"] == "error" => panic!("{v}"),
+                    Some(Frame::Json(_)) => {}
+                    other => panic!("no event after the opaque cursor: {other:?}"),
+                }
+            };
+            assert_eq!(next["envelope_id"], m2["id"], "{next}");
+        }
+        "ws-type-member" => {
+            assert!(
+                frame["event"].is_null() && frame["type"] == "envelope.new",
+                "{frame}"
+            );
+            assert!(
+                frame["envelope_id"].is_null() && frame["data"]["envelope_id"] == m["id"],
+                "{frame}"
+            );
+        }
+        other => panic!("no WebSocket witness for {other}"),
     }
 }

@@ -1020,6 +1020,103 @@ async fn capability_ids_minted(s: Arc<Shim>, req: Request, next: Next) -> Respon
 }
 
 /// Every legal variant of the self-test.
+/// The real-time stream through the WebSocket proxy with `rewrite`; every other request
+/// passes through.
+async fn ws_variant(
+    s: Arc<Shim>,
+    req: Request,
+    next: Next,
+    rewrite: super::ws_proxy::Rewrite,
+) -> Response {
+    if super::ws_proxy::is_upgrade(&req) {
+        return super::ws_proxy::proxy(s, req, rewrite).await;
+    }
+    next.run(req).await
+}
+
+fn same(text: &str) -> String {
+    text.to_owned()
+}
+
+/// `ws-opaque-cursors`: a cursor is `c.<hex>` (the node's decimal position, xored), in every
+/// frame the node sends; `since` and `ack.cursor` in that form are turned back.
+const CURSOR_KEY: u64 = 0x5eed_c0de;
+
+fn opaque_cursor(c: &str) -> Option<String> {
+    c.parse::<u64>()
+        .ok()
+        .map(|n| format!("c.{:x}", n ^ CURSOR_KEY))
+}
+
+fn plain_cursor(c: &str) -> Option<String> {
+    let hex = c.strip_prefix("c.")?;
+    u64::from_str_radix(hex, 16)
+        .ok()
+        .map(|n| (n ^ CURSOR_KEY).to_string())
+}
+
+fn edit_frame(text: &str, f: impl FnOnce(&mut serde_json::Map<String, Value>)) -> String {
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(mut m)) => {
+            f(&mut m);
+            Value::Object(m).to_string()
+        }
+        _ => text.to_owned(),
+    }
+}
+
+fn cursors_out(text: &str) -> String {
+    edit_frame(text, |m| {
+        if let Some(o) = m
+            .get("cursor")
+            .and_then(Value::as_str)
+            .and_then(opaque_cursor)
+        {
+            m.insert("cursor".into(), o.into());
+        }
+    })
+}
+
+fn cursors_in(text: &str) -> String {
+    edit_frame(text, |m| {
+        for key in ["since", "cursor"] {
+            if let Some(p) = m.get(key).and_then(Value::as_str).and_then(plain_cursor) {
+                m.insert(key.into(), p.into());
+            }
+        }
+    })
+}
+
+async fn ws_opaque_cursors(s: Arc<Shim>, req: Request, next: Next) -> Response {
+    let rewrite = super::ws_proxy::Rewrite {
+        to_node: cursors_in,
+        to_client: cursors_out,
+    };
+    ws_variant(s, req, next, rewrite).await
+}
+
+/// `ws-type-member`: the frame's type in `type` (not v1.0 §16.2's `event`), the thread and
+/// envelope only inside `data`.
+fn type_member(text: &str) -> String {
+    edit_frame(text, |m| {
+        if let Some(kind) = m.remove("event") {
+            m.insert("type".into(), kind);
+        }
+        if m.get("data").is_some_and(Value::is_object) {
+            m.remove("thread_id");
+            m.remove("envelope_id");
+        }
+    })
+}
+
+async fn ws_type_member(s: Arc<Shim>, req: Request, next: Next) -> Response {
+    let rewrite = super::ws_proxy::Rewrite {
+        to_node: same,
+        to_client: type_member,
+    };
+    ws_variant(s, req, next, rewrite).await
+}
+
 pub static VARIANTS: &[Variant] = &[
     Variant {
         name: "delegation-link-context-signed",
@@ -1393,5 +1490,25 @@ pub static VARIANTS: &[Variant] = &[
         departs: &[],
         profile: "",
         handler: handler!(delivery_refusals_in_receipt),
+    },
+    Variant {
+        name: "ws-opaque-cursors",
+        section: "v1.1 §17.2",
+        quote: "Each event MUST contain `event_id` and `cursor`",
+        reading: "§17.2 requires a cursor on every event and §17.1 shows since as an event id; nothing fixes the cursor's form, so a node may hand out opaque cursors and take them back.",
+        choice: "Every cursor the node sends is an opaque c.<hex> string; since and ack.cursor in that form are understood (the WebSocket runs through the shim's proxy).",
+        departs: &[],
+        profile: "",
+        handler: handler!(ws_opaque_cursors),
+    },
+    Variant {
+        name: "ws-type-member",
+        section: "v1.1 §17.2",
+        quote: "Each event MUST contain `event_id` and `cursor`",
+        reading: "v1.1 names the event types and the members every event carries but shows no server frame; v1.0 §16.2's `event` member is an example, so a node may name the type `type` and keep ids inside `data`.",
+        choice: "Server frames carry their type in `type` instead of `event`, and the thread and envelope ids only inside `data`.",
+        departs: &[],
+        profile: "",
+        handler: handler!(ws_type_member),
     },
 ];

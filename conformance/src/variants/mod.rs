@@ -15,6 +15,7 @@
 mod list;
 pub mod refuse_all;
 pub mod shim;
+pub mod ws_proxy;
 
 pub use list::VARIANTS;
 pub use refuse_all::{REFUSE_ALL, RefuseAll};
@@ -110,6 +111,7 @@ pub async fn start_configured(
     // The shim runs before the node's routing (the node's router is the fallback of an
     // empty one), so a variant may rewrite a path as well as a body.
     let node = start_embedded_wrapped(clock, seed, config, Transport::Plain, move |router| {
+        shim.set_inner(router.clone());
         axum::Router::new()
             .fallback_service(router)
             .layer(axum::middleware::from_fn_with_state(shim, shim::dispatch))

@@ -48,6 +48,9 @@ pub struct Shim {
     pub federation: Arc<crate::peer::Federation>,
     /// What the variant remembers.
     pub memory: Mutex<Memory>,
+    /// The node's own router, for what the shim must open a connection to itself (the
+    /// WebSocket proxy, `ws_proxy`).
+    inner: std::sync::OnceLock<axum::Router>,
 }
 
 impl Shim {
@@ -62,7 +65,18 @@ impl Shim {
             clock,
             federation,
             memory: Mutex::new(Memory::default()),
+            inner: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Keeps the node's unwrapped router (set once, when the node starts).
+    pub fn set_inner(&self, router: axum::Router) {
+        let _ = self.inner.set(router);
+    }
+
+    /// The node's unwrapped router.
+    pub fn inner(&self) -> Option<axum::Router> {
+        self.inner.get().cloned()
     }
 
     /// Runs `f` on the memory.
