@@ -302,6 +302,10 @@ async fn ack(cx: &mut Ctx) -> Verdict {
     };
     let cursor = ws::cursor(&f).or_else(|| ws::event_id(&f).map(str::to_owned));
     s.send(&json!({"action": "ack", "cursor": cursor})).await?;
+    // A ping after the ack: frames of one connection are taken in order, so its pong (or the
+    // end of the stream) shows the ack was taken before the next envelope exists.
+    s.send(&json!({"action": "ping"})).await?;
+    s.until(|f| ws::kind(f) == Some("pong")).await;
     let second = reply(cx, &alice, &t, &[&bob]).await?;
     let got = s.event_for("envelope.new", &second).await;
     let seen = frames_seen(&s);
@@ -724,7 +728,7 @@ pub const CASES: &[Case] = &[
         &["R-17.2-04"],
         NEEDS,
         "A node takes a client's ack and the stream goes on.",
-        "Bob receives envelope.new for a first message and acks its cursor ({action: ack, cursor}); Alice sends a second; expect envelope.new for it on the same connection.",
+        "Bob receives envelope.new for a first message and acks its cursor ({action: ack, cursor}), then pings (its pong shows the ack was taken); Alice sends a second; expect envelope.new for it on the same connection.",
         Some(
             "§17.2 asks clients to ack (SHOULD) and says nothing of what a node does with it; the harness requires only that the ack does not end the stream."
         ),
