@@ -175,18 +175,29 @@ async fn auth_required(cx: &mut Ctx) -> Verdict {
 
 // ---- subscribe, resume, audience, ids ----
 
+/// Waits for an event of `kind` about envelope `id` and judges that it came.
+async fn expect_envelope_event(
+    cx: &mut Ctx,
+    s: &mut WsSession,
+    kind: &str,
+    id: &str,
+    section: &str,
+) -> Verdict {
+    let got = s.event_for(kind, id).await;
+    let seen = frames_seen(s);
+    judged(
+        cx,
+        s,
+        got.is_some(),
+        format!("a `{kind}` event for {id} on the subscribed stream ({section})"),
+        seen,
+    )
+}
+
 async fn subscribe_delivers(cx: &mut Ctx) -> Verdict {
     let (alice, bob, t, _, mut s) = bob_listening(cx).await?;
     let id = reply(cx, &alice, &t, &[&bob]).await?;
-    let got = s.event_for("envelope.new", &id).await;
-    let seen = frames_seen(&s);
-    judged(
-        cx,
-        &s,
-        got.is_some(),
-        format!("an `envelope.new` event for {id} on Bob's subscribed stream (v1.1 §17.1, §17.3)"),
-        seen,
-    )
+    expect_envelope_event(cx, &mut s, "envelope.new", &id, "v1.1 §17.1, §17.3").await
 }
 
 async fn event_ids(cx: &mut Ctx) -> Verdict {
@@ -307,15 +318,14 @@ async fn ack(cx: &mut Ctx) -> Verdict {
     s.send(&json!({"action": "ping"})).await?;
     s.until(|f| ws::kind(f) == Some("pong")).await;
     let second = reply(cx, &alice, &t, &[&bob]).await?;
-    let got = s.event_for("envelope.new", &second).await;
-    let seen = frames_seen(&s);
-    judged(
+    expect_envelope_event(
         cx,
-        &s,
-        got.is_some(),
-        "after an `ack`, the stream goes on: envelope.new for the next envelope (v1.1 §17.2)",
-        seen,
+        &mut s,
+        "envelope.new",
+        &second,
+        "after an ack, v1.1 §17.2",
     )
+    .await
 }
 
 async fn ping(cx: &mut Ctx) -> Verdict {
@@ -414,15 +424,7 @@ async fn retracted(cx: &mut Ctx) -> Verdict {
     cx.net.expect_ok(i).map_err(crate::finding::setup_step(
         "retracting the envelope (DELETE /v1/envelopes/{id})",
     ))?;
-    let got = s.event_for("envelope.retracted", &id).await;
-    let seen = frames_seen(&s);
-    judged(
-        cx,
-        &s,
-        got.is_some(),
-        format!("an `envelope.retracted` event for {id} (v1.1 §17.3, §20.7)"),
-        seen,
-    )
+    expect_envelope_event(cx, &mut s, "envelope.retracted", &id, "v1.1 §17.3, §20.7").await
 }
 
 async fn capability_revoked(cx: &mut Ctx) -> Verdict {
@@ -835,7 +837,7 @@ pub const CASES: &[Case] = &[
         "full.presence.update-delivered",
         Strength::Must,
         &["v1.1 §17.5", "v1.0 §16.4", "v1.1 §28.1"],
-        &["R-17.5-01"],
+        &["R-17.3-10"],
         NEEDS,
         "A presence.update from an identity is pushed to those who may see it, naming the identity and status.",
         "Alice and Bob share a thread; Bob subscribes; Alice sends {action: presence.update, data: {identity, status: busy}}; expect presence.update naming Alice with status busy on Bob's stream.",

@@ -424,6 +424,19 @@ pub struct StepRun {
     pub envelope: Option<String>,
 }
 
+impl StepRun {
+    /// A step not yet started.
+    pub fn pending() -> StepRun {
+        StepRun {
+            state: StepState::Pending,
+            since_ms: None,
+            result: None,
+            by: None,
+            envelope: None,
+        }
+    }
+}
+
 /// A workflow run as a node tracks it (§19.2).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkflowRun {
@@ -534,18 +547,7 @@ impl WorkflowRun {
         let steps = definition
             .steps
             .iter()
-            .map(|s| {
-                (
-                    s.id.clone(),
-                    StepRun {
-                        state: StepState::Pending,
-                        since_ms: None,
-                        result: None,
-                        by: None,
-                        envelope: None,
-                    },
-                )
-            })
+            .map(|s| (s.id.clone(), StepRun::pending()))
             .collect();
         let first = definition.steps.first().map(|s| s.id.clone());
         let mut run = WorkflowRun {
@@ -798,7 +800,8 @@ impl WorkflowRun {
             .steps
             .iter()
             .map(|s| {
-                let r = &run.steps[&s.id];
+                // A stored run lists every step; one read from a damaged row shows it pending.
+                let r = run.steps.get(&s.id).cloned().unwrap_or_else(StepRun::pending);
                 json!({
                     "id": s.id,
                     "action": s.action,
