@@ -200,7 +200,7 @@ pub struct WatchRecord {
     pub start: Option<i64>,
     /// Every event frame received, in arrival order: (event_id, cursor, thread).
     pub frames: Vec<(String, i64, Option<String>)>,
-    /// Connections opened.
+    /// How many times it connected.
     pub sessions: u64,
 }
 
