@@ -526,3 +526,42 @@ async fn a_client_that_does_not_read_is_disconnected() {
         other => panic!("expected close 1013, got {other:?}"),
     }
 }
+
+/// Events of federated deliveries reach local subscribers (issue 34): Bob on b.test holds
+/// his stream; Alice on a.test writes to him; once a.test delivers, Bob's stream pushes the
+/// envelope as `envelope.new`, with b.test's own `event_id` and `cursor`.
+#[tokio::test]
+async fn a_federated_envelope_reaches_a_local_subscriber() {
+    use crate::support::fed::{fed_pair, serve};
+    let (a, b, pa, pb) = fed_pair(|_| {}, |_| {}).await;
+    let _sa = serve(&a, pa).await;
+    let _sb = serve(&b, pb).await;
+    let alice = a.register("alice", "human", 1).await;
+    let bob = b.register("bob", "human", 2).await;
+    let mut s = ws::connect(
+        &loom_client::TokioDial,
+        &format!("http://127.0.0.1:{pb}"),
+        None,
+        "/ws",
+        &bob.token,
+        TokenIn::Query,
+        WAIT,
+    )
+    .await
+    .expect("Bob's stream on b.test");
+    subscribe(&mut s, None).await;
+    let t = a.thread_id();
+    let root = alice.message(&a, &t, None, &[&bob], "from a.test");
+    alice.send(&a, root.clone()).await.expect(201);
+    assert_eq!(
+        quiet_kinds(&mut s).await,
+        Vec::<String>::new(),
+        "not delivered yet"
+    );
+    assert_eq!(a.tick().await.delivered, 1);
+    let e = event(&mut s, "envelope.new").await;
+    assert_eq!(e["envelope_id"], root["id"], "{e}");
+    assert_eq!(e["thread_id"], t.as_str());
+    assert!(e["event_id"].as_str().unwrap().starts_with("evt_"), "{e}");
+    assert!(e["cursor"].is_string(), "{e}");
+}
