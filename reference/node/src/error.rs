@@ -71,15 +71,7 @@ impl ApiError {
     ) -> axum::response::Response {
         use axum::http::{HeaderValue, StatusCode, header};
         let body = loom_protocol::ErrorBody {
-            error: loom_protocol::error::ErrorObject {
-                code: self.code,
-                message: self.message(),
-                details: Some(serde_json::json!({
-                    "field": self.field, "reason": self.reason, "section": self.section,
-                })),
-                request_id,
-                timestamp,
-            },
+            error: self.error_object(request_id, timestamp),
         };
         let mut resp = axum::response::Response::new(axum::body::Body::from(
             serde_json::to_vec(&body).unwrap_or_default(),
@@ -92,6 +84,24 @@ impl ApiError {
         );
         self.add_headers(&mut resp);
         resp
+    }
+
+    /// The §24.1 error object (`{code, message, details: {field, reason, section}, request_id,
+    /// timestamp}`): the body of an HTTP error and of a WebSocket `error` frame.
+    pub fn error_object(
+        &self,
+        request_id: Option<String>,
+        timestamp: Option<String>,
+    ) -> loom_protocol::error::ErrorObject {
+        loom_protocol::error::ErrorObject {
+            code: self.code,
+            message: self.message(),
+            details: Some(serde_json::json!({
+                "field": self.field, "reason": self.reason, "section": self.section,
+            })),
+            request_id,
+            timestamp,
+        }
     }
 
     /// Adds the error's extra headers (`Retry-After`, …) to `resp`.

@@ -87,13 +87,14 @@ pub enum Channel {
     Identity(Address),
 }
 
-/// What an event is about, for channel matching.
+/// What an event is about, for channel matching (parsed once per event, compared per
+/// connection without allocating).
 #[derive(Debug, Clone, Copy)]
 pub struct EventSubject<'a> {
     /// The thread, when the event belongs to one.
-    pub thread: Option<&'a str>,
+    pub thread: Option<ThreadId>,
     /// The identity the event is about (`payload.identity`), when it names one.
-    pub identity: Option<&'a str>,
+    pub identity: Option<&'a Address>,
 }
 
 impl Channel {
@@ -101,8 +102,8 @@ impl Channel {
     pub fn carries(&self, subject: EventSubject<'_>) -> bool {
         match self {
             Channel::AllThreads => true,
-            Channel::Thread(t) => subject.thread == Some(t.to_string().as_str()),
-            Channel::Identity(a) => subject.identity == Some(a.to_string().as_str()),
+            Channel::Thread(t) => subject.thread == Some(*t),
+            Channel::Identity(a) => subject.identity == Some(a),
         }
     }
 
@@ -617,17 +618,17 @@ mod tests {
         let t = ThreadId::parse("thr_01J0000000000000000000000A").unwrap();
         let a = Address::parse("loom://a@x.test").unwrap();
         let on_t = EventSubject {
-            thread: Some("thr_01J0000000000000000000000A"),
+            thread: Some(t),
             identity: None,
         };
         let of_a = EventSubject {
             thread: None,
-            identity: Some("loom://a@x.test"),
+            identity: Some(&a),
         };
         assert!(Channel::Thread(t).carries(on_t));
         assert!(!Channel::Thread(t).carries(of_a));
         assert!(Channel::Identity(a.clone()).carries(of_a));
-        assert!(!Channel::Identity(a).carries(on_t));
+        assert!(!Channel::Identity(a.clone()).carries(on_t));
         assert!(Channel::AllThreads.carries(of_a));
     }
 

@@ -177,17 +177,11 @@ impl Session {
         self.send(&v.to_string()).await
     }
 
+    /// An `error` frame carrying the §24.1 error object (with the node's time).
     async fn send_error(&mut self, action: Option<&str>, e: &ApiError) -> Result<(), End> {
-        self.send_value(json!({
-            "event": "error",
-            "action": action,
-            "error": {
-                "code": e.code,
-                "message": e.message(),
-                "details": {"field": e.field, "reason": e.reason, "section": e.section},
-            },
-        }))
-        .await
+        let error = e.error_object(None, Some(self.svc.env.now().to_rfc3339()));
+        self.send_value(json!({"event": "error", "action": action, "error": error}))
+            .await
     }
 
     async fn serve(&mut self) -> End {
@@ -319,7 +313,7 @@ impl Session {
                 Ok(Some(json!({"event": "pong", "ts": ts})))
             }
             ClientAction::PresenceUpdate(p) => {
-                self.svc.presence_update(&self.caller, &p).map(|_| None)
+                self.svc.presence_update(&self.caller, &p).map(|()| None)
             }
             ClientAction::TypingStart(t) => self.svc.typing(&self.caller, &t, true).map(|()| None),
             ClientAction::TypingStop(t) => self.svc.typing(&self.caller, &t, false).map(|()| None),

@@ -11,7 +11,9 @@
 
 use super::{Caller, Service};
 use crate::error::{ApiError, ApiResult};
+use crate::store::ReadConn;
 use crate::store::listings::{self, EventAudience};
+use loom_protocol::Address;
 use loom_protocol::id::EventId;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -31,11 +33,38 @@ pub struct EventsQuery {
     pub limit: Option<usize>,
 }
 
+const SECTION: &str = "v1.1 §16.8, §17.1";
+
 fn bad(field: &str, reason: impl Into<String>) -> ApiError {
-    ApiError::bad_request(field, reason, "v1.1 §16.8, §17.1")
+    ApiError::bad_request(field, reason, SECTION)
 }
 
 impl Service {
+    /// The position of the event `id` that `me` may resume after (catch-up `since`, a
+    /// subscription's `since`, an `ack`): an event it cannot see is as unknown as one that
+    /// does not exist (400 naming `field`).
+    pub(crate) fn event_position(
+        &self,
+        conn: &ReadConn<'_>,
+        me: &Address,
+        id: &str,
+        field: &str,
+        section: &'static str,
+    ) -> ApiResult<i64> {
+        let bad = |why: String| ApiError::bad_request(field, why, section);
+        let id = EventId::parse(id).map_err(|e| bad(e.to_string()))?;
+        let seq = if self.deviations.reads.ignore_event_audience {
+            listings::event_seq_any(conn, &id)?
+        } else {
+            listings::event_seq_for(conn, &id, me)?
+        };
+        seq.ok_or_else(|| {
+            bad(format!(
+                "{id} is not an event this identity can resume from"
+            ))
+        })
+    }
+
     /// `GET /v1/events` (§16.8).
     pub fn events(&self, caller: &Caller, q: &EventsQuery) -> ApiResult<Value> {
         let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
@@ -51,15 +80,7 @@ impl Service {
         let after: i64 = match (&q.since, &q.cursor) {
             (Some(_), None) if dev.ignore_events_since => 0,
             (Some(_), Some(_)) => return Err(bad("since", "use either since or cursor, not both")),
-            (Some(since), None) => {
-                let id = EventId::parse(since).map_err(|e| bad("since", e.to_string()))?;
-                listings::event_seq_for(&conn, &id, me)?.ok_or_else(|| {
-                    bad(
-                        "since",
-                        format!("{id} is not an event this identity can resume from"),
-                    )
-                })?
-            }
+            (Some(since), None) => self.event_position(&conn, me, since, "since", SECTION)?,
             (None, Some(c)) => c
                 .parse::<i64>()
                 .ok()

@@ -22,7 +22,7 @@ use crate::store::events::{self, LiveRow};
 use crate::store::listings::{self, EventAudience};
 use loom_protocol::address::Address;
 use loom_protocol::error::ErrorCode;
-use loom_protocol::id::{EventId, ThreadId};
+use loom_protocol::id::ThreadId;
 use loom_protocol::realtime::{Channel, EventSubject, Presence, subscribed};
 use loom_protocol::time::Timestamp;
 use serde_json::{Value, json};
@@ -39,9 +39,9 @@ pub struct LiveEvent {
     /// Position in the log (the cursor).
     pub seq: i64,
     /// Thread, for `thread` channels.
-    pub thread: Option<String>,
+    pub thread: Option<ThreadId>,
     /// The identity the event is about (`payload.identity`), for `identity` channels.
-    pub identity: Option<String>,
+    pub identity: Option<Address>,
     /// Who may see it, sorted.
     pub readers: Vec<String>,
     /// The frame, as sent.
@@ -51,10 +51,8 @@ pub struct LiveEvent {
 impl LiveEvent {
     fn from_row(row: LiveRow) -> LiveEvent {
         let payload: Value = serde_json::from_str(&row.payload).unwrap_or(Value::Null);
-        let identity = payload
-            .get("identity")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
+        let identity = payload_identity(&payload);
+        let thread = row.thread.as_deref().and_then(|t| ThreadId::parse(t).ok());
         let frame = frame(
             &row.kind,
             &row.id,
@@ -66,7 +64,7 @@ impl LiveEvent {
         );
         LiveEvent {
             seq: row.seq,
-            thread: row.thread,
+            thread,
             identity,
             readers: row.readers,
             frame: frame.into(),
@@ -75,10 +73,18 @@ impl LiveEvent {
 
     fn subject(&self) -> EventSubject<'_> {
         EventSubject {
-            thread: self.thread.as_deref(),
-            identity: self.identity.as_deref(),
+            thread: self.thread,
+            identity: self.identity.as_ref(),
         }
     }
+}
+
+/// The identity an event payload is about (`identity`: presence, typing, membership).
+fn payload_identity(payload: &Value) -> Option<Address> {
+    payload
+        .get("identity")
+        .and_then(Value::as_str)
+        .and_then(|a| Address::parse(a).ok())
 }
 
 /// The server frame of one event (§17.2: every event carries `event_id` and `cursor`; v1.0
@@ -235,20 +241,11 @@ impl Service {
         text: &str,
         field: &str,
     ) -> ApiResult<i64> {
-        let bad = |why: String| ApiError::bad_request(field, why, "v1.1 §17.1, §17.2");
+        const SECTION: &str = "v1.1 §17.1, §17.2";
         if text.starts_with("evt_") {
-            let id = EventId::parse(text).map_err(|e| bad(e.to_string()))?;
-            let seq = if self.deviations.reads.ignore_event_audience {
-                listings::event_seq_any(conn, &id)?
-            } else {
-                listings::event_seq_for(conn, &id, me)?
-            };
-            return seq.ok_or_else(|| {
-                bad(format!(
-                    "{id} is not an event this identity can resume from"
-                ))
-            });
+            return self.event_position(conn, me, text, field, SECTION);
         }
+        let bad = |why: String| ApiError::bad_request(field, why, SECTION);
         let head = events::head(conn)?;
         text.parse::<i64>()
             .ok()
@@ -360,10 +357,10 @@ impl Service {
         for r in rows {
             position = r.seq;
             let payload: Value = serde_json::from_str(&r.payload).unwrap_or(Value::Null);
-            let identity = payload.get("identity").and_then(Value::as_str);
+            let identity = payload_identity(&payload);
             let subject = EventSubject {
-                thread: r.thread.as_deref(),
-                identity,
+                thread: r.thread.as_deref().and_then(|t| ThreadId::parse(t).ok()),
+                identity: identity.as_ref(),
             };
             if subscribed(channels, subject) {
                 frames.push(
@@ -432,23 +429,20 @@ impl Service {
         Ok(())
     }
 
+    /// The active participants of `thread` (empty when there is no such thread).
+    fn thread_members(&self, thread: &ThreadId) -> ApiResult<BTreeSet<Address>> {
+        let conn = self.store.read();
+        Ok(self
+            .thread_state(&conn, thread)?
+            .map(|s| s.active_participants())
+            .unwrap_or_default())
+    }
+
     /// `typing.start` / `typing.stop` (§17.3) in `thread`, by one of its active participants;
     /// a start lasts `typing_ttl_ms` (then `typing.stop` with `reason: "expired"`), a repeated
     /// start extends it without a new event, a stop when not typing is a no-op.
     pub fn typing(&self, caller: &Caller, thread: &ThreadId, start: bool) -> ApiResult<()> {
-        let state = {
-            let conn = self.store.read();
-            self.thread_state(&conn, thread)?
-        };
-        let readers: BTreeSet<Address> = state
-            .map(|s| {
-                s.participants
-                    .into_iter()
-                    .filter(|(_, p)| p.left_at.is_none())
-                    .map(|(a, _)| a)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let readers = self.thread_members(thread)?;
         if !readers.contains(&caller.identity) {
             // A thread the caller cannot read is as unknown as one that does not exist.
             return Err(ApiError::new(
@@ -489,32 +483,16 @@ impl Service {
     /// (`reason: "expired"`); returns when the next one runs out.
     pub fn expire_typing(&self) -> ApiResult<Option<Timestamp>> {
         let now = self.env.now();
-        let due: Vec<(ThreadId, Address)> = {
-            let mut typing = lock(&self.realtime.typing);
-            let due: Vec<_> = typing
-                .iter()
-                .filter(|(_, until)| **until <= now)
-                .map(|(k, _)| k.clone())
-                .collect();
-            for k in &due {
-                typing.remove(k);
+        let mut due = Vec::new();
+        lock(&self.realtime.typing).retain(|k, until| {
+            let over = *until <= now;
+            if over {
+                due.push(k.clone());
             }
-            due
-        };
+            !over
+        });
         for (thread, who) in due {
-            let state = {
-                let conn = self.store.read();
-                self.thread_state(&conn, &thread)?
-            };
-            let mut readers: BTreeSet<Address> = state
-                .map(|s| {
-                    s.participants
-                        .into_iter()
-                        .filter(|(_, p)| p.left_at.is_none())
-                        .map(|(a, _)| a)
-                        .collect()
-                })
-                .unwrap_or_default();
+            let mut readers = self.thread_members(&thread)?;
             readers.insert(who.clone());
             let tx = self.store.begin()?;
             self.append_event(

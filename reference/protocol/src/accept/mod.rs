@@ -230,15 +230,6 @@ struct Decider<'a> {
     evict: Vec<ThreadId>,
 }
 
-fn active_participants(state: &ThreadState) -> BTreeSet<Address> {
-    state
-        .participants
-        .iter()
-        .filter(|(_, p)| p.left_at.is_none())
-        .map(|(a, _)| a.clone())
-        .collect()
-}
-
 /// The §17.3 events an accepted envelope causes beside `envelope.new` / `thread.updated`:
 /// `participant.joined` / `participant.left` (a removed participant hears of it too),
 /// `thread.fork`, `thread.merged`, and `receipt.delivered` / `receipt.read` /
@@ -254,8 +245,8 @@ fn specific_events(
     let thread = f.thread.to_string();
     let envelope = f.id.to_string();
     let mut out = Vec::new();
-    let was = active_participants(before);
-    let now = active_participants(after);
+    let was = before.active_participants();
+    let now = after.active_participants();
     for who in now.difference(&was).filter(|_| !fresh) {
         out.push((
             "participant.joined",
@@ -550,7 +541,7 @@ impl Decider<'_> {
                     .get("issued_to")
                     .and_then(Value::as_str)
                     .and_then(|a| Address::parse_wire(a).ok());
-                let mut readers = active_participants(&self.rt.state);
+                let mut readers = self.rt.state.active_participants();
                 readers.insert(f.sender.clone());
                 readers.extend(holder.clone());
                 let payload = json!({"capability_id": ok.id.to_string(), "thread_id": f.thread.to_string(), "issued_to": holder.map(|a| a.to_string()), "spent_at": self.now(), "envelope_id": f.id.to_string()});
@@ -570,7 +561,7 @@ impl Decider<'_> {
                 .and_then(Value::as_str)
                 .map(str::to_owned)
         };
-        let mut readers = active_participants(next);
+        let mut readers = next.active_participants();
         readers.insert(f.sender.clone());
         let fork = param("fork_thread_id")
             .and_then(|s| ThreadId::parse(&s).ok())

@@ -321,6 +321,15 @@ impl ThreadState {
         }
     }
 
+    /// The current (not departed) participants.
+    pub fn active_participants(&self) -> std::collections::BTreeSet<Address> {
+        self.participants
+            .iter()
+            .filter(|(_, p)| p.left_at.is_none())
+            .map(|(a, _)| a.clone())
+            .collect()
+    }
+
     /// Whether `who` is a current (not departed) participant.
     pub fn is_active_participant(&self, who: &Address) -> bool {
         self.participants
