@@ -3,8 +3,10 @@
 use std::process::Command;
 
 use loom_benches::tokens::datasets::{Dataset, Doc};
-use loom_benches::tokens::format::{Codec, EncodeFailure, Format, NumberPolicy};
-use loom_benches::tokens::measure::Outcome;
+use loom_benches::tokens::format::{
+    Codec, EncodeFailure, Format, NumberPolicy, counted_text, without_final_newline,
+};
+use loom_benches::tokens::measure::{self, Outcome, Trip};
 use loom_benches::tokens::tokenizer::{N, TOKENIZER_NAMES, Tokenizers};
 use loom_benches::tokens::toon::{self, Bridge, Delimiter};
 use loom_benches::tokens::{golden, report, run_builtin, run_with};
@@ -34,6 +36,107 @@ fn committed_golden_counts_equal_a_fresh_run() {
         "token counts changed (run `cargo run -p loom-benches --bin loom-tokens -- --write-results` if intended):\n{}",
         diffs.join("\n")
     );
+}
+
+/// Issue 35: every format's text is counted the same way at its end — without a final
+/// newline — whatever its encoder writes (Loom notation and YAML end with `\n`, JSON, TOON and
+/// PLSP do not). Checked on the text the round-trip gate decoded and `measure` counts, for
+/// every document of every built-in dataset (the seed's examples included).
+#[test]
+fn every_format_is_counted_without_a_final_newline() {
+    require_bridge();
+    let docs: Vec<Doc> =
+        loom_benches::tokens::datasets::builtin(loom_benches::tokens::datasets::SEED)
+            .into_iter()
+            .flat_map(|set| set.docs)
+            .collect();
+    let mut checked = [0usize; Format::ALL.len()];
+    let mut raw_newline = [0usize; Format::ALL.len()];
+    let mut bad = Vec::new();
+    for doc in &docs {
+        for (i, f) in Format::ALL.iter().enumerate() {
+            if f.encode(&doc.value).is_ok_and(|t| t.ends_with('\n')) {
+                raw_newline[i] += 1;
+            }
+            let text = match measure::round_trip(f, &doc.value) {
+                Trip::Exact(text) | Trip::SameValues { text, .. } | Trip::Lossy { text, .. } => {
+                    text
+                }
+                Trip::Failed(..) => continue,
+                Trip::Unavailable(why) => panic!("{}: {why}", f.as_str()),
+            };
+            checked[i] += 1;
+            if text.ends_with('\n') || text.ends_with('\r') {
+                bad.push(format!("{} / {}: {:?}", f.as_str(), doc.label, text));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{} counted texts end with a line break, first ones:\n{}",
+        bad.len(),
+        bad[..bad.len().min(5)].join("\n")
+    );
+    // Every format was checked on the datasets (PLSP only has the flat state maps).
+    for (f, n) in Format::ALL.iter().zip(checked) {
+        assert!(n > 0, "{} counted no text", f.as_str());
+    }
+    // The normalization is not idle: the Loom notation encoder ends its text with a newline.
+    let loom = Format::ALL.iter().position(|f| *f == Format::Loom).unwrap();
+    assert!(raw_newline[loom] > 0, "{raw_newline:?}");
+}
+
+/// Compact JSON with a final newline: counted exactly like compact JSON.
+#[derive(Debug)]
+struct JsonWithNewline;
+
+impl Codec for JsonWithNewline {
+    fn name(&self) -> &str {
+        "json-newline"
+    }
+    fn encode(&self, value: &Value) -> Result<String, EncodeFailure> {
+        Ok(serde_json::to_string(value).unwrap() + "\n")
+    }
+    fn decode(&self, text: &str) -> Result<Value, String> {
+        serde_json::from_str(text).map_err(|e| e.to_string())
+    }
+}
+
+#[test]
+fn a_final_newline_is_removed_for_any_codec_before_the_round_trip_and_the_count() {
+    let set = Dataset {
+        name: "tiny".to_string(),
+        description: String::new(),
+        docs: vec![
+            Doc {
+                label: "object".to_string(),
+                value: json!({"a": [1, 2], "b": "x"}),
+            },
+            Doc {
+                label: "text".to_string(),
+                value: json!("line one\nline two\n"),
+            },
+        ],
+    };
+    let codecs: Vec<&dyn Codec> = vec![&Format::JsonCompact, &JsonWithNewline];
+    let run = run_with(0, &[set], &codecs, Tokenizers::shared());
+    let r = &run.datasets[0];
+    let plain = r.cell("json-compact").unwrap().outcome.counted().unwrap();
+    let newline = r.cell("json-newline").unwrap().outcome.counted().unwrap();
+    assert_eq!(plain, newline);
+    assert_eq!(
+        counted_text(&JsonWithNewline, &json!([1])).unwrap(),
+        counted_text(&Format::JsonCompact, &json!([1])).unwrap()
+    );
+    // One line break goes; a second one is the text's own.
+    assert_eq!(without_final_newline("a: 1\n".to_string()), "a: 1");
+    assert_eq!(without_final_newline("a: 1\r\n".to_string()), "a: 1");
+    assert_eq!(
+        without_final_newline("a: |+\n  x\n\n".to_string()),
+        "a: |+\n  x\n"
+    );
+    assert_eq!(without_final_newline("a: 1".to_string()), "a: 1");
+    assert_eq!(without_final_newline(String::new()), "");
 }
 
 #[test]

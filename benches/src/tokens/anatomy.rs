@@ -6,10 +6,13 @@
 //! (rule 5: an entry's key ends at `: `). Neither text is valid Loom notation (the first loses
 //! nesting, the second is read as a scalar line); they only measure how much of the gap to
 //! compact JSON each rule accounts for, which no encoder choice within the syntax can remove.
+//! Like every text of the benchmark, the real encodings are counted as
+//! [`counted_text`] gives them (no final newline), and so are the counterfactuals.
 
 use serde_json::Value;
 
 use super::datasets::Dataset;
+use super::format::{Format, counted_text};
 use super::tokenizer::{self, Counts, Tokenizers};
 
 /// Token sums of one dataset: the real encodings and the two counterfactuals.
@@ -79,8 +82,8 @@ pub fn row(dataset: &Dataset, tok: &Tokenizers) -> Row {
     };
     for doc in &dataset.docs {
         let (Ok(loom), Ok(json)) = (
-            loom_notation::encode(&doc.value),
-            serde_json::to_string(&doc.value),
+            counted_text(&Format::Loom, &doc.value),
+            counted_text(&Format::JsonCompact, &doc.value),
         ) else {
             continue;
         };

@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use super::compare::{first_difference, normalized_numbers};
 use super::datasets::Dataset;
-use super::format::{Codec, EncodeFailure, NumberPolicy};
+use super::format::{Codec, EncodeFailure, NumberPolicy, counted_text};
 use super::tokenizer::{self, Counts, Tokenizers};
 
 /// What one format gave for one dataset.
@@ -164,10 +164,12 @@ pub enum Trip {
     Unavailable(String),
 }
 
-/// Encodes `value`, decodes the text and compares the result with `value`: exactly (numbers
-/// by kind and bits), or by value for numbers when the codec's [`NumberPolicy`] says so.
+/// Encodes `value` (the [`counted_text`]: no final newline, whatever the encoder writes),
+/// decodes that text and compares the result with `value`: exactly (numbers by kind and bits),
+/// or by value for numbers when the codec's [`NumberPolicy`] says so. The text in the answer is
+/// the one that was decoded and is the one [`measure`] counts.
 pub fn round_trip(codec: &dyn Codec, value: &Value) -> Trip {
-    let text = match codec.encode(value) {
+    let text = match counted_text(codec, value) {
         Ok(t) => t,
         Err(EncodeFailure::Unavailable(r)) => return Trip::Unavailable(r),
         Err(EncodeFailure::Failed(e)) => return Trip::Failed("encode-failed", e),
