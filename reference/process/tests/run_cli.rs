@@ -78,13 +78,77 @@ fn a_failing_case_reports_why_and_exits_1() {
         "{text}"
     );
     assert!(text.contains("forbidden_patterns: \"deliverable_.* not found\" matches \"deliverable_missing: changes.md not found"), "{text}");
+    // The summary line leads with the first cause: collect's missing deliverable on attempt 1.
+    assert!(
+        text.contains("FAIL smoke (run partial, first cause: collect#1 deliverable:changes.md fail: deliverable_missing: changes.md not found"),
+        "{text}"
+    );
     std::fs::remove_file(pkg.join("scripts/smoke.yaml")).unwrap();
-    let (code, text) = out(bin().arg("test").arg(&pkg).args(["--case", "smoke"]));
+    let (code, text) =
+        out(bin()
+            .arg("test")
+            .arg(&pkg)
+            .args(["--case", "smoke", "--replies", "scripted"]));
     assert_eq!(code, 1);
     assert!(
         text.contains("no scripted model: expected scripts/smoke.yaml"),
         "{text}"
     );
+    // Without a script the case runs on replies derived from the definition (and passes:
+    // they write both deliverables without placeholders).
+    let (code, text) = out(bin().arg("test").arg(&pkg).args(["--case", "smoke"]));
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("PASS smoke (run completed; no script: replies derived from the definition; not judged (derived pass): faithful)"),
+        "{text}"
+    );
+}
+
+/// Issue 35 item 4.5: the writer leaves a placeholder on attempt 1, the retry asks the script
+/// for attempt 2 and there is none. The summary leads with what failed on attempt 1, not with
+/// the script running out (which is still listed among the errors).
+#[test]
+fn a_failed_runs_summary_leads_with_the_first_cause_not_a_follow_on_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = std::fs::read_to_string(fixture().join("scripts/smoke.yaml")).unwrap();
+    let attempt_2 = script.find("    - attempt: 2").unwrap();
+    let judges = script.find("judges:").unwrap();
+    let only_attempt_1 = format!("{}{}", &script[..attempt_2], &script[judges..]);
+    let file = dir.path().join("attempt-1-only.yaml");
+    std::fs::write(&file, only_attempt_1).unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::copy(
+        fixture().join("scripts/smoke.workspace/CHANGELOG.md"),
+        ws.join("CHANGELOG.md"),
+    )
+    .unwrap();
+    let (code, text) = out(bin()
+        .arg("run")
+        .arg(fixture())
+        .args([
+            "--goal",
+            "Write release notes",
+            "--clock",
+            "manual",
+            "--workspace",
+        ])
+        .arg(&ws)
+        .arg("--model")
+        .arg(format!("scripted:{}", file.display())));
+    assert_eq!(code, 1, "{text}");
+    let second = text.lines().nth(1).unwrap_or_default();
+    assert!(
+        second.starts_with("first cause: write#1 rule:no-placeholders fail: forbidden match file:RELEASE_NOTES.md:5: \"[TBD]\""),
+        "{text}"
+    );
+    assert!(!second.contains("no turns"), "{text}");
+    let errors = text.split("errors:\n").nth(1).unwrap_or_default();
+    assert!(
+        errors.contains("the script has no turns for phase \"write\" attempt 2"),
+        "the follow-on error is still listed: {text}"
+    );
+    assert!(text.ends_with("outcome: partial\n"), "{text}");
 }
 
 #[test]

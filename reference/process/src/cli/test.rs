@@ -1,6 +1,8 @@
 //! `loom-process test PATH [--case ID] [--format text|json] [--events-dir DIR]
-//! [--enable-command-exit-gates] [--python PATH]`: runs the package's `tests:` manifest in deterministic mode
-//! (guide "Process test manifest"; conventions in [`crate::runner::testcase`]).
+//! [--enable-command-exit-gates] [--python PATH] [--replies auto|scripted|derived]`: runs the
+//! package's `tests:` manifest in deterministic mode (guide "Process test manifest";
+//! conventions in [`crate::runner::testcase`]), on each case's script or on replies derived
+//! from the definition ([`crate::runner::derived`]).
 //!
 //! Exit codes: 0 every case passed (skipped `live` cases allowed), 1 a case failed, 2 usage
 //! or IO error, an invalid definition, or no case matched `--case`.
@@ -12,7 +14,7 @@ use std::sync::Arc;
 use super::{Format, exit};
 use crate::engine::policy::DenyConfirm;
 use crate::runner::RunOptions;
-use crate::runner::testcase::{CaseStatus, check_case_id, run_case};
+use crate::runner::testcase::{CaseStatus, Replies, check_case_id, run_case_with};
 
 /// Arguments of `test`.
 #[derive(Debug, clap::Args)]
@@ -34,6 +36,32 @@ pub struct Args {
     /// Run the package's bundled tools with this Python instead of the declared one.
     #[arg(long)]
     pub python: Option<PathBuf>,
+    /// Where the model replies come from: `auto` (the case's `scripts/<id>.yaml`, else
+    /// replies derived from the definition), `scripted` (a case without a script fails) or
+    /// `derived` (ignore the scripts).
+    #[arg(long, value_enum, default_value_t = RepliesArg::Auto)]
+    pub replies: RepliesArg,
+}
+
+/// `--replies`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RepliesArg {
+    /// The case's script when it has one, else derived replies.
+    Auto,
+    /// The case's script only.
+    Scripted,
+    /// Replies derived from the definition, scripts ignored.
+    Derived,
+}
+
+impl From<RepliesArg> for Replies {
+    fn from(r: RepliesArg) -> Self {
+        match r {
+            RepliesArg::Auto => Replies::Auto,
+            RepliesArg::Scripted => Replies::Scripted,
+            RepliesArg::Derived => Replies::Derived,
+        }
+    }
 }
 
 /// Runs the cases and prints one line per case (or JSON).
@@ -67,12 +95,13 @@ pub fn run(args: &Args, out: &mut dyn Write) -> std::io::Result<i32> {
     };
     let mut reports = Vec::new();
     for case in cases {
-        let r = run_case(
+        let r = run_case_with(
             &pkg.process,
             &pkg.root,
             case,
             &options,
             Arc::new(DenyConfirm),
+            args.replies.into(),
         );
         // The case id names the events file: only an id that passes the runtime check
         // (no `/`, no `..`) is ever joined to the directory.

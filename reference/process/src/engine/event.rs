@@ -336,6 +336,9 @@ pub struct TraceSummary {
     pub errors: Vec<String>,
     /// The run's final status (the last `TaskUpdated` with a `status`).
     pub outcome: Option<String>,
+    /// For a run that did not complete, the failure everything else followed from
+    /// ([`first_cause`]).
+    pub first_cause: Option<String>,
 }
 
 fn field<'a>(payload: &'a Json, key: &str) -> &'a str {
@@ -356,6 +359,7 @@ pub fn summarize(events: &[Event]) -> TraceSummary {
         verdicts: Vec::new(),
         errors: Vec::new(),
         outcome: None,
+        first_cause: None,
     };
     for e in events {
         *s.counts.entry(e.kind.name().to_owned()).or_default() += 1;
@@ -382,7 +386,83 @@ pub fn summarize(events: &[Event]) -> TraceSummary {
             _ => {}
         }
     }
+    if s.outcome.as_deref() != Some("completed") {
+        s.first_cause = first_cause(events);
+    }
     s
+}
+
+/// The first failure of a run, in event order, that the run's failure follows from: a
+/// run-level error or failed auth check (no phase), else the first blocking `JudgeResult`
+/// that failed (or errored) or the first `Error` of a phase that ended `failed`, else the
+/// run's `stopReason`. A check an earlier attempt failed and a retry repaired belongs to a
+/// phase that completed, so it is not a cause; a retry's own error (a script that has no
+/// turns for attempt 2, a budget) follows the failure that caused the retry, so it comes
+/// later. `phase#attempt kind:name status: first reason (+N more)` or `phase#attempt code:
+/// message`.
+pub fn first_cause(events: &[Event]) -> Option<String> {
+    let mut final_state: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut stop_reason = None;
+    for e in events {
+        let p = &e.payload;
+        match e.kind {
+            EventType::StateChanged if field(p, "scope") == "phase" => {
+                final_state.insert(field(p, "phase"), field(p, "to"));
+            }
+            EventType::TaskUpdated if !field(p, "status").is_empty() => {
+                stop_reason = p.get("stopReason").and_then(Json::as_str);
+            }
+            _ => {}
+        }
+    }
+    let failed = |phase: &str| final_state.get(phase) == Some(&"failed");
+    let at = |p: &Json| {
+        let attempt = p.get("attempt").and_then(Json::as_u64);
+        match (field(p, "phase"), attempt) {
+            ("", _) => String::new(),
+            (ph, Some(a)) => format!("{ph}#{a} "),
+            (ph, None) => format!("{ph} "),
+        }
+    };
+    events
+        .iter()
+        .find_map(|e| {
+            let p = &e.payload;
+            let phase = field(p, "phase");
+            match e.kind {
+                EventType::Error if phase.is_empty() || failed(phase) => Some(format!(
+                    "{}{}: {}",
+                    at(p),
+                    field(p, "code"),
+                    field(p, "message")
+                )),
+                EventType::JudgeResult
+                    if (phase.is_empty() || failed(phase))
+                        && p.get("blocking").and_then(Json::as_bool) == Some(true)
+                        && matches!(field(p, "status"), "fail" | "error") =>
+                {
+                    let reasons: Vec<&str> = p
+                        .get("reasons")
+                        .and_then(Json::as_array)
+                        .map(|r| r.iter().filter_map(Json::as_str).collect())
+                        .unwrap_or_default();
+                    let more = match reasons.len() {
+                        0 | 1 => String::new(),
+                        n => format!(" (+{} more)", n - 1),
+                    };
+                    Some(format!(
+                        "{}{}:{} {}: {}{more}",
+                        at(p),
+                        field(p, "kind"),
+                        field(p, "name"),
+                        field(p, "status"),
+                        reasons.first().copied().unwrap_or("no reason given")
+                    ))
+                }
+                _ => None,
+            }
+        })
+        .or_else(|| stop_reason.map(str::to_owned))
 }
 
 impl std::fmt::Display for TraceSummary {
@@ -392,6 +472,9 @@ impl std::fmt::Display for TraceSummary {
             "run {}: {} events over {} ms",
             self.run_id, self.events, self.duration_ms
         )?;
+        if let Some(cause) = &self.first_cause {
+            writeln!(f, "first cause: {cause}")?;
+        }
         writeln!(f, "events by type:")?;
         for (k, n) in &self.counts {
             writeln!(f, "  {k:<20} {n}")?;
@@ -430,6 +513,98 @@ mod tests {
 
     fn log(seed: u64) -> EventLog {
         EventLog::new(seed, Arc::new(ManualClock::ticking(1_710_000_000_000, 1)))
+    }
+
+    fn judge(
+        l: &mut EventLog,
+        phase: &str,
+        attempt: u32,
+        name: &str,
+        blocking: bool,
+        status: &str,
+    ) {
+        l.emit(
+            EventType::JudgeResult,
+            json!({"phase": phase, "attempt": attempt, "kind": "gate", "name": name,
+                   "blocking": blocking, "status": status, "reasons": [format!("{name} said {status}"), "second"]}),
+        );
+    }
+
+    fn phase_end(l: &mut EventLog, phase: &str, to: &str) {
+        l.emit(
+            EventType::StateChanged,
+            json!({"scope": "phase", "phase": phase, "from": "running", "to": to}),
+        );
+    }
+
+    fn finish(l: &mut EventLog, status: &str, stop: Option<&str>) -> Vec<Event> {
+        l.emit(
+            EventType::TaskUpdated,
+            json!({"status": status, "stopReason": stop}),
+        );
+        l.events().to_vec()
+    }
+
+    /// The first cause is the first blocking failure of a phase that ended failed: not an
+    /// earlier failure a retry repaired, not a non-blocking one, not the retry's own error.
+    #[test]
+    fn the_first_cause_is_the_failure_the_run_follows_from() {
+        let mut l = log(3);
+        judge(&mut l, "a", 1, "clean", true, "fail");
+        judge(&mut l, "a", 2, "clean", true, "pass");
+        phase_end(&mut l, "a", "completed");
+        judge(&mut l, "b", 1, "advice", false, "fail");
+        judge(&mut l, "b", 1, "score", true, "fail");
+        l.emit(
+            EventType::Error,
+            json!({"phase": "b", "attempt": 2, "turn": 1, "code": "model_error", "message": "the script has no turns for phase \"b\" attempt 2"}),
+        );
+        phase_end(&mut l, "b", "failed");
+        let events = finish(&mut l, "partial", None);
+        let s = summarize(&events);
+        assert_eq!(
+            s.first_cause.as_deref(),
+            Some("b#1 gate:score fail: score said fail (+1 more)")
+        );
+        let text = s.to_string();
+        assert_eq!(
+            text.lines().nth(1),
+            Some("first cause: b#1 gate:score fail: score said fail (+1 more)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("errors:\n  the script has no turns"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn run_level_errors_and_stop_reasons_are_causes_and_a_completed_run_has_none() {
+        let mut l = log(4);
+        l.emit(
+            EventType::Error,
+            json!({"code": "auth_preflight", "message": "missing credential env KEY"}),
+        );
+        let events = finish(&mut l, "failed", Some("auth preflight failed"));
+        assert_eq!(
+            first_cause(&events).as_deref(),
+            Some("auth_preflight: missing credential env KEY")
+        );
+        let mut l = log(5);
+        phase_end(&mut l, "a", "completed");
+        let events = finish(&mut l, "failed", Some("run budget_tool_calls"));
+        assert_eq!(
+            first_cause(&events).as_deref(),
+            Some("run budget_tool_calls")
+        );
+        let mut l = log(6);
+        judge(&mut l, "a", 1, "clean", true, "fail");
+        judge(&mut l, "a", 2, "clean", true, "pass");
+        phase_end(&mut l, "a", "completed");
+        let events = finish(&mut l, "completed", None);
+        let s = summarize(&events);
+        assert_eq!(s.first_cause, None);
+        assert!(!s.to_string().contains("first cause"));
     }
 
     #[test]

@@ -708,23 +708,21 @@ impl GateType {
     }
 }
 
-/// Gate comparison operator. The guide shows only `gte`; its loader accepts `gte`, `lte`,
-/// `eq`, `contains` and `not_contains`; we accept those and the other usual comparisons
-/// (`ne`/`neq`, `gt`, `lt`).
+/// Gate comparison operator (guide "Phase iteration loops": the gate table's `operator`).
+///
+/// The guide names no operator list; its examples use only `gte`. Its loader evaluates
+/// exactly `gte`, `lte`, `eq`, `contains` and `not_contains` (`IterationGateEvaluator
+/// ._OPERATORS`): any other operator makes a `tool_metric` / `verifier_field` gate
+/// unevaluable there (a blocking gate can never pass) and a `command_exit` gate's operator is
+/// silently read as `eq`. So those five are the operators; `gt`, `lt`, `ne` (`neq`) and the
+/// rest are `iteration.gate.operator.value` errors whose message names the portable spelling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Operator {
     /// Equal.
     Eq,
-    /// Not equal.
-    #[serde(alias = "neq")]
-    Ne,
-    /// Greater than.
-    Gt,
     /// Greater than or equal.
     Gte,
-    /// Less than.
-    Lt,
     /// Less than or equal.
     Lte,
     /// The measured value, as text (JSON with sorted keys for lists and mappings), contains the
@@ -735,12 +733,43 @@ pub enum Operator {
 }
 
 impl Operator {
+    /// The operators the guide's loader evaluates, as written in a package.
+    pub const NAMES: [&'static str; 5] = ["gte", "lte", "eq", "contains", "not_contains"];
+
     /// True for ordering comparisons, which make a gate "score-like".
     pub fn is_ordering(self) -> bool {
-        matches!(
-            self,
-            Operator::Gt | Operator::Gte | Operator::Lt | Operator::Lte
-        )
+        matches!(self, Operator::Gte | Operator::Lte)
+    }
+
+    /// The operator as written in a package.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operator::Eq => "eq",
+            Operator::Gte => "gte",
+            Operator::Lte => "lte",
+            Operator::Contains => "contains",
+            Operator::NotContains => "not_contains",
+        }
+    }
+
+    /// For an operator the guide's loader does not evaluate (`gt`, `lt`, `ne`, …), the
+    /// portable way to write the same gate; `None` for an operator that is one of [`Self::NAMES`].
+    pub fn portable_spelling(written: &str) -> Option<&'static str> {
+        let w = written.trim().to_lowercase();
+        if Self::NAMES.contains(&w.as_str()) {
+            return None;
+        }
+        Some(match w.as_str() {
+            "gt" | ">" => "`gte` with the next value (`gt 79` is `gte 80` for whole numbers)",
+            "lt" | "<" => "`lte` with the previous value (`lt 5` is `lte 4` for whole numbers)",
+            "ge" | ">=" => "`gte`",
+            "le" | "<=" => "`lte`",
+            "==" | "equals" => "`eq`",
+            "ne" | "neq" | "!=" => {
+                "`not_contains` for text, or `eq` with the expected value (there is no not-equal operator)"
+            }
+            _ => "one of gte, lte, eq, contains, not_contains",
+        })
     }
 }
 

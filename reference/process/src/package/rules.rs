@@ -85,7 +85,7 @@ rules! {
     PHASES_FINALIZER_ID_RESERVED = "phases.id.reserved_finalizer", Error, "Output coordination", "a phase id equals the reserved <phase_id>__finalize_output of a fan-in phase with deliverables";
     PHASES_FINALIZER_SUFFIX = "phases.id.finalizer_suffix", Warning, "Output coordination", "a phase id ends in the reserved __finalize_output suffix";
     PHASES_EMPTY = "phases.empty", Warning, "Phases", "the process declares no phases";
-    PHASES_FIELD_REQUIRED = "phases.field.required", Error, "Phases", "a phase needs a non-empty `id` and `description`";
+    PHASES_FIELD_REQUIRED = "phases.field.required", Error, "Phases", "a phase needs a non-empty `id` and `description`, and `depends_on` written without a value is no list (write `[]` for a root phase)";
     PHASES_ID_DUPLICATE = "phases.id.duplicate", Error, "Phases", "phase ids must be unique";
     PHASES_ID_KEBAB_CASE = "phases.id.kebab_case", Warning, "Phases", "phase ids should be kebab-case";
     PHASES_DEPENDS_ON_UNKNOWN = "phases.depends_on.unknown", Error, "Phases", "`depends_on` names a phase that does not exist";
@@ -117,10 +117,10 @@ rules! {
     ITERATION_VERIFIER_BLOCKING = "iteration.gate.verifier_field_blocking", Error, "Phase iteration loops", "verifier_field gates are advisory-only and cannot be blocking";
     ITERATION_SCORE_REQUIRES_STOP = "iteration.gate.score_requires_stop", Error, "Phase iteration loops", "score-like gates require stop_on_no_improvement_attempts > 0";
     ITERATION_GATE_TYPE_VALUE = "iteration.gate.type.value", Error, "Phase iteration loops", "gate `type` is required and must be tool_metric, artifact_regex, command_exit or verifier_field";
-    ITERATION_GATE_OPERATOR_VALUE = "iteration.gate.operator.value", Error, "Phase iteration loops", "gate `operator` must be eq, ne, gt, gte, lt or lte";
+    ITERATION_GATE_OPERATOR_VALUE = "iteration.gate.operator.value", Error, "Phase iteration loops", "gate `operator` must be one the guide's loader evaluates: gte, lte, eq, contains or not_contains (`gt`, `lt`, `ne` are not)";
     ITERATION_GATE_TARGET_VALUE = "iteration.gate.target.value", Error, "Phase iteration loops", "artifact_regex.target must be auto, deliverables, changed_files, summary or output";
-    ITERATION_GATE_FIELD_REQUIRED = "iteration.gate.field.required", Error, "Phase iteration loops", "a gate lacks one of its type's key fields";
-    ITERATION_GATE_VALUE_TYPE = "iteration.gate.value.type", Error, "Phase iteration loops", "command_exit `value` must be an integer exit code; tool_metric/verifier_field `value` must be a number with gt, gte, lt or lte";
+    ITERATION_GATE_FIELD_REQUIRED = "iteration.gate.field.required", Error, "Phase iteration loops", "a gate lacks one of its type's key fields (an empty artifact_regex `pattern` counts as missing: it matches every text)";
+    ITERATION_GATE_VALUE_TYPE = "iteration.gate.value.type", Error, "Phase iteration loops", "command_exit `value` must be an integer exit code; tool_metric/verifier_field `value` must be a number with gte or lte";
     ITERATION_GATE_PATTERN_INVALID = "iteration.gate.pattern.invalid", Error, "Phase iteration loops", "artifact_regex.pattern is not a valid regular expression";
     ITERATION_GATE_PATTERN_TOO_LARGE = "iteration.gate.pattern.too_large", Error, "Phase iteration loops", "artifact_regex.pattern compiles past the pattern size limit";
     ITERATION_GATE_ID_DUPLICATE = "iteration.gate.id.duplicate", Error, "Phase iteration loops", "gate ids must be unique within a phase's iteration block";
@@ -162,7 +162,7 @@ rules! {
     TESTS_GOAL_REQUIRED = "tests.goal.required", Error, "Process test manifest", "a test case needs a non-empty `goal`";
     TESTS_TIMEOUT_POSITIVE = "tests.timeout_seconds.positive", Error, "Process test manifest", "`timeout_seconds` must be greater than zero";
     TESTS_ACCEPTANCE_UNKNOWN_PHASE = "tests.acceptance.unknown_phase", Warning, "Process test manifest", "acceptance.phases.must_include names a phase that does not exist";
-    TESTS_ACCEPTANCE_PATTERN_INVALID = "tests.acceptance.pattern.invalid", Error, "Process test manifest", "a forbidden_patterns entry is not a valid regular expression";
+    TESTS_ACCEPTANCE_PATTERN_INVALID = "tests.acceptance.pattern.invalid", Error, "Process test manifest", "a forbidden_patterns entry is empty or not a valid regular expression";
     TESTS_ACCEPTANCE_PATTERN_TOO_LARGE = "tests.acceptance.pattern.too_large", Error, "Process test manifest", "a forbidden_patterns entry compiles past the pattern size limit";
     PACKAGE_PROCESS_YAML_MISSING = "package.process_yaml.missing", Error, "Package structure", "a package directory must contain process.yaml";
     PACKAGE_IO = "package.io", Error, "Package structure", "the package could not be read";

@@ -1002,7 +1002,8 @@ impl<'de, 'a: 'de, 'u> Deserializer<'de> for NodeDeserializer<'a, 'u> {
     fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
         static EMPTY: [Node; 0] = [];
         match &self.node.kind {
-            // An empty value (`depends_on:`) reads as an empty list, as YAML authors expect.
+            // An empty value (`deliverables:`) reads as an empty list; where a list is required
+            // the section's rule refuses it (`depends_on:`, guide "Phases").
             NodeKind::Null => visitor
                 .visit_seq(SeqDe {
                     items: EMPTY.iter(),

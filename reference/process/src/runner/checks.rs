@@ -87,13 +87,6 @@ pub struct AttemptView<'a> {
     pub calls: &'a [(ToolAction, Observation)],
 }
 
-fn op_name(op: Operator) -> String {
-    serde_json::to_value(op)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
 fn deliverable_texts(st: &RunState<'_>, phase: &Phase) -> Vec<(String, String)> {
     phase
         .deliverable_filenames()
@@ -352,20 +345,20 @@ fn as_text(v: &Json) -> String {
     }
 }
 
-fn compare_json(op: Operator, actual: &Json, expected: &Json) -> Result<bool, String> {
+/// A `tool_metric` / `verifier_field` comparison of `actual` with the gate's `expected` value.
+pub(crate) fn compare_json(op: Operator, actual: &Json, expected: &Json) -> Result<bool, String> {
     match op {
         Operator::Contains => return Ok(as_text(actual).contains(&as_text(expected))),
         Operator::NotContains => return Ok(!as_text(actual).contains(&as_text(expected))),
         _ => {}
     }
     match (actual.as_f64(), expected.as_f64()) {
-        (Some(a), Some(e)) => compare(&op_name(op), a, e),
+        (Some(a), Some(e)) => compare(op.as_str(), a, e),
         _ => match op {
             Operator::Eq => Ok(actual == expected),
-            Operator::Ne => Ok(actual != expected),
             _ => Err(format!(
                 "{} needs numbers, got {actual} and {expected}",
-                op_name(op)
+                op.as_str()
             )),
         },
     }
@@ -467,7 +460,9 @@ pub(crate) fn gates(
                     match obs.exit_code {
                         None => base,
                         Some(code) => {
-                            match compare(&op_name(operator), f64::from(code), value as f64) {
+                            // The same comparison as the other gates (the loader's
+                            // `_compare`): `contains` reads the exit code as text.
+                            match compare_json(operator, &json!(code), &json!(value)) {
                                 Ok(true) => {
                                     JudgeResult::new(JudgeStatus::Pass, vec![], base.evidence)
                                 }
@@ -475,7 +470,7 @@ pub(crate) fn gates(
                                     JudgeStatus::Fail,
                                     vec![format!(
                                         "exit code {code} is not {} {value}",
-                                        op_name(operator)
+                                        operator.as_str()
                                     )],
                                     base.evidence,
                                 ),
@@ -512,7 +507,7 @@ pub(crate) fn gates(
                             JudgeStatus::Fail,
                             vec![format!(
                                 "{tool}.{metric_path} = {m}, needs {} {value}",
-                                op_name(operator)
+                                operator.as_str()
                             )],
                             vec![format!("metric:{tool}.{metric_path}={m}")],
                         ),
@@ -540,7 +535,7 @@ pub(crate) fn gates(
                         JudgeStatus::Fail,
                         vec![format!(
                             "verifier {field} = {actual}, needs {} {value}",
-                            op_name(operator)
+                            operator.as_str()
                         )],
                         vec![format!("verifier:{field}")],
                     ),

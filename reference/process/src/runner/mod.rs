@@ -13,7 +13,8 @@
 //! - [`output`]: output coordination — single-writer deliverables and the fan-in finalizer
 //!   (guide "Output coordination").
 //! - [`prompt`]: the system prompt a phase's model turns get.
-//! - [`testcase`]: the `tests:` manifest in deterministic mode (guide "Process test manifest").
+//! - [`testcase`]: the `tests:` manifest in deterministic mode (guide "Process test manifest"),
+//!   with a case's script or with [`derived`] replies made from the definition itself.
 //!
 //! Phase mode (guide "Phase mode"), as this runner reads it:
 //! - `strict`: phases run in dependency order and none may be skipped: after any phase
@@ -30,6 +31,7 @@
 //! run was not failed), or `failed`.
 
 pub mod checks;
+pub mod derived;
 pub mod memory;
 pub mod output;
 pub mod phase;

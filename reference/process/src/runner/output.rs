@@ -23,7 +23,8 @@ use crate::engine::action::{Observation, ToolAction};
 use crate::engine::event::EventType;
 use crate::engine::tools::{normalize, read_workspace_bytes, read_workspace_file};
 use crate::package::{
-    ConflictPolicy, FinalizerInputPolicy, OutputCoordination, OutputStrategy, Phase, PublishMode,
+    ConflictPolicy, FinalizerInputPolicy, OutputCoordination, OutputStrategy, Phase, Process,
+    PublishMode,
 };
 use serde_json::json;
 
@@ -36,18 +37,30 @@ fn coordination<'a>(st: &'a RunState<'_>) -> Option<&'a OutputCoordination> {
     st.process.output_coordination.as_ref()
 }
 
+/// Whether `phase` of `process` publishes through a fan-in finalizer.
+pub fn phase_is_fan_in(process: &Process, phase: &Phase) -> bool {
+    !phase.deliverables.is_empty()
+        && phase.output_strategy(process.output_coordination.as_ref()) == OutputStrategy::FanIn
+}
+
+/// `<intermediate_root>/<phase>` of `process`: where a fan-in worker writes its deliverables.
+pub fn phase_intermediate_dir(process: &Process, phase: &Phase) -> String {
+    let root = process
+        .output_coordination
+        .as_ref()
+        .and_then(|c| c.intermediate_root.clone())
+        .unwrap_or_else(|| OutputCoordination::DEFAULT_INTERMEDIATE_ROOT.to_owned());
+    format!("{}/{}", normalize(&root), phase.id)
+}
+
 /// Whether `phase` publishes through a fan-in finalizer.
 pub(crate) fn is_fan_in(st: &RunState<'_>, phase: &Phase) -> bool {
-    !phase.deliverables.is_empty()
-        && phase.output_strategy(coordination(st)) == OutputStrategy::FanIn
+    phase_is_fan_in(st.process, phase)
 }
 
 /// `<intermediate_root>/<phase>`.
 pub(crate) fn intermediate_dir(st: &RunState<'_>, phase: &Phase) -> String {
-    let root = coordination(st)
-        .and_then(|c| c.intermediate_root.clone())
-        .unwrap_or_else(|| OutputCoordination::DEFAULT_INTERMEDIATE_ROOT.to_owned());
-    format!("{}/{}", normalize(&root), phase.id)
+    phase_intermediate_dir(st.process, phase)
 }
 
 /// A refused write: the reason, and whether the attempt must stop (`fail_fast`).

@@ -287,7 +287,7 @@ fn runner_call(st: &mut RunState<'_>, ph: &Phase, attempt: u32, action: ToolActi
 fn improved(op: Option<Operator>, score: f64, best: Option<f64>) -> bool {
     match (best, op) {
         (None, _) => true,
-        (Some(b), Some(Operator::Lt | Operator::Lte)) => score < b,
+        (Some(b), Some(Operator::Lte)) => score < b,
         (Some(b), _) => score > b,
     }
 }

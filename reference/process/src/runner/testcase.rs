@@ -2,7 +2,10 @@
 //!
 //! Conventions (README "Running"), all relative to the package directory:
 //! - `scripts/<case-id>.yaml` (or `.yml`, `.json`): the scripted model of the case
-//!   ([`crate::engine::model::ScriptedModel`] format). Required for a deterministic case.
+//!   ([`crate::engine::model::ScriptedModel`] format). Optional: without one (or with
+//!   [`Replies::Derived`]) the case runs on replies derived from the definition
+//!   ([`crate::runner::derived`], what the guide's loader does for `mode: deterministic`);
+//!   with [`Replies::Scripted`] a case without a script fails.
 //! - `scripts/<case-id>.workspace/` (optional): copied into the fresh temporary workspace
 //!   before the run (fixtures such as a failing test to fix).
 //! - `scripts/<case-id>.task.json` (optional): a loop-engine "Task Config Schema" object for
@@ -30,15 +33,20 @@
 //! `JudgeResult` reason and every `Error` message of each phase's FINAL attempt — earlier
 //! attempts that a retry repaired do not count — plus run-level errors). A case without acceptance
 //! assertions passes when the run completes. A model error (for example a script that runs
-//! out) always fails the case. `live` cases are skipped: they need real providers.
+//! out) always fails the case. `live` cases are skipped: they need real providers. The
+//! report's first note is the run's status and, when it did not complete, its first cause
+//! ([`crate::engine::event::first_cause`]); with derived replies the notes also say what
+//! they could not give, which checks passed unjudged and which tools got stand-in outputs.
 
 use super::{Env, RunOptions, RunRequest, RunStatus, run};
 use crate::engine::clock::ManualClock;
 use crate::engine::event::{EventType, to_jsonl};
-use crate::engine::model::ScriptedModel;
+use crate::engine::model::{Model, ScriptedModel};
 use crate::engine::planner::ModelPlanner;
 use crate::engine::policy::{Confirm, TaskConfig, resolve_in_workspace};
+use crate::engine::tools::ToolOutputs;
 use crate::package::{Process, TestCase, TestMode};
+use crate::runner::derived::DerivedModel;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -137,13 +145,45 @@ fn fail(id: &str, why: String) -> CaseReport {
     }
 }
 
-/// Runs one case in a fresh temporary workspace.
+/// Where a case's model replies come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Replies {
+    /// `scripts/<case-id>.yaml` when it exists, else replies derived from the definition.
+    #[default]
+    Auto,
+    /// The case's script only (a case without one fails).
+    Scripted,
+    /// Replies derived from the definition, even when a script exists ([`super::derived`]).
+    Derived,
+}
+
+/// The model backend of one case.
+enum Backend {
+    Scripted(Arc<ScriptedModel>),
+    Derived(Arc<DerivedModel>),
+}
+
+/// Runs one case in a fresh temporary workspace, with its script when it has one, else with
+/// replies derived from the definition ([`Replies::Auto`]).
 pub fn run_case(
     process: &Process,
     package_dir: &Path,
     case: &TestCase,
     options: &RunOptions,
     confirm: Arc<dyn Confirm>,
+) -> CaseReport {
+    run_case_with(process, package_dir, case, options, confirm, Replies::Auto)
+}
+
+/// Runs one case in a fresh temporary workspace with the replies `replies` selects.
+pub fn run_case_with(
+    process: &Process,
+    package_dir: &Path,
+    case: &TestCase,
+    options: &RunOptions,
+    confirm: Arc<dyn Confirm>,
+    replies: Replies,
 ) -> CaseReport {
     if case.mode() == TestMode::Live {
         return CaseReport {
@@ -158,23 +198,43 @@ pub fn run_case(
     if let Err(e) = check_case_id(&case.id) {
         return fail(&case.id, e);
     }
-    let Some(script) = script_path(package_dir, &case.id) else {
-        return fail(
-            &case.id,
-            format!(
-                "no scripted model: expected scripts/{}.yaml (or .yml/.json) in {}",
-                case.id,
-                package_dir.display()
-            ),
-        );
+    let found = script_path(package_dir, &case.id);
+    // A script `--replies derived` leaves unused: the report says so (its story, a failure
+    // path for instance, is then not what runs).
+    let unused_script = found
+        .as_ref()
+        .filter(|_| replies == Replies::Derived)
+        .map(|p| {
+            p.strip_prefix(package_dir)
+                .map(|r| r.display().to_string())
+                .unwrap_or_else(|_| p.display().to_string())
+        });
+    let script = match replies {
+        Replies::Derived => None,
+        Replies::Auto | Replies::Scripted => found,
     };
-    let shown = script
-        .strip_prefix(package_dir)
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| script.display().to_string());
-    let model = match ScriptedModel::from_file_named(&script, &shown) {
-        Ok(m) => m,
-        Err(e) => return fail(&case.id, e.0),
+    let backend = match script {
+        Some(script) => {
+            let shown = script
+                .strip_prefix(package_dir)
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| script.display().to_string());
+            match ScriptedModel::from_file_named(&script, &shown) {
+                Ok(m) => Backend::Scripted(Arc::new(m)),
+                Err(e) => return fail(&case.id, e.0),
+            }
+        }
+        None if replies == Replies::Scripted => {
+            return fail(
+                &case.id,
+                format!(
+                    "no scripted model: expected scripts/{}.yaml (or .yml/.json) in {}",
+                    case.id,
+                    package_dir.display()
+                ),
+            );
+        }
+        None => Backend::Derived(Arc::new(DerivedModel::new(process))),
     };
     let dir = match tempfile::Builder::new()
         .prefix("loom-process-test-")
@@ -261,13 +321,16 @@ pub fn run_case(
             events_jsonl: String::new(),
         };
     }
-    let model = Arc::new(model);
+    let (model, tool_outputs): (Arc<dyn Model>, Arc<dyn ToolOutputs>) = match &backend {
+        Backend::Scripted(m) => (m.clone(), m.clone()),
+        Backend::Derived(m) => (m.clone(), m.clone()),
+    };
     let env = Env {
         model: model.clone(),
         clock: Arc::new(ManualClock::ticking(DETERMINISTIC_START_MS, 1)),
         confirm,
         fetch: None,
-        tool_outputs: Some(model.clone()),
+        tool_outputs: Some(tool_outputs),
         planner: Some(Arc::new(ModelPlanner(model))),
         bundled,
         auth_env,
@@ -285,6 +348,12 @@ pub fn run_case(
     };
     let mut failures = Vec::new();
     let mut notes = Vec::new();
+    if let Backend::Derived(d) = &backend {
+        notes.extend(derived_notes(d, replies));
+    }
+    if let Some(path) = unused_script {
+        notes.push(format!("{path} not used"));
+    }
     if !case.requires_tools.is_empty() {
         notes.push(format!(
             "requires_tools {} noted; this runner provides the Loop Engine tool actions",
@@ -389,7 +458,16 @@ pub fn run_case(
                 .unwrap_or_default()
         ));
     }
-    notes.push(format!("run {}", outcome.status.as_str()));
+    let first_cause = (outcome.status != RunStatus::Completed)
+        .then(|| crate::engine::event::first_cause(&outcome.events))
+        .flatten();
+    notes.insert(
+        0,
+        match first_cause {
+            Some(cause) => format!("run {}, first cause: {cause}", outcome.status.as_str()),
+            None => format!("run {}", outcome.status.as_str()),
+        },
+    );
     CaseReport {
         id: case.id.clone(),
         status: if failures.is_empty() {
@@ -402,6 +480,32 @@ pub fn run_case(
         run_status: Some(outcome.status),
         events_jsonl: to_jsonl(&outcome.events),
     }
+}
+
+/// What the report says about derived replies: that they were used, and what they could
+/// not give (each a line of [`DerivedModel::notes`]), which checks passed unjudged and which
+/// gates read a stand-in tool output.
+fn derived_notes(d: &DerivedModel, replies: Replies) -> Vec<String> {
+    let mut out = vec![match replies {
+        Replies::Derived => "replies derived from the definition".to_owned(),
+        _ => "no script: replies derived from the definition".to_owned(),
+    }];
+    out.extend(d.notes().iter().map(|n| format!("derived replies: {n}")));
+    let unjudged = d.unjudged();
+    if !unjudged.is_empty() {
+        out.push(format!(
+            "not judged (derived pass): {}",
+            unjudged.join(", ")
+        ));
+    }
+    let stand_ins = d.stand_ins();
+    if !stand_ins.is_empty() {
+        out.push(format!(
+            "stand-in output of tools not bundled: {}",
+            stand_ins.join(", ")
+        ));
+    }
+    out
 }
 
 #[cfg(test)]

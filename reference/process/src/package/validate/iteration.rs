@@ -146,8 +146,8 @@ fn loop_constraints(ctx: &mut Ctx<'_>, base: &str, it: &Iteration) {
     }
 }
 
-/// A gate is "score-like" when it compares a metric with an ordering operator (`gt`, `gte`,
-/// `lt`, `lte`): a `tool_metric` or `verifier_field` gate. The guide does not define the term;
+/// A gate is "score-like" when it compares a metric with an ordering operator (`gte`,
+/// `lte`): a `tool_metric` or `verifier_field` gate. The guide does not define the term;
 /// its example is `tool_metric` `gte 80` ("score >= 80"). `command_exit` compares an exit
 /// code and `artifact_regex` a match, neither of which is a score.
 pub fn is_score_like(gate: &Gate) -> bool {
@@ -229,14 +229,29 @@ fn check_gate(ctx: &mut Ctx<'_>, base: &str, gate: &Gate) {
     if gate.gate_type == GateType::ArtifactRegex
         && let Some(pattern) = &gate.pattern
     {
-        super::check_pattern(
-            ctx,
-            pattern,
-            format!("{base}.pattern"),
-            &rules::ITERATION_GATE_PATTERN_INVALID,
-            &rules::ITERATION_GATE_PATTERN_TOO_LARGE,
-            "invalid regex",
-        );
+        if pattern.is_empty() {
+            // An empty regex matches every text: with expect_match true the gate always
+            // passes, with false it always fails. The guide's loader reports it as missing
+            // (`gate_pattern_missing`), so it is the key field's rule here.
+            ctx.emit(
+                &rules::ITERATION_GATE_FIELD_REQUIRED,
+                format!("{base}.pattern"),
+                format!(
+                    "artifact_regex gate `pattern` is empty: an empty regex matches every text, so the gate would always {}; write the text that must {}appear",
+                    if gate.expect_match.unwrap_or(true) { "pass" } else { "fail" },
+                    if gate.expect_match.unwrap_or(true) { "" } else { "not " }
+                ),
+            );
+        } else {
+            super::check_pattern(
+                ctx,
+                pattern,
+                format!("{base}.pattern"),
+                &rules::ITERATION_GATE_PATTERN_INVALID,
+                &rules::ITERATION_GATE_PATTERN_TOO_LARGE,
+                "invalid regex",
+            );
+        }
     }
     if gate.gate_type == GateType::CommandExit {
         command(ctx, base, gate);
@@ -274,7 +289,7 @@ fn key_fields(ctx: &mut Ctx<'_>, base: &str, gate: &Gate) {
 }
 
 /// The gate table's `value` compared against: for `command_exit` an exit code, so an
-/// integer; for an ordering comparison (`gt`, `gte`, `lt`, `lte`) of a `tool_metric` or
+/// integer; for an ordering comparison (`gte`, `lte`) of a `tool_metric` or
 /// `verifier_field`, a number. Nothing is coerced (`"0"` is not 0).
 fn value_type(ctx: &mut Ctx<'_>, base: &str, gate: &Gate) {
     let Some(value) = &gate.value else { return };

@@ -69,6 +69,14 @@ pub(super) fn check(ctx: &mut Ctx<'_>, p: &Process) {
         }
         if let Some(v) = &acceptance.verification {
             for (j, pattern) in v.forbidden_patterns.iter().enumerate() {
+                if pattern.is_empty() {
+                    ctx.emit(
+                        &rules::TESTS_ACCEPTANCE_PATTERN_INVALID,
+                        format!("{base}.acceptance.verification.forbidden_patterns[{j}]"),
+                        "forbidden pattern is empty: an empty regex matches every verification output, so the case could never pass",
+                    );
+                    continue;
+                }
                 super::check_pattern(
                     ctx,
                     pattern,

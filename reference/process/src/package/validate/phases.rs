@@ -10,6 +10,7 @@ use super::Ctx;
 use crate::package::model::{OutputStrategy, Process, deliverable_filename};
 use crate::package::paths::{PathProblem, path_problem};
 use crate::package::rules;
+use crate::package::yaml_pos::NodeKind;
 
 /// guide "Phases": "Unique, kebab-case".
 static KEBAB: LazyLock<Regex> =
@@ -38,7 +39,9 @@ pub(super) fn check(ctx: &mut Ctx<'_>, p: &Process) {
 
 /// guide "Phases" field table: `id` and `description` are required, so an empty or
 /// whitespace-only value is no value. `depends_on` is required too, but the guide's own
-/// "Phase iteration loops" example omits it: a missing list reads as `[]` with a warning.
+/// "Phase iteration loops" example omits it: a missing key reads as `[]` with a warning. A key
+/// written without a value (`depends_on:`) breaks the required rule, like `id:` does (the
+/// guide's loader would iterate over `None` and fail); `depends_on: []` is a root phase.
 fn required(ctx: &mut Ctx<'_>, p: &Process) {
     for (i, phase) in p.phases.iter().enumerate() {
         for (field, value) in [("id", &phase.id), ("description", &phase.description)] {
@@ -51,7 +54,23 @@ fn required(ctx: &mut Ctx<'_>, p: &Process) {
             }
         }
         let path = format!("phases[{i}].depends_on");
-        if ctx.node.get(&path).is_none() {
+        // None: no key; Some(true): the key without a value.
+        let without_value = ctx
+            .node
+            .get(&path)
+            .map(|n| matches!(n.kind, NodeKind::Null));
+        if without_value == Some(true) {
+            // `depends_on:` (or `~`, `null`): the key is there, its value is not. Reading it
+            // as [] would make the phase a root that silently stops waiting.
+            ctx.emit(
+                &rules::PHASES_FIELD_REQUIRED,
+                path,
+                format!(
+                    "phase {:?}: `depends_on` has no value; a required key needs one: list the phases it waits for, or write `depends_on: []` for a root phase",
+                    phase.id
+                ),
+            );
+        } else if without_value.is_none() {
             ctx.emit(
                 &rules::PHASES_DEPENDS_ON_IMPLICIT,
                 path,

@@ -2,9 +2,10 @@
 //! rule of the guide section that defines the field; anything else is `yaml.type`.
 
 use super::strip_indices;
+use crate::package::model::Operator;
 use crate::package::report::Diagnostic;
 use crate::package::rules::{self, Rule};
-use crate::package::yaml_pos::{Node, ShapeError, ShapeErrorKind};
+use crate::package::yaml_pos::{Node, NodeKind, ShapeError, ShapeErrorKind};
 
 /// Enum-valued fields: a value outside the list, or a non-string, breaks the field's rule.
 const ENUM_FIELDS: &[(&str, &Rule)] = &[
@@ -172,6 +173,19 @@ pub(super) fn diagnostic(err: &ShapeError, root: &Node) -> Diagnostic {
             root.get(&err.path)
                 .map_or("another value", |n| n.kind.type_name())
         ),
+        // An operator the guide's loader does not evaluate: say how to write the gate.
+        ShapeErrorKind::UnknownVariant if rule.id == rules::ITERATION_GATE_OPERATOR_VALUE.id => {
+            let written = match root.get(&err.path).map(|n| &n.kind) {
+                Some(NodeKind::Str(s)) => s.clone(),
+                _ => String::new(),
+            };
+            let portable = Operator::portable_spelling(&written)
+                .unwrap_or("one of gte, lte, eq, contains, not_contains");
+            format!(
+                "`{field}`: `{written}` is not an operator the guide's loader evaluates ({}); write {portable}",
+                Operator::NAMES.join(", ")
+            )
+        }
         _ => format!("`{field}`: {}", err.message),
     };
     Diagnostic::new(rule, err.path.clone(), err.pos, message)
