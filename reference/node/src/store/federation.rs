@@ -48,10 +48,19 @@ impl QueueSql {
                 "SELECT COUNT(*) FROM {t} WHERE destination = ?1 AND state = 'queued'"
             ),
             depth_all: format!("SELECT COUNT(*) FROM {t} WHERE state = 'queued'"),
+            // Per destination, first in first out: a row waits while an older row for the
+            // same destination is queued and not yet due, so a thread's envelopes reach a
+            // peer in the order they were queued even after retries with different back-offs
+            // (a task update never arrives before the task, v1.1 §11.6, §18.3).
             due: format!(
-                "SELECT id, destination, envelope_id, sender, recipients, queued_at, queued_ms, attempts, last_failure, next_attempt_ms FROM {t} WHERE state = 'queued' AND next_attempt_ms <= ?1 ORDER BY destination, id LIMIT ?2"
+                "SELECT id, destination, envelope_id, sender, recipients, queued_at, queued_ms, attempts, last_failure, next_attempt_ms FROM {t} o WHERE state = 'queued' AND next_attempt_ms <= ?1 AND NOT EXISTS (SELECT 1 FROM {t} p WHERE p.destination = o.destination AND p.state = 'queued' AND p.id < o.id AND p.next_attempt_ms > ?1) ORDER BY destination, id LIMIT ?2"
             ),
-            next_due: format!("SELECT MIN(next_attempt_ms) FROM {t} WHERE state = 'queued'"),
+            // The earliest time a row can go: a destination's oldest queued row goes first
+            // (`due`), so only those rows' times count (a younger row already past its time
+            // but held behind an older one must not make the worker spin).
+            next_due: format!(
+                "SELECT MIN(next_attempt_ms) FROM {t} o WHERE state = 'queued' AND NOT EXISTS (SELECT 1 FROM {t} p WHERE p.destination = o.destination AND p.state = 'queued' AND p.id < o.id)"
+            ),
             mark_delivered: format!(
                 "UPDATE {t} SET state = 'delivered', attempts = attempts + 1, done_at = ?2, last_failure = NULL WHERE id = ?1"
             ),
@@ -429,4 +438,63 @@ pub fn quarantine(
 /// The hex SHA-256 of a stored envelope's signed form, if it is stored.
 pub fn signed_hash(conn: &Connection, id: &str) -> rusqlite::Result<Option<String>> {
     conn.row(SIGNED_HASH, [id], |r| r.get(0)).optional()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Per destination, first in first out: a younger row whose own time has come waits for
+    /// an older one still backing off, and the worker's next wake-up is the older row's time
+    /// (not the younger's, which would make it spin).
+    #[test]
+    fn a_destination_s_rows_go_in_queue_order_after_retries() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE federation_outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, destination TEXT NOT NULL, envelope_id TEXT NOT NULL, sender TEXT NOT NULL, recipients TEXT NOT NULL, queued_at TEXT NOT NULL, queued_ms INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, last_failure TEXT, next_attempt_ms INTEGER NOT NULL, state TEXT NOT NULL, reason TEXT, done_at TEXT, UNIQUE (destination, envelope_id));",
+        )
+        .unwrap();
+        let q = Queue::Federation;
+        for (dest, env) in [
+            ("b.test", "env_1"),
+            ("b.test", "env_2"),
+            ("c.test", "env_3"),
+        ] {
+            queue(
+                &conn,
+                q,
+                &NewOutboxItem {
+                    destination: dest,
+                    envelope_id: env,
+                    sender: "loom://alice@a.test",
+                    recipients: &[],
+                    queued_at: "2026-03-01T12:00:00Z",
+                    queued_ms: 0,
+                },
+            )
+            .unwrap();
+        }
+        let ids = |now| -> Vec<String> {
+            due(&conn, q, now, 10)
+                .unwrap()
+                .into_iter()
+                .map(|i| i.envelope_id)
+                .collect()
+        };
+        assert_eq!(ids(0), ["env_1", "env_2", "env_3"]);
+        // Both b.test rows failed; the older backs off longer than the younger.
+        let rows = due(&conn, q, 0, 10).unwrap();
+        mark_retry(&conn, q, rows[0].id, 1, "unreachable", 1000).unwrap();
+        mark_retry(&conn, q, rows[1].id, 1, "unreachable", 10).unwrap();
+        mark_retry(&conn, q, rows[2].id, 1, "unreachable", 500).unwrap();
+        assert_eq!(ids(20), Vec::<String>::new(), "env_2 waits for env_1");
+        assert_eq!(next_due(&conn, q).unwrap(), Some(500));
+        assert_eq!(ids(500), ["env_3"]);
+        mark_delivered(&conn, q, rows[2].id, "t").unwrap();
+        assert_eq!(next_due(&conn, q).unwrap(), Some(1000));
+        assert_eq!(ids(1000), ["env_1", "env_2"], "in queue order, one batch");
+        mark_delivered(&conn, q, rows[0].id, "t").unwrap();
+        assert_eq!(next_due(&conn, q).unwrap(), Some(10));
+        assert_eq!(ids(1000), ["env_2"]);
+    }
 }
