@@ -93,6 +93,7 @@ fn every_help_fits_80_columns() {
         ("loom-vectors", "loom-vectors", &[][..]),
         ("loom-client", "loom", &[][..]),
         ("loom-plsp", "loom-plsp", &[][..]),
+        ("loom-agent", "loom-agent", &[][..]),
     ] {
         n += every_help(
             support::built(package, bin, features)
@@ -101,7 +102,7 @@ fn every_help_fits_80_columns() {
         );
     }
     n += every_help(support::loom_node().to_str().expect("path"));
-    assert!(n >= 25, "{n} help screens");
+    assert!(n >= 28, "{n} help screens");
 }
 
 #[test]

@@ -96,6 +96,23 @@ impl<C: Clock + Clone> EnvelopeFactory<C> {
         Ok(env)
     }
 
+    /// A signed `task` envelope (v1.1 §9.2, §18.1, §18.3): the draft's thread, parent and
+    /// recipients, `intent` (`task.create@v1`, `task.state_update@v1`) with `parameters`, and
+    /// the draft's text as `content.human`.
+    pub fn task(
+        &mut self,
+        from: &Identity,
+        draft: &MessageDraft,
+        intent: &str,
+        parameters: Value,
+    ) -> Result<Value, ClientError> {
+        let mut env = self.message(from, draft)?;
+        env["type"] = "task".into();
+        env["content"]["structured"] = json!({"intent": intent, "parameters": parameters});
+        from.sign(&mut env)?;
+        Ok(env)
+    }
+
     /// A signed `thread_op` envelope (v1.1 §11.1) with `intent` and `parameters`, addressed
     /// to `from` itself.
     pub fn thread_op(

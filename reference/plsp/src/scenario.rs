@@ -103,7 +103,10 @@ impl Scenario {
     }
 }
 
-struct Script<'a>(&'a Scenario);
+/// A scenario as the loop's [`Schedule`]: cycle n gets instruction n (the last repeats) and
+/// entry n of each input series.
+#[derive(Debug)]
+pub struct Script<'a>(pub &'a Scenario);
 
 impl Schedule for Script<'_> {
     fn instr(&mut self, cycle: u64, _: &Block) -> Option<String> {

@@ -152,6 +152,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Tasks (v1.1 §18.3): create one for an identity (an agent), or watch one move.
+    Task {
+        #[command(subcommand)]
+        op: TaskOp,
+    },
     /// Read an envelope (env_…), or a thread and its envelopes (thr_…).
     Get {
         #[command(flatten)]
@@ -165,6 +170,59 @@ enum Command {
         /// for the session's identity (`env_…` only).
         #[arg(long, value_name = "DIR")]
         save_attachments: Option<PathBuf>,
+    },
+}
+
+/// What `loom task` does.
+#[derive(Subcommand, Debug)]
+enum TaskOp {
+    /// Send task.create@v1 assigning work to an identity, then the `assigned` update
+    /// (only the creator or the thread owner may assign, v1.0 §17.3).
+    Create {
+        #[command(flatten)]
+        conn: Conn,
+        /// Session file (the creator's).
+        #[arg(long, value_name = "FILE")]
+        session: PathBuf,
+        /// The assignee (`loom://bot.bob@b.test`).
+        #[arg(long, value_name = "ADDRESS")]
+        to: String,
+        /// What the task is called (default: the goal, or the PLSP program's name).
+        #[arg(long)]
+        title: Option<String>,
+        /// Work: run this process package (by name) …
+        #[arg(long, value_name = "NAME", requires = "goal", conflicts_with = "plsp")]
+        process: Option<String>,
+        /// … with this goal.
+        #[arg(long, requires = "process")]
+        goal: Option<String>,
+        /// Work: run the PLSP program in this JSON file (a loom-plsp scenario without `http`).
+        #[arg(long, value_name = "FILE")]
+        plsp: Option<PathBuf>,
+        /// Create the task in this thread (default: a new one).
+        #[arg(long, value_name = "thr_…")]
+        thread: Option<String>,
+        /// Print only `TASK_ID THREAD_ID` (for scripts).
+        #[arg(long)]
+        ids: bool,
+    },
+    /// Print a task's state updates as they arrive, until it reaches a terminal state.
+    /// Exit 0 when it completed, 1 when it ended otherwise or did not end in time.
+    Watch {
+        #[command(flatten)]
+        conn: Conn,
+        /// Session file.
+        #[arg(long, value_name = "FILE")]
+        session: PathBuf,
+        /// The task's thread.
+        #[arg(long, value_name = "thr_…")]
+        thread: String,
+        /// The task (the id of its task.create@v1 envelope).
+        #[arg(value_name = "env_…")]
+        task: String,
+        /// Give up after this many seconds.
+        #[arg(long, value_name = "SECS", default_value_t = 120)]
+        wait: u64,
     },
 }
 
@@ -278,7 +336,10 @@ fn main() -> ExitCode {
         | Command::Login { conn, .. }
         | Command::Send { conn, .. }
         | Command::Threads { conn, .. }
-        | Command::Get { conn, .. } => conn.verbose,
+        | Command::Get { conn, .. }
+        | Command::Task {
+            op: TaskOp::Create { conn, .. } | TaskOp::Watch { conn, .. },
+        } => conn.verbose,
         Command::AddParticipant { at, .. }
         | Command::E2ee {
             op: E2eeOp::Enable { at, .. } | E2eeOp::Rotate { at },
@@ -597,6 +658,7 @@ async fn run(command: Command) -> Result<(), Failure> {
             }
             Ok(())
         }
+        Command::Task { op } => task(op).await,
         Command::Threads {
             conn,
             session,
@@ -795,6 +857,159 @@ async fn save_all(
         eprintln!("saved {} ({} bytes)", path.display(), bytes.len());
     }
     Ok(())
+}
+
+/// `loom task create` / `loom task watch`.
+async fn task(op: TaskOp) -> Result<(), Failure> {
+    match op {
+        TaskOp::Create {
+            conn,
+            session,
+            to,
+            title,
+            process,
+            goal,
+            plsp,
+            thread,
+            ids,
+        } => {
+            let (work, named) = match (process, goal, plsp) {
+                (Some(p), Some(g), None) => {
+                    (json!({"kind": "process", "package": p, "goal": g}), g)
+                }
+                (None, None, Some(file)) => {
+                    let text = std::fs::read_to_string(&file)
+                        .map_err(|e| input(format!("--plsp {}: {e}", file.display())))?;
+                    let program: Value = serde_json::from_str(&text)
+                        .map_err(|e| input(format!("--plsp {}: {e}", file.display())))?;
+                    let name = program["name"]
+                        .as_str()
+                        .unwrap_or("PLSP program")
+                        .to_owned();
+                    (json!({"kind": "plsp", "program": program}), name)
+                }
+                _ => {
+                    return Err(input(
+                        "name the work: --process NAME --goal TEXT, or --plsp FILE".into(),
+                    ));
+                }
+            };
+            let title = title.unwrap_or(named);
+            let sf = read_session(&session)?;
+            let mut c = client(&conn, sf.node.as_deref())?;
+            c.set_token(Some(sf.access_token));
+            let mut factory = factory()?;
+            let draft = MessageDraft {
+                thread_id: thread,
+                parent_id: None,
+                to: vec![to.clone()],
+                text: title.clone(),
+            };
+            let create = factory.task(
+                &sf.identity,
+                &draft,
+                "task.create@v1",
+                json!({"title": title, "assignee": to, "work": work}),
+            )?;
+            let r = c.send_envelope(&create).await?;
+            verbose_print(&conn, &r.transcript);
+            let task_id = create["id"].as_str().unwrap_or_default().to_owned();
+            let thread_id = create["thread_id"].as_str().unwrap_or_default().to_owned();
+            let assign = factory.task(
+                &sf.identity,
+                &MessageDraft {
+                    thread_id: Some(thread_id.clone()),
+                    parent_id: Some(task_id.clone()),
+                    to: vec![to.clone()],
+                    text: format!("assigned to {to}"),
+                },
+                "task.state_update@v1",
+                json!({"task_id": task_id, "state": "assigned", "assignee": to}),
+            )?;
+            let r = c.send_envelope(&assign).await?;
+            verbose_print(&conn, &r.transcript);
+            if ids {
+                println!("{task_id} {thread_id}");
+            } else {
+                println!("task {task_id} in thread {thread_id}: created and assigned to {to}");
+            }
+            Ok(())
+        }
+        TaskOp::Watch {
+            conn,
+            session,
+            thread,
+            task,
+            wait,
+        } => {
+            let sf = read_session(&session)?;
+            let mut c = client(&conn, sf.node.as_deref())?;
+            c.set_token(Some(sf.access_token));
+            let deadline = std::time::Instant::now() + Duration::from_secs(wait);
+            let mut shown = 0usize;
+            loop {
+                let r = c.thread_envelopes(&thread).await?;
+                let updates: Vec<&Value> = r.body["envelopes"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter(|e| {
+                                e.pointer("/content/structured/intent")
+                                    == Some(&json!("task.state_update@v1"))
+                                    && e.pointer("/content/structured/parameters/task_id")
+                                        == Some(&json!(task))
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let mut last = None;
+                for e in &updates[shown.min(updates.len())..] {
+                    let state = e
+                        .pointer("/content/structured/parameters/state")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?");
+                    let from = e
+                        .pointer("/from/identity")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?");
+                    let text = e
+                        .pointer("/content/human/text")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    println!("{state:<12} {from}: {text}");
+                    if let Some(res) = e.pointer("/content/structured/parameters/result") {
+                        println!("{:<12} result: {res}", "");
+                    }
+                    last = Some(state.to_owned());
+                }
+                shown = updates.len();
+                if let Some(s) = last
+                    && matches!(
+                        s.as_str(),
+                        "completed" | "failed" | "declined" | "cancelled"
+                    )
+                {
+                    return if s == "completed" {
+                        Ok(())
+                    } else {
+                        Err(Failure {
+                            code: 1,
+                            error: ClientError::Input(format!("task {task} ended {s}")),
+                        })
+                    };
+                }
+                if std::time::Instant::now() >= deadline {
+                    return Err(Failure {
+                        code: 1,
+                        error: ClientError::Input(format!(
+                            "task {task} did not reach a terminal state within {wait} s"
+                        )),
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    }
 }
 
 /// An envelope factory on the system clock, seeded from OS randomness.
