@@ -63,19 +63,12 @@ pub(crate) async fn register_agent(
     reg?;
     let session = id.login(&mut client).await?;
     client.set_token(Some(session.access_token));
-    let mut link = json!({
-        "delegator": delegator.id.address(),
-        "delegate": address,
-        "scope": scope,
-        "created_at": factory.now().to_rfc3339(),
-        "expires_at": AGENT_EXPIRES,
-        "revocable": true,
-        "allow_sub_delegation": false,
-    });
-    loom_protocol::delegation::sign_delegation_link(
-        &mut link,
-        delegator.id.signing_key(),
-        delegator.id.key_id_typed(),
+    let link = loom_agent::enroll::signed_link(
+        &delegator.id,
+        &address,
+        &scope,
+        &factory.now().to_rfc3339(),
+        AGENT_EXPIRES,
     )?;
     let t = delegator
         .client

@@ -350,6 +350,7 @@ pub fn schedule(s: &Scenario, seed: u64) -> Vec<Scheduled> {
             permanent: f.permanent,
         });
     }
+    out.extend(crate::agents::crash_schedule(s, seed));
     out.sort_by_key(|f| f.at_ms);
     out
 }

@@ -14,6 +14,7 @@
 //! (the migrated empty store every node starts from), [`realtime`] (WebSocket watchers), [`world`] (one run), [`invariants`]
 //! (the checks), [`sweep`] (many seeds), [`shrink`] (minimal failing schedules).
 
+pub mod agents;
 mod authority;
 pub mod clock;
 pub mod dial;

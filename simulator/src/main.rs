@@ -79,6 +79,25 @@ enum Cmd {
     List,
 }
 
+/// Run options with the quirks `names`: node quirks, and agent quirks (`[agents]`).
+fn options(names: &[String]) -> Result<RunOptions, String> {
+    if !cfg!(feature = "quirks") && !names.is_empty() {
+        return Err(
+            "--quirk needs a build with the `quirks` feature (cargo run -p loom-sim --features quirks)"
+                .into(),
+        );
+    }
+    let (agent, node): (Vec<String>, Vec<String>) = names
+        .iter()
+        .cloned()
+        .partition(|n| loom_sim::agents::is_agent_quirk(n));
+    Ok(RunOptions {
+        rules: quirks(&node)?,
+        agent_quirks: agent,
+        ..RunOptions::default()
+    })
+}
+
 #[cfg(feature = "quirks")]
 fn quirks(names: &[String]) -> Result<loom_sim::world::NodeRules, String> {
     let mut q = loom_node::Quirks::none();
@@ -129,9 +148,8 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
         } => {
             let s = Scenario::load(&scenario)?;
             let opts = RunOptions {
-                rules: quirks(&quirk)?,
                 keep_trace: trace.is_some(),
-                ..RunOptions::default()
+                ..options(&quirk)?
             };
             let started = Instant::now();
             let r = run(&s, seed, &opts)?;
@@ -187,10 +205,7 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             quirk,
         } => {
             let s = Scenario::load(&scenario)?;
-            let opts = RunOptions {
-                rules: quirks(&quirk)?,
-                ..RunOptions::default()
-            };
+            let opts = options(&quirk)?;
             let started = Instant::now();
             let r = loom_sim::shrink::shrink(&s, seed, &opts)?;
             let toml = r.toml()?;
@@ -240,9 +255,8 @@ fn real_main(cli: Cli) -> Result<ExitCode, String> {
             let shard = shard.as_deref().map(Shard::parse).transpose()?;
             let list = seeds(parse_range(&range)?, shard);
             let opts = RunOptions {
-                rules: quirks(&quirk)?,
                 keep_trace: false,
-                ..RunOptions::default()
+                ..options(&quirk)?
             };
             let started = Instant::now();
             let progress =

@@ -7,7 +7,7 @@ use std::path::Path;
 
 /// The scenarios shipped with the simulator, by name (compiled in, so the binary runs
 /// anywhere).
-pub const SHIPPED: [(&str, &str); 9] = [
+pub const SHIPPED: [(&str, &str); 10] = [
     (
         "three-node-federation",
         include_str!("../scenarios/three-node-federation.toml"),
@@ -37,6 +37,10 @@ pub const SHIPPED: [(&str, &str); 9] = [
     (
         "websocket-resume",
         include_str!("../scenarios/websocket-resume.toml"),
+    ),
+    (
+        "agents-on-two-nodes",
+        include_str!("../scenarios/agents-on-two-nodes.toml"),
     ),
 ];
 
@@ -87,6 +91,10 @@ pub struct Scenario {
     /// faults ([`crate::realtime`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub realtime: Option<Realtime>,
+    /// `[agents]`: a process-runner and a PLSP agent take tasks from a human under the
+    /// faults ([`crate::agents`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents: Option<crate::agents::Agents>,
     /// How the scenario was named when loaded ([`Scenario::load`]): a shipped name or the
     /// file path; replay commands use it. Not part of the file.
     #[serde(skip)]
@@ -412,6 +420,29 @@ impl Scenario {
         }
         if self.users_per_node == 0 {
             return Err("scenario: users_per_node must be at least 1".into());
+        }
+        if let Some(a) = &self.agents {
+            for (field, n) in [
+                ("agents.human_node", &a.human_node),
+                ("agents.process_node", &a.process_node),
+                ("agents.plsp_node", &a.plsp_node),
+            ] {
+                if !self.nodes.contains(n) {
+                    return Err(format!("scenario: {field} {n:?} is not one of nodes"));
+                }
+            }
+            if a.tasks == 0 {
+                return Err("scenario: agents.tasks must be at least 1".into());
+            }
+            if !(0.0..=1.0).contains(&a.beyond_scope_ratio) {
+                return Err(format!(
+                    "scenario: agents.beyond_scope_ratio must be within 0..=1, not {}",
+                    a.beyond_scope_ratio
+                ));
+            }
+            if a.gap_ms[0] > a.gap_ms[1] {
+                return Err("scenario: agents.gap_ms must be [min, max] with min <= max".into());
+            }
         }
         if self.tick_ms == 0 {
             return Err("scenario: tick_ms must be at least 1".into());

@@ -114,6 +114,8 @@ pub struct Record {
     pub mail: MailRecord,
     /// What each WebSocket watcher (`[realtime]`) received.
     pub watchers: Vec<WatchRecord>,
+    /// What the agents and their human did (`[agents]`).
+    pub agents: crate::agents::AgentsRecord,
     /// Nodes that crashed at least once during the run.
     pub crashed: std::collections::BTreeSet<String>,
     /// Thread listings the clients read (`[workload] read_ratio`), for `history`.

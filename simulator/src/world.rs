@@ -62,6 +62,8 @@ pub struct RunOptions {
     pub schedule: Option<Vec<Scheduled>>,
     /// Extra hosts beside the nodes and their clients ([`crate::hosts`]).
     pub hosts: Vec<crate::hosts::HostSlot>,
+    /// Deliberate defects of the agents (`[agents]`; [`crate::agents`], feature `quirks`).
+    pub agent_quirks: Vec<String>,
 }
 
 /// What a run found.
@@ -293,6 +295,99 @@ impl NodeHostSpec {
     }
 }
 
+/// The `[agents]` hosts: the process-runner and PLSP agents (restartable turmoil hosts) and
+/// the human's client host ([`crate::agents`]).
+#[allow(clippy::too_many_arguments)]
+fn start_agents(
+    sim: &mut turmoil::Sim<'_>,
+    scenario: &Scenario,
+    a: &crate::agents::Agents,
+    seed: u64,
+    peers_of: &Arc<RwLock<BTreeMap<String, String>>>,
+    users: &BTreeMap<String, Vec<String>>,
+    scratch: &Scratch,
+    shared: &Shared,
+    opts: &RunOptions,
+) -> Result<(), String> {
+    use crate::agents::{self, AgentPlan, HumanPlan};
+    let url = |d: &str| {
+        peers_of
+            .read()
+            .map(|p| p.get(d).cloned().unwrap_or_default())
+            .unwrap_or_default()
+    };
+    let first = |d: &str| {
+        users
+            .get(d)
+            .and_then(|u| u.first())
+            .cloned()
+            .ok_or_else(|| format!("[agents]: node {d} has no users"))
+    };
+    let packages = Arc::new(agents::process_packages()?);
+    let process_agent = format!("loom://runner@{}", a.process_node);
+    let plsp_agent = format!("loom://plsp@{}", a.plsp_node);
+    for (host, domain, address, scope, plsp) in [
+        (
+            agents::process_host(a),
+            &a.process_node,
+            process_agent.clone(),
+            loom_agent::scope::needed_for(&["market-sizing".to_owned()], false),
+            false,
+        ),
+        (
+            agents::plsp_host(a),
+            &a.plsp_node,
+            plsp_agent.clone(),
+            loom_agent::scope::needed_for(&[], true),
+            true,
+        ),
+    ] {
+        let plan = AgentPlan {
+            workdir: scratch.0.join("agents").join(&host),
+            host: host.clone(),
+            domain: domain.clone(),
+            url: url(domain),
+            address,
+            delegator: first(domain)?,
+            scope,
+            packages: if plsp {
+                Arc::new(loom_agent::run::Packages::default())
+            } else {
+                packages.clone()
+            },
+            plsp,
+            seed,
+            setup_secs: scenario.setup_secs,
+            shared: shared.clone(),
+            journal: Default::default(),
+            chain: Arc::default(),
+            boots: Arc::default(),
+            encoding: a.encoding,
+            quirks: opts.agent_quirks.clone(),
+        };
+        sim.host(host.as_str(), move || agents::boot(plan.clone()));
+    }
+    let human = users
+        .get(&a.human_node)
+        .and_then(|u| u.last())
+        .cloned()
+        .ok_or_else(|| format!("[agents]: human_node {} has no users", a.human_node))?;
+    let host = agents::human_host(a);
+    let plan = HumanPlan {
+        agents: a.clone(),
+        url: url(&a.human_node),
+        human,
+        process_agent,
+        plsp_agent,
+        seed,
+        rng_seed: derive_seed(seed, &format!("host/{host}")),
+        setup_secs: scenario.setup_secs,
+        shared: shared.clone(),
+    };
+    sim.client(host.as_str(), agents::run_human(plan));
+    Ok(())
+}
+
 /// Runs `scenario` with `seed`.
 pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunReport, String> {
     // Before any store opens: the writer's VFS wraps whatever is the default then.
@@ -435,6 +530,11 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
                 sim.client(host.as_str(), crate::realtime::run_watcher(plan));
             }
         }
+    }
+    if let Some(a) = &scenario.agents {
+        start_agents(
+            &mut sim, scenario, a, seed, &peers_of, &users, &scratch, &shared, opts,
+        )?;
     }
     let replays: Vec<u64> = sched
         .iter()
@@ -637,7 +737,13 @@ pub fn run(scenario: &Scenario, seed: u64, opts: &RunOptions) -> Result<RunRepor
         steps,
         acknowledged: rec.acks.len(),
         scenario_ref: scenario.reference().to_owned(),
-        quirks: opts.rules.0.names(),
+        quirks: opts
+            .rules
+            .0
+            .names()
+            .into_iter()
+            .chain(opts.agent_quirks.iter().cloned())
+            .collect(),
         custom_schedule: opts.schedule.is_some(),
     })
 }

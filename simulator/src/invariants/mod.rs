@@ -16,6 +16,7 @@
 //! | `history` | a thread listing shows every envelope the node acknowledged to the reader in that thread before the read (read-your-writes, across restarts); two listings of the same envelopes list them in one order (v1.1 §10.3); on every node a reply comes after its parent in the thread's event order exactly when it is not marked `meta.pending_parent` (v1.1 §10.2, §11.6) |
 //! | `realtime-stream` | after dedupe by `event_id`, every WebSocket watcher (`[realtime]`) saw every event it may read between its first subscription and the newest it saw, across disconnects and resumes, nothing it may not read, in cursor order per thread (v1.1 §17.1, §17.2, §8.3) |
 //! | `storage-recovery` | a node starts again on a healthy disk after any crash, power loss or storage fault, and its store passes SQLite's integrity check (`Inspector::integrity`) |
+//! | `agent-tasks` *(`[agents]`)* | every task given reaches a terminal state on every node holding it (declined exactly when beyond the agent's delegation), no task runs twice to completion (stored updates, the agent's runs and journal), no run starts beyond the delegation, every agent envelope carries `from.type` agent, its enrolled chain (the link verifying under the delegator's key) and an action within its leaf scope (v1.1 §13.3, §13.5, §18.2, §18.3) |
 //! | `quiescence` | no outbox still holds a queued delivery once the network healed and `settle_secs` passed |
 
 use crate::trace::{Ack, MailRecord, Read, Shared};
@@ -25,6 +26,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 mod acked_durable;
+mod agent_tasks;
 mod audit_chain;
 mod convergence;
 mod delivered_once;
@@ -94,6 +96,7 @@ pub(crate) struct Run<'a> {
     pub permanently_down: &'a BTreeSet<String>,
     pub mail: &'a MailRecord,
     pub crashed: &'a BTreeSet<String>,
+    pub agents: &'a crate::agents::AgentsRecord,
 }
 
 /// The violations found, at most [`MAX_DETAILS`] per invariant, in the order found.
@@ -145,7 +148,7 @@ pub fn check_all(
         let store = dirs.get(&w.node).and_then(|d| prober.store(d));
         realtime_stream::check(w, store, &mut found);
     }
-    let (acks, reads, keys, retracted, mail, crashed) = {
+    let (acks, reads, keys, retracted, mail, crashed, agents) = {
         let rec = shared.lock();
         (
             rec.acks.clone(),
@@ -154,6 +157,7 @@ pub fn check_all(
             rec.retracted.clone(),
             rec.mail.clone(),
             rec.crashed.clone(),
+            rec.agents.clone(),
         )
     };
     let run = Run {
@@ -165,6 +169,7 @@ pub fn check_all(
         permanently_down,
         mail: &mail,
         crashed: &crashed,
+        agents: &agents,
     };
     acked_durable::check(&run, &mut found);
     delivered_once::check(&run, &mut found);
@@ -175,5 +180,6 @@ pub fn check_all(
     mail_in::check(&run, &mut found);
     mail_out::check(&run, &mut found);
     history::check(&run, &mut found);
+    agent_tasks::check(&run, &mut found);
     found.0
 }
