@@ -539,13 +539,23 @@ impl Scenario {
                 return Err(format!("scenario: hosts[{i}].name {n:?} is declared twice"));
             }
         }
+        // `[agents]` hosts can be crashed and restarted (a shrunk agents seed names them).
+        let agent_hosts: Vec<String> = self
+            .agents
+            .as_ref()
+            .map(|a| vec![crate::agents::process_host(a), crate::agents::plsp_host(a)])
+            .unwrap_or_default();
         for (i, f) in self.faults.script.iter().enumerate() {
             let link_kind = matches!(
                 f.kind.as_str(),
                 "partition" | "repair" | "hold" | "release" | "slow" | "fast"
             );
+            let process_kind = matches!(f.kind.as_str(), "crash" | "restart");
             let node = |n: &str| {
-                if self.nodes.iter().any(|d| d == n) || (link_kind && slots.contains(n)) {
+                if self.nodes.iter().any(|d| d == n)
+                    || (link_kind && slots.contains(n))
+                    || (process_kind && agent_hosts.iter().any(|h| h == n))
+                {
                     Ok(())
                 } else if slots.contains(n) {
                     Err(format!(
@@ -614,6 +624,42 @@ mod tests {
         ))
         .unwrap_err();
         assert!(e.contains("z.test"), "{e}");
+    }
+
+    #[test]
+    fn agents_are_checked_and_their_hosts_can_be_crashed_by_script() {
+        let agents = include_str!("../scenarios/agents-on-two-nodes.toml");
+        let crash = "[[faults.script]]\nat_secs = 1\nkind = \"crash\"\na = \"runner.b.test\"\n";
+        let s = Scenario::from_toml(&format!("{agents}\n{crash}")).unwrap();
+        assert_eq!(s.faults.script.len(), 1);
+        // Only crash and restart may name an agent host, and only in a scenario with agents.
+        let e = Scenario::from_toml(&format!("{}\n{crash}", SHIPPED[0].1)).unwrap_err();
+        assert!(e.contains("runner.b.test"), "{e}");
+        let skew =
+            "[[faults.script]]\nat_secs = 1\nkind = \"skew\"\na = \"runner.b.test\"\nsecs = 5\n";
+        let e = Scenario::from_toml(&format!("{agents}\n{skew}")).unwrap_err();
+        assert!(e.contains("runner.b.test"), "{e}");
+        for (from, to, field) in [
+            (
+                "human_node = \"a.test\"",
+                "human_node = \"c.test\"",
+                "agents.human_node",
+            ),
+            ("tasks = 6", "tasks = 0", "agents.tasks"),
+            (
+                "beyond_scope_ratio = 0.34",
+                "beyond_scope_ratio = 1.5",
+                "agents.beyond_scope_ratio",
+            ),
+            (
+                "gap_ms = [500, 3000]",
+                "gap_ms = [3000, 500]",
+                "agents.gap_ms",
+            ),
+        ] {
+            let e = Scenario::from_toml(&agents.replace(from, to)).unwrap_err();
+            assert!(e.contains(field), "{e} should name {field}");
+        }
     }
 
     #[test]

@@ -892,6 +892,28 @@ fn agents_run_decline_restart_and_replay_byte_for_byte() {
     assert_eq!(a.trace, b.trace, "same seed, byte-identical trace");
 }
 
+/// A scripted crash of an agent host (what a shrunk agents seed prints) runs: the agent boots
+/// again and every invariant still holds.
+#[test]
+fn a_scripted_agent_crash_restarts_the_agent() {
+    let text = format!(
+        "{}\n[[faults.script]]\nat_secs = 1\nkind = \"crash\"\na = \"runner.b.test\"\n[[faults.script]]\nat_secs = 4\nkind = \"restart\"\na = \"runner.b.test\"\n",
+        include_str!("../scenarios/agents-on-two-nodes.toml")
+    );
+    let s = Scenario::from_toml(&text).unwrap();
+    let opts = RunOptions {
+        keep_trace: true,
+        ..RunOptions::default()
+    };
+    let r = run(&s, 2, &opts).unwrap();
+    assert!(r.ok(), "{:?}", r.violations);
+    let trace = r.trace.unwrap();
+    assert!(
+        trace.contains("\"agent\":\"loom://runner@b.test\",\"boot\":1"),
+        "the runner booted again"
+    );
+}
+
 #[test]
 fn an_agent_acting_beyond_its_delegation_is_caught() {
     agent_caught("act-beyond-scope", 5);
