@@ -539,15 +539,18 @@ async fn presence_private(cx: &mut Ctx) -> Verdict {
             "Bob, who shares a thread with Alice, did not see her presence either, so Carol's silence proves nothing (exchange {control_ex})"
         )));
     }
+    carol_is_listening(cx, &alice, &carol, &mut c).await?;
+    // Every frame Carol's stream delivered up to Alice's message to her: a presence event
+    // leaked to her was committed before that message, so it came before it (§17.2 order).
+    // (Draining for a fixed time first missed a leak that arrived late.)
     let leaked: Vec<Value> = c
-        .drain(Duration::from_millis(700))
-        .await
-        .into_iter()
+        .received()
+        .iter()
+        .filter_map(|t| serde_json::from_str::<Value>(t).ok())
         .filter(|f| {
             ws::kind(f) == Some("presence.update") && ws::identity(f) == Some(alice.address())
         })
         .collect();
-    carol_is_listening(cx, &alice, &carol, &mut c).await?;
     let ex = cx.ws_record(&c);
     cx.net.expect_at(
         ex,
