@@ -89,6 +89,18 @@ async fn expect_event(
 
 /// Proves Carol's stream was live while she saw nothing: Alice then writes to Carol in a
 /// thread of their own, and that must reach her (else her silence proves nothing).
+/// The frames `c` delivered so far that match `leak`. Called after [`carol_is_listening`]:
+/// an event leaked to Carol was committed before Alice's message to her, so it came before
+/// that message's `envelope.new` (§17.2 order) — judging every frame up to it catches a leak
+/// however late it arrived (a fixed drain before the proof missed late ones).
+fn delivered(c: &WsSession, leak: impl Fn(&Value) -> bool) -> Vec<Value> {
+    c.received()
+        .iter()
+        .filter_map(|t| serde_json::from_str::<Value>(t).ok())
+        .filter(|f| leak(f))
+        .collect()
+}
+
 async fn carol_is_listening(
     cx: &mut Ctx,
     alice: &Ident,
@@ -284,13 +296,10 @@ async fn audience(cx: &mut Ctx) -> Verdict {
             "Bob, a participant, did not receive envelope.new for {id} either, so Carol's silence proves nothing (exchange {control_ex})"
         )));
     }
-    let leaked: Vec<Value> = c
-        .drain(Duration::from_millis(700))
-        .await
-        .into_iter()
-        .filter(|f| ws::thread(f) == Some(t.as_str()) || ws::envelope(f) == Some(id.as_str()))
-        .collect();
     carol_is_listening(cx, &alice, &carol, &mut c).await?;
+    let leaked = delivered(&c, |f| {
+        ws::thread(f) == Some(t.as_str()) || ws::envelope(f) == Some(id.as_str())
+    });
     let ex = cx.ws_record(&c);
     cx.net.expect_at(
         ex,
@@ -540,17 +549,9 @@ async fn presence_private(cx: &mut Ctx) -> Verdict {
         )));
     }
     carol_is_listening(cx, &alice, &carol, &mut c).await?;
-    // Every frame Carol's stream delivered up to Alice's message to her: a presence event
-    // leaked to her was committed before that message, so it came before it (§17.2 order).
-    // (Draining for a fixed time first missed a leak that arrived late.)
-    let leaked: Vec<Value> = c
-        .received()
-        .iter()
-        .filter_map(|t| serde_json::from_str::<Value>(t).ok())
-        .filter(|f| {
-            ws::kind(f) == Some("presence.update") && ws::identity(f) == Some(alice.address())
-        })
-        .collect();
+    let leaked = delivered(&c, |f| {
+        ws::kind(f) == Some("presence.update") && ws::identity(f) == Some(alice.address())
+    });
     let ex = cx.ws_record(&c);
     cx.net.expect_at(
         ex,
