@@ -29,7 +29,7 @@ fn an_external_node_trusting_the_run_ca_passes_the_federation_cases_over_tls() {
     std::fs::write(
         &profile,
         format!(
-            "[target]\nreadiness_timeout_secs = 60\n[federation]\ntls = true\nharness_address = \"https://127.0.0.1:{peer_port}\"\nlisten = \"127.0.0.1:{peer_port}\"\nca_file = {:?}\npeers = 160\n[federation.block_peer]\nmode = \"static\"\ndomain = \"blocked-{{n}}.test\"\ncount = 4\n[federation.timers]\nttl_ms = 3000\nrefetch_min_interval_ms = 200\n",
+            "[target]\nreadiness_timeout_secs = 60\n[federation]\ntls = true\nharness_address = \"https://127.0.0.1:{peer_port}\"\nlisten = \"127.0.0.1:{peer_port}\"\nca_file = {:?}\npeers = 160\n[federation.block_peer]\nmode = \"static\"\ndomain = \"blocked-{{n}}.test\"\ncount = 4\n[federation.timers]\nttl_ms = 5000\nrefetch_min_interval_ms = 200\n",
             ca.display().to_string()
         ),
     )
@@ -77,7 +77,7 @@ fn an_external_node_trusting_the_run_ca_passes_the_federation_cases_over_tls() {
         .chain((0..4).map(|n| format!("blocked-{n}.test")))
         .collect();
     config.push_str(&format!(
-        "\n[federation]\npeer_ca = [{:?}]\nnative_roots = false\nblocklist = [\"blocked-0.test\", \"blocked-1.test\", \"blocked-2.test\", \"blocked-3.test\"]\nttl_secs = 3\nretry_base_ms = 100\nretry_max_ms = 800\nrefetch_min_interval_ms = 200\n[federation.peers]\n",
+        "\n[federation]\npeer_ca = [{:?}]\nnative_roots = false\nblocklist = [\"blocked-0.test\", \"blocked-1.test\", \"blocked-2.test\", \"blocked-3.test\"]\nttl_secs = 5\nretry_base_ms = 200\nretry_max_ms = 1600\nrefetch_min_interval_ms = 200\n[federation.peers]\n",
         ca.display().to_string()
     ));
     for n in &names {

@@ -27,11 +27,17 @@ use std::time::Duration;
 /// Peers the embedded target is configured with (each case that federates takes one).
 pub const EMBEDDED_PEERS: u32 = 160;
 
-/// The embedded target's store-and-forward TTL: short, so the TTL cases finish in seconds.
-pub const EMBEDDED_TTL_MS: u64 = 3_000;
+/// The embedded target's store-and-forward TTL: short, so the TTL cases finish in seconds, and
+/// longer than the backoff case's four retries ([`EMBEDDED_RETRY_BASE_MS`] · 15 at most).
+pub const EMBEDDED_TTL_MS: u64 = 5_000;
 
 // The node's TTL is configured in whole seconds.
 const _: () = assert!(EMBEDDED_TTL_MS.is_multiple_of(1000));
+
+// The backoff case's four doubling retries fit under the cap and inside the TTL, with 2 s to
+// spare for a busy machine.
+const _: () = assert!(EMBEDDED_RETRY_MAX_MS >= 8 * EMBEDDED_RETRY_BASE_MS);
+const _: () = assert!(EMBEDDED_TTL_MS >= 15 * EMBEDDED_RETRY_BASE_MS + 2_000);
 
 /// The embedded target's least interval between two re-fetches of a remote document for an
 /// unknown key id (v1.0 §7.4; the node's default is a minute).
@@ -43,11 +49,13 @@ pub const EMBEDDED_BLOCKED_PEERS: u32 = 4;
 /// The blocked peers' domains (`{n}` = 0, 1, …).
 pub const EMBEDDED_BLOCKED_DOMAIN: &str = "blocked-{n}.test";
 
-/// The embedded target's first retry delay (v1.1 §15.6 backoff starts here and doubles).
-pub const EMBEDDED_RETRY_BASE_MS: u64 = 100;
+/// The embedded target's first retry delay (v1.1 §15.6 backoff starts here and doubles). Long
+/// enough that a busy machine's scheduling delays (up to ~150 ms seen on 2 cores under the
+/// full self-test) stay small beside the intervals `fed.outbound.backoff-grows` measures.
+pub const EMBEDDED_RETRY_BASE_MS: u64 = 200;
 
 /// The embedded target's longest retry delay.
-pub const EMBEDDED_RETRY_MAX_MS: u64 = 800;
+pub const EMBEDDED_RETRY_MAX_MS: u64 = 1_600;
 
 /// What a run knows about federating with its target.
 #[derive(Debug)]
