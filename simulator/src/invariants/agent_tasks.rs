@@ -138,16 +138,9 @@ pub(super) fn check(run: &Run<'_>, found: &mut Found) {
             );
         }
     }
-    for (d, v) in &run.views {
-        for e in &v.envelopes {
-            let Some(b) = &e.body else { continue };
-            let from = b
-                .pointer("/from/identity")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            if let Some(agent) = a.enrolled.get(from) {
-                agent_envelope(d, &e.id, from, b, agent, found);
-            }
+    for (d, id, from, b) in run.stored_envelopes() {
+        if let Some(agent) = a.enrolled.get(from) {
+            agent_envelope(d, id, from, b, agent, found);
         }
     }
 }

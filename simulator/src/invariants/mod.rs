@@ -99,6 +99,23 @@ pub(crate) struct Run<'a> {
     pub agents: &'a crate::agents::AgentsRecord,
 }
 
+impl Run<'_> {
+    /// Every stored envelope that has a body, by node: `(domain, envelope id, sender's
+    /// address or "" when the body names none, body)`.
+    pub fn stored_envelopes(&self) -> impl Iterator<Item = (&str, &str, &str, &serde_json::Value)> {
+        self.views.iter().flat_map(|(d, v)| {
+            v.envelopes.iter().filter_map(move |e| {
+                let b = e.body.as_ref()?;
+                let from = b
+                    .pointer("/from/identity")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("");
+                Some((d.as_str(), e.id.as_str(), from, b))
+            })
+        })
+    }
+}
+
 /// The violations found, at most [`MAX_DETAILS`] per invariant, in the order found.
 #[derive(Debug, Default)]
 pub(crate) struct Found(Vec<(String, String)>);

@@ -3,45 +3,36 @@
 
 use super::{Found, Run};
 use ed25519_dalek::VerifyingKey;
-use serde_json::Value;
 
 pub(super) fn check(run: &Run<'_>, found: &mut Found) {
-    for (d, v) in &run.views {
-        for e in &v.envelopes {
-            let Some(b) = &e.body else { continue };
-            let from = b
-                .pointer("/from/identity")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let candidates: Vec<VerifyingKey> = if let Some(k) = run.keys.get(from) {
-                vec![*k]
-            } else if from.starts_with("bridge://") {
-                // A bridged envelope is signed by the node that bridged it (its bridge key
-                // is its node key, v1.1 §21.2 as the node README writes down).
-                run.views
-                    .values()
-                    .flat_map(|n| n.node_keys.clone())
-                    .collect()
-            } else if let Some(node) = from.strip_prefix("loom://loom-node@") {
-                run.views
-                    .get(node)
-                    .map(|n| n.node_keys.clone())
-                    .unwrap_or_default()
-            } else {
-                Vec::new()
-            };
-            let ok = candidates
-                .iter()
-                .any(|k| loom_protocol::envelope::verify_envelope_signature(b, k).is_ok());
-            if !ok {
-                found.push(
-                    "signatures",
-                    format!(
-                        "{d}: envelope {} from {from} does not verify with the sender's key (v1.1 §7.3)",
-                        e.id
-                    ),
-                );
-            }
+    for (d, id, from, b) in run.stored_envelopes() {
+        let candidates: Vec<VerifyingKey> = if let Some(k) = run.keys.get(from) {
+            vec![*k]
+        } else if from.starts_with("bridge://") {
+            // A bridged envelope is signed by the node that bridged it (its bridge key
+            // is its node key, v1.1 §21.2 as the node README writes down).
+            run.views
+                .values()
+                .flat_map(|n| n.node_keys.clone())
+                .collect()
+        } else if let Some(node) = from.strip_prefix("loom://loom-node@") {
+            run.views
+                .get(node)
+                .map(|n| n.node_keys.clone())
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let ok = candidates
+            .iter()
+            .any(|k| loom_protocol::envelope::verify_envelope_signature(b, k).is_ok());
+        if !ok {
+            found.push(
+                "signatures",
+                format!(
+                    "{d}: envelope {id} from {from} does not verify with the sender's key (v1.1 §7.3)"
+                ),
+            );
         }
     }
 }
