@@ -113,8 +113,13 @@ async fn carol_is_listening(
         return Ok(());
     }
     let ex = cx.ws_record(c);
+    let closed = match c.closed() {
+        Some(close) => format!("; the node closed it: {close:?}"),
+        None => String::new(),
+    };
     Err(Finding::Error(format!(
-        "Carol's stream received nothing, not even envelope.new for {id} that Alice then sent her (exchange {ex}): her subscription is not live, so her silence proves nothing"
+        "Carol's stream did not deliver envelope.new for {id} that Alice then sent her (exchange {ex}; {}{closed}): her subscription is not live, so her silence proves nothing",
+        frames_seen(c)
     )))
 }
 
