@@ -238,10 +238,22 @@ impl Ctx {
     }
 
     /// Opens `who`'s WebSocket subscribed to `all_threads` from its newest event (§17.1).
+    ///
+    /// An identity with no event yet subscribes without `since`, which starts wherever the
+    /// node stands when it takes the frame: an event the case makes before then is not owed
+    /// to the stream. So a `ping` follows, and its `pong` (§17.4) is awaited: frames of one
+    /// connection are taken in order, so the subscription is in force once the pong comes.
+    /// (Without this, a loaded self-test once saw Carol's subscription taken after the
+    /// message meant to prove her stream live.) A node that does not answer ping is waited
+    /// for only the session's wait; frames read meanwhile stay in [`WsSession::received`].
     pub async fn ws_subscribed(&mut self, who: &Ident) -> Result<WsSession, Finding> {
         let since = self.ws_resume_point(who).await?;
         let mut s = self.ws_open(who).await?;
         s.subscribe(since.as_deref()).await?;
+        if since.is_none() {
+            s.send(&serde_json::json!({"action": "ping"})).await?;
+            s.until(|f| kind(f) == Some("pong")).await;
+        }
         Ok(s)
     }
 }
