@@ -160,8 +160,9 @@ impl Case {
 
     /// Whether the case measures the target's timing, so that it must run with no other case
     /// in flight on the same target: the federation backoff is measured in intervals of
-    /// 200 ms and more on the embedded node, and other cases' deliveries in the same outbox passes
-    /// lengthened them by as much (the self-test saw a constant schedule pass as growing).
+    /// 200 ms and more on the embedded node, and other cases' deliveries in the same outbox
+    /// passes lengthened them by as much (the self-test saw a constant schedule pass as
+    /// growing).
     pub fn measures_timing(&self) -> bool {
         self.id == "fed.outbound.backoff-grows"
     }

@@ -87,8 +87,6 @@ async fn expect_event(
     )
 }
 
-/// Proves Carol's stream was live while she saw nothing: Alice then writes to Carol in a
-/// thread of their own, and that must reach her (else her silence proves nothing).
 /// The frames `c` delivered so far that match `leak`. Called after [`carol_is_listening`]:
 /// an event leaked to Carol was committed before Alice's message to her, so it came before
 /// that message's `envelope.new` (§17.2 order) — judging every frame up to it catches a leak
@@ -101,6 +99,8 @@ fn delivered(c: &WsSession, leak: impl Fn(&Value) -> bool) -> Vec<Value> {
         .collect()
 }
 
+/// Proves Carol's stream was live while she saw nothing: Alice then writes to Carol in a
+/// thread of their own, and that must reach her (else her silence proves nothing).
 async fn carol_is_listening(
     cx: &mut Ctx,
     alice: &Ident,

@@ -117,8 +117,8 @@ impl Ctx {
 
     /// How long a stream is waited on for a frame. Every such wait is for a frame a correct
     /// node sends (an absence is judged from the frames that came before a proof event, never
-    /// from a wait running out), so a long wait costs time only where something is missing:
-    /// 5 s once ran out on a live stream in the self-test on 2 cores under load.
+    /// from a wait running out), so a long wait costs time only where something is missing,
+    /// and it is generous for loaded machines.
     fn ws_wait(&self) -> Duration {
         Duration::from_secs_f64(10.0 * self.timeout_scale)
     }
